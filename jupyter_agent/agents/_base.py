@@ -1,0 +1,196 @@
+"""What every agent run shares: model resolution, the store, the recorder and the loop call.
+
+An agent module (chat, toolloop, plan) builds its messages and hooks, then calls
+:func:`drive`, which runs the kernel, maps its result onto the :class:`Run`, persists the turn
+and emits ``run_finished``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..config import choose_model, make_client
+from ..events import BaseEvent, Warning_
+from ..llm.client import ModelClient
+from ..llm.types import Usage
+from ..loop.hooks import ContextFit, LoopHooks, UsageItem
+from ..loop.kernel import LoopConfig, LoopResult, run_loop
+from .run import Run, RunRecorder
+
+__all__ = ["TurnOptions", "Prepared", "prepare", "drive", "window_fitter", "tool_output_processor",
+           "compress_llm"]
+
+
+@dataclass
+class TurnOptions:
+    """Options shared by every agent entry point (the magics map their flags onto these)."""
+
+    model: str | None = None
+    system: str | None = None
+    session: str | None = "default"
+    history: int | None = 6
+    """Rounds of session history sent along (``0``/``None``: none)."""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stream: bool = True
+    knowledge: Any = None
+    listeners: list[Callable[[BaseEvent], None]] = field(default_factory=list)
+    store: Any = "default"
+    """A :class:`~jupyter_agent.session.Store`, ``None`` for no persistence, or ``"default"``."""
+    client: ModelClient | None = None
+    """Use this client instead of resolving one from the settings (tests, sub-agents)."""
+
+
+@dataclass
+class Prepared:
+    """A run ready to start: client, Run, recorder and store resolved."""
+
+    client: ModelClient
+    run: Run
+    recorder: RunRecorder
+    store: Any
+    turn_id: str | None
+    history: list[dict[str, Any]]
+
+
+def _store(opt: TurnOptions) -> Any:
+    if opt.store == "default":
+        from ..session import default_store
+
+        return default_store()
+    return opt.store
+
+
+def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask") -> Prepared:
+    """Resolve the model and client (raising a clear error before anything is recorded),
+    create the run record and the turn, and load the session history."""
+    store = _store(opt)
+    session_model = None
+    if store is not None and opt.session:
+        rec = store.get_session(opt.session)
+        session_model = rec.model if rec is not None else None
+    if opt.client is not None:
+        client = opt.client
+        model = opt.model or client.profile.name
+    else:
+        model = choose_model(opt.model, session_model)
+        client = make_client(model)
+    run = Run(agent=kind, model=model, prompt=prompt, session=opt.session)
+    recorder = RunRecorder(run, store, opt.listeners)
+    turn_id = None
+    history: list[dict[str, Any]] = []
+    if store is not None:
+        if opt.session:
+            store.supersede_pending(opt.session)  # a new turn makes older asks stale
+            if opt.history:
+                history = store.history_messages(opt.session, opt.history)
+        store.create_run(run.run_id, opt.session, kind)
+        if opt.session:
+            turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id, agent=kind,  # type: ignore[arg-type]
+                                       model=model, profile=client.profile.name)
+    from ..config import local_default_notice
+
+    recorder.start()
+    notice = local_default_notice(model)
+    if notice:
+        recorder.emit(Warning_(message=notice))
+    return Prepared(client, run, recorder, store, turn_id, history)
+
+
+def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
+                  ) -> Callable[[int, list[dict[str, Any]], int], ContextFit | None]:
+    """A ``fit_context`` hook that cuts old rounds above 85% of the window (spec 4.4/6.2)."""
+    from ..llm.tokens import count_messages_tokens
+    from ..loop.compress.window import fit_messages_to_window
+
+    budget = max_context - (max_tokens or 0)
+    threshold = int(budget * 0.85)
+
+    def fit(round_: int, messages: list[dict[str, Any]], tokens: int) -> ContextFit | None:
+        if tokens <= threshold:
+            return None
+        kept = fit_messages_to_window(messages, budget, tools_tokens)
+        if len(kept) == len(messages):
+            return None
+        return ContextFit(messages=kept, tokens=count_messages_tokens(kept) + tools_tokens)
+
+    return fit
+
+
+def compress_llm(client: ModelClient, module: str) -> Callable[[str, str, int], tuple[str, Usage]]:
+    """A compression LLM callable (non-streamed, no tools) bound to ``client``."""
+    from ..llm.types import ChatRequest
+    from ..loop.compress.types import CompressLLMError
+
+    def call(system_prompt: str, user_prompt: str, max_tokens: int) -> tuple[str, Usage]:
+        req = ChatRequest(model=client.profile.model, stream=False, max_tokens=max_tokens,
+                          messages=[{"role": "system", "content": system_prompt},
+                                    {"role": "user", "content": user_prompt}])
+        resp = client.complete(req)
+        if resp.error:
+            raise CompressLLMError(resp.error)
+        if resp.aborted:
+            raise CompressLLMError("aborted", usage=resp.usage, aborted=True)
+        return resp.text, resp.usage
+
+    return call
+
+
+def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, list[UsageItem]]]:
+    """The ``process_tool_output`` hook: spec 6.3 compression of long tool results."""
+    from ..loop.compress.tool_response import compress_tool_response
+
+    llm = compress_llm(client, "tool_response_compress")
+    max_context = client.profile.max_context
+
+    def process(text: str) -> tuple[str, list[UsageItem]]:
+        result = compress_tool_response(text, max_context, llm)
+        usages = [UsageItem(u.module, client.profile.name, u.usage, client.cost(u.usage))
+                  for u in result.usage]
+        return result.text, usages
+
+    return process
+
+
+def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
+          *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None) -> Run:
+    """Run the kernel and finish the run.
+
+    ``persist_from`` is the index in ``messages`` of the first message that belongs to this
+    turn (the user message); it and everything the loop adds are appended to the session.
+    """
+    run, recorder = p.run, p.recorder
+    try:
+        result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+    except BaseException as exc:  # never leave a run "running" in the store
+        recorder.finish("error", error=f"{type(exc).__name__}: {exc}")
+        _finish_turn(p, "error")
+        raise
+    run.messages = result.messages
+    run.tool_values.update(result.tool_values)
+    run.tool_records.extend(result.tool_records)
+    run.input_tokens += result.input_tokens
+    run.output_tokens += result.output_tokens
+    run.cost += result.cost
+    run.rounds += result.rounds
+    if on_result is not None:
+        on_result(result)  # may suspend the run (plan ask, approvals)
+    if p.store is not None and run.session and result.status != "ask":
+        new = messages[persist_from:persist_from + 1] + result.assistant_messages
+        p.store.append_messages(run.session, p.turn_id, new)
+    status = result.status
+    recorder.finish(status, answer=result.answer if status != "error" else "",
+                    error=result.error, finish_reason=result.finish_reason)
+    if p.store is not None and status != "ask":  # an ask was saved by ``suspend``
+        p.store.set_status(run.run_id, status)
+    _finish_turn(p, status)
+    return run
+
+
+def _finish_turn(p: Prepared, status: str) -> None:
+    if p.store is None or p.turn_id is None:
+        return
+    r = p.run
+    p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens,
+                        output_tokens=r.output_tokens, cost=r.cost, duration=r.seconds)

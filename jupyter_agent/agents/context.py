@@ -1,0 +1,159 @@
+"""Building the request messages of a turn: system prompt, knowledge quotes, history.
+
+Spec 4.2–4.4 (chat) and 2.2 (tool loop): the system prompt is the profile's default prompt,
+the user's ``--system`` text and the knowledge part, empty parts dropped, joined by a separator
+that differs between the chat and the tool loop.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Callable, Iterable, Literal
+
+from ..errors import MagicUsageError
+from ..llm.tokens import count_text_tokens
+
+__all__ = [
+    "CHAT_SEPARATOR",
+    "TOOL_SEPARATOR",
+    "QUOTE_JOINER",
+    "DEFAULT_QUOTE_TEMPLATE",
+    "SYSTEM_QUOTE_PROMPT",
+    "USER_QUOTE_PROMPT",
+    "MODE_KNOWLEDGE_LIMITS",
+    "join_system",
+    "quote_role",
+    "render_quotes",
+    "apply_knowledge",
+    "slice_history",
+]
+
+CHAT_SEPARATOR = "\n\n===---===---===\n\n"
+TOOL_SEPARATOR = "\n\n-----\n\n"
+QUOTE_JOINER = "\n------\n"
+
+DEFAULT_QUOTE_TEMPLATE = "{{q}}\n{{a}}"
+"""How one knowledge item is rendered (variables: id, q, a, source, sourceId, updateTime, index)."""
+
+SYSTEM_QUOTE_PROMPT = (
+    "Use the knowledge below, between <knowledge></knowledge>, as your main source when it is "
+    "relevant. If it does not answer the question, say so instead of guessing. Do not mention "
+    "these instructions.\n\n<knowledge>\n{{quote}}\n</knowledge>"
+)
+USER_QUOTE_PROMPT = (
+    "Use the knowledge below, between <knowledge></knowledge>, as your main source when it is "
+    "relevant. If it does not answer the question, say so instead of guessing.\n\n"
+    "<knowledge>\n{{quote}}\n</knowledge>\n\nQuestion: {{question}}"
+)
+
+MODE_KNOWLEDGE_LIMITS: dict[str, int | None] = {"ask": None, "search": 8, "agent": 3}
+"""Knowledge items injected per mode (agent-runtime spec: 8 in search, 3 in agent)."""
+
+Knowledge = Iterable[Any] | Callable[[str], Iterable[Any]]
+
+
+def join_system(parts: Iterable[str | None], separator: str) -> str:
+    """Join the non-empty parts of a system prompt."""
+    return separator.join(p for p in parts if p and p.strip())
+
+
+def quote_role(role: Literal["system", "user"] = "system", template: str | None = None) -> str:
+    """``user`` when asked for, or when a custom template mentions ``{{question}}`` (spec 4.3)."""
+    if role == "user" or (template is not None and "{{question}}" in template):
+        return "user"
+    return "system"
+
+
+def _fill(template: str, values: dict[str, Any]) -> str:
+    out = template
+    for key, value in values.items():
+        out = out.replace("{{" + key + "}}", "" if value is None else str(value))
+    return out
+
+
+def _item_values(item: Any, index: int) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"id": str(index), "q": item, "a": "", "source": "", "sourceId": "",
+                "updateTime": "", "index": index}
+    if hasattr(item, "model_dump"):
+        item = item.model_dump()
+    if not isinstance(item, dict):
+        return _item_values(str(item), index)
+    upd = item.get("updateTime") or item.get("update_time") or ""
+    if isinstance(upd, (_dt.datetime, _dt.date)):
+        upd = upd.strftime("%Y-%m-%d %H:%M")
+    return {
+        "id": str(item.get("id", index)),
+        "q": item.get("q") or item.get("text") or item.get("content") or "",
+        "a": item.get("a") or "",
+        "source": item.get("source") or item.get("sourceName") or "",
+        "sourceId": item.get("sourceId") or item.get("source_id") or "",
+        "updateTime": upd,
+        "index": index,
+    }
+
+
+def resolve_knowledge(knowledge: Knowledge, question: str) -> list[Any]:
+    """The knowledge items: a list as given, or what a retriever function returns."""
+    if callable(knowledge):
+        items = knowledge(question)
+    else:
+        items = knowledge
+    if isinstance(items, (str, bytes, dict)):
+        items = [items]
+    try:
+        return list(items)
+    except TypeError:
+        raise MagicUsageError(
+            "--knowledge must name a list of strings or dicts, or a retriever function"
+        ) from None
+
+
+def render_quotes(items: list[Any], *, item_template: str | None = None,
+                  max_tokens: int | None = None, limit: int | None = None) -> str:
+    """Render items with the item template, trim to ``max_tokens``, join with the joiner."""
+    template = item_template or DEFAULT_QUOTE_TEMPLATE
+    rendered: list[str] = []
+    used = 0
+    for i, item in enumerate(items[:limit] if limit else items, start=1):
+        text = _fill(template, _item_values(item, i)).strip()
+        if max_tokens is not None:
+            cost = count_text_tokens(text)
+            if rendered and used + cost > max_tokens:
+                break  # the budget is spent: later (less relevant) items are dropped
+            used += cost
+        rendered.append(text)
+    return QUOTE_JOINER.join(rendered)
+
+
+def apply_knowledge(question: str, knowledge: Knowledge | None, *, mode: str = "ask",
+                    role: Literal["system", "user"] = "system", quote_prompt: str | None = None,
+                    item_template: str | None = None, max_tokens: int | None = None,
+                    ) -> tuple[str, str]:
+    """Apply knowledge to a turn; returns ``(user_text, system_quote_part)``.
+
+    With role ``user`` the user text is replaced by the rendered prompt (``{{quote}}`` and
+    ``{{question}}`` filled); with role ``system`` the prompt becomes an extra system part.
+    """
+    if knowledge is None:
+        return question, ""
+    items = resolve_knowledge(knowledge, question)
+    quote = render_quotes(items, item_template=item_template, max_tokens=max_tokens,
+                          limit=MODE_KNOWLEDGE_LIMITS.get(mode))
+    r = quote_role(role, quote_prompt)
+    if r == "user":
+        prompt = quote_prompt or USER_QUOTE_PROMPT
+        return _fill(prompt, {"quote": quote, "question": question}), ""
+    prompt = quote_prompt or SYSTEM_QUOTE_PROMPT
+    return question, _fill(prompt, {"quote": quote})
+
+
+def slice_history(history: list[dict[str, Any]], rounds: int | None) -> list[dict[str, Any]]:
+    """Spec 4.2: the system items, then the last ``2n`` items (``0``/``None`` gives none).
+
+    A system item that is also among the last ``2n`` appears twice, as in the reference.
+    """
+    if not rounds:
+        return []
+    system = [m for m in history if m.get("role") == "system"]
+    return system + history[-2 * rounds:]

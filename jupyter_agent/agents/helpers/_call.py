@@ -1,0 +1,161 @@
+"""The plumbing shared by the one-call helpers: pick a client, make one call, count its usage.
+
+Every helper call is priced on its own (spec 7.2) and reported to the current usage sink, so
+inside a run it adds up into the run; the helper's result object carries it as well.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from ...errors import JupyterAgentError, ModelRequestError
+from ...llm.types import ChatRequest, Message, Usage
+from ...llm.usage_context import report_usage
+
+if TYPE_CHECKING:
+    from ...llm.client import ModelClient
+
+__all__ = [
+    "HISTORY_ROUNDS",
+    "CallResult",
+    "EmptyInputError",
+    "add_usage",
+    "call_model",
+    "history_messages",
+    "resolve_client",
+    "squeeze_newlines",
+]
+
+HISTORY_ROUNDS = 6
+"""History a helper sees by default: the last 6 rounds (12 messages), as the reference."""
+
+
+class EmptyInputError(JupyterAgentError, ValueError):
+    """A helper was given an empty text (the reference rejects with ``Input is empty``)."""
+
+    def __init__(self, what: str = "Input") -> None:
+        super().__init__(f"{what} is empty")
+
+
+class CallResult(BaseModel):
+    """One successful helper call: the answer text and what it cost."""
+
+    text: str = ""
+    """The model's answer, with any ``<think>`` block already split off by the client."""
+    usage: Usage = Field(default_factory=Usage)
+    cost: float = 0.0
+    model: str = ""
+
+
+def resolve_client(model: str | None, client: ModelClient | None) -> ModelClient:
+    """``client`` when given, else the default client for ``model`` (profile name or model id).
+
+    The default client reads ``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and, with no ``model``,
+    ``JUPYTER_AGENT_MODEL``.
+    """
+    if client is not None:
+        return client
+    from ...llm import client as client_module  # lazy: importing it loads ``openai``
+
+    factory = getattr(client_module, "default_client", None)
+    if factory is not None:
+        return factory(model)
+    return client_module.ModelClient(model)
+
+
+def _request_model(model: str | None, client: ModelClient) -> str:
+    # An explicit model next to an explicit client picks the model id sent with that client.
+    if model is None:
+        return client.profile.model
+    from ...llm.profiles import resolve_profile
+
+    return resolve_profile(model).model
+
+
+def call_model(
+    module: str,
+    messages: list[Message],
+    *,
+    model: str | None = None,
+    client: ModelClient | None = None,
+    extra: dict[str, Any] | None = None,
+) -> CallResult:
+    """Make one streamed call for helper ``module`` and report its usage.
+
+    Raises ``ModelRequestError`` when the provider fails after retries (a failed call's usage is
+    not counted, spec 7.2) and ``KeyboardInterrupt`` when the user interrupted the stream.
+    """
+    client = resolve_client(model, client)
+    request = ChatRequest(model=_request_model(model, client), messages=messages, stream=True,
+                          extra=dict(extra or {}))
+    response = client.complete(request)
+    if response.aborted:
+        raise KeyboardInterrupt
+    if response.error:
+        raise ModelRequestError(f"{module}: {response.error}", status_code=response.status_code)
+    cost = client.cost(response.usage)
+    report_usage(module, request.model, response.usage, cost)
+    return CallResult(text=response.text, usage=response.usage, cost=cost, model=request.model)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multi-part content: the text parts, one per line
+        return "\n".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return str(content)
+
+
+def _as_message(item: Any) -> Message | None:
+    if isinstance(item, dict):
+        return item
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return {"role": str(item[0]), "content": item[1]}
+    role, content = getattr(item, "role", None), getattr(item, "content", None)
+    if role is not None:
+        return {"role": str(role), "content": content}
+    return None
+
+
+def history_messages(history: Any, *, rounds: int = HISTORY_ROUNDS) -> list[Message]:
+    """The user and assistant text messages of ``history``, the last ``rounds`` rounds.
+
+    ``history`` is a list of OpenAI-format messages, ``(role, text)`` pairs, or an object with a
+    ``messages`` list (a chat session). System messages, tool calls and tool results are left
+    out: the helper has its own system prompt, and a tool result without its call is invalid.
+    """
+    if history is None:
+        return []
+    items: Iterable[Any] = getattr(history, "messages", history)
+    out: list[Message] = []
+    for item in items:
+        msg = _as_message(item)
+        if msg is None or msg.get("role") not in ("user", "assistant"):
+            continue
+        text = _content_text(msg.get("content")).strip()
+        if text:
+            out.append({"role": msg["role"], "content": text})
+    return out[-2 * rounds:] if rounds > 0 else []
+
+
+_MANY_NEWLINES = re.compile(r"\n{3,}")
+
+
+def squeeze_newlines(text: str) -> str:
+    """Runs of 3 or more newlines become 2 (the prompts leave out optional sections)."""
+    return _MANY_NEWLINES.sub("\n\n", text).strip()
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    """Two calls' usage summed; estimated if either was."""
+    return Usage(input_tokens=a.input_tokens + b.input_tokens,
+                 output_tokens=a.output_tokens + b.output_tokens,
+                 estimated=a.estimated or b.estimated)

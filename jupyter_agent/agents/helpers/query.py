@@ -1,0 +1,203 @@
+"""``expand_query``: rewrite a question into a few search queries with one model call.
+
+Spec 5.3, with README item 10: the result is distinct queries with the original first. The model
+proposes up to ``n`` queries; ``k`` of them are chosen greedily for relevance to the question
+plus diversity, with the reference's gain. The reference scores with an embedding model; by
+default we use a local lexical vector (words and character trigrams), and ``embed=`` plugs in
+real embeddings.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from ...llm.tokens import count_text_tokens
+from ...llm.types import Message, Usage
+from ._call import call_model, history_messages, resolve_client
+from ._parse import parse_json_array
+from .prompts import QUERY_SYSTEM_PROMPT, query_user_prompt
+
+if TYPE_CHECKING:
+    from ...llm.client import ModelClient
+
+__all__ = [
+    "Embed",
+    "QueryExpansion",
+    "clean_candidates",
+    "expand_query",
+    "history_text",
+    "select_queries",
+]
+
+MODULE = "query_extension"
+ALPHA = 0.3
+"""Weight of relevance against diversity (the diversity term keeps weight 1, as the reference)."""
+HISTORY_RESERVE = 1000
+"""Tokens of the window kept free when fitting the history (spec 5.3)."""
+
+Embed = Callable[[list[str]], Sequence[Sequence[float]]]
+"""``embed(texts) -> one vector per text``."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class QueryExpansion(BaseModel):
+    """What ``expand_query`` returns; ``queries`` is what to search with."""
+
+    query: str
+    """The original question."""
+    queries: list[str] = Field(default_factory=list)
+    """Distinct search queries, the original first, then at most ``k`` chosen rewrites."""
+    candidates: list[str] = Field(default_factory=list)
+    """Every usable query the model proposed, trimmed, in its order."""
+    raw: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    cost: float = 0.0
+    model: str = ""
+
+
+def clean_candidates(value: list[Any] | None) -> list[str]:
+    """Items as trimmed strings, blanks and non-scalars dropped (repeats are kept here)."""
+    out = []
+    for item in value or ():
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            text = str(item).strip()
+            if text:
+                out.append(text)
+    return out
+
+
+def _dedupe_key(text: str) -> str:
+    # Letters and digits only, case-folded: "Reset it?" and "reset it" are the same query.
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+def _lexical_vectors(texts: list[str]) -> list[Counter[str]]:
+    vectors = []
+    for t in texts:
+        words = _WORD.findall(t.casefold())
+        joined = f" {' '.join(words)} "
+        grams = [joined[i:i + 3] for i in range(len(joined) - 2)]
+        vectors.append(Counter(words) + Counter(grams))
+    return vectors
+
+
+def _cosine(a: Any, b: Any) -> float:
+    if isinstance(a, Mapping):
+        dot = sum(v * b.get(key, 0) for key, v in a.items())
+        na, nb = math.sqrt(sum(v * v for v in a.values())), math.sqrt(sum(v * v for v in b.values()))
+    else:
+        if len(a) != len(b):
+            raise ValueError(f"embedding lengths differ: {len(a)} != {len(b)}")
+        dot = sum(x * y for x, y in zip(a, b))
+        na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(y * y for y in b))
+    return 0.0 if na == 0 or nb == 0 else dot / (na * nb)
+
+
+def select_queries(query: str, candidates: list[str], *, k: int = 3, alpha: float = ALPHA,
+                   embed: Embed | None = None) -> list[str]:
+    """Pick ``min(k, len(candidates))`` candidates, relevant to ``query`` and unlike each other.
+
+    gain(c) = ``alpha·cos(query, c)``, plus ``1 − max cos(c, s)`` over the already selected
+    ``s`` once something is selected (spec 5.3's weights). Each step takes the candidate with
+    the highest gain. The reference's *lazy* variant accepts a popped candidate when its
+    recomputed gain has not dropped; since this gain only grows, it never re-ranks and picks
+    the k most relevant, near-duplicates included. Recomputing every gain (k·n cosines, a few
+    dozen here) gives the diversity the formula intends. Repeated candidates can both be
+    chosen (spec scenario 48); ``expand_query`` removes repeats before calling this.
+    """
+    k = min(k, len(candidates))
+    if not query.strip() or k <= 0:
+        return []
+    vectors: list[Any] = (list(embed([query, *candidates])) if embed is not None
+                          else _lexical_vectors([query, *candidates]))
+    qv, cvs = vectors[0], vectors[1:]
+    relevance = [alpha * _cosine(qv, v) for v in cvs]
+    selected: list[int] = []
+    while len(selected) < k:
+        best, best_gain = -1, -math.inf
+        for i in range(len(cvs)):
+            if i in selected:
+                continue
+            gain = relevance[i]
+            if selected:
+                gain += 1 - max(_cosine(cvs[i], cvs[s]) for s in selected)
+            if gain > best_gain:  # strict: ties go to the earlier candidate (the model's order)
+                best, best_gain = i, gain
+        selected.append(best)
+    return [candidates[i] for i in selected]
+
+
+def history_text(history: Any, *, budget: int) -> str:
+    """``role: text`` lines of the user and assistant messages, newest kept within ``budget``
+    tokens."""
+    lines: list[str] = []
+    used = 0
+    for msg in reversed(history_messages(history, rounds=1 << 30)):
+        line = f"{msg['role']}: {msg['content']}"
+        used += count_text_tokens(line)
+        if used > budget:
+            break
+        lines.append(line)
+    return "\n".join(reversed(lines))
+
+
+def expand_query(
+    query: str,
+    *,
+    history: Any = None,
+    model: str | None = None,
+    client: ModelClient | None = None,
+    n: int = 10,
+    k: int = 3,
+    background: str | None = None,
+    embed: Embed | None = None,
+) -> QueryExpansion:
+    """Rewrite ``query`` into distinct search queries, resolving references to the history.
+
+    Args:
+        query: The user's question.
+        history: Earlier conversation (OpenAI-format messages) that the question may refer to.
+        model: Profile name or model id; default ``JUPYTER_AGENT_MODEL``.
+        client: A ``ModelClient`` to use instead of the default one.
+        n: How many rewrites to ask the model for.
+        k: How many rewrites to keep (the most relevant and diverse).
+        background: What the conversation is about, if known.
+        embed: ``embed(texts) -> vectors`` for the selection; default a local lexical vector.
+
+    Returns:
+        A ``QueryExpansion``: ``queries`` is the original first, then at most ``k`` rewrites.
+        A blank query gives no queries and no call; an answer that cannot be parsed gives
+        just the original.
+
+    Raises:
+        ModelRequestError: The provider failed after retries.
+    """
+    if not query or not query.strip():
+        return QueryExpansion(query=query or "")
+    client = resolve_client(model, client)
+    budget = max(0, client.profile.max_context - HISTORY_RESERVE)
+    messages: list[Message] = [
+        {"role": "system", "content": QUERY_SYSTEM_PROMPT},
+        {"role": "user", "content": query_user_prompt(
+            query, count=n, background=background,
+            history_text=history_text(history, budget=budget) or None)},
+    ]
+    call = call_model(MODULE, messages, model=model, client=client)
+    candidates = clean_candidates(parse_json_array(call.text))[:max(n, 0)]
+    seen = {_dedupe_key(query)}
+    distinct = []
+    for c in candidates:
+        key = _dedupe_key(c)
+        if key and key not in seen:
+            seen.add(key)
+            distinct.append(c)
+    chosen = select_queries(query, distinct, k=k, embed=embed)
+    return QueryExpansion(query=query, queries=[query.strip(), *chosen], candidates=candidates,
+                          raw=call.text, usage=call.usage, cost=call.cost, model=call.model)

@@ -1,0 +1,66 @@
+"""Error classes, split by whose fault the error is.
+
+User mistakes (bad magic arguments, missing key, unknown tool name on the command line) are
+raised; the magics turn them into one line without a traceback. Model mistakes are normally fed
+back to the model as a tool result, so they rarely reach the user.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "JupyterAgentError",
+    "ConfigError",
+    "MissingKeyError",
+    "ToolError",
+    "MagicUsageError",
+    "ModelRequestError",
+    "ModelBehaviorError",
+    "MaxRoundsExceeded",
+    "ResumeError",
+]
+
+
+class JupyterAgentError(Exception):
+    """Base class of every error raised by jupyter_agent."""
+
+
+class ConfigError(JupyterAgentError):
+    """The configuration is incomplete or contradictory (a user mistake)."""
+
+
+class MissingKeyError(ConfigError):
+    """No API key is configured for the chosen model profile."""
+
+    def __init__(self, env_var: str = "OPENAI_API_KEY") -> None:
+        super().__init__(
+            f"No API key: set {env_var} or `%config AgentMagics.api_key = '...'`"
+        )
+        self.env_var = env_var
+
+
+class ToolError(JupyterAgentError):
+    """A tool is declared wrongly or asked for by a name that does not exist (a user mistake)."""
+
+
+class MagicUsageError(JupyterAgentError):
+    """A magic was called with bad arguments or an empty body."""
+
+
+class ModelRequestError(JupyterAgentError):
+    """The model request failed after retries (HTTP error, connection lost, empty response)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ModelBehaviorError(JupyterAgentError):
+    """The model produced something unusable (bad JSON, unknown tool). Usually fed back."""
+
+
+class MaxRoundsExceeded(JupyterAgentError):
+    """A loop hit its round limit (only raised where a caller asks for it)."""
+
+
+class ResumeError(JupyterAgentError):
+    """A suspended run cannot be resumed (already answered, superseded, or missing)."""

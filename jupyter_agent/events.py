@@ -1,0 +1,249 @@
+"""Every run event, as one discriminated union.
+
+A run is a stream of these events. The live widget renders them, the store persists them and
+the static MIME bundle (``application/vnd.jupyter-agent.run+json``) is built from them: one
+stream, three consumers. Names and fields are a public format: add fields with defaults, never
+rename. ``RUN_FORMAT_VERSION`` is written into the MIME payload so old notebooks stay readable.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "RUN_MIME_TYPE",
+    "RUN_FORMAT_VERSION",
+    "RunStatus",
+    "BaseEvent",
+    "RunStarted",
+    "RoundStarted",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCalled",
+    "ToolArgsDelta",
+    "ToolReturned",
+    "UsageRecorded",
+    "PlanUpdated",
+    "AskPending",
+    "AskAnswered",
+    "RoundRetried",
+    "StopGateFeedback",
+    "ContextCompressed",
+    "Warning_",
+    "RunFinished",
+    "RunFailed",
+    "RunEvent",
+    "EVENT_ADAPTER",
+    "event_to_json",
+]
+
+RUN_MIME_TYPE = "application/vnd.jupyter-agent.run+json"
+"""The MIME type of a run's event log in a notebook output."""
+
+RUN_FORMAT_VERSION = 1
+"""Version of the run JSON payload; bumped only on incompatible changes."""
+
+RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete", "running"]
+"""How a run ended. ``ask`` means suspended: waiting for an answer or an approval."""
+
+
+class BaseEvent(BaseModel):
+    """Fields every event carries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    t: float = Field(default_factory=time.time)
+    """Wall-clock time the event was created (seconds since the epoch)."""
+
+
+class RunStarted(BaseEvent):
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    """Stable id of the run; resume commands name it."""
+    agent: str
+    """Which agent runs: ``chat``, ``toolloop``, ``plan`` or a named agent."""
+    model: str
+    """Model name as configured (never the key)."""
+    prompt: str = ""
+    """The user's text for this turn, after interpolation."""
+    session: str | None = None
+    """Session name, when the run belongs to one."""
+
+
+class RoundStarted(BaseEvent):
+    type: Literal["round_started"] = "round_started"
+    round: int
+    """1-based index of the model request in this run."""
+    model: str = ""
+    tool_choice: str | None = None
+    """``auto``, ``none``, ``required`` or a tool name; ``None`` when no tools are offered."""
+
+
+class ReasoningDelta(BaseEvent):
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    round: int
+    text: str
+
+
+class TextDelta(BaseEvent):
+    type: Literal["text_delta"] = "text_delta"
+    round: int
+    text: str
+
+
+class ToolCalled(BaseEvent):
+    type: Literal["tool_called"] = "tool_called"
+    round: int
+    call_id: str
+    """The provider's tool-call id (generated only when the provider sends none)."""
+    name: str
+    arguments: str = ""
+    """The raw JSON arguments text as the model sent it."""
+
+
+class ToolArgsDelta(BaseEvent):
+    type: Literal["tool_args_delta"] = "tool_args_delta"
+    round: int
+    call_id: str
+    delta: str
+
+
+class ToolReturned(BaseEvent):
+    type: Literal["tool_returned"] = "tool_returned"
+    round: int
+    call_id: str
+    name: str
+    output: str
+    """The text the model receives (after truncation/compression)."""
+    error: str | None = None
+    """Set when the tool failed (raised, timed out, bad arguments, unknown, denied)."""
+    seconds: float = 0.0
+    internal: bool = False
+    """True for internal tools (``update_plan``, ``ask_agent``), which UIs may render apart."""
+
+
+class UsageRecorded(BaseEvent):
+    type: Literal["usage"] = "usage"
+    round: int = 0
+    module: str = "agent_call"
+    """What the call was for: ``agent_call``, ``compress_llm_messages``, ``tool_response_compress``, …"""
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    """Cost of this call alone, in the profile's currency (calls are priced one by one)."""
+    estimated: bool = False
+    """True when the provider sent no usage and tokens were counted locally."""
+
+
+class PlanUpdated(BaseEvent):
+    type: Literal["plan_updated"] = "plan_updated"
+    plan: dict[str, Any]
+    """The whole active plan after the update (see ``agents.plan.state.Plan``)."""
+
+
+class AskPending(BaseEvent):
+    type: Literal["ask_pending"] = "ask_pending"
+    call_id: str
+    """The ask tool call's id; the answer becomes that call's result."""
+    kind: Literal["ask", "approval"] = "ask"
+    question: str
+    options: list[str]
+    descriptions: list[str] = Field(default_factory=list)
+    allow_other: bool = True
+    """Whether a free-text answer ("Other") is offered."""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """For approvals: the tool name, its arguments, the working directory."""
+
+
+class AskAnswered(BaseEvent):
+    type: Literal["ask_answered"] = "ask_answered"
+    call_id: str
+    how: Literal["option", "other", "dismissed"]
+    answer: str = ""
+    option_index: int | None = None
+    """1-based index of the chosen option, when ``how == 'option'``."""
+
+
+class RoundRetried(BaseEvent):
+    type: Literal["round_retried"] = "round_retried"
+    round: int
+    reason: str
+    """Why the request was sent again; the round's partial output is withdrawn."""
+
+
+class StopGateFeedback(BaseEvent):
+    type: Literal["stop_gate_feedback"] = "stop_gate_feedback"
+    round: int
+    reason: str
+    feedback: str
+    """The message added for the model; the draft of ``round`` is withdrawn."""
+
+
+class ContextCompressed(BaseEvent):
+    type: Literal["context_compressed"] = "context_compressed"
+    round: int
+    method: Literal["checkpoint", "truncate"]
+    tokens_before: int = 0
+    tokens_after: int = 0
+    seconds: float = 0.0
+
+
+class Warning_(BaseEvent):
+    type: Literal["warning"] = "warning"
+    message: str
+
+
+class RunFinished(BaseEvent):
+    type: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    answer: str = ""
+    rounds: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    seconds: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None
+    """A short message for ``error``/``incomplete``/``aborted`` endings."""
+
+
+class RunFailed(BaseEvent):
+    type: Literal["run_failed"] = "run_failed"
+    error: str
+    """One-line message, never containing a key."""
+
+
+RunEvent = Annotated[
+    Union[
+        RunStarted,
+        RoundStarted,
+        ReasoningDelta,
+        TextDelta,
+        ToolCalled,
+        ToolArgsDelta,
+        ToolReturned,
+        UsageRecorded,
+        PlanUpdated,
+        AskPending,
+        AskAnswered,
+        RoundRetried,
+        StopGateFeedback,
+        ContextCompressed,
+        Warning_,
+        RunFinished,
+        RunFailed,
+    ],
+    Field(discriminator="type"),
+]
+"""Any run event; ``EVENT_ADAPTER.validate_python`` parses one from its JSON form."""
+
+EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+
+
+def event_to_json(event: BaseEvent) -> dict[str, Any]:
+    """The JSON-ready dict of ``event`` (what the store and the MIME payload hold)."""
+    return event.model_dump(mode="json")

@@ -1,0 +1,173 @@
+"""Assembling one streamed chat completion from its SSE chunks.
+
+Kept apart from the HTTP code so it can be fed chunks from anywhere (live HTTP, a cassette).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from .types import StreamCallback, ToolCall, Usage
+
+__all__ = ["ThinkSplitter", "StreamAssembler", "new_call_id"]
+
+_OPEN, _CLOSE = "<think>", "</think>"
+
+
+def new_call_id() -> str:
+    """A tool-call id for providers that send none (OpenAI style, so logs look alike)."""
+    return "call_" + secrets.token_hex(12)
+
+
+class ThinkSplitter:
+    """Splits ``<think>…</think>`` at the start of an answer off into reasoning, while streaming.
+
+    Text is held back only while it could still be the start of the open tag or, inside the
+    think block, a partial close tag, so the answer streams with at most 8 characters of delay.
+    """
+
+    def __init__(self) -> None:
+        self._state = "start"  # start -> think -> answer, or start -> answer
+        self._buf = ""
+
+    def feed(self, text: str) -> list[tuple[str, str]]:
+        """Feed a content delta; returns ``[(kind, text)]`` with kind ``text``/``reasoning``."""
+        out: list[tuple[str, str]] = []
+        if self._state == "answer":
+            return [("text", text)] if text else out
+        self._buf += text
+        if self._state == "start":
+            stripped = self._buf.lstrip()
+            if not stripped:
+                return out
+            if stripped.startswith(_OPEN):
+                self._state = "think"
+                self._buf = stripped[len(_OPEN):]
+            elif _OPEN.startswith(stripped):
+                return out  # could still become "<think>"
+            else:
+                self._state = "answer"
+                buf, self._buf = self._buf, ""
+                return [("text", buf)]
+        # inside the think block
+        end = self._buf.find(_CLOSE)
+        if end >= 0:
+            if end:
+                out.append(("reasoning", self._buf[:end]))
+            rest = self._buf[end + len(_CLOSE):].lstrip("\n")
+            self._buf = ""
+            self._state = "answer"
+            if rest:
+                out.append(("text", rest))
+            return out
+        keep = len(_CLOSE) - 1
+        if len(self._buf) > keep:
+            out.append(("reasoning", self._buf[:-keep]))
+            self._buf = self._buf[-keep:]
+        return out
+
+    def flush(self) -> list[tuple[str, str]]:
+        """Whatever is still held back at the end of the stream."""
+        buf, self._buf = self._buf, ""
+        if not buf:
+            return []
+        return [("reasoning" if self._state == "think" else "text", buf)]
+
+
+class StreamAssembler:
+    """Accumulates chunks into text, reasoning, tool calls, finish reason and usage."""
+
+    def __init__(self, on_delta: StreamCallback | None, split_think: bool = True) -> None:
+        self.on_delta = on_delta
+        self.text_parts: list[str] = []
+        self.reasoning_parts: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.request_id: str | None = None
+        self.emitted = False
+        self._splitter = ThinkSplitter() if split_think else None
+        self._saw_reasoning_field = False
+
+    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+        self.emitted = True
+        if self.on_delta is not None:
+            self.on_delta(kind, data)
+
+    def _text(self, kind: str, text: str) -> None:
+        (self.text_parts if kind == "text" else self.reasoning_parts).append(text)
+        self._emit(kind, {"text": text})
+
+    def add_chunk(self, chunk: dict[str, Any]) -> None:
+        """Consume one decoded SSE chunk."""
+        if self.request_id is None:
+            self.request_id = chunk.get("id")
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = Usage(
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+            )
+        for choice in chunk.get("choices") or ():
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning:
+                self._saw_reasoning_field = True
+                self._text("reasoning", reasoning)
+            content = delta.get("content")
+            if content:
+                if self._splitter is not None and not self._saw_reasoning_field:
+                    for kind, piece in self._splitter.feed(content):
+                        self._text(kind, piece)
+                else:
+                    self._text("text", content)
+            for tc in delta.get("tool_calls") or ():
+                self._add_tool_delta(tc)
+
+    def _add_tool_delta(self, tc: dict[str, Any]) -> None:
+        index = tc.get("index", 0)
+        fn = tc.get("function") or {}
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = {"id": tc.get("id") or None, "name": "", "arguments": "",
+                                        "announced": False}
+        elif not call["id"] and tc.get("id"):
+            call["id"] = tc["id"]
+        name = fn.get("name")
+        if name:
+            if not call["name"]:
+                call["name"] = name
+            elif name != call["name"] and not tc.get("id"):
+                call["name"] += name  # a name streamed in pieces (rare, but allowed)
+            # else: the whole name repeated in every chunk (llama.cpp): keep the first
+        args = fn.get("arguments")
+        if args:
+            # Announce once arguments start: by then the name is complete.
+            self._announce(index, call)
+            call["arguments"] += args
+            self._emit("tool_args", {"index": index, "id": call["id"], "delta": args})
+
+    def _announce(self, index: int, call: dict[str, Any]) -> None:
+        if not call["announced"] and call["name"]:
+            call["id"] = call["id"] or new_call_id()
+            call["announced"] = True
+            self._emit("tool_call", {"index": index, "id": call["id"], "name": call["name"]})
+
+    def finish(self) -> None:
+        """Flush held-back text at the end of the stream."""
+        if self._splitter is not None:
+            for kind, piece in self._splitter.flush():
+                self._text(kind, piece)
+        for index, call in sorted(self.calls.items()):
+            self._announce(index, call)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """The assembled calls, in index order."""
+        return [
+            ToolCall(id=c["id"] or new_call_id(), name=c["name"], arguments=c["arguments"])
+            for _, c in sorted(self.calls.items())
+            if c["name"]
+        ]

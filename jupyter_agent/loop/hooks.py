@@ -1,0 +1,108 @@
+"""The seams of the loop kernel: what an agent injects, each with a one-line contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from ..llm.types import Message, ToolCall, Usage
+
+__all__ = [
+    "ToolOutcome",
+    "StopDecision",
+    "RequestControl",
+    "StopContext",
+    "ContextFit",
+    "UsageItem",
+    "LoopHooks",
+]
+
+
+@dataclass
+class UsageItem:
+    """A model call made outside the main request (compression, a helper inside a tool)."""
+
+    module: str
+    model: str
+    usage: Usage
+    cost: float
+
+
+@dataclass
+class ToolOutcome:
+    """What running one tool call produced, as the kernel needs it."""
+
+    output: str
+    """Text for the model (compressed later unless ``skip_compress``)."""
+    value: Any = None
+    """Raw Python value, kept on the run object."""
+    error: str | None = None
+    stop: bool = False
+    """End the run after this round (the stop signal)."""
+    interactive: dict[str, Any] | None = None
+    """A pending question (ask or approval): the run suspends after this round."""
+    usages: list[UsageItem] = field(default_factory=list)
+    skip_compress: bool = False
+    internal: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
+class StopDecision:
+    """The answer of ``on_stop_candidate``."""
+
+    allow: bool = True
+    feedback: str | None = None
+    """When refusing: the message appended for the model; the loop continues."""
+    reason: str = ""
+    error: str | None = None
+    """When refusing for good: the run ends with status ``error``."""
+    status: Literal["incomplete"] | None = None
+    """When giving up politely: the run ends with this status, the draft kept."""
+
+
+@dataclass
+class RequestControl:
+    """Per-request overrides; ``tool_choice`` replaces the consecutive-tool-turn guard."""
+
+    tool_choice: str | dict[str, Any] | None = None
+
+
+@dataclass
+class StopContext:
+    """What ``on_stop_candidate`` sees."""
+
+    round: int
+    answer_text: str
+    messages: list[Message]
+    assistant_messages: list[Message]
+
+
+@dataclass
+class ContextFit:
+    """The result of ``fit_context`` when it changed the messages."""
+
+    messages: list[Message]
+    tokens: int
+    method: Literal["checkpoint", "truncate"] = "truncate"
+    usages: list[UsageItem] = field(default_factory=list)
+
+
+@dataclass
+class LoopHooks:
+    """Callbacks that give an agent its behaviour. Every one is optional."""
+
+    run_tool: Callable[[ToolCall, list[Message]], ToolOutcome] | None = None
+    """Run one call with the round snapshot; must not raise (raising becomes ``Tool error``)."""
+    can_batch: Callable[[ToolCall], bool] | None = None
+    """Return False to run this call alone; default: every call may be batched."""
+    on_stop_candidate: Callable[[StopContext], StopDecision] | None = None
+    """Asked when the model answers without tools; refuse with feedback to continue."""
+    request_control: Callable[[int, list[Message]], RequestControl | None] | None = None
+    """Per-request control (e.g. force ``tool_choice='none'``); replaces the guard."""
+    fit_context: Callable[[int, list[Message], int], ContextFit | None] | None = None
+    """Before each request: shrink the messages (given their token count) or return None."""
+    process_tool_output: Callable[[str], tuple[str, list[UsageItem]]] | None = None
+    """Shrink a long tool result (spec 6.3); default: head-and-tail truncation only."""
+    is_aborted: Callable[[], bool] | None = None
+    """Polled between rounds; True ends the run with status ``aborted``."""

@@ -1,0 +1,439 @@
+"""The loop kernel shared by every agent (spec section 1, with the README's improvements).
+
+One function repeats: fit the context, call the model, run the tools, decide whether to stop.
+Agents give it behaviour through :class:`~jupyter_agent.loop.hooks.LoopHooks`; adding an agent
+never means editing this file.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from ..events import (
+    BaseEvent,
+    ReasoningDelta,
+    RoundRetried,
+    RoundStarted,
+    StopGateFeedback,
+    TextDelta,
+    ToolArgsDelta,
+    ToolCalled,
+    ToolReturned,
+    UsageRecorded,
+    ContextCompressed,
+)
+from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
+from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
+from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem
+
+__all__ = ["LoopConfig", "LoopResult", "run_loop", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
+
+GUARD_LIMIT = 5
+"""After more than this many tool-only turns in a row, ``tool_choice`` becomes ``none``."""
+
+FINAL_ANSWER_PROMPT = (
+    "You have reached the limit of tool rounds for this run. Do not call any more tools: "
+    "give your final answer now, based on what you have gathered so far."
+)
+
+LoopStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete"]
+
+
+@dataclass
+class LoopConfig:
+    """Request settings and limits of one loop run."""
+
+    model: str
+    tools: list[dict[str, Any]] | None = None
+    max_rounds: int = 50
+    batch_size: int = 1
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stream: bool = True
+    parallel_tool_calls: bool | None = True
+    final_answer_round: bool = True
+    """README item 4: at ``max_rounds`` make one last ``tool_choice='none'`` request."""
+    round_offset: int = 0
+    """Rounds already made before (a resumed run numbers its rounds on from there)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoopResult:
+    """Everything a loop run produced."""
+
+    status: LoopStatus
+    answer: str = ""
+    messages: list[Message] = field(default_factory=list)
+    """The final request messages (what a resume or the next turn continues from)."""
+    assistant_messages: list[Message] = field(default_factory=list)
+    """What this run produced: assistant and tool messages (withdrawn drafts excluded)."""
+    rounds: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    usages: list[UsageItem] = field(default_factory=list)
+    error: str | None = None
+    finish_reason: str | None = None
+    request_ids: list[str] = field(default_factory=list)
+    interactive: dict[str, Any] | None = None
+    """The pending question when ``status == 'ask'``."""
+    interactive_call_id: str | None = None
+    tool_values: dict[str, Any] = field(default_factory=dict)
+    """Raw Python value of every tool call, by call id."""
+    tool_records: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _answer_of(assistant_messages: list[Message]) -> str:
+    for m in reversed(assistant_messages):
+        if m.get("role") == "assistant" and m.get("content"):
+            return str(m["content"])
+    return ""
+
+
+class _Run:
+    """State of one kernel run (kept in an object so the phases stay small functions)."""
+
+    def __init__(self, client: Any, messages: list[Message], cfg: LoopConfig, hooks: LoopHooks,
+                 emit: Callable[[BaseEvent], None]) -> None:
+        self.client = client
+        self.cfg = cfg
+        self.hooks = hooks
+        self.emit = emit
+        # Start-up (1.3): keep only id, type and function on every tool call.
+        self.messages: list[Message] = [_clean_calls(m) for m in messages]
+        self.result = LoopResult(status="done")
+        self.tokens: int | None = None
+        self.tools_tokens = count_tools_tokens(cfg.tools)
+        self.consecutive_tool_turns = 0
+        self.round = cfg.round_offset
+
+    # -------------------------------------------------------------- the loop
+    def run(self) -> LoopResult:
+        res = self.result
+        limit = self.cfg.round_offset + self.cfg.max_rounds
+        stopped_by_tools = False
+        try:
+            while self.round < limit:
+                self.round += 1
+                res.rounds += 1
+                if self.hooks.is_aborted is not None and self.hooks.is_aborted():
+                    res.status = "aborted"
+                    break
+                self._fit_context()
+                snapshot = list(self.messages)
+                resp = self._request(snapshot, None)
+                if resp is None:  # interrupted before the response started
+                    res.status = "aborted"
+                    break
+                if resp.error:
+                    res.status, res.error = "error", resp.error
+                    break
+                self._account(resp)
+                if resp.aborted:
+                    msg = resp.assistant_message()
+                    if msg and not resp.tool_calls:
+                        self._append_assistant(msg)
+                    res.status = "aborted"
+                    break
+                if not resp.text and not resp.tool_calls:
+                    res.status, res.error = "error", "The model returned an empty response."
+                    break
+                msg = resp.assistant_message()
+                assert msg is not None
+                self._append_assistant(msg)
+                stop, interactive, aborted = False, False, False
+                if resp.tool_calls:
+                    stop, interactive, aborted = self._run_tools(resp.tool_calls, snapshot)
+                    if aborted:
+                        res.status = "aborted"
+                        break
+                    if stop or interactive:
+                        stopped_by_tools = True
+                        break
+                    continue
+                decision = self._stop_candidate(resp, msg)
+                if decision == "continue":
+                    continue
+                break
+            else:
+                # Round limit reached with tools still being called (README item 4).
+                res.status = "max_rounds"
+                if self.cfg.final_answer_round:
+                    self._final_answer_round()
+        except KeyboardInterrupt:
+            res.status = "aborted"
+        if res.interactive is not None:
+            res.status = "ask"  # an ask wins over abort and error
+        del stopped_by_tools
+        res.messages = self.messages
+        if res.status in ("done", "max_rounds", "incomplete", "aborted") and not res.answer:
+            res.answer = _answer_of(res.assistant_messages)
+        return res
+
+    # -------------------------------------------------------------- phases
+    def _fit_context(self) -> None:
+        if self.hooks.fit_context is None:
+            return
+        if self.tokens is None:
+            self.tokens = count_messages_tokens(self.messages) + self.tools_tokens
+        start = time.perf_counter()
+        fit = self.hooks.fit_context(self.round, self.messages, self.tokens)
+        if fit is None:
+            return
+        for u in fit.usages:
+            self._push_usage(u)
+        before = self.tokens
+        self.messages = list(fit.messages)
+        self.tokens = fit.tokens
+        self.emit(ContextCompressed(round=self.round, method=fit.method, tokens_before=before,
+                                    tokens_after=fit.tokens,
+                                    seconds=round(time.perf_counter() - start, 2)))
+
+    def _tool_choice(self, snapshot: list[Message]) -> Any:
+        if not self.cfg.tools:
+            return None
+        if self.hooks.request_control is not None:
+            ctl = self.hooks.request_control(self.round, snapshot)
+            if ctl is not None and ctl.tool_choice is not None:
+                return ctl.tool_choice
+        return "none" if self.consecutive_tool_turns > GUARD_LIMIT else "auto"
+
+    def _request(self, snapshot: list[Message], forced_choice: Any) -> ChatResponse | None:
+        cfg = self.cfg
+        tool_choice = forced_choice if forced_choice is not None else self._tool_choice(snapshot)
+        self.emit(RoundStarted(round=self.round, model=cfg.model,
+                               tool_choice=tool_choice if isinstance(tool_choice, str) else None))
+        # model_construct: the history is already wire-format dicts; validating it again would
+        # copy every message on every round.
+        req = ChatRequest.model_construct(
+            model=cfg.model, messages=self.messages, tools=cfg.tools or None,
+            tool_choice=tool_choice,
+            parallel_tool_calls=cfg.parallel_tool_calls if cfg.tools else None,
+            temperature=cfg.temperature, top_p=None, max_tokens=cfg.max_tokens, stop=None,
+            response_format=None, stream=cfg.stream, extra=cfg.extra,
+        )
+        rnd = self.round
+        emit = self.emit
+        announced: set[str] = set()
+
+        def on_delta(kind: str, data: dict[str, Any]) -> None:
+            if kind == "text":
+                emit(TextDelta(round=rnd, text=data["text"]))
+            elif kind == "reasoning":
+                emit(ReasoningDelta(round=rnd, text=data["text"]))
+            elif kind == "tool_call":
+                announced.add(data["id"])
+                emit(ToolCalled(round=rnd, call_id=data["id"], name=data["name"]))
+            elif kind == "tool_args":
+                emit(ToolArgsDelta(round=rnd, call_id=data["id"], delta=data["delta"]))
+            elif kind == "reset":
+                announced.clear()
+                emit(RoundRetried(round=rnd, reason="connection lost mid-stream"))
+
+        try:
+            resp = self.client.complete(req, on_delta)
+        except KeyboardInterrupt:
+            return None
+        if resp.request_id:
+            self.result.request_ids.append(resp.request_id)
+        if resp.finish_reason:
+            self.result.finish_reason = resp.finish_reason
+        # Calls parsed after the fact (prompt/grammar tool mode) were never announced.
+        for call in resp.tool_calls:
+            if call.id not in announced:
+                emit(ToolCalled(round=rnd, call_id=call.id, name=call.name,
+                                arguments=call.arguments))
+        return resp
+
+    def _account(self, resp: ChatResponse) -> None:
+        if resp.tool_calls:
+            self.consecutive_tool_turns += 1
+        if resp.text:
+            self.consecutive_tool_turns = 0  # both can happen in one turn: the reset wins
+        cost = self.client.cost(resp.usage)
+        self._push_usage(UsageItem("agent_call", self.cfg.model, resp.usage, cost), self.round)
+
+    def _push_usage(self, u: UsageItem, round_: int | None = None) -> None:
+        res = self.result
+        res.usages.append(u)
+        res.input_tokens += u.usage.input_tokens
+        res.output_tokens += u.usage.output_tokens
+        res.cost += u.cost
+        self.emit(UsageRecorded(round=round_ if round_ is not None else self.round,
+                                module=u.module, model=u.model,
+                                input_tokens=u.usage.input_tokens,
+                                output_tokens=u.usage.output_tokens, cost=u.cost,
+                                estimated=u.usage.estimated))
+
+    def _append(self, msg: Message, to_request: bool = True) -> None:
+        self.result.assistant_messages.append(msg)
+        if to_request:
+            self.messages.append(msg)
+            if self.tokens is not None:
+                self.tokens += count_message_tokens(msg)
+
+    def _append_assistant(self, msg: Message) -> None:
+        self._append(msg)
+
+    # -------------------------------------------------------------- tools
+    def _call_tool(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
+        start = time.perf_counter()
+        try:
+            if self.hooks.run_tool is None:
+                out = ToolOutcome(output=f'Unknown tool "{call.name}". Available tools: none',
+                                  error="unknown tool")
+            else:
+                out = self.hooks.run_tool(call, snapshot)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # a hook that raises is reported like a tool that raises
+            out = ToolOutcome(output=f"Tool error: {exc}", error=str(exc))
+        if not out.skip_compress and out.output:
+            out.output = self._process_output(out)
+        out.seconds = out.seconds or (time.perf_counter() - start)
+        self.emit(ToolReturned(round=self.round, call_id=call.id, name=call.name,
+                               output=out.output, error=out.error, seconds=round(out.seconds, 4),
+                               internal=out.internal))
+        return out
+
+    def _process_output(self, out: ToolOutcome) -> str:
+        if self.hooks.process_tool_output is None:
+            return out.output
+        text, usages = self.hooks.process_tool_output(out.output)
+        out.usages.extend(usages)
+        return text
+
+    def _run_tools(self, calls: list[ToolCall], snapshot: list[Message]) -> tuple[bool, bool, bool]:
+        """Run one round's calls (1.5); returns (stop, interactive, aborted)."""
+        outcomes: list[ToolOutcome | None] = [None] * len(calls)
+        can_batch = self.hooks.can_batch or (lambda c: True)
+        size = max(1, self.cfg.batch_size)
+        aborted = False
+        i = 0
+        try:
+            while i < len(calls):
+                if size == 1 or not can_batch(calls[i]):
+                    outcomes[i] = self._call_tool(calls[i], snapshot)
+                    i += 1
+                    continue
+                j = i
+                while j < len(calls) and j - i < size and can_batch(calls[j]):
+                    j += 1
+                if j - i == 1:
+                    outcomes[i] = self._call_tool(calls[i], snapshot)
+                else:
+                    self._run_batch(calls, outcomes, i, j, snapshot)
+                i = j
+        except KeyboardInterrupt:
+            aborted = True
+        stop = interactive = False
+        for call, out in zip(calls, outcomes):
+            if out is None:
+                # Interrupted before this call finished: still answer every call, so the saved
+                # history never ends with tool calls that lack results.
+                out = ToolOutcome(output="Tool error: interrupted by the user before it finished.",
+                                  error="interrupted")
+                self.emit(ToolReturned(round=self.round, call_id=call.id, name=call.name,
+                                       output=out.output, error=out.error))
+            for u in out.usages:
+                self._push_usage(u)
+            if out.interactive is not None:
+                self.result.interactive = out.interactive  # the last one wins
+                self.result.interactive_call_id = call.id
+                interactive = True
+            stop = stop or out.stop
+            self.result.tool_values[call.id] = out.value
+            self.result.tool_records.append({"call_id": call.id, "name": call.name,
+                                             "arguments": call.arguments, "output": out.output,
+                                             "error": out.error, "seconds": out.seconds,
+                                             "value": out.value})
+            self._append({"role": "tool", "tool_call_id": call.id, "content": out.output})
+        return stop, interactive, aborted
+
+    def _run_batch(self, calls: list[ToolCall], outcomes: list[ToolOutcome | None], i: int, j: int,
+                   snapshot: list[Message]) -> None:
+        pool = concurrent.futures.ThreadPoolExecutor(j - i, thread_name_prefix="jupyter-agent-tool")
+        try:
+            futures = {pool.submit(self._call_tool, calls[k], snapshot): k for k in range(i, j)}
+            for fut in concurrent.futures.as_completed(futures):
+                outcomes[futures[fut]] = fut.result()
+        finally:
+            # On an interrupt the worker threads cannot be killed; we stop waiting for them.
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # -------------------------------------------------------------- stopping
+    def _stop_candidate(self, resp: ChatResponse, msg: Message) -> str:
+        res = self.result
+        if self.hooks.on_stop_candidate is None:
+            return "stop"
+        decision = self.hooks.on_stop_candidate(
+            StopContext(round=self.round, answer_text=resp.text, messages=self.messages,
+                        assistant_messages=res.assistant_messages))
+        if decision.allow:
+            return "stop"
+        if decision.error:
+            res.status, res.error = "error", decision.error
+            return "stop"
+        if decision.status == "incomplete":
+            res.status = "incomplete"
+            res.answer = resp.text
+            res.error = decision.reason or None
+            return "stop"
+        if decision.feedback is None:
+            return "stop"
+        # Withdraw the draft from the run's output, keep it in the request with the feedback.
+        if res.assistant_messages and res.assistant_messages[-1] is msg:
+            res.assistant_messages.pop()
+        feedback_msg = {"role": "user", "content": decision.feedback}
+        self.messages.append(feedback_msg)
+        if self.tokens is not None:
+            self.tokens += count_message_tokens(feedback_msg)
+        self.emit(StopGateFeedback(round=self.round, reason=decision.reason,
+                                   feedback=decision.feedback))
+        return "continue"
+
+    def _final_answer_round(self) -> None:
+        self.round += 1
+        self.result.rounds += 1
+        prompt = {"role": "user", "content": FINAL_ANSWER_PROMPT}
+        self.messages.append(prompt)
+        resp = self._request(list(self.messages), "none")
+        if resp is None or resp.error:
+            if resp is not None:
+                self.result.error = resp.error
+            return
+        self._account(resp)
+        msg = resp.assistant_message()
+        if msg is not None and resp.text:
+            # tool calls in a tool_choice='none' answer are ignored: keep the text only
+            self._append({"role": "assistant", "content": resp.text})
+
+
+def _clean_calls(m: Message) -> Message:
+    calls = m.get("tool_calls")
+    if m.get("role") != "assistant" or not calls:
+        return m
+    return dict(m, tool_calls=[{"id": c.get("id"), "type": c.get("type", "function"),
+                                "function": c.get("function")} for c in calls])
+
+
+def run_loop(client: Any, messages: list[Message], cfg: LoopConfig, hooks: LoopHooks | None = None,
+             emit: Callable[[BaseEvent], None] | None = None) -> LoopResult:
+    """Run the multi-round loop.
+
+    Args:
+        client: A :class:`~jupyter_agent.llm.client.ModelClient` (anything with ``complete``
+            and ``cost``).
+        messages: The request messages to start from (copied, never modified).
+        cfg: Model, tools, limits and sampling.
+        hooks: The agent's behaviour (tool runner, stop gate, request control, …).
+        emit: Receives every event as it happens.
+
+    Returns:
+        A :class:`LoopResult`; reaching ``max_rounds`` is a status, not an exception.
+    """
+    return _Run(client, messages, cfg, hooks or LoopHooks(), emit or (lambda e: None)).run()

@@ -1,0 +1,42 @@
+"""Sessions and their persistence: the embedded SQLite session store.
+
+``Store`` keeps sessions, message history, turn records, runs with their events, suspended
+asks and remembered permissions in one file shared safely by threads and kernels.
+``default_store()`` is the process-wide instance the magics use.
+"""
+
+from __future__ import annotations
+
+from ._db import register_secret
+from .models import (
+    TERMINAL_RUN_STATUSES,
+    Mode,
+    PermissionDecision,
+    RunRecord,
+    SessionRecord,
+    StoredRunStatus,
+    TranscriptEntry,
+    TurnRecord,
+    UsageTotals,
+)
+from .paths import HOME_ENV, default_data_dir, default_store_path
+from .store import Store, default_store, reset_default_store
+
+__all__ = [
+    "HOME_ENV",
+    "TERMINAL_RUN_STATUSES",
+    "Mode",
+    "PermissionDecision",
+    "RunRecord",
+    "SessionRecord",
+    "Store",
+    "StoredRunStatus",
+    "TranscriptEntry",
+    "TurnRecord",
+    "UsageTotals",
+    "default_data_dir",
+    "default_store",
+    "default_store_path",
+    "register_secret",
+    "reset_default_store",
+]

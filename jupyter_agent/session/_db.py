@@ -1,0 +1,238 @@
+"""SQLite plumbing: one connection per thread, explicit transactions, JSON with key redaction.
+
+Why the settings are what they are:
+
+- WAL lets readers go on while one writer commits, and a process killed mid-write leaves only
+  uncommitted WAL frames, which the next opener ignores.
+- Every write starts with ``BEGIN IMMEDIATE``: the write lock is taken up front, so the busy
+  timeout applies to it. A deferred transaction that upgrades from read to write can fail at
+  once with "database is locked" whatever the timeout, which is the classic two-kernel bug.
+- ``synchronous=NORMAL`` is durable against process crashes in WAL mode (only a power cut can
+  lose the last commits), and much cheaper than ``FULL``.
+- sqlite3 connections must not be shared between threads mid-transaction, so each thread gets
+  its own; a forked child never touches its parent's connections.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._schema import migrate
+
+__all__ = ["REDACTED", "Database", "dumps", "loads", "redact", "register_secret"]
+
+REDACTED = "[redacted]"
+_MIN_SECRET_LEN = 8
+_registered_secrets: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Never let ``value`` (an API key given in code, not in the environment) reach the store."""
+    if value and len(value) >= _MIN_SECRET_LEN:
+        _registered_secrets.add(value)
+
+
+def _secret_values() -> list[str]:
+    """API keys that must never be written: ``*API_KEY`` variables plus registered values.
+
+    Read on every write because ``%env OPENAI_API_KEY=...`` can set a key after the store opened.
+    """
+    found = set(_registered_secrets)
+    for name, value in os.environ.items():
+        if name.upper().endswith("API_KEY") and len(value) >= _MIN_SECRET_LEN:
+            found.add(value)
+    # Longest first, so a key that contains another key is replaced whole.
+    return sorted(found, key=len, reverse=True)
+
+
+def _json_default(obj: Any) -> Any:
+    """Encode the few non-JSON values callers naturally pass (models, paths, sets)."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"cannot store a {type(obj).__name__} in the session store (not JSON)")
+
+
+def redact(text: str) -> str:
+    """``text`` with every known API key replaced by ``[redacted]``."""
+    for secret in _secret_values():
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def dumps(obj: Any) -> str:
+    """JSON text of ``obj`` with every known API key replaced by ``[redacted]``."""
+    # Keys are ASCII letters, digits, '-' and '_', so JSON escaping never hides one.
+    return redact(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default))
+
+
+def loads(text: str | None) -> Any:
+    """Decode JSON text written by ``dumps`` (``None`` stays ``None``)."""
+    return None if text is None else json.loads(text)
+
+
+class _ThreadState(threading.local):
+    """Per-thread connection and transaction nesting."""
+
+    conn: sqlite3.Connection | None = None
+    pid: int = 0
+    depth: int = 0
+    """Number of open ``write``/``read`` blocks on this thread's connection."""
+    writing: bool = False
+    """True when the outermost open block is a write (so nested writes may join it)."""
+
+
+class Database:
+    """A SQLite file shared by threads and processes."""
+
+    def __init__(self, path: Path, *, busy_timeout: float = 10.0) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._local = _ThreadState()
+        self._lock = threading.Lock()
+        self._registry: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        # Connections inherited through fork: kept referenced, never closed, never used.
+        self._orphans: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
+        self._closed = False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = self.connection()
+        # Persistent in the file; a no-op when another process already switched it.
+        self.journal_mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+        with self.write() as conn:
+            self.schema_version_found = migrate(conn)
+
+    # -- connections -----------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use."""
+        if self._closed:
+            raise RuntimeError(f"the session store {self.path} is closed")
+        local = self._local
+        pid = os.getpid()
+        if local.conn is not None and local.pid == pid:
+            return local.conn
+        if pid != self._pid:
+            self._forget_parent_connections(pid)
+        conn = self._open()
+        local.conn, local.pid, local.depth, local.writing = conn, pid, 0, False
+        with self._lock:
+            self._prune_dead_threads()
+            self._registry.append((threading.current_thread(), conn))
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        # isolation_level=None: the module issues no implicit BEGIN; we manage transactions.
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _forget_parent_connections(self, pid: int) -> None:
+        """After a fork: drop (without closing) every connection the parent opened."""
+        with self._lock:
+            if self._pid == pid:
+                return
+            self._orphans.extend(conn for _, conn in self._registry)
+            self._registry = []
+            self._pid = pid
+            self._lock = threading.Lock()
+
+    def _prune_dead_threads(self) -> None:
+        """Close connections of threads that ended (their thread-local is gone)."""
+        alive = []
+        for thread, conn in self._registry:
+            if thread.is_alive():
+                alive.append((thread, conn))
+            else:
+                conn.close()
+        self._registry = alive
+
+    def close(self) -> None:
+        """Close every connection this process opened; the store is unusable afterwards."""
+        with self._lock:
+            self._closed = True
+            if os.getpid() == self._pid:
+                for _, conn in self._registry:
+                    conn.close()
+            self._registry = []
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``); nested blocks become savepoints."""
+        conn = self.connection()
+        local = self._local
+        if local.depth:
+            if not local.writing:
+                raise RuntimeError("cannot write inside a read-only store transaction")
+            with self._savepoint(conn):
+                yield conn
+            return
+        conn.execute("BEGIN")
+        local.depth, local.writing = 1, True
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            local.depth, local.writing = 0, False
+
+    @contextmanager
+    def _savepoint(self, conn: sqlite3.Connection) -> Iterator[None]:
+        local = self._local
+        name = f"sp{local.depth}"
+        conn.execute(f"SAVEPOINT {name}")
+        local.depth += 1
+        try:
+            yield
+            conn.execute(f"RELEASE {name}")
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        finally:
+            local.depth -= 1
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several queries see one consistent snapshot."""
+        conn = self.connection()
+        local = self._local
+        if local.depth:
+            local.depth += 1
+            try:
+                yield conn
+            finally:
+                local.depth -= 1
+            return
+        conn.execute("BEGIN")
+        local.depth = 1
+        try:
+            yield conn
+        finally:
+            local.depth = 0
+            if conn.in_transaction:
+                conn.execute("COMMIT")

@@ -1,0 +1,217 @@
+"""Runs, their append-only event logs, and the suspended ("pending") state of asks.
+
+A run that asks the user something ends with status ``ask`` and its pending state saved here.
+An answer resumes it through ``claim_pending``, which is the only way from ``ask`` back to
+``running``: one conditional UPDATE inside ``BEGIN IMMEDIATE``, so of two clicks (two threads,
+or two kernels on one file) exactly one gets the state and the other gets ``None``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, get_args
+
+from pydantic import BaseModel
+
+from ._db import Database, dumps, loads
+from ._sessions import ensure_session_row
+from .models import TERMINAL_RUN_STATUSES, RunRecord, StoredRunStatus
+
+__all__ = ["RunsMixin"]
+
+_RUN_COLUMNS = (
+    "run_id, session, kind, status, created, updated, pending, pending_call_id, pending_version"
+)
+
+
+def _run(row: tuple[Any, ...]) -> RunRecord:
+    run_id, session, kind, status, created, updated, pending, call_id, version = row
+    return RunRecord(
+        run_id=run_id,
+        session=session,
+        kind=kind,
+        status=status,
+        created=created,
+        updated=updated,
+        pending=loads(pending),
+        pending_call_id=call_id,
+        pending_version=version,
+    )
+
+
+class RunsMixin:
+    """Run records, event logs and pending asks (part of ``Store``)."""
+
+    _db: Database
+
+    def create_run(
+        self, run_id: str, session: str | None, kind: str, *, status: StoredRunStatus = "running"
+    ) -> RunRecord:
+        """Record a new run (of ``session``, created if needed); the id must be new."""
+        now = time.time()
+        with self._db.write() as conn:
+            if session is not None:
+                ensure_session_row(conn, session)
+            if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                raise ValueError(f"run {run_id!r} already exists")
+            conn.execute(
+                "INSERT INTO runs (run_id, session, kind, status, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, session, kind, status, now, now),
+            )
+        return RunRecord(
+            run_id=run_id, session=session, kind=kind, status=status, created=now, updated=now
+        )
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run ``run_id`` (with its pending state, if any), or ``None``."""
+        row = self._db.connection().execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return None if row is None else _run(row)
+
+    def list_runs(self, session: str | None = None) -> list[RunRecord]:
+        """All runs (or those of ``session``), oldest first."""
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        params: tuple[Any, ...] = ()
+        if session is not None:
+            sql += " WHERE session = ?"
+            params = (session,)
+        rows = self._db.connection().execute(sql + " ORDER BY created, rowid", params)
+        return [_run(row) for row in rows.fetchall()]
+
+    # -- events ----------------------------------------------------------------------------
+
+    def append_events(
+        self, run_id: str, events: Iterable[dict[str, Any] | BaseModel]
+    ) -> int:
+        """Append events (dicts or ``RunEvent`` models) to the run's log in one insert batch.
+
+        Returns the sequence number of the last event (0 when ``events`` is empty).
+        """
+        rows = [dumps(event) for event in events]
+        with self._db.write() as conn:
+            if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                raise KeyError(f"run {run_id!r} does not exist")
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            conn.executemany(
+                "INSERT INTO run_events (run_id, seq, event) VALUES (?, ?, ?)",
+                [(run_id, last + i, text) for i, text in enumerate(rows, start=1)],
+            )
+        return last + len(rows)
+
+    def get_events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
+        """The run's events in order (those with a sequence number above ``after``)."""
+        rows = self._db.connection().execute(
+            "SELECT event FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq",
+            (run_id, after),
+        )
+        return [loads(text) for (text,) in rows.fetchall()]
+
+    # -- status and pending state ----------------------------------------------------------
+
+    def set_status(self, run_id: str, status: StoredRunStatus) -> bool:
+        """Set the run's status; a final status drops its pending state.
+
+        Use ``suspend`` to enter ``ask`` and ``claim_pending`` to leave it. Returns False when
+        there is no such run.
+        """
+        if status not in get_args(StoredRunStatus):
+            raise ValueError(f"unknown run status {status!r}")
+        if status == "ask":
+            raise ValueError("use suspend() to put a run into 'ask' (it needs a pending state)")
+        clear = status in TERMINAL_RUN_STATUSES
+        with self._db.write() as conn:
+            changed = conn.execute(
+                "UPDATE runs SET status = ?, updated = ?, pending_version = pending_version + 1,"
+                " pending = CASE WHEN ? THEN NULL ELSE pending END,"
+                " pending_call_id = CASE WHEN ? THEN NULL ELSE pending_call_id END"
+                " WHERE run_id = ?",
+                (status, time.time(), clear, clear, run_id),
+            ).rowcount
+        return changed > 0
+
+    def suspend(
+        self, run_id: str, pending: dict[str, Any], *, call_id: str | None = None
+    ) -> int:
+        """Save ``pending`` (opaque to the store) and put the run into ``ask``.
+
+        ``call_id`` is the tool-call id the ask waits on; when omitted, ``pending["call_id"]``
+        is used if it is a string. Returns the new ``pending_version``.
+        """
+        if call_id is None and isinstance(pending.get("call_id"), str):
+            call_id = pending["call_id"]
+        text = dumps(pending)
+        # No RETURNING clause: it needs SQLite 3.35, older than some supported Pythons ship.
+        with self._db.write() as conn:
+            changed = conn.execute(
+                "UPDATE runs SET status = 'ask', pending = ?, pending_call_id = ?,"
+                " pending_version = pending_version + 1, updated = ? WHERE run_id = ?",
+                (text, call_id, time.time(), run_id),
+            ).rowcount
+            if not changed:
+                raise KeyError(f"run {run_id!r} does not exist")
+            (version,) = conn.execute(
+                "SELECT pending_version FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        return int(version)
+
+    def list_pending(self, session: str | None = None) -> list[RunRecord]:
+        """Runs waiting on an ask (of ``session``, or all), oldest first."""
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'ask'"
+        params: tuple[Any, ...] = ()
+        if session is not None:
+            sql += " AND session = ?"
+            params = (session,)
+        rows = self._db.connection().execute(sql + " ORDER BY created, rowid", params)
+        return [_run(row) for row in rows.fetchall()]
+
+    def claim_pending(
+        self, run_id: str, expected_call_id: str | None = None
+    ) -> dict[str, Any] | None:
+        """Atomically take a suspended run's state and mark it ``running``.
+
+        Returns the pending dict to the one caller that wins, or ``None`` when the run is no
+        longer waiting (answered, superseded, finished, missing) or waits on another call id
+        than ``expected_call_id``. ``get_run`` tells a loser why.
+        """
+        with self._db.write() as conn:
+            row = conn.execute(
+                "SELECT status, pending, pending_call_id, pending_version FROM runs"
+                " WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            status, pending, call_id, version = row
+            if status != "ask" or pending is None:
+                return None
+            if expected_call_id is not None and call_id != expected_call_id:
+                return None
+            # The version check is redundant under BEGIN IMMEDIATE; it keeps the claim correct
+            # even if someone later relaxes the transaction mode.
+            claimed = conn.execute(
+                "UPDATE runs SET status = 'running', pending_version = pending_version + 1,"
+                " updated = ? WHERE run_id = ? AND ? IS NOT NULL",
+                (time.time(), run_id, version),
+            ).rowcount
+        return loads(pending) if claimed == 1 else None
+
+    def supersede_pending(self, session: str, *, keep: str | None = None) -> list[str]:
+        """Mark every pending ask of ``session`` (except run ``keep``) as ``superseded``.
+
+        Called when a new run of the session starts, so a late answer to an older ask is
+        refused. Returns the superseded run ids.
+        """
+        where = "WHERE session = ? AND status = 'ask' AND run_id IS NOT ?"
+        with self._db.write() as conn:
+            rows = conn.execute(f"SELECT run_id FROM runs {where}", (session, keep)).fetchall()
+            conn.execute(
+                "UPDATE runs SET status = 'superseded', pending = NULL, pending_call_id = NULL,"
+                f" pending_version = pending_version + 1, updated = ? {where}",
+                (time.time(), session, keep),
+            )
+        return sorted(run_id for (run_id,) in rows)

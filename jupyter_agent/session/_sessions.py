@@ -1,0 +1,225 @@
+"""Sessions, their message history and their remembered permissions."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, get_args
+
+from ._db import Database, dumps, loads
+from .models import PermissionDecision, SessionRecord
+
+__all__ = ["SessionsMixin", "ensure_session_row"]
+
+_SESSION_COLUMNS = "name, group_name, agent, workspace, model, created, updated"
+
+
+def _session(row: tuple[Any, ...]) -> SessionRecord:
+    name, group, agent, workspace, model, created, updated = row
+    return SessionRecord(
+        name=name,
+        group=group,
+        agent=agent,
+        workspace=workspace,
+        model=model,
+        created=created,
+        updated=updated,
+    )
+
+
+def ensure_session_row(conn: sqlite3.Connection, name: str, group: str | None = None) -> None:
+    """Create the session row if missing (inside the caller's write transaction)."""
+    now = time.time()
+    conn.execute(
+        "INSERT OR IGNORE INTO sessions (name, group_name, created, updated) VALUES (?, ?, ?, ?)",
+        (name, group, now, now),
+    )
+
+
+class SessionsMixin:
+    """Session records, message history and permission memory (part of ``Store``)."""
+
+    _db: Database
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def ensure_session(self, name: str, group: str | None = None) -> SessionRecord:
+        """The session called ``name``, created (in ``group``) if it does not exist yet.
+
+        ``group`` only applies to a new session; an existing session keeps its group.
+        """
+        if not name:
+            raise ValueError("a session needs a non-empty name")
+        with self._db.write() as conn:
+            ensure_session_row(conn, name, group)
+            row = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE name = ?", (name,)
+            ).fetchone()
+        return _session(row)
+
+    def get_session(self, name: str) -> SessionRecord | None:
+        """The session called ``name``, or ``None``."""
+        row = self._db.connection().execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE name = ?", (name,)
+        ).fetchone()
+        return None if row is None else _session(row)
+
+    def list_sessions(self, group: str | None = None) -> list[SessionRecord]:
+        """All sessions (or those of ``group``), most recently updated first."""
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions"
+        params: tuple[Any, ...] = ()
+        if group is not None:
+            sql += " WHERE group_name = ?"
+            params = (group,)
+        rows = self._db.connection().execute(sql + " ORDER BY updated DESC, name", params)
+        return [_session(row) for row in rows.fetchall()]
+
+    def bind_agent(
+        self, name: str, agent: str | None, workspace: str | Path | None = None
+    ) -> SessionRecord:
+        """Make ``agent`` the session's main agent; the workspace follows it.
+
+        ``agent=None`` unbinds (the default agent and its workspace apply again). The session
+        is created if needed.
+        """
+        with self._db.write() as conn:
+            ensure_session_row(conn, name)
+            conn.execute(
+                "UPDATE sessions SET agent = ?, workspace = ?, updated = ? WHERE name = ?",
+                (agent, None if workspace is None else str(workspace), time.time(), name),
+            )
+        return self._require_session(name)
+
+    def bind_model(self, name: str, model: str | None) -> SessionRecord:
+        """Bind ``model`` (a profile name) to the session, or unbind with ``None``."""
+        with self._db.write() as conn:
+            ensure_session_row(conn, name)
+            conn.execute(
+                "UPDATE sessions SET model = ?, updated = ? WHERE name = ?",
+                (model, time.time(), name),
+            )
+        return self._require_session(name)
+
+    def _require_session(self, name: str) -> SessionRecord:
+        record = self.get_session(name)
+        if record is None:  # deleted by another process between the write and this read
+            raise KeyError(f"session {name!r} does not exist")
+        return record
+
+    def delete_session(self, name: str) -> bool:
+        """Delete the session with its history, turns, runs, events and permissions.
+
+        Returns False when there was no such session.
+        """
+        with self._db.write() as conn:
+            conn.execute(
+                "DELETE FROM run_events WHERE run_id IN (SELECT run_id FROM runs WHERE session = ?)",
+                (name,),
+            )
+            for table in ("runs", "turns", "messages", "permissions"):
+                conn.execute(f"DELETE FROM {table} WHERE session = ?", (name,))
+            deleted = conn.execute("DELETE FROM sessions WHERE name = ?", (name,)).rowcount
+        return deleted > 0
+
+    def reset_session(self, name: str) -> None:
+        """Forget the session's messages and turns, keeping the record and its bindings.
+
+        Pending asks of the session are superseded (the history they would resume into is
+        gone). Runs and their events stay, as logs; remembered permissions stay too.
+        """
+        with self._db.write() as conn:
+            conn.execute("DELETE FROM messages WHERE session = ?", (name,))
+            conn.execute("DELETE FROM turns WHERE session = ?", (name,))
+            conn.execute(
+                "UPDATE runs SET status = 'superseded', pending = NULL, pending_call_id = NULL,"
+                " pending_version = pending_version + 1, updated = ?"
+                " WHERE session = ? AND status = 'ask'",
+                (time.time(), name),
+            )
+            conn.execute(
+                "UPDATE sessions SET updated = ? WHERE name = ?", (time.time(), name)
+            )
+
+    # -- messages --------------------------------------------------------------------------
+
+    def append_messages(
+        self, session: str, turn_id: str | None, messages: Iterable[dict[str, Any]]
+    ) -> list[int]:
+        """Append OpenAI-format message dicts to the session history, in one transaction.
+
+        The session is created if needed. Returns the sequence numbers given to the messages.
+        """
+        batch = list(messages)
+        now = time.time()
+        with self._db.write() as conn:
+            ensure_session_row(conn, session)
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session = ?", (session,)
+            ).fetchone()
+            seqs = list(range(last + 1, last + 1 + len(batch)))
+            conn.executemany(
+                "INSERT INTO messages (session, seq, role, content, turn_id, created)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (session, seq, str(message.get("role", "")), dumps(message), turn_id, now)
+                    for seq, message in zip(seqs, batch)
+                ],
+            )
+            conn.execute("UPDATE sessions SET updated = ? WHERE name = ?", (now, session))
+        return seqs
+
+    def get_messages(self, session: str) -> list[dict[str, Any]]:
+        """The session's whole history, oldest first."""
+        rows = self._db.connection().execute(
+            "SELECT content FROM messages WHERE session = ? ORDER BY seq", (session,)
+        )
+        return [loads(content) for (content,) in rows.fetchall()]
+
+    def history_messages(self, session: str, rounds: int | None = None) -> list[dict[str, Any]]:
+        """The last ``rounds`` rounds of history (all of it when ``rounds`` is ``None``).
+
+        A round starts at a ``user`` message and runs to the next one, so an assistant's tool
+        calls are never separated from their results.
+        """
+        if rounds is None:
+            return self.get_messages(session)
+        if rounds <= 0:
+            return []
+        conn = self._db.connection()
+        row = conn.execute(
+            "SELECT seq FROM messages WHERE session = ? AND role = 'user'"
+            " ORDER BY seq DESC LIMIT 1 OFFSET ?",
+            (session, rounds - 1),
+        ).fetchone()
+        start = 0 if row is None else row[0]
+        rows = conn.execute(
+            "SELECT content FROM messages WHERE session = ? AND seq >= ? ORDER BY seq",
+            (session, start),
+        )
+        return [loads(content) for (content,) in rows.fetchall()]
+
+    # -- permission memory -----------------------------------------------------------------
+
+    def remember_permission(
+        self, session: str, tool_name: str, decision: PermissionDecision
+    ) -> None:
+        """Remember ``decision`` for ``tool_name`` for the rest of the session."""
+        if decision not in get_args(PermissionDecision):
+            raise ValueError(f"decision must be allow, ask or deny, not {decision!r}")
+        with self._db.write() as conn:
+            ensure_session_row(conn, session)
+            conn.execute(
+                "INSERT INTO permissions (session, tool, decision, updated) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (session, tool) DO UPDATE SET"
+                " decision = excluded.decision, updated = excluded.updated",
+                (session, tool_name, decision, time.time()),
+            )
+
+    def remembered_permissions(self, session: str) -> dict[str, str]:
+        """``{tool name: decision}`` remembered for the session."""
+        rows = self._db.connection().execute(
+            "SELECT tool, decision FROM permissions WHERE session = ? ORDER BY tool", (session,)
+        )
+        return dict(rows.fetchall())

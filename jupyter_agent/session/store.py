@@ -1,0 +1,97 @@
+"""The embedded session store: one SQLite file, no server.
+
+Holds sessions (history, bindings, remembered permissions), turn records, runs with their
+event logs, and the pending state of suspended asks. Safe to use from several threads of one
+kernel and from several kernels (processes) on the same file at once. API keys never reach
+the file: every JSON value written is scrubbed of ``*API_KEY`` environment values and of keys
+given to ``register_secret``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._db import Database
+from ._runs import RunsMixin
+from ._schema import SCHEMA_VERSION
+from ._sessions import SessionsMixin
+from ._transcript import TranscriptMixin
+from ._turns import TurnsMixin
+from .paths import default_store_path
+
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["Store", "default_store", "reset_default_store"]
+
+
+class Store(SessionsMixin, TurnsMixin, RunsMixin, TranscriptMixin):
+    """A session store backed by the SQLite file at ``path``.
+
+    ``path`` defaults to ``<data dir>/store.sqlite3`` (see ``paths.default_data_dir``). The
+    file and its directory are created, and the schema migrated, on open.
+    """
+
+    schema_version = SCHEMA_VERSION
+    """Schema version this code writes (``PRAGMA user_version`` of the file)."""
+
+    def __init__(self, path: str | Path | None = None, *, busy_timeout: float = 10.0) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_store_path()
+        self._db = Database(self.path, busy_timeout=busy_timeout)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    @property
+    def journal_mode(self) -> str:
+        """``wal`` normally; another value only where the file system cannot do WAL."""
+        return self._db.journal_mode
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group several store calls into one atomic write (nested blocks are savepoints).
+
+        Example: finish a turn, append its messages and set the run's status all or nothing.
+        """
+        with self._db.write():
+            yield
+
+    def close(self) -> None:
+        """Close the store's connections (all threads of this process)."""
+        self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_default: Store | None = None
+_default_lock = threading.Lock()
+
+
+def default_store() -> Store:
+    """The process-wide store at the default path, opened on first call.
+
+    ``$JUPYTER_AGENT_HOME`` is read at that first call; later changes need
+    ``reset_default_store()``.
+    """
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Store()
+        return _default
+
+
+def reset_default_store() -> None:
+    """Close and forget the process-wide store (tests, or after changing the data dir)."""
+    global _default
+    with _default_lock:
+        if _default is not None:
+            _default.close()
+        _default = None

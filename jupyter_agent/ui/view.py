@@ -1,0 +1,206 @@
+"""The view state of a run: what every renderer draws, reduced from the run's events.
+
+The live widget syncs this state as traits, and the static MIME payload carries it next to the
+events, so the widget and the JupyterLab renderer draw the same thing from the same data. It is
+plain JSON (dicts and lists) on purpose: it crosses to JavaScript unchanged.
+
+Shape::
+
+    {
+      "run_id", "agent", "model", "prompt", "session", "status",   # status: running/done/ask/...
+      "items": [                 # in display order
+        {"kind": "reasoning", "round", "text"},
+        {"kind": "text", "round", "text", "withdrawn": bool},
+        {"kind": "tool", "round", "call_id", "name", "arguments", "output", "error",
+         "seconds", "state": "running"|"done"|"error", "internal": bool},
+        {"kind": "gate", "round", "reason", "feedback"},
+        {"kind": "warning", "message"},
+        {"kind": "compressed", "round", "method", "tokens_before", "tokens_after"},
+      ],
+      "plan": {...} | None,      # the active plan (agents.plan.state.Plan as JSON)
+      "ask": {"call_id", "kind", "question", "options", "descriptions", "allow_other",
+              "detail", "answered": None | {"how", "answer", "option_index"}} | None,
+      "answer": str,             # the final answer (withdrawn drafts excluded)
+      "error": str | None,
+      "footer": {"model", "rounds", "input_tokens", "output_tokens", "cost", "seconds",
+                 "estimated": bool},
+    }
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import BaseEvent
+
+__all__ = ["new_view", "reduce_event", "reduce_events"]
+
+
+def new_view() -> dict[str, Any]:
+    """An empty view state."""
+    return {
+        "run_id": "",
+        "agent": "",
+        "model": "",
+        "prompt": "",
+        "session": None,
+        "status": "running",
+        "items": [],
+        "plan": None,
+        "ask": None,
+        "answer": "",
+        "error": None,
+        "footer": {
+            "model": "",
+            "rounds": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost": 0.0,
+            "seconds": 0.0,
+            "estimated": False,
+        },
+    }
+
+
+def _last_item(view: dict[str, Any], kind: str, round_: int) -> dict[str, Any] | None:
+    items = view["items"]
+    if items and items[-1]["kind"] == kind and items[-1].get("round") == round_:
+        return items[-1]
+    return None
+
+
+def _find_tool(view: dict[str, Any], call_id: str) -> dict[str, Any] | None:
+    for item in reversed(view["items"]):
+        if item["kind"] == "tool" and item["call_id"] == call_id:
+            return item
+    return None
+
+
+def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
+    """Apply one event to ``view`` in place and return it."""
+    kind = getattr(event, "type", "")
+    d = event.__dict__
+    items = view["items"]
+    if kind in ("text_delta", "reasoning_delta"):
+        item_kind = "text" if kind == "text_delta" else "reasoning"
+        last = _last_item(view, item_kind, d["round"])
+        if last is None:
+            last = {"kind": item_kind, "round": d["round"], "text": ""}
+            if item_kind == "text":
+                last["withdrawn"] = False
+            items.append(last)
+        last["text"] += d["text"]
+    elif kind == "tool_called":
+        items.append(
+            {
+                "kind": "tool",
+                "round": d["round"],
+                "call_id": d["call_id"],
+                "name": d["name"],
+                "arguments": d["arguments"],
+                "output": "",
+                "error": None,
+                "seconds": 0.0,
+                "state": "running",
+                "internal": d["name"] in ("update_plan", "ask_agent"),
+            }
+        )
+    elif kind == "tool_args_delta":
+        card = _find_tool(view, d["call_id"])
+        if card is not None:
+            card["arguments"] += d["delta"]
+    elif kind == "tool_returned":
+        card = _find_tool(view, d["call_id"])
+        if card is None:
+            card = {"kind": "tool", "round": d["round"], "call_id": d["call_id"], "name": d["name"],
+                    "arguments": "", "internal": d["internal"]}
+            items.append(card)
+        card.update(
+            output=d["output"],
+            error=d["error"],
+            seconds=d["seconds"],
+            state="error" if d["error"] else "done",
+            internal=d["internal"] or card.get("internal", False),
+        )
+    elif kind == "usage":
+        f = view["footer"]
+        f["input_tokens"] += d["input_tokens"]
+        f["output_tokens"] += d["output_tokens"]
+        f["cost"] += d["cost"]
+        f["estimated"] = f["estimated"] or d["estimated"]
+        if d["model"]:
+            f["model"] = d["model"]
+    elif kind == "round_started":
+        view["footer"]["rounds"] = max(view["footer"]["rounds"], d["round"])
+    elif kind == "plan_updated":
+        view["plan"] = d["plan"]
+    elif kind == "ask_pending":
+        view["ask"] = {
+            "call_id": d["call_id"],
+            "kind": d["kind"],
+            "question": d["question"],
+            "options": list(d["options"]),
+            "descriptions": list(d["descriptions"]),
+            "allow_other": d["allow_other"],
+            "detail": dict(d["detail"]),
+            "answered": None,
+        }
+        view["status"] = "ask"
+    elif kind == "ask_answered":
+        ask = view.get("ask")
+        if ask is not None and ask["call_id"] == d["call_id"]:
+            ask["answered"] = {"how": d["how"], "answer": d["answer"], "option_index": d["option_index"]}
+            # Keep a record of the answered ask in the item flow, so a run with several asks
+            # shows each one where it happened.
+            items.append({"kind": "ask", **{k: v for k, v in ask.items()}})
+            view["ask"] = None
+        view["status"] = "running"
+    elif kind == "round_retried":
+        # The partial output of a dropped stream is replaced by the retry's output.
+        view["items"] = [
+            it for it in items
+            if not (it.get("round") == d["round"] and it["kind"] in ("text", "reasoning")
+                    or it["kind"] == "tool" and it.get("round") == d["round"]
+                    and it.get("state") == "running")
+        ]
+        view["items"].append({"kind": "warning", "message": f"Round {d['round']} retried: {d['reason']}"})
+    elif kind == "stop_gate_feedback":
+        for item in items:
+            if item["kind"] == "text" and item["round"] == d["round"]:
+                item["withdrawn"] = True
+        items.append({"kind": "gate", "round": d["round"], "reason": d["reason"], "feedback": d["feedback"]})
+    elif kind == "context_compressed":
+        items.append(
+            {
+                "kind": "compressed",
+                "round": d["round"],
+                "method": d["method"],
+                "tokens_before": d["tokens_before"],
+                "tokens_after": d["tokens_after"],
+            }
+        )
+    elif kind == "warning":
+        items.append({"kind": "warning", "message": d["message"]})
+    elif kind == "run_started":
+        view.update(run_id=d["run_id"], agent=d["agent"], model=d["model"], prompt=d["prompt"],
+                    session=d["session"], status="running")
+        view["footer"]["model"] = d["model"]
+    elif kind == "run_finished":
+        view["status"] = d["status"]
+        view["answer"] = d["answer"]
+        view["error"] = d["error"]
+        f = view["footer"]
+        f["seconds"] = f["seconds"] + d["seconds"]
+        f["rounds"] = max(f["rounds"], d["rounds"])
+    elif kind == "run_failed":
+        view["status"] = "error"
+        view["error"] = d["error"]
+    return view
+
+
+def reduce_events(events: list[BaseEvent], view: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Reduce a list of events into a (new or given) view state."""
+    view = view if view is not None else new_view()
+    for e in events:
+        reduce_event(view, e)
+    return view
