@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from typing import Any, Callable
 
@@ -97,9 +98,15 @@ class RunRecorder:
         self.listeners: list[Listener] = list(listeners or [])
         self._pending_store: list[dict[str, Any]] = []
         self._t0 = time.perf_counter()
+        # Parallel tools report from worker threads; one event at a time keeps the view whole.
+        self._lock = threading.RLock()
 
     def emit(self, event: BaseEvent) -> None:
-        """Record ``event`` and pass it on."""
+        """Record ``event`` and pass it on (thread-safe)."""
+        with self._lock:
+            self._emit(event)
+
+    def _emit(self, event: BaseEvent) -> None:
         run = self.run
         run.events.append(event)
         reduce_event(run.view, event)

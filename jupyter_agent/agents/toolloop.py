@@ -7,7 +7,8 @@ from typing import Any, Callable
 from ..errors import MagicUsageError
 from ..llm.profiles import map_temperature
 from ..llm.types import ToolCall
-from ..loop.hooks import LoopHooks, ToolOutcome
+from ..llm.usage_context import usage_sink
+from ..loop.hooks import LoopHooks, ToolOutcome, UsageItem
 from ..loop.kernel import LoopConfig
 from ..tools.registry import REGISTRY, Tool
 from ._base import TurnOptions, drive, prepare, tool_output_processor, window_fitter
@@ -52,9 +53,14 @@ def tool_runner(tools: list[Tool[Any]]) -> Callable[[ToolCall, list[dict[str, An
         if t is None:
             msg = unknown_tool_message(call.name, names)
             return ToolOutcome(output=msg, error=msg)
-        r = t.invoke(call.arguments)
+        usages: list[UsageItem] = []
+        # Helpers called inside the tool (classify, extract, a sub-agent) report their usage
+        # here, so the run's tokens and cost include them.
+        with usage_sink(lambda module, model, usage, cost: usages.append(
+                UsageItem(module, model, usage, cost))):
+            r = t.invoke(call.arguments)
         return ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
-                           seconds=r.seconds)
+                           seconds=r.seconds, usages=usages)
 
     return run
 

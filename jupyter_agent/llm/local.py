@@ -105,6 +105,21 @@ def local_profile() -> dict[str, Any]:
     }
 
 
+# The child's entry point, passed with ``-c`` so the child never imports jupyter_agent (the
+# kernel's sys.path may not be the child's). EOF on stdin means the parent closed the pipe or
+# died; nothing else would tell us, so the child ends itself (os._exit: uvicorn holds threads).
+_BOOTSTRAP = """\
+import os, runpy, sys, threading
+def _watch_parent():
+    while sys.stdin.buffer.read(1024):
+        pass
+    os._exit(0)
+threading.Thread(target=_watch_parent, daemon=True).start()
+sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
 def _free_port() -> int:
     """A port that was free on 127.0.0.1 a moment ago (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -154,7 +169,7 @@ class LocalModelServer:
     def command(self, port: int) -> list[str]:
         """The child's command line: our pipe watchdog wrapped around llama_cpp.server."""
         return [
-            sys.executable, "-m", "jupyter_agent.llm.local",
+            sys.executable, "-c", _BOOTSTRAP,
             "--model", str(self.model_path),
             "--model_alias", LOCAL_MODEL_NAME,
             "--host", "127.0.0.1",
@@ -254,24 +269,3 @@ def stop_local_server() -> None:
     with _server_lock:
         if _server is not None:
             _server.stop()
-
-
-def _serve() -> None:
-    """Child entry point: exit when stdin closes, then run llama.cpp's server."""
-
-    def watch_parent() -> None:
-        # EOF on stdin means the parent closed the pipe or died; no atexit runs in either case
-        # that would reach us, so we end ourselves (os._exit: uvicorn may hold threads).
-        while sys.stdin.buffer.read(1024):
-            pass
-        os._exit(0)
-
-    threading.Thread(target=watch_parent, daemon=True, name="parent-watch").start()
-    import runpy
-
-    sys.argv = ["llama_cpp.server", *sys.argv[1:]]
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-
-
-if __name__ == "__main__":
-    _serve()

@@ -8,6 +8,7 @@ never means editing this file.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
@@ -358,7 +359,9 @@ class _Run:
                    snapshot: list[Message]) -> None:
         pool = concurrent.futures.ThreadPoolExecutor(j - i, thread_name_prefix="jupyter-agent-tool")
         try:
-            futures = {pool.submit(self._call_tool, calls[k], snapshot): k for k in range(i, j)}
+            # Each worker gets a copy of the caller's context (usage sinks, settings overrides).
+            futures = {pool.submit(contextvars.copy_context().run, self._call_tool, calls[k],
+                                   snapshot): k for k in range(i, j)}
             for fut in concurrent.futures.as_completed(futures):
                 outcomes[futures[fut]] = fut.result()
         finally:

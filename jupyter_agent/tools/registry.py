@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import json
 import threading
@@ -115,7 +116,7 @@ class Tool(Generic[F]):
         except ValidationError as exc:
             raise ToolError(format_validation_error(exc)) from None
         # Keep nested pydantic models as models: the function's annotations ask for them.
-        return {k: getattr(model, k) for k in model.model_fields}
+        return {k: getattr(model, k) for k in type(model).model_fields}
 
     def invoke(self, arguments: str) -> ToolResult:
         """Run the tool on the model's raw arguments; never raises for tool failures."""
@@ -152,7 +153,9 @@ class Tool(Generic[F]):
         # A sync function cannot be killed from outside; we stop waiting and report the timeout.
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"tool-{self.name}")
         try:
-            return pool.submit(self.fn, **kwargs).result(timeout=self.timeout)
+            # copy_context: usage sinks and other context vars must reach the worker thread
+            ctx = contextvars.copy_context()
+            return pool.submit(ctx.run, self.fn, **kwargs).result(timeout=self.timeout)
         finally:
             pool.shutdown(wait=False)
 

@@ -78,6 +78,7 @@ __all__ = [  # the turn builders are re-exported: tests import everything from h
 ]
 
 NO_TURN_MESSAGE = "scripted server: no turn queued"
+_CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -127,7 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if urlsplit(self.path).path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+        if urlsplit(self.path).path.rstrip("/") not in _CHAT_PATHS:
             self._send_json(404, _error_body(404, f"no route POST {self.path}"))
             return
         try:
@@ -180,8 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Dropped
         if not stream:
             completion = self._envelope(body, "chat.completion")
-            completion["choices"] = [{"index": 0, "message": completion_message(turn, f"call_{self._number}"),
-                                      "finish_reason": turn.finish_reason}]
+            message = completion_message(turn, f"call_{self._number}")
+            completion["choices"] = [
+                {"index": 0, "message": message, "finish_reason": turn.finish_reason}]
             if (usage := usage_for(turn, body)) is not None:
                 completion["usage"] = usage
             return self._send_json(200, completion)
@@ -198,8 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _envelope(self, body: dict[str, Any], obj: str) -> dict[str, Any]:
         model = body.get("model") or self.server.owner.model
-        return {"id": f"chatcmpl-scripted-{self._number}", "object": obj, "created": int(time.time()),
-                "model": model}
+        return {"id": f"chatcmpl-scripted-{self._number}", "object": obj,
+                "created": int(time.time()), "model": model}
 
     def _chunk(self, body: dict[str, Any], delta: dict[str, Any],
                finish: str | None = None) -> dict[str, Any]:
@@ -241,8 +243,9 @@ class _HTTPServer(ThreadingHTTPServer):
 class ScriptedOpenAI:
     """The scripted server; use ``with ScriptedOpenAI() as srv`` or ``start()``/``stop()``.
 
-    Attributes read by tests: ``base_url``, ``requests`` (JSON bodies, in order),
-    ``request_headers`` (lower-cased names; the Authorization value redacted),
+    Attributes read by tests: ``base_url``, ``requests`` (JSON bodies of every chat request in
+    order, refused ones included), ``request_headers`` (lower-cased names; the Authorization
+    value redacted),
     ``auth_present`` (one bool per request), ``connections`` (TCP connections accepted) and
     ``default`` (the turn used when the queue is empty; None means HTTP 500).
     """
@@ -358,19 +361,21 @@ class ScriptedOpenAI:
                          timeout: float = 30.0) -> tuple[subprocess.Popen[str], str]:
         """Run the CLI in a child process; returns ``(process, base_url)`` once it is READY.
 
-        The caller stops it with ``process.terminate(); process.wait()``.
+        The child also exits when its stdin closes, so it never outlives a crashed parent.
+        Stop it with ``process.stdin.close(); process.wait()`` (or ``terminate()``).
         """
         script = {"turns": [t.model_dump(mode="json") for t in script_turns],
                   "default": default.model_dump(mode="json") if default else None}
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(script, fh)
         cmd = [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0",
-               "--script", fh.name, "--model", model]
+               "--script", fh.name, "--model", model, "--exit-with-parent"]
         if record_to is not None:
             cmd += ["--record", str(record_to)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (str(_REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
-        proc = subprocess.Popen(cmd, cwd=_REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, cwd=_REPO_ROOT, env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)
         reader.start()
@@ -395,6 +400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, help="JSON list of turns, or {turns, default}.")
     parser.add_argument("--model", default="scripted-model")
     parser.add_argument("--record", type=Path, help="Append each request body here (JSONL).")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="Exit when stdin reaches EOF (the parent closed it or died).")
     args = parser.parse_args(argv)
     srv = ScriptedOpenAI(model=args.model, host=args.host, port=args.port, record_to=args.record)
     if args.script:
@@ -405,10 +412,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if script.get("default"):
             srv.default = turn_from_json(script["default"])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run the finally below on terminate
+    done = threading.Event()
+    if args.exit_with_parent:
+        threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
     srv.start()
     print(f"READY {srv.base_url}", flush=True)
     try:
-        threading.Event().wait()
+        done.wait()
     except KeyboardInterrupt:
         pass
     finally:

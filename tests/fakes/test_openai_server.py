@@ -163,7 +163,8 @@ def test_empty_and_queue_exhausted(srv: ScriptedOpenAI, client: openai.OpenAI) -
     with pytest.raises(openai.InternalServerError, match=NO_TURN_MESSAGE):
         client.chat.completions.create(model="m", messages=MESSAGES)
     srv.default = text("ok")
-    assert client.chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content == "ok"
+    reply = client.chat.completions.create(model="m", messages=MESSAGES)
+    assert reply.choices[0].message.content == "ok"
 
 
 def test_callable_turn_sees_request(srv: ScriptedOpenAI, client: openai.OpenAI) -> None:
@@ -237,9 +238,10 @@ def test_cli_subprocess(tmp_path: Path) -> None:
         first = c.chat.completions.create(model="m", messages=MESSAGES)
         second = c.chat.completions.create(model="m", messages=MESSAGES, stream=True)
         assert first.choices[0].message.content == "from a child process"
-        assert "".join(ch.choices[0].delta.content or "" for ch in second if ch.choices) == "default"
+        streamed = "".join(ch.choices[0].delta.content or "" for ch in second if ch.choices)
+        assert streamed == "default"
     finally:
-        proc.terminate()
-        proc.wait(30)
+        proc.stdin.close()  # the child exits when its stdin closes
+        assert proc.wait(30) == 0
     lines = record.read_text().splitlines()
     assert [json.loads(line)["messages"] for line in lines] == [MESSAGES, MESSAGES]

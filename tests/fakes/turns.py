@@ -20,9 +20,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
-    "AUTO_ID", "DisconnectTurn", "ErrorTurn", "HangTurn", "ScriptedCall", "TextTurn", "ToolCallsTurn",
-    "Turn", "TurnLike", "call", "completion_message", "disconnect", "empty", "error", "hang",
-    "pieces", "stream_deltas", "text", "tool_calls", "turn_from_json", "usage_for",
+    "AUTO_ID", "DisconnectTurn", "ErrorTurn", "HangTurn", "ScriptedCall", "TextTurn",
+    "ToolCallsTurn", "Turn", "TurnLike", "call", "completion_message", "disconnect", "empty",
+    "error", "hang", "pieces", "stream_deltas", "text", "tool_calls", "turn_from_json",
+    "usage_for",
 ]
 
 
@@ -89,7 +90,10 @@ class ErrorTurn(_Model):
 
 
 class DisconnectTurn(_Model):
-    """Stream ``after_chunks`` content chunks, then drop the connection (no reply if not streamed)."""
+    """Stream ``after_chunks`` content chunks, then drop the connection.
+
+    A non-streamed request gets no reply at all: the connection just closes.
+    """
 
     kind: Literal["disconnect"] = "disconnect"
     after_chunks: int = 2

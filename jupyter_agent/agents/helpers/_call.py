@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ...errors import JupyterAgentError, ModelRequestError
+from ...llm.client import ModelClient
 from ...llm.types import ChatRequest, Message, Usage
 from ...llm.usage_context import report_usage
-
-if TYPE_CHECKING:
-    from ...llm.client import ModelClient
 
 __all__ = [
     "HISTORY_ROUNDS",
@@ -54,17 +52,14 @@ class CallResult(BaseModel):
 def resolve_client(model: str | None, client: ModelClient | None) -> ModelClient:
     """``client`` when given, else the default client for ``model`` (profile name or model id).
 
-    The default client reads ``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and, with no ``model``,
-    ``JUPYTER_AGENT_MODEL``.
+    The default client follows the configured order (``%agent model``, ``JUPYTER_AGENT_MODEL``,
+    ``%config``) and reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``; it is cached.
     """
     if client is not None:
         return client
-    from ...llm import client as client_module  # lazy: importing it loads ``openai``
+    from ...config import default_client  # lazy: building a client loads ``openai``
 
-    factory = getattr(client_module, "default_client", None)
-    if factory is not None:
-        return factory(model)
-    return client_module.ModelClient(model)
+    return default_client(model)  # type: ignore[no-any-return]
 
 
 def _request_model(model: str | None, client: ModelClient) -> str:

@@ -8,16 +8,14 @@ last category, flagged as the fallback.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ...llm.client import ModelClient
 from ...llm.types import Message, Usage
 from ._call import EmptyInputError, call_model, history_messages, squeeze_newlines
 from .prompts import classify_system_prompt
-
-if TYPE_CHECKING:
-    from ...llm.client import ModelClient
 
 __all__ = [
     "Categories",

@@ -9,11 +9,12 @@ itself; that is the only second call.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import ModelBehaviorError
+from ...llm.client import ModelClient
 from ...llm.types import Message, Usage
 from ._call import (
     EmptyInputError,
@@ -26,9 +27,6 @@ from ._call import (
 from ._parse import parse_json_object
 from ._schema import Target, make_target
 from .prompts import extract_retry_prompt, extract_system_prompt
-
-if TYPE_CHECKING:
-    from ...llm.client import ModelClient
 
 __all__ = ["ExtractResult", "FieldError", "extract"]
 

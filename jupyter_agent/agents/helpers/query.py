@@ -13,18 +13,16 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ...llm.client import ModelClient
 from ...llm.tokens import count_text_tokens
 from ...llm.types import Message, Usage
 from ._call import call_model, history_messages, resolve_client
 from ._parse import parse_json_array
 from .prompts import QUERY_SYSTEM_PROMPT, query_user_prompt
-
-if TYPE_CHECKING:
-    from ...llm.client import ModelClient
 
 __all__ = [
     "Embed",

@@ -105,13 +105,14 @@ def read_file(workspace: Workspace, path: str, offset: int = 0, limit: int | Non
             return f"({shown} is empty)"
         return f"(no lines: offset {offset} is past the end of {shown}, which has {total} lines)"
     last = offset + len(lines)
+    # Only a single huge line can still exceed the cap here; cut it, but keep the note intact.
+    text = cap_output(text, DEFAULT_LIMIT, head_ratio=1.0)
     if last < total:
-        text = cap_output(text, DEFAULT_LIMIT, head_ratio=1.0)  # a single huge line
         text += (
             f"\n[... showing lines {offset + 1}-{last} of {total}; "
             f"call read_file with offset={last} to read more]"
         )
-    return cap_output(text, DEFAULT_LIMIT, head_ratio=1.0)
+    return text
 
 
 def _decoded_lines(raw: BinaryIO) -> Iterator[str]:

@@ -92,7 +92,7 @@ def web_fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES,
     try:
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
             response = _follow(client, url, deadline)
-            with response:
+            try:
                 for chunk in response.iter_bytes():
                     body += chunk
                     if len(body) >= max_bytes:
@@ -103,6 +103,8 @@ def web_fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES,
                     if time.monotonic() > deadline:
                         stopped = f"stopped after {timeout:g} s"
                         break
+            finally:
+                response.close()
     except httpx.TimeoutException:
         raise WebFetchError(f"Fetching {url} timed out after {timeout:g} s.") from None
     except httpx.HTTPError as exc:

@@ -22,7 +22,8 @@ export function append(parent, ...children) {
 
 /** A whole number with thousands separators. */
 export function formatInt(n) {
-  return Math.round(Number(n) || 0).toLocaleString("en-US");
+  // Not toLocaleString: its first call loads locale data, which costs a cold render dearly.
+  return String(Math.round(Number(n) || 0)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
 /** Seconds as a short duration: "0.42 s", "12.3 s", "2 min 5 s". */
@@ -92,9 +93,10 @@ export function firstLine(text) {
  * A `<details>` element whose open state survives re-renders.
  *
  * `state.open` maps a key to the state the user chose; a user click records it, so a rebuilt
- * node opens or closes as the user left it, and otherwise uses `defaultOpen`.
+ * node opens or closes as the user left it, and otherwise uses `defaultOpen`. With `fill`, the
+ * body is built by `fill(node)` the first time the element is open, not before.
  */
-export function details(state, key, className, summaryChildren, defaultOpen) {
+export function details(state, key, className, summaryChildren, defaultOpen, fill) {
   const node = h("details", className);
   node.dataset.key = key;
   const summary = append(h("summary", "ja-summary"), ...summaryChildren);
@@ -103,6 +105,18 @@ export function details(state, key, className, summaryChildren, defaultOpen) {
   // Record on click (fires before the toggle, also for Enter/Space on the summary), not on the
   // `toggle` event: that one also fires for our own programmatic default.
   summary.addEventListener("click", () => state.open.set(key, !node.open));
+  if (fill) {
+    // Build the body only when it is first shown: a run has hundreds of closed cards.
+    if (node.open) fill(node);
+    else {
+      const onToggle = () => {
+        if (!node.open) return;
+        node.removeEventListener("toggle", onToggle);
+        fill(node);
+      };
+      node.addEventListener("toggle", onToggle);
+    }
+  }
   return node;
 }
 

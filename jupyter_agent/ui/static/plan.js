@@ -15,6 +15,12 @@ export const STEP_STATUS = {
   skipped: ["↷", "skipped"],
 };
 
+/** Plans longer than this fold their leading finished steps. */
+const FOLD_AFTER = 12;
+
+/** Finished statuses a long plan folds away (blocked steps stay in view). */
+const RESOLVED = new Set(["done", "skipped"]);
+
 function stepStatus(step) {
   const s = step && step.status;
   return Object.prototype.hasOwnProperty.call(STEP_STATUS, s) ? s : "pending";
@@ -50,52 +56,58 @@ function evidenceList(evidence) {
   return list;
 }
 
-function stepRow(state, planId, step, index) {
-  const status = stepStatus(step);
+function stepHead(tag, step, status, index) {
   const [icon, label] = STEP_STATUS[status];
-  const li = h("li", `ja-step ja-st-${status}`);
-  li.dataset.status = status;
-  li.dataset.stepId = String(step.id ?? index + 1);
-
-  const head = h("div", "ja-step-head");
+  const head = h(tag, "ja-step-head");
   const iconEl = h("span", "ja-step-icon", icon);
   iconEl.title = label;
   iconEl.setAttribute("aria-label", label);
   append(head, iconEl, h("span", "ja-step-title", step.title || `Step ${index + 1}`));
+  if (step.outputSummary) head.appendChild(h("span", "ja-step-output", step.outputSummary));
   if (step.needsReplan) head.appendChild(h("span", "ja-tag ja-tag-warn", "needs replan"));
   if (status !== "pending" && status !== "done") {
     head.appendChild(h("span", `ja-tag ja-st-${status}`, label));
   }
-  li.appendChild(head);
-
-  if (step.outputSummary) li.appendChild(h("div", "ja-step-output", step.outputSummary));
   if (status === "blocked" || step.blocker) {
-    li.appendChild(h("div", "ja-step-blocker", `Blocked: ${step.blocker || "(no blocker given)"}`));
+    // Inside the head so it shows while the step is folded: a blocker is what the user must see.
+    head.appendChild(h("span", "ja-step-blocker", `Blocked: ${step.blocker || "(no blocker given)"}`));
   }
+  return head;
+}
 
+function stepRow(state, planId, step, index) {
+  const status = stepStatus(step);
+  const id = String(step.id ?? index + 1);
   const criteria = Array.isArray(step.acceptanceCriteria) ? step.acceptanceCriteria : [];
   const evidence = Array.isArray(step.evidence) ? step.evidence : [];
-  if (step.description || criteria.length || evidence.length) {
-    const parts = [];
-    if (step.description) parts.push("description");
-    if (criteria.length) parts.push(`${criteria.length} criteria`);
-    if (evidence.length) parts.push(`${evidence.length} evidence`);
-    const more = details(
-      state,
-      `step:${planId}:${li.dataset.stepId}:${index}`,
-      "ja-step-more",
-      [parts.join(" · ")],
-      status === "in_progress",
-    );
-    if (step.description) more.appendChild(h("div", "ja-step-desc", step.description));
+  const hasMore = Boolean(step.description || criteria.length || evidence.length);
+  const key = `step:${planId}:${id}:${index}`;
+
+  let li;
+  if (hasMore) {
+    // The whole row is a <details>: clicking the step shows its description, criteria and
+    // evidence. The active step starts open.
+    li = h("details", `ja-step ja-st-${status}`);
+    const head = stepHead("summary", step, status, index);
+    li.appendChild(head);
+    li.open = state.open.has(key) ? state.open.get(key) : status === "in_progress";
+    head.addEventListener("click", () => state.open.set(key, !li.open));
+    const body = h("div", "ja-step-body");
+    if (step.description) body.appendChild(h("div", "ja-step-desc", step.description));
     if (criteria.length) {
       const ul = h("ul", "ja-criteria");
       for (const c of criteria) ul.appendChild(h("li", null, c));
-      append(more, h("div", "ja-label", "Acceptance criteria"), ul);
+      append(body, h("div", "ja-label", "Acceptance criteria"), ul);
     }
-    if (evidence.length) append(more, h("div", "ja-label", "Evidence"), evidenceList(evidence));
-    li.appendChild(more);
+    if (evidence.length) append(body, h("div", "ja-label", "Evidence"), evidenceList(evidence));
+    li.appendChild(body);
+  } else {
+    li = h("div", `ja-step ja-st-${status}`);
+    li.appendChild(stepHead("div", step, status, index));
   }
+  li.dataset.status = status;
+  li.dataset.stepId = id;
+  li.setAttribute("role", "listitem");
   return li;
 }
 
@@ -125,9 +137,31 @@ export function renderPlan(state, plan) {
   box.appendChild(h("div", "ja-plan-progress", line || "no steps"));
   if (plan.description) box.appendChild(h("div", "ja-plan-desc", plan.description));
 
-  const list = h("ol", "ja-steps");
+  const list = h("div", "ja-steps");
+  list.setAttribute("role", "list");
+  // In a long plan, fold the finished steps at the top so the open ones stay in view.
+  let folded = 0;
+  if (steps.length > FOLD_AFTER) {
+    while (folded < steps.length && RESOLVED.has(stepStatus(steps[folded]))) folded += 1;
+    if (folded < 3) folded = 0;
+  }
+  if (folded) {
+    const fold = details(state, `fold:${planId}`, "ja-steps-fold", [
+      h("span", "ja-step-icon", "✓"),
+      `${folded} finished steps`,
+    ]);
+    const inner = h("div", "ja-steps-inner");
+    inner.setAttribute("role", "list");
+    const frag = document.createDocumentFragment();
+    for (let i = 0; i < folded; i += 1) frag.appendChild(stepRow(state, planId, steps[i] || {}, i));
+    inner.appendChild(frag);
+    fold.appendChild(inner);
+    list.appendChild(fold);
+  }
   const frag = document.createDocumentFragment();
-  steps.forEach((step, i) => frag.appendChild(stepRow(state, planId, step || {}, i)));
+  for (let i = folded; i < steps.length; i += 1) {
+    frag.appendChild(stepRow(state, planId, steps[i] || {}, i));
+  }
   list.appendChild(frag);
   box.appendChild(list);
   return box;

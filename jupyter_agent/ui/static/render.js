@@ -113,9 +113,14 @@ function renderTool(state, key, item) {
     `ja-tool ja-tool-${st}${internal ? " ja-tool-internal" : ""}`,
     summary,
     st === "error" && !internal,
+    (node) => fillTool(state, key, item, st, node),
   );
   card.dataset.callId = item.call_id || "";
   card.dataset.state = st;
+  return card;
+}
+
+function fillTool(state, key, item, st, card) {
   const args = prettyJson(item.arguments);
   if (args) {
     append(card, h("div", "ja-label", "Arguments"));
@@ -131,7 +136,6 @@ function renderTool(state, key, item) {
   } else if (st === "done" && !item.error) {
     card.appendChild(h("div", "ja-dim", "(no output)"));
   }
-  return card;
 }
 
 function renderGate(state, key, item) {
@@ -188,7 +192,8 @@ function renderFooter(view) {
     `${rounds} round${rounds === 1 ? "" : "s"}`,
     `${est}${formatInt(f.input_tokens)} in / ${est}${formatInt(f.output_tokens)} out tokens`,
     `cost ${formatCost(f.cost)}`,
-    formatSeconds(f.seconds),
+    // A live run's time is only known when it ends.
+    Number(f.seconds) || view.status !== "running" ? formatSeconds(f.seconds) : "",
   ].filter(Boolean);
   parts.forEach((p, i) => {
     if (i) foot.appendChild(h("span", "ja-sep", "·"));

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from jupyter_agent.config import clear_client_cache
 from jupyter_agent.llm.client import ModelClient, RetryPolicy
 from jupyter_agent.llm.pricing import PriceTier
 from jupyter_agent.llm.profiles import ModelProfile
@@ -13,9 +14,12 @@ from tests.fakes.openai_server import ScriptedOpenAI
 
 
 @pytest.fixture(autouse=True)
-def _no_inherited_config(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_inherited_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "JUPYTER_AGENT_MODEL"):
         monkeypatch.delenv(var, raising=False)
+    clear_client_cache()
+    yield
+    clear_client_cache()
 
 
 @pytest.fixture

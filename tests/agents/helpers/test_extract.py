@@ -222,3 +222,11 @@ def test_result_round_trips_as_json(srv, client):
     dumped = json.loads(inv.model_dump_json())
     assert dumped["value"] == {"number": "A-17", "total": 12.5, "due": None}
     assert isinstance(inv, ExtractResult)
+
+
+def test_json_schema_with_refs_from_another_tool(srv, client):
+    # A schema exported elsewhere (here by pydantic) uses $defs and $ref.
+    schema = Order.model_json_schema()
+    srv.enqueue(text('{"status": "open", "lines": [{"item": "ink", "qty": 1}]}'))
+    res = extract("Open order: 1 ink", schema, client=client)
+    assert res.value == {"status": "open", "lines": [{"item": "ink", "qty": 1}]}

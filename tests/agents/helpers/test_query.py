@@ -33,7 +33,7 @@ def test_request_follows_the_reference_layout(srv, client):
     system, user = (m["content"] for m in body["messages"])
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "query rewriter" in system and "JSON array of strings" in system
-    assert user == "\n".join([
+    expected = [
         "Generate search queries from the input below.",
         "Expected count: 5",
         "Conversation background:",
@@ -43,7 +43,8 @@ def test_request_follows_the_reference_layout(srv, client):
         "Original question:",
         '"""\nhow do I reset it?\n"""',
         "Output only a JSON array of strings.",
-    ])
+    ]
+    assert user.split("\n") == "\n".join(expected).split("\n")
 
 
 def test_no_history_and_no_background_are_null(srv, client):

@@ -69,3 +69,8 @@ def test_correct_example_in_prompt_is_a_valid_update():
         " ".join(line.strip() for line in bad.split("\n- Every", 1)[0].splitlines())
     )
     assert not apply_plan_update(None, bad_args).ok
+
+
+def test_user_text_with_braces_is_kept_verbatim():
+    prompt = build_main_system_prompt("Use {placeholders} as {{is}}.", has_runtime_tools=True)
+    assert "Use {placeholders} as {{is}}." in prompt

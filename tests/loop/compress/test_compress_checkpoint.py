@@ -41,7 +41,9 @@ class FakeLLM:
 
 
 def test_simplest_use_replaces_history_with_a_hidden_checkpoint() -> None:
-    llm = FakeLLM("<context_checkpoint>\n# Context Checkpoint\n## Next Steps\n- run\n</context_checkpoint>")
+    llm = FakeLLM(
+        "<context_checkpoint>\n# Context Checkpoint\n## Next Steps\n- run\n</context_checkpoint>"
+    )
     messages = [
         {"role": "system", "content": "S" * 100},
         {"role": "user", "content": "u" * 90_000},
@@ -74,7 +76,9 @@ def test_scenario_34_trigger_is_strictly_above_80_percent_of_messages_plus_tools
     assert at_limit is None
     assert llm.calls == []
 
-    over = compress_request_messages(_history(79_501), 100_000, 500, llm, count_messages=count_chars)
+    over = compress_request_messages(
+        _history(79_501), 100_000, 500, llm, count_messages=count_chars
+    )
     assert over is not None and over.tokens_before == 80_001
     assert len(llm.calls) == 1
     system_prompt, user_prompt, max_tokens = llm.calls[0]
@@ -104,7 +108,11 @@ def test_scenario_36_fenced_answer_is_unwrapped_and_tagged() -> None:
     assert result.checkpoint == "<context_checkpoint>\nfoo\n</context_checkpoint>"
     assert result.messages == [
         {"role": "system", "content": "S" * 100},
-        {"role": "user", "content": "<context_checkpoint>\nfoo\n</context_checkpoint>", "hideInUI": True},
+        {
+            "role": "user",
+            "content": "<context_checkpoint>\nfoo\n</context_checkpoint>",
+            "hideInUI": True,
+        },
     ]
     assert result.tokens_after == 100 + len(result.checkpoint)
 
@@ -124,7 +132,9 @@ def test_scenario_37_and_edge_36_empty_answer_keeps_messages_but_bills_the_call(
 
 
 def test_edge_36_aborted_call_keeps_messages_and_reports_its_usage() -> None:
-    aborted = CompressLLMError("interrupted", usage=Usage(input_tokens=7, output_tokens=3), aborted=True)
+    aborted = CompressLLMError(
+        "interrupted", usage=Usage(input_tokens=7, output_tokens=3), aborted=True
+    )
     result = compress_request_messages(
         _history(80_001), 100_000, 0, FakeLLM(error=aborted), count_messages=count_chars
     )
@@ -153,7 +163,9 @@ def test_llm_exception_falls_back_to_truncating_old_rounds_without_usage() -> No
 
 
 def test_no_llm_truncates_instead() -> None:
-    result = compress_request_messages(_history(90_000), 100_000, 0, None, count_messages=count_chars)
+    result = compress_request_messages(
+        _history(90_000), 100_000, 0, None, count_messages=count_chars
+    )
     assert result is not None and result.method == "truncate" and result.used_llm is False
 
 
@@ -172,7 +184,9 @@ def test_edge_23_newest_user_message_is_kept_verbatim_after_the_checkpoint() -> 
         },
         {"role": "tool", "tool_call_id": "c1", "content": "plotted"},
     ]
-    result = compress_request_messages(messages, 100_000, 0, FakeLLM("facts"), count_messages=count_chars)
+    result = compress_request_messages(
+        messages, 100_000, 0, FakeLLM("facts"), count_messages=count_chars
+    )
 
     assert result is not None
     assert [m["role"] for m in result.messages] == ["system", "user", "user"]
@@ -192,7 +206,11 @@ def test_user_prompt_holds_histories_tool_memory_and_anchors() -> None:
             "content": "",
             "reasoning_content": "think",
             "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "load_csv", "arguments": '{"path":"a.csv"}'}}
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "load_csv", "arguments": '{"path":"a.csv"}'},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "rows=42"},

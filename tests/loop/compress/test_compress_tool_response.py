@@ -61,7 +61,7 @@ def test_scenario_38_result_within_20_percent_is_untouched() -> None:
 def test_scenario_38_pretty_json_is_minified_without_llm() -> None:
     value = "v" * 17_992
     minified = json.dumps({"k": value}, separators=(",", ":"))
-    pretty = "{\n" + " " * (30_000 - len(minified) - 3) + '"k":"' + value + '"\n}'
+    pretty = "{\n" + " " * 11_998 + '"k":"' + value + '"\n}'
     assert (len(pretty), len(minified)) == (30_000, 18_000)
     llm = FakeLLM()
     result = compress_tool_response(pretty, 100_000, llm, count_tokens=len)
@@ -103,7 +103,9 @@ def test_chunks_run_in_parallel_threads_and_merge_in_order() -> None:
 
     assert len(llm.calls) == 4  # chunks of 40000 tokens * 3 = 120000 characters
     assert {max_tokens for _, max_tokens in llm.calls} == {3250}  # floor(13000 / 4)
-    firsts = ["from " + chunk.split()[0] for chunk, _ in sorted(llm.calls, key=lambda c: text.index(c[0]))]
+    firsts = [
+        "from " + chunk.split()[0] for chunk, _ in sorted(llm.calls, key=lambda c: text.index(c[0]))
+    ]
     assert result.text.startswith("\n\n".join(firsts))
     assert len(result.usage) == 4
 
@@ -116,7 +118,10 @@ def test_merge_round_when_chunk_answers_are_too_long() -> None:
 
     llm = FakeLLM(answer=answer)
     result = compress_large_content("x " * 60_000, 20_000, 100_000, llm, count_tokens=words)
-    assert [max_tokens for _, max_tokens in llm.calls] == [13_000, 18_000]  # chunk, then 0.9 x limit
+    assert [max_tokens for _, max_tokens in llm.calls] == [
+        13_000,
+        18_000,
+    ]  # chunk, then 0.9 x limit
     assert result.text.startswith("short merged")
     assert [u.module for u in result.usage] == ["llm_compress_text", "llm_compress_text"]
 
@@ -182,8 +187,26 @@ def test_edge_27_text_cleanup_is_lossy() -> None:
         + " tail"
     )
     text = head + " word" * 2_000
-    result = compress_tool_response(text, 10_000, count_tokens=len)
+    # Window 30000: 10300 characters are over the 6000 direct tier, and the cleaned text is
+    # within the 15000 light tier, so no LLM is involved.
+    result = compress_tool_response(text, 30_000, count_tokens=len)
     assert result.method == "cleanup"
     assert result.text.startswith(
         "See [chart] at file data.csv id hash at done.\n\n end [BASE64_DATA] tail word word"
     )
+
+
+def test_exact_anchors_lost_by_the_summary_are_appended() -> None:
+    source = "`alpha_key` and `beta_key`\n" + "x " * 60_000
+    # 7000 words: above 45% of the excerpt target (6750), below 80% of the limit (16000).
+    llm = FakeLLM(answer=lambda chunk: "word " * 7_000)
+    result = compress_large_content(source, 20_000, 100_000, llm, count_tokens=words)
+    assert "Source excerpts" not in result.text
+    assert result.text.endswith("\n\nSource labels / exact anchors:\n\n- alpha_key\n- beta_key")
+
+
+def test_rule_cleanup_alone_can_be_enough() -> None:
+    text = "keep this " + "https://example.com/" + "p" * 200 + " and this"
+    result = compress_large_content(text, 30, 100_000, FakeLLM(), count_tokens=len)
+    # Stage 1 (URLs, base64) is enough here, so stage 2 (whitespace among others) never runs.
+    assert (result.text, result.method, result.usage) == ("keep this  and this", "cleanup", [])

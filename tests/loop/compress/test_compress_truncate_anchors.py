@@ -16,7 +16,10 @@ def test_simplest_use_truncation_keeps_head_and_tail_around_the_marker() -> None
         "\n\n... [content truncated: middle omitted to fit token budget] ...\n\n"
     )
     text = "H" * 100 + "T" * 100
-    assert truncate_by_chars(text, len(TRUNCATION_MARKER) + 10) == "HHHHHH" + TRUNCATION_MARKER + "TTTT"
+    assert (
+        truncate_by_chars(text, len(TRUNCATION_MARKER) + 10)
+        == "HHHHHH" + TRUNCATION_MARKER + "TTTT"
+    )
     assert truncate_by_chars("short", 100) == "short"
 
 
@@ -32,10 +35,12 @@ def test_head_tail_takes_whole_paragraphs_from_both_ends() -> None:
 
 def test_head_tail_uses_the_real_density_when_the_count_is_known() -> None:
     text = "\n\n".join("p" * 40 for _ in range(100))  # 4198 characters
-    # Claimed 4198 tokens for 100 allowed: budget = 4198 * 100 / 4198 * 0.9 = 90 characters,
-    # which is small enough that the marker (70) leaves 20: one paragraph of 40 never fits.
+    # Claimed 4198 tokens for 100 allowed: budget = 4198 * 100 / 4198 * 0.9 = 90 characters
+    # (not 300), so the 67-character marker leaves 23: no 40-character paragraph fits, and the
+    # first and last paragraphs are cut by characters (60% head, 40% tail).
+    assert len(TRUNCATION_MARKER) == 67
     result = truncate_head_tail(text, 100, current_tokens=4198)
-    assert result == "p" * 12 + TRUNCATION_MARKER + "p" * 8
+    assert result == "p" * 13 + TRUNCATION_MARKER + "p" * 10
 
 
 def test_shrink_reaches_the_real_token_budget() -> None:
@@ -73,11 +78,12 @@ def test_anchors_follow_pattern_order_and_deduplicate() -> None:
         "READY",
         "HTTP",
         "ERR-404",
+        "user_id",  # API_KEY later is a duplicate of api_key, ignoring case
         "my-thing",
         "2024-01-02",
         "1.2",
-        "404",
-        "45%",
+        "404",  # "45%" is lost: no word boundary after "%" (a quirk kept from the reference)
+        "./src/main.py",
     ]
 
 

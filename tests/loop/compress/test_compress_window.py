@@ -79,7 +79,9 @@ def test_edge_25_messages_before_the_first_user_are_dropped() -> None:
 
 def test_edge_25_newest_round_is_kept_even_when_alone_over_budget() -> None:
     big = {"role": "user", "content": "x" * 500}
-    result = filter_messages_by_max_context([SYSTEM, U1, A1, big, A2], 50, count_messages=count_chars)
+    result = filter_messages_by_max_context(
+        [SYSTEM, U1, A1, big, A2], 50, count_messages=count_chars
+    )
     assert result == [SYSTEM, big, A2]
 
 

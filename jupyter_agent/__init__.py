@@ -1,0 +1,103 @@
+"""jupyter-agent: build, run and teach LLM agents in Jupyter.
+
+``%load_ext jupyter_agent`` adds ``%%chat``, ``%%toolloop``, ``%%plan`` and ``%agent``; mark
+notebook functions with ``@tool`` to offer them to the model. Importing this package is cheap:
+``openai``, ``ipywidgets`` and ``anywidget`` load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "tool",
+    "Tool",
+    "StopRun",
+    "chat",
+    "toolloop",
+    "plan",
+    "resume",
+    "Run",
+    "last_run",
+    "classify",
+    "extract",
+    "expand_query",
+    "Agent",
+    "RunEvent",
+    "JupyterAgentError",
+    "ConfigError",
+    "MissingKeyError",
+    "ToolError",
+    "ModelBehaviorError",
+    "ResumeError",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
+
+# name -> (module, attribute); resolved on first access (PEP 562) to keep the import cheap.
+_LAZY = {
+    "tool": ("jupyter_agent.tools.registry", "tool"),
+    "Tool": ("jupyter_agent.tools.registry", "Tool"),
+    "StopRun": ("jupyter_agent.tools.registry", "StopRun"),
+    "chat": ("jupyter_agent.agents.chat", "chat"),
+    "toolloop": ("jupyter_agent.agents.toolloop", "toolloop"),
+    "plan": ("jupyter_agent.agents.plan.agent", "plan"),
+    "resume": ("jupyter_agent.agents.resume", "resume"),
+    "Run": ("jupyter_agent.agents.run", "Run"),
+    "last_run": ("jupyter_agent.agents.run", "last_run"),
+    "classify": ("jupyter_agent.agents.helpers", "classify"),
+    "extract": ("jupyter_agent.agents.helpers", "extract"),
+    "expand_query": ("jupyter_agent.agents.helpers", "expand_query"),
+    "Agent": ("jupyter_agent.runtime.agents", "Agent"),
+    "RunEvent": ("jupyter_agent.events", "RunEvent"),
+    "JupyterAgentError": ("jupyter_agent.errors", "JupyterAgentError"),
+    "ConfigError": ("jupyter_agent.errors", "ConfigError"),
+    "MissingKeyError": ("jupyter_agent.errors", "MissingKeyError"),
+    "ToolError": ("jupyter_agent.errors", "ToolError"),
+    "ModelBehaviorError": ("jupyter_agent.errors", "ModelBehaviorError"),
+    "ResumeError": ("jupyter_agent.errors", "ResumeError"),
+}
+
+if TYPE_CHECKING:
+    from .agents.chat import chat
+    from .agents.resume import resume
+    from .agents.run import Run, last_run
+    from .agents.toolloop import toolloop
+    from .errors import (ConfigError, JupyterAgentError, MissingKeyError, ModelBehaviorError,
+                         ResumeError, ToolError)
+    from .events import RunEvent
+    from .tools.registry import StopRun, Tool, tool
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'jupyter_agent' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jupyter_agent``: register the magics (imported only now)."""
+    from .magics import AgentMagics
+
+    ipython.register_magics(AgentMagics)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Nothing to undo beyond what IPython does itself."""
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the prebuilt extension (development installs)."""
+    return [{"src": "labextension", "dest": "jupyter-agent"}]

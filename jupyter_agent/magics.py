@@ -1,0 +1,265 @@
+"""The Jupyter edge: ``%%chat``, ``%%toolloop``, ``%%plan`` and ``%agent``.
+
+This module only parses arguments, interpolates the cell, calls the agent layer and hands its
+events to the live display. Errors a user can cause become one ``UsageError`` line.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any, Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Float, Int, List, Unicode, observe
+
+from . import config
+from .errors import JupyterAgentError
+
+__all__ = ["AgentMagics", "interpolate"]
+
+_MASK = "********"
+
+
+def interpolate(text: str, namespace: dict[str, Any]) -> str:
+    """Fill ``{expr}`` fields from the notebook namespace (``{{``/``}}`` for literal braces)."""
+    formatter = string.Formatter()
+    try:
+        fields = list(formatter.parse(text))
+    except ValueError as exc:
+        raise UsageError(f"Bad braces in the cell ({exc}); write {{{{ and }}}} for literal "
+                         "braces.") from None
+    for _, name, _, _ in fields:
+        if name is None:
+            continue
+        root = name.split(".")[0].split("[")[0]
+        if not root or root.isdigit():
+            raise UsageError("Empty {} in the cell: write {{ and }} for literal braces.")
+        if root not in namespace:
+            raise UsageError(f"Unknown variable {{{root}}} in the cell: define it, or write "
+                             "{{ and }} for literal braces.")
+    try:
+        return formatter.vformat(text, (), namespace)
+    except Exception as exc:  # a bad index or attribute inside a field
+        raise UsageError(f"Could not fill the cell's {{...}} fields: {exc}") from None
+
+
+def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options every agent magic takes (applied below ``@magic_arguments``)."""
+    for decorator in reversed([
+        argument("-m", "--model", help="Model or profile name for this cell."),
+        argument("-s", "--system", help="Extra system prompt text."),
+        argument("-o", "--out", help="Store the answer text in this notebook variable."),
+        argument("--session", default="default", help="Session whose history is used."),
+        argument("--history", type=int, default=6, help="Rounds of history to send (default 6)."),
+        argument("--no-history", action="store_true", help="Send no history."),
+        argument("--temperature", type=float, help="Sampling temperature."),
+        argument("--max-tokens", type=int, help="Cap on the answer's tokens."),
+        argument("-k", "--knowledge", help="Variable holding documents or a retriever function."),
+        argument("--no-stream", action="store_true", help="Wait for the whole answer."),
+    ]):
+        fn = decorator(fn)
+    return fn
+
+
+def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for decorator in reversed([
+        argument("-t", "--tools", help="Comma-separated tool names (default: all registered)."),
+        argument("--max-rounds", type=int, help="Model requests before the final answer."),
+        argument("--agent", help="Named agent profile (or a variable holding an Agent)."),
+    ]):
+        fn = decorator(fn)
+    return fn
+
+
+@magics_class
+class AgentMagics(Magics):
+    """Agent cell magics. Configure with ``%config AgentMagics.<name> = value``."""
+
+    model = Unicode("", help="Default model when neither --model nor JUPYTER_AGENT_MODEL is set.").tag(config=True)
+    api_key = Unicode("", help="API key (kept out of outputs; prefer OPENAI_API_KEY).").tag(config=True)
+    base_url = Unicode("", help="OpenAI-compatible base URL (else OPENAI_BASE_URL).").tag(config=True)
+    max_retries = Int(3, help="Retries of 429/5xx/connection errors.").tag(config=True)
+    retry_base_delay = Float(0.5, help="First retry delay in seconds (doubles each time).").tag(config=True)
+    widgets = Bool(True, help="Show runs as live widgets (else markdown only).").tag(config=True)
+    fallback_models = List(Unicode(), help="Profiles to fail over to, in order.").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self._sync_settings()
+
+    @observe("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models")
+    def _on_config(self, change: Any) -> None:
+        if change["name"] == "api_key" and change["new"] not in ("", _MASK):
+            config.settings.api_key = change["new"]  # type: ignore[assignment]
+            # Never keep the key on the trait: `%config AgentMagics` would print it.
+            self.api_key = _MASK
+        self._sync_settings()
+
+    def _sync_settings(self) -> None:
+        s = config.settings
+        s.model = self.model or None
+        s.base_url = self.base_url or None
+        s.max_retries = self.max_retries
+        s.retry_base_delay = self.retry_base_delay
+        s.fallback_models = list(self.fallback_models)
+        config.clear_client_cache()
+
+    # ---------------------------------------------------------------- helpers
+    def _ns(self) -> dict[str, Any]:
+        return self.shell.user_ns if self.shell is not None else {}
+
+    def _common(self, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
+        if not cell or not cell.strip():
+            raise UsageError("The cell is empty: write your message below the magic line.")
+        prompt = interpolate(cell.strip(), self._ns())
+        knowledge = None
+        if args.knowledge:
+            if args.knowledge not in self._ns():
+                raise UsageError(f"--knowledge: no variable named {args.knowledge!r}.")
+            knowledge = self._ns()[args.knowledge]
+        opts: dict[str, Any] = dict(
+            model=args.model, system=args.system, session=args.session,
+            history=0 if args.no_history else args.history, temperature=args.temperature,
+            max_tokens=args.max_tokens, knowledge=knowledge, stream=not args.no_stream,
+        )
+        return prompt, opts
+
+    def _tools(self, args: Any) -> list[str] | None:
+        if not getattr(args, "tools", None):
+            return None
+        return [t.strip() for t in args.tools.split(",") if t.strip()]
+
+    def _run(self, args: Any, start: Callable[[list[Any]], Any]) -> Any:
+        """Start a run with a live display; map user errors to one line."""
+        from .ui.live import LiveDisplay
+
+        holder: dict[str, Any] = {}
+
+        def listener(event: Any) -> None:
+            if "display" not in holder:
+                run = holder.get("run")
+                if run is None:
+                    return
+            holder["display"].on_event(event)
+
+        def on_start(run: Any) -> None:
+            holder["run"] = run
+            holder["display"] = LiveDisplay(run, widgets=self.widgets,
+                                            on_answer=lambda msg: _on_click(run, msg))
+
+        try:
+            run = start([_Starter(on_start, listener)])
+        except JupyterAgentError as exc:
+            raise UsageError(str(exc)) from None
+        ns = self._ns()
+        ns["_agent_run"] = run
+        if args.out:
+            ns[args.out] = run.answer
+        return None
+
+    # ---------------------------------------------------------------- magics
+    @magic_arguments()
+    @_shared_arguments
+    @cell_magic
+    def chat(self, line: str, cell: str) -> None:
+        """Send the cell to the model once and stream the answer."""
+        args = parse_argstring(self.chat, line)
+        prompt, opts = self._common(args, cell)
+        from .agents.chat import chat
+
+        self._run(args, lambda listeners: chat(prompt, listeners=listeners, **opts))
+
+    @magic_arguments()
+    @_shared_arguments
+    @_tool_arguments
+    @argument("--parallel", action="store_true", help="Run batchable tool calls in parallel.")
+    @cell_magic
+    def toolloop(self, line: str, cell: str) -> None:
+        """Let the model call your @tool functions until it answers."""
+        args = parse_argstring(self.toolloop, line)
+        prompt, opts = self._common(args, cell)
+        tools = self._tools(args)
+        from .agents.toolloop import MAX_ROUNDS, toolloop
+
+        self._run(args, lambda listeners: toolloop(
+            prompt, tools=tools, parallel=args.parallel, max_rounds=args.max_rounds or MAX_ROUNDS,
+            listeners=listeners, **opts))
+
+    @magic_arguments()
+    @_shared_arguments
+    @_tool_arguments
+    @argument("--answer", help="Answer the first question up front (headless runs).")
+    @argument("--option", type=int, help="Answer the first question with option N (from 1).")
+    @argument("--auto-answer", choices=["first"], help="Answer every question with option 1.")
+    @cell_magic
+    def plan(self, line: str, cell: str) -> None:
+        """Run the planning agent: a live plan, questions as buttons, a stop gate."""
+        args = parse_argstring(self.plan, line)
+        prompt, opts = self._common(args, cell)
+        tools = self._tools(args)
+        try:
+            from .agents.plan.agent import MAX_ROUNDS, plan, resume_hint
+        except ImportError as exc:
+            raise UsageError(f"%%plan is not available: {exc}") from None
+        run_box: dict[str, Any] = {}
+
+        def start(listeners: list[Any]) -> Any:
+            run = plan(prompt, tools=tools, max_rounds=args.max_rounds or MAX_ROUNDS,
+                       answer=args.answer, option=args.option, auto_answer=args.auto_answer,
+                       listeners=listeners, **opts)
+            run_box["run"] = run
+            return run
+
+        self._run(args, start)
+        run = run_box.get("run")
+        if run is not None and run.status == "ask":
+            print(resume_hint(run))  # the cell is still running here: printing is allowed
+
+    @line_magic
+    def agent(self, line: str) -> Any:
+        """Sessions, models, usage, pending questions: `%agent help` lists the commands."""
+        from .commands import run_command
+
+        try:
+            return run_command(line, self._ns())
+        except JupyterAgentError as exc:
+            raise UsageError(str(exc)) from None
+
+
+class _Starter:
+    """A listener that also learns the Run object from ``run_started`` to open the display."""
+
+    def __init__(self, on_start: Callable[[Any], None], listener: Callable[[Any], None]) -> None:
+        self.on_start = on_start
+        self.listener = listener
+        self.started = False
+
+    def __call__(self, event: Any) -> None:
+        if not self.started and getattr(event, "type", "") == "run_started":
+            from .agents.run import last_run
+
+            self.started = True
+            self.on_start(last_run())
+        self.listener(event)
+
+
+def _on_click(run: Any, msg: dict[str, Any]) -> None:
+    """A click on an ask or approval card: resume the run in the same output.
+
+    Runs in a comm callback, after the cell finished: errors go into the widget, not stdout.
+    """
+    from .agents.resume import Answer, resume
+    from .ui.live import displays
+
+    live = displays.get(run.run_id)
+    listeners = [live.on_event] if live is not None else []
+    try:
+        resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
+               expected_call_id=msg.get("call_id"))
+    except Exception as exc:  # a click that fails silently is the worst bug: show it
+        run.view["items"].append({"kind": "warning", "message": str(exc)})
+        if live is not None:
+            live._dirty = True
+            live.finish()

@@ -1,0 +1,180 @@
+"""The MIME bundle of a run: run JSON, markdown and plain text, all from the same view state.
+
+Every front end shows something: JupyterLab with our extension renders the run JSON, GitHub
+and nbconvert render the markdown, a terminal prints the plain text. No HTML is produced here:
+model output is escaped as markdown text, never passed through as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json
+
+__all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "build_bundle",
+           "output_metadata"]
+
+_MERGEABLE = {"text_delta": "text", "reasoning_delta": "text", "tool_args_delta": "delta"}
+_STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
+                "skipped": "[-]"}
+_PREVIEW = 600
+
+
+def compact_events(events: list[BaseEvent]) -> list[dict[str, Any]]:
+    """The event log as JSON with consecutive deltas of the same part merged.
+
+    A 20,000-token answer is one ``text_delta`` in a saved notebook, not 20,000.
+    """
+    out: list[dict[str, Any]] = []
+    for e in events:
+        d = event_to_json(e)
+        key = _MERGEABLE.get(d["type"])
+        if key and out:
+            last = out[-1]
+            if (last["type"] == d["type"] and last.get("round") == d.get("round")
+                    and last.get("call_id") == d.get("call_id")):
+                last[key] += d[key]
+                continue
+        out.append(d)
+    return out
+
+
+def run_payload(view: dict[str, Any], events: list[BaseEvent]) -> dict[str, Any]:
+    """The ``application/vnd.jupyter-agent.run+json`` payload."""
+    return {"version": RUN_FORMAT_VERSION, "run_id": view.get("run_id", ""), "view": view,
+            "events": compact_events(events)}
+
+
+def _md_escape_inline(text: str) -> str:
+    return text.replace("`", "'").replace("\n", " ")
+
+
+def _fence(text: str, lang: str = "") -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _preview(text: str, limit: int = _PREVIEW) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + f"\n… [{len(text) - limit} characters hidden] …\n" + text[-limit // 2:]
+
+
+def _plan_md(plan: dict[str, Any]) -> list[str]:
+    steps = plan.get("steps") or []
+    done = sum(1 for s in steps if s.get("status") in ("done", "skipped"))
+    lines = [f"**Plan: {_md_escape_inline(plan.get('task') or '')}** ({done}/{len(steps)})", ""]
+    for s in steps:
+        icon = _STATUS_ICON.get(s.get("status", "pending"), "[ ]")
+        lines.append(f"- {icon} {_md_escape_inline(s.get('title', ''))} *({s.get('status')})*")
+        for ev in s.get("evidence") or []:
+            lines.append(f"  - evidence: {_md_escape_inline(str(ev))}")
+        if s.get("outputSummary"):
+            lines.append(f"  - result: {_md_escape_inline(s['outputSummary'])}")
+        if s.get("blocker"):
+            lines.append(f"  - blocker: {_md_escape_inline(s['blocker'])}")
+    return lines
+
+
+def _ask_md(ask: dict[str, Any]) -> list[str]:
+    title = "Approval needed" if ask.get("kind") == "approval" else "Question"
+    lines = [f"**{title}:** {_md_escape_inline(ask.get('question', ''))}", ""]
+    answered = ask.get("answered")
+    for i, opt in enumerate(ask.get("options") or [], start=1):
+        chosen = answered and answered.get("how") == "option" and answered.get("option_index") == i
+        lines.append(f"{i}. {'**' + _md_escape_inline(opt) + '** ✓' if chosen else _md_escape_inline(opt)}")
+    if answered and answered.get("how") == "other":
+        lines.append(f"\nAnswer: *{_md_escape_inline(answered.get('answer', ''))}*")
+    elif answered and answered.get("how") == "dismissed":
+        lines.append("\n*Dismissed.*")
+    elif not answered:
+        lines.append("\n*Waiting for an answer.*")
+    return lines
+
+
+def footer_text(view: dict[str, Any]) -> str:
+    """One line: model, rounds, tokens, cost, time."""
+    f = view["footer"]
+    approx = "~" if f.get("estimated") else ""
+    return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
+            f"{approx}{f.get('input_tokens', 0)} in / {approx}{f.get('output_tokens', 0)} out tokens · "
+            f"${f.get('cost', 0.0):.4f} · {f.get('seconds', 0.0):.1f} s")
+
+
+def render_markdown(view: dict[str, Any]) -> str:
+    """A readable markdown transcript of the run (GitHub, nbconvert, VS Code)."""
+    out: list[str] = []
+    for item in view["items"]:
+        kind = item["kind"]
+        if kind == "reasoning" and item["text"].strip():
+            out.append("<details><summary>Reasoning</summary>\n\n" + _fence(item["text"]) +
+                       "\n\n</details>")
+        elif kind == "text" and item["text"].strip():
+            if item.get("withdrawn"):
+                out.append("> *Draft withdrawn by the stop gate.*")
+            else:
+                out.append(item["text"])
+        elif kind == "tool":
+            status = "error" if item.get("error") else "ok"
+            head = (f"**Tool `{item['name']}`** ({status}, {item.get('seconds', 0.0):.2f} s) "
+                    f"`{_md_escape_inline(_preview(item.get('arguments') or '', 200))}`")
+            out.append(head + "\n\n" + _fence(_preview(item.get("output") or "")))
+        elif kind == "gate":
+            out.append(f"> *Stop gate:* {_md_escape_inline(item['reason'])}")
+        elif kind == "warning":
+            out.append(f"> **Warning:** {_md_escape_inline(item['message'])}")
+        elif kind == "ask":
+            out.append("\n".join(_ask_md(item)))
+        elif kind == "compressed":
+            out.append(f"> *Context {item['method']}: {item['tokens_before']} → "
+                       f"{item['tokens_after']} tokens.*")
+    if view.get("plan"):
+        out.append("\n".join(_plan_md(view["plan"])))
+    if view.get("ask"):
+        out.append("\n".join(_ask_md(view["ask"])))
+    if view.get("error"):
+        out.append(f"**{view.get('status', 'error')}:** {_md_escape_inline(view['error'])}")
+    out.append(f"*{footer_text(view)}*")
+    return "\n\n".join(out)
+
+
+def render_plain(view: dict[str, Any]) -> str:
+    """Plain text: the answer (or the question waiting), then the footer."""
+    parts = []
+    answer = view.get("answer") or "".join(
+        i["text"] for i in view["items"] if i["kind"] == "text" and not i.get("withdrawn"))
+    if answer:
+        parts.append(answer)
+    if view.get("ask"):
+        ask = view["ask"]
+        opts = "\n".join(f"  {i}. {o}" for i, o in enumerate(ask["options"], start=1))
+        parts.append(f"{ask['question']}\n{opts}")
+    if view.get("error"):
+        parts.append(f"[{view.get('status')}] {view['error']}")
+    parts.append(f"[{view.get('status')}] {footer_text(view)}")
+    return "\n\n".join(parts)
+
+
+def output_metadata(view: dict[str, Any]) -> dict[str, Any]:
+    """Output metadata: model, tokens, cost and timing (no key, ever)."""
+    f = view["footer"]
+    return {RUN_MIME_TYPE: {"run_id": view.get("run_id"), "status": view.get("status"),
+                            "model": f.get("model"), "input_tokens": f.get("input_tokens"),
+                            "output_tokens": f.get("output_tokens"), "cost": f.get("cost"),
+                            "seconds": f.get("seconds"), "rounds": f.get("rounds")}}
+
+
+def build_bundle(view: dict[str, Any], events: list[BaseEvent],
+                 widget_model_id: str | None = None) -> dict[str, Any]:
+    """The full MIME bundle; with a widget, its view comes first so live front ends use it."""
+    bundle: dict[str, Any] = {}
+    if widget_model_id:
+        bundle["application/vnd.jupyter.widget-view+json"] = {
+            "version_major": 2, "version_minor": 1, "model_id": widget_model_id}
+    bundle[RUN_MIME_TYPE] = json.loads(json.dumps(run_payload(view, events)))
+    bundle["text/markdown"] = render_markdown(view)
+    bundle["text/plain"] = render_plain(view)
+    return bundle

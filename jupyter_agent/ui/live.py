@@ -1,0 +1,82 @@
+"""Showing a run in a notebook: one display, updated live, finished with the full bundle.
+
+While the run streams, the widget is updated at most ``MAX_UPDATES_PER_SECOND`` times a
+second. When it ends, the display is updated in place with the complete MIME bundle (widget
+view + run JSON + markdown + plain text), so a saved notebook keeps the whole run. A resumed
+run (a click, after the cell finished) updates the same display handle; it never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from ..events import BaseEvent
+from .bundle import build_bundle, output_metadata
+
+__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "displays"]
+
+MAX_UPDATES_PER_SECOND = 30
+_URGENT = frozenset({"tool_called", "tool_returned", "ask_pending", "ask_answered",
+                     "plan_updated", "run_finished", "run_failed", "stop_gate_feedback",
+                     "round_retried"})
+
+displays: dict[str, "LiveDisplay"] = {}
+"""Live displays by run id, so a resume finds the widget of its run."""
+
+
+class LiveDisplay:
+    """The live output of one run (widget when possible, markdown otherwise)."""
+
+    def __init__(self, run: Any, *, widgets: bool = True,
+                 on_answer: Callable[[dict[str, Any]], None] | None = None) -> None:
+        from IPython.display import display
+
+        self.run = run
+        self.widget = None
+        self.updates = 0
+        self._last = 0.0
+        self._dirty = False
+        self._interval = 1.0 / MAX_UPDATES_PER_SECOND
+        if widgets:
+            try:
+                from .widget import RunWidget
+
+                self.widget = RunWidget(run.view, on_answer=on_answer)
+            except Exception:  # no widget support (plain terminal IPython): markdown only
+                self.widget = None
+        self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
+                              display_id=True)
+        displays[run.run_id] = self
+
+    def _bundle(self) -> dict[str, Any]:
+        model_id = self.widget.model_id if self.widget is not None else None
+        return build_bundle(self.run.view, self.run.events, model_id)
+
+    def on_event(self, event: BaseEvent) -> None:
+        """Listener for the run's recorder: push the view, throttled."""
+        self._dirty = True
+        now = time.monotonic()
+        kind = getattr(event, "type", "")
+        if kind in _URGENT or now - self._last >= self._interval:
+            self.flush(now)
+        if kind in ("run_finished", "run_failed"):
+            self.finish()
+
+    def flush(self, now: float | None = None) -> None:
+        """Send pending changes to the front end."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        self._last = now if now is not None else time.monotonic()
+        self.updates += 1
+        if self.widget is not None:
+            self.widget.push()
+        elif self.handle is not None:
+            self.handle.update(self._bundle(), metadata=output_metadata(self.run.view), raw=True)
+
+    def finish(self) -> None:
+        """Replace the output with the complete bundle (what a saved notebook keeps)."""
+        self.flush()
+        if self.handle is not None:
+            self.handle.update(self._bundle(), metadata=output_metadata(self.run.view), raw=True)

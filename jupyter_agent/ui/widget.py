@@ -1,0 +1,43 @@
+"""The live anywidget view of a run.
+
+Its only synced state is ``view`` (see :mod:`jupyter_agent.ui.view`); clicks come back as
+custom messages ``{type: "answer", call_id, how, option_index, answer}``. The view dict is
+mutated in place by the run's reducer and pushed with ``send_state`` at a throttled rate,
+so a streamed token costs no copy of the whole state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import anywidget
+import traitlets
+
+from ._esm import bundle_esm
+
+__all__ = ["RunWidget", "STATIC"]
+
+STATIC = Path(__file__).parent / "static"
+
+
+class RunWidget(anywidget.AnyWidget):
+    """A run drawn live: answer, reasoning, tool cards, plan, ask buttons, footer."""
+
+    _esm = bundle_esm(STATIC / "widget.js")
+    _css = (STATIC / "run.css").read_text(encoding="utf-8")
+    view = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, view: dict[str, Any], on_answer: Callable[[dict[str, Any]], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(view=view, **kwargs)
+        self._on_answer = on_answer
+        self.on_msg(self._handle_msg)
+
+    def push(self) -> None:
+        """Send the (in-place mutated) view to the front end."""
+        self.send_state("view")
+
+    def _handle_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "answer" and self._on_answer:
+            self._on_answer(content)

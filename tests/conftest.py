@@ -1,0 +1,74 @@
+"""Test isolation for every test: a private store, no inherited key, no traffic off loopback."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.openai_server import ScriptedOpenAI
+
+_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "JUPYTER_AGENT_MODEL", "JUPYTER_AGENT_HOME")
+_real_connect = socket.socket.connect
+
+
+def _is_local(address: object) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX
+        return True
+    host = address[0] if isinstance(address, tuple) else None
+    if host in ("localhost", "", None):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback  # type: ignore[arg-type]
+    except ValueError:
+        return False
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    if not _is_local(address):
+        pytest.fail(f"test tried to connect to {address!r}: tests must stay on loopback")
+    return _real_connect(self, address)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in _ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JUPYTER_AGENT_HOME", str(tmp_path_factory.mktemp("agent-home")))
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    from jupyter_agent import config
+    from jupyter_agent.session import reset_default_store
+    from jupyter_agent.tools.registry import REGISTRY
+
+    reset_default_store()
+    config.clear_client_cache()
+    saved = config.settings.model_copy()
+    REGISTRY.clear()
+    yield
+    REGISTRY.clear()
+    config.settings = saved
+    config.clear_client_cache()
+    reset_default_store()
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAI]:
+    """A scripted OpenAI-compatible server; the environment points the package at it."""
+    with ScriptedOpenAI() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0123456789")
+        yield srv
+
+
+@pytest.fixture
+def fast_retries() -> Iterator[None]:
+    """Retries with millisecond backoff, so error-path tests stay quick."""
+    from jupyter_agent import config
+
+    config.settings.retry_base_delay = 0.01
+    config.settings.retry_max_delay = 0.02
+    config.clear_client_cache()
+    yield
