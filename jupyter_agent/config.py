@@ -89,6 +89,13 @@ def make_client(model: str | ModelProfile | None = None) -> Any:
     key = key or profile.api_key()
     base_url = settings.base_url if profile.base_url is None else profile.base_url
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    if profile.name == "local":
+        # The embedded model: start (or reuse) its server on a loopback port, on first use.
+        from .llm.local import get_local_server
+        from .llm.local_profile import LOCAL_API_KEY
+
+        base_url = get_local_server().base_url
+        key = LOCAL_API_KEY
     # The cache key holds a hash of the key, never the key itself.
     cache_key = (profile.name, profile.model, base_url, hash(key), settings.max_retries,
                  settings.retry_base_delay, settings.retry_max_delay, settings.timeout)

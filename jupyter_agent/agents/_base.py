@@ -154,11 +154,14 @@ def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, lis
 
 
 def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
-          *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None) -> Run:
+          *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None,
+          persist_prefix: list[dict[str, Any]] | None = None) -> Run:
     """Run the kernel and finish the run.
 
     ``persist_from`` is the index in ``messages`` of the first message that belongs to this
     turn (the user message); it and everything the loop adds are appended to the session.
+    A resumed run passes ``persist_prefix`` instead: the turn's messages from before the
+    suspension (user message first), saved in front of what the loop adds.
     """
     run, recorder = p.run, p.recorder
     try:
@@ -177,7 +180,9 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     if on_result is not None:
         on_result(result)  # may suspend the run (plan ask, approvals)
     if p.store is not None and run.session and result.status != "ask":
-        new = messages[persist_from:persist_from + 1] + result.assistant_messages
+        head = (persist_prefix if persist_prefix is not None
+                else messages[persist_from:persist_from + 1])
+        new = head + result.assistant_messages
         p.store.append_messages(run.session, p.turn_id, new)
     status = result.status
     recorder.finish(status, answer=result.answer if status != "error" else "",

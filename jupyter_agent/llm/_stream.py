@@ -28,12 +28,18 @@ class ThinkSplitter:
     """
 
     def __init__(self) -> None:
-        self._state = "start"  # start -> think -> answer, or start -> answer
+        self._state = "start"  # start -> think -> after -> answer, or start -> answer
         self._buf = ""
 
     def feed(self, text: str) -> list[tuple[str, str]]:
         """Feed a content delta; returns ``[(kind, text)]`` with kind ``text``/``reasoning``."""
         out: list[tuple[str, str]] = []
+        if self._state == "after":
+            # Newlines after </think> are dropped, even when they arrive in later chunks.
+            text = text.lstrip("\n")
+            if not text:
+                return out
+            self._state = "answer"
         if self._state == "answer":
             return [("text", text)] if text else out
         self._buf += text
@@ -55,12 +61,10 @@ class ThinkSplitter:
         if end >= 0:
             if end:
                 out.append(("reasoning", self._buf[:end]))
-            rest = self._buf[end + len(_CLOSE):].lstrip("\n")
+            rest = self._buf[end + len(_CLOSE):]
             self._buf = ""
-            self._state = "answer"
-            if rest:
-                out.append(("text", rest))
-            return out
+            self._state = "after"
+            return out + self.feed(rest)
         keep = len(_CLOSE) - 1
         if len(self._buf) > keep:
             out.append(("reasoning", self._buf[:-keep]))

@@ -41,8 +41,8 @@ class RetryPolicy:
         """Seconds to wait before retry number ``attempt`` (0-based)."""
         if retry_after is not None:
             return min(self.max_delay, max(0.0, retry_after))
-        d = min(self.max_delay, self.base_delay * (2**attempt))
-        return d * (0.75 + random.random() / 2)
+        d = self.base_delay * (2**attempt) * (0.75 + random.random() / 2)
+        return min(self.max_delay, d)  # jitter never pushes past the bound
 
 
 def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -106,7 +106,7 @@ def test_large_run_renders_every_part_in_under_a_second(open_run: OpenRun) -> No
     assert page.locator(".ja-ask-pending .ja-option").count() == 3
     statuses = page.eval_on_selector_all(".ja-step", "els => els.map(e => e.dataset.status)")
     assert statuses.count("done") == 20 and statuses.count("blocked") == 1
-    assert "Blocked: The source needs credentials" in page.inner_text(".ja-st-blocked")
+    assert "Blocked: The source needs credentials" in page.inner_text(".ja-step.ja-st-blocked")
     assert page.inner_text(".ja-plan-count") == "21/50"
     footer = page.inner_text(".ja-footer")
     assert "~123,456 in / ~7,890 out tokens" in footer and "cost 0.4321" in footer

@@ -119,7 +119,7 @@ def test_new_run_supersedes_older_asks_of_its_session(store: Store) -> None:
 
 
 def test_claim_race_between_eight_threads(store: Store) -> None:
-    runs = [f"run-{i}" for i in range(20)]
+    runs = [f"run-{i}" for i in range(100)]
     for run_id in runs:
         store.create_run(run_id, "s", "plan")
         store.suspend(run_id, {"run": run_id}, call_id="c")

@@ -4,9 +4,14 @@ Plan state machine (``state``), internal tool schemas and catalog (``tools``), s
 (``gate``), require-plan detection (``require_plan``), ask validation and answers (``ask``),
 the system prompt (``prompts``), the per-run planning state (``run_state``) and the display
 records (``records``). Nothing here does I/O or calls a model; the loop calls these.
+
+The agent itself (``plan``, ``resume_plan``, ``resume_hint`` in ``agent``) is exported lazily:
+it imports the loop, the client and the store, which the pure modules must not pull in.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from .ask import (
     ASK_INVALID_JSON,
@@ -73,6 +78,18 @@ from .tools import (
     update_plan_tool_schema,
 )
 
+_LAZY = frozenset({"plan", "resume_plan", "resume_hint"})
+
+
+def __getattr__(name: str) -> Any:
+    """``plan``, ``resume_plan`` and ``resume_hint`` from ``agent``, imported on first use."""
+    if name in _LAZY:
+        from . import agent
+
+        return getattr(agent, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ASK_AGENT_DESCRIPTION",
     "ASK_INVALID_JSON",
@@ -127,9 +144,12 @@ __all__ = [
     "normalize_catalog",
     "parse_ask_arguments",
     "parse_update_plan_args",
+    "plan",
     "progress_line",
     "random_id",
     "request_tool_choice",
+    "resume_hint",
+    "resume_plan",
     "runtime_tool_conflict_warning",
     "should_require_plan",
     "stop_gate_feedback_id",

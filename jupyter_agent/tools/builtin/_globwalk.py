@@ -41,8 +41,8 @@ def walk_glob(root: str, pattern: str, *, limit: int) -> tuple[list[str], bool]:
     return list(found), False
 
 
-def _entries(root: str, folder: str, want_hidden: bool) -> Iterator[tuple[str, str, bool, bool]]:
-    """(name, path, is_dir, may_enter) for the entries of ``folder`` that stay in the workspace."""
+def _entries(root: str, folder: str, want_hidden: bool) -> Iterator[tuple[str, str, bool]]:
+    """(name, path, is_dir) for the entries of ``folder`` that stay in the workspace."""
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -58,7 +58,7 @@ def _entries(root: str, folder: str, want_hidden: bool) -> Iterator[tuple[str, s
                 continue  # a link out of the workspace is neither listed nor followed
         except OSError:
             continue
-        yield entry.name, path, is_dir, is_dir
+        yield entry.name, path, is_dir
 
 
 def _match(root: str, folder: str, rel: tuple[str, ...], segments: list[str],
@@ -69,7 +69,7 @@ def _match(root: str, folder: str, rel: tuple[str, ...], segments: list[str],
     if seg == "**":
         if rest:
             yield from _match(root, folder, rel, rest, visited)  # ** as zero folders
-        for name, path, is_dir, _ in _entries(root, folder, want_hidden=False):
+        for name, path, is_dir in _entries(root, folder, want_hidden=False):
             if not rest:
                 yield rel + (name,), is_dir  # trailing ** lists everything below
             if is_dir:
@@ -79,7 +79,7 @@ def _match(root: str, folder: str, rel: tuple[str, ...], segments: list[str],
                 visited.add(real)
                 yield from _match(root, path, rel + (name,), segments, visited)
         return
-    for name, path, is_dir, _ in _entries(root, folder, want_hidden=seg.startswith(".")):
+    for name, path, is_dir in _entries(root, folder, want_hidden=seg.startswith(".")):
         if not fnmatch.fnmatch(name, seg):
             continue
         if not rest:

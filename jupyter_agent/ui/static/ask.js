@@ -187,7 +187,7 @@ export function renderAnsweredAsk(ask) {
   card.appendChild(list);
   if (answered.how === "other") {
     const line = h("div", "ja-ask-answer ja-chosen");
-    append(line, h("span", "ja-label", "Other: "), answered.answer || "");
+    append(line, h("span", "ja-answer-label", "Other: "), answered.answer || "");
     card.appendChild(line);
   } else if (answered.how === "dismissed") {
     card.appendChild(h("div", "ja-ask-answer ja-dismissed", "Dismissed without an answer"));

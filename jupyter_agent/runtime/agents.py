@@ -1,0 +1,134 @@
+"""Named agents: a role with its own instructions, tools, model, workspace and permissions.
+
+``Agent("analyst", instructions=..., tools=["read_file", "bash"], workspace="data/")`` defines
+and registers a profile; ``%%toolloop --agent analyst`` (or a variable holding it) uses it, and
+the session the cell runs in is bound to it, so later cells of that session keep the role and
+its workspace until another ``--agent`` switches it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import ConfigError
+from ..session.permissions import Decision
+
+__all__ = ["Agent", "AGENTS", "resolve_agent", "list_agents", "forget_agent", "agent_for_intent"]
+
+AGENTS: dict[str, "Agent"] = {}
+"""Agents defined in this process, by name (re-creating a name replaces the old one)."""
+_lock = threading.Lock()
+
+
+class Agent(BaseModel):
+    """A named agent profile; creating one registers it under its name.
+
+    Args:
+        name: What ``--agent NAME`` and session bindings refer to.
+        instructions: Role instructions, put into the system prompt of every turn.
+        tools: Tool names (``@tool`` functions, built-ins such as ``"bash"``, MCP tools,
+            ``"spawn_agent"``), :class:`~jupyter_agent.tools.registry.Tool` objects or plain
+            functions; ``None`` means the cell's default (every ``@tool`` function).
+        model: Model or profile name, used unless the cell says ``--model``.
+        workspace: The folder the built-in tools are confined to (relative paths are taken
+            from the current directory when the agent is created); default: the current
+            directory at the time of the turn.
+        permissions: Overrides of the permission policy, tool name (or ``"*"``) to ``allow``,
+            ``ask`` or ``deny``.
+        read_only: The workspace may not be written (``write_file`` and ``bash`` are denied).
+        intents: Intent categories this agent is the role for; when neither the user nor the
+            session chose an agent, a recognised intent (confidence >= 0.5) may pick it.
+        description: One line shown by ``%agent agents``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+
+    name: str
+    instructions: str = ""
+    tools: list[Any] | None = None
+    model: str | None = None
+    workspace: str | None = None
+    permissions: dict[str, Decision] = Field(default_factory=dict)
+    read_only: bool = False
+    intents: list[str] = Field(default_factory=list)
+    description: str = ""
+
+    def __init__(self, name: str, instructions: str = "", tools: list[Any] | None = None,
+                 model: str | None = None, workspace: str | os.PathLike[str] | None = None,
+                 permissions: dict[str, Decision] | None = None, **extra: Any) -> None:
+        super().__init__(name=name, instructions=instructions, tools=tools, model=model,
+                         workspace=None if workspace is None else os.fspath(workspace),
+                         permissions=permissions or {}, **extra)
+        with _lock:
+            AGENTS[self.name] = self
+
+    @field_validator("name")
+    @classmethod
+    def _name_ok(cls, value: str) -> str:
+        value = value.strip()
+        if not value or any(c.isspace() for c in value):
+            raise ValueError("an agent name must be one word (no spaces)")
+        return value
+
+    @field_validator("workspace")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        # Fixed when the agent is defined: a later os.chdir must not move the workspace.
+        if value is None:
+            return None
+        return os.path.abspath(os.path.expanduser(value))
+
+    def workspace_path(self) -> Path | None:
+        """The workspace folder as an absolute path, or ``None`` for the default."""
+        return None if self.workspace is None else Path(self.workspace)
+
+    def tool_names(self) -> list[str]:
+        """The names of the agent's tools (for display and for saving with a suspended run)."""
+        out: list[str] = []
+        for t in self.tools or []:
+            out.append(t if isinstance(t, str) else getattr(t, "name", getattr(t, "__name__", "?")))
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.name}: model={self.model}, tools={self.tool_names()}>"
+
+
+def resolve_agent(agent: "str | Agent | None") -> "Agent | None":
+    """The agent for ``agent`` (an :class:`Agent` or a registered name); ``None`` stays ``None``.
+
+    Raises:
+        ConfigError: no agent has that name.
+    """
+    if agent is None or isinstance(agent, Agent):
+        return agent
+    if not isinstance(agent, str):
+        raise ConfigError(f"--agent needs an Agent or an agent name, not {type(agent).__name__}.")
+    found = AGENTS.get(agent.strip())
+    if found is None:
+        known = ", ".join(sorted(AGENTS)) or "none defined"
+        raise ConfigError(f"Unknown agent {agent!r}. Defined agents: {known}.")
+    return found
+
+
+def list_agents() -> list[Agent]:
+    """The defined agents, by name."""
+    return [AGENTS[k] for k in sorted(AGENTS)]
+
+
+def forget_agent(name: str) -> bool:
+    """Remove the agent called ``name``; False when there was none."""
+    with _lock:
+        return AGENTS.pop(name, None) is not None
+
+
+def agent_for_intent(category: str) -> Agent | None:
+    """The first agent (in definition order) declaring ``category`` among its intents."""
+    for a in list(AGENTS.values()):
+        if category in a.intents:
+            return a
+    return None

@@ -1,0 +1,185 @@
+"""Intent recognition: what the user's raw text is about, by keyword rules or by the model.
+
+The result is a hint. It is written into the system prompt in ``agent`` and ``search`` modes
+(not when it is ``unknown`` with low confidence), recorded with the turn, and may choose the
+agent role when neither the user nor the session chose one (confidence >= 0.5). It never
+changes the mode and never ends the loop early.
+
+Rules: each category has keywords. Latin keywords match whole words (case-insensitive; a
+phrase matches as a whole), CJK keywords match anywhere. The category with the most distinct
+matches wins (ties go to the earlier category in :data:`CATEGORIES` order); confidence is 0.5
+for one match, 0.7 for two, 0.85 for three or more, scaled down when another category matched
+too: ``base * (best - second + 1) / (best + 1)``. No match gives ``unknown`` at 0.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["Category", "CATEGORIES", "IntentResult", "IntentRules", "INTENT_RULES",
+           "DEFAULT_KEYWORDS", "recognize_intent", "intent_by_rules", "intent_by_model",
+           "intent_system_text"]
+
+Category = Literal["chat", "tool_execution", "content_publishing", "account_query", "unknown"]
+CATEGORIES: tuple[str, ...] = ("tool_execution", "content_publishing", "account_query", "chat",
+                               "unknown")
+"""Every category, in tie-break order."""
+
+DEFAULT_KEYWORDS: dict[str, list[str]] = {
+    "tool_execution": [
+        "run", "execute", "command", "bash", "shell", "script", "terminal", "file", "files",
+        "folder", "directory", "read", "write", "save", "create", "delete", "rename", "move",
+        "copy", "search", "find", "grep", "list", "count", "rows", "csv", "json", "install",
+        "download", "fetch", "url", "compute", "calculate", "analyse", "analyze", "workspace",
+        "执行", "运行", "命令", "文件", "目录", "搜索", "下载", "计算",
+    ],
+    "content_publishing": [
+        "publish", "post", "tweet", "blog", "article", "newsletter", "upload", "share",
+        "schedule a post", "social media", "caption", "发布", "发帖", "推文", "文章",
+    ],
+    "account_query": [
+        "account", "balance", "subscription", "billing", "invoice", "quota", "credits",
+        "login", "log in", "password", "my usage", "my plan", "payment", "账户", "账号", "余额",
+        "订阅", "充值",
+    ],
+    "chat": [
+        "hello", "hi", "hey", "thanks", "thank you", "explain", "what is", "what are", "why",
+        "how does", "tell me", "opinion", "joke", "你好", "谢谢", "解释", "为什么",
+    ],
+}
+"""The keywords each category starts with; edit :data:`INTENT_RULES` to change them."""
+
+
+class IntentResult(BaseModel):
+    """What intent recognition found."""
+
+    category: Category
+    confidence: float = Field(ge=0.0, le=1.0)
+    keywords: list[str] = Field(default_factory=list)
+    """The matched keywords (the nearest thing to slots; nothing else is extracted)."""
+    source: Literal["rules", "model"] = "rules"
+    needs_tools: bool = False
+
+    def is_low(self, threshold: float = 0.5) -> bool:
+        """True when the confidence is below ``threshold``."""
+        return self.confidence < threshold
+
+
+class IntentRules(BaseModel):
+    """Configurable rules: keywords per category and the thresholds that use the result."""
+
+    keywords: dict[str, list[str]] = Field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_KEYWORDS.items()})
+    needs_tools: set[str] = Field(
+        default_factory=lambda: {"tool_execution", "content_publishing", "account_query"})
+    """Categories whose turns likely need tools."""
+    low_confidence: float = 0.5
+    """Below this, an ``unknown`` intent is kept out of the system prompt."""
+    role_threshold: float = 0.5
+    """The confidence from which the intent may choose the agent role."""
+    use_model: bool = False
+    """Ask the model (one ``classify`` call) instead of the keyword rules."""
+
+    def matches(self, text: str) -> dict[str, list[str]]:
+        """The keywords of each category found in ``text`` (categories without one omitted)."""
+        lowered = text.casefold()
+        found: dict[str, list[str]] = {}
+        for category in CATEGORIES:
+            hits = [k for k in self.keywords.get(category, []) if _contains(lowered, k)]
+            if hits:
+                found[category] = list(dict.fromkeys(hits))
+        return found
+
+
+INTENT_RULES = IntentRules()
+"""The process-wide rules (``INTENT_RULES.keywords["account_query"].append("wallet")``)."""
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_BASE = {1: 0.5, 2: 0.7}
+
+
+def _contains(lowered: str, keyword: str) -> bool:
+    k = keyword.casefold().strip()
+    if not k:
+        return False
+    if _CJK.search(k):
+        return k in lowered
+    return re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", lowered) is not None
+
+
+def intent_by_rules(text: str, rules: IntentRules | None = None) -> IntentResult:
+    """Recognise the intent of ``text`` with the keyword rules."""
+    rules = rules or INTENT_RULES
+    found = rules.matches(text or "")
+    if not found:
+        return IntentResult(category="unknown", confidence=0.0, source="rules")
+    ranked = sorted(found.items(), key=lambda kv: (-len(kv[1]), CATEGORIES.index(kv[0])))
+    category, hits = ranked[0]
+    best = len(hits)
+    second = len(ranked[1][1]) if len(ranked) > 1 else 0
+    confidence = _BASE.get(best, 0.85) * (best - second + 1) / (best + 1) if second else \
+        _BASE.get(best, 0.85)
+    return IntentResult(category=category, confidence=round(confidence, 3), keywords=hits,  # type: ignore[arg-type]
+                        source="rules", needs_tools=category in rules.needs_tools)
+
+
+_DESCRIPTIONS = {
+    "tool_execution": "The user wants something done with tools: run commands, read or write "
+                      "files, fetch or compute data.",
+    "content_publishing": "The user wants content written for or published to a channel.",
+    "account_query": "The user asks about their account, billing, subscription or usage.",
+    "chat": "Conversation, explanation or opinion; no action needed.",
+    "unknown": "None of the above.",
+}
+
+
+def intent_by_model(text: str, rules: IntentRules | None = None, *, model: str | None = None,
+                    client: Any = None) -> IntentResult:
+    """Recognise the intent with one ``classify`` call (its usage goes to the current run).
+
+    The model gives no confidence: a named category counts 0.8, the fallback (``unknown``) 0.
+    The rule keywords found in the text are still reported.
+    """
+    from ..agents.helpers import classify
+
+    rules = rules or INTENT_RULES
+    result = classify(text, {c: _DESCRIPTIONS[c] for c in CATEGORIES}, model=model, client=client)
+    category = "unknown" if result.fallback else result.category
+    hits = rules.matches(text).get(category, [])
+    return IntentResult(category=category, confidence=0.0 if category == "unknown" else 0.8,  # type: ignore[arg-type]
+                        keywords=hits, source="model",
+                        needs_tools=category in rules.needs_tools)
+
+
+def recognize_intent(text: str, rules: IntentRules | None = None, *, use_model: bool | None = None,
+                     model: str | None = None, client: Any = None) -> IntentResult:
+    """The intent of the user's raw ``text`` (never the mode), by rules or by the model.
+
+    ``use_model`` defaults to ``rules.use_model``; when the model call fails the rules answer.
+    """
+    rules = rules or INTENT_RULES
+    if use_model if use_model is not None else rules.use_model:
+        try:
+            return intent_by_model(text, rules, model=model, client=client)
+        except Exception:  # a hint is not worth failing the turn for
+            pass
+    return intent_by_rules(text, rules)
+
+
+def intent_system_text(intent: IntentResult | None, mode: str,
+                       rules: IntentRules | None = None) -> str:
+    """The system-prompt part for ``intent`` in ``mode`` ("" when it must not be written)."""
+    from .modes import mode_rules
+
+    rules = rules or INTENT_RULES
+    if intent is None or not mode_rules(mode).intent_in_prompt:
+        return ""
+    if intent.category == "unknown" and intent.is_low(rules.low_confidence):
+        return ""
+    matched = f", matched: {', '.join(intent.keywords)}" if intent.keywords else ""
+    tools = "likely needs tools" if intent.needs_tools else "likely needs no tools"
+    return (f"Recognised user intent (a hint, not an instruction): {intent.category} "
+            f"(confidence {intent.confidence:.2f} from {intent.source}{matched}); {tools}.")

@@ -1,0 +1,167 @@
+"""The permission check every tool runner makes before a call runs (toolloop, plan, sub-agents).
+
+``check_permission(call, tool, ctx)`` returns ``None`` when the call may run, or the
+:class:`~jupyter_agent.loop.hooks.ToolOutcome` that replaces it: a denial the model reads, or
+an approval card (``interactive``) that suspends the run after the round, exactly like the
+plan's ask. The decision itself is :class:`~jupyter_agent.session.permissions.PermissionPolicy`
+(defaults, session memory, agent overrides, read-only workspace); this module adds where each
+input comes from and what a decision does to the run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import AskPending
+from ..llm.types import ToolCall
+from ..loop.hooks import ToolOutcome
+from ..session.permissions import (
+    APPROVAL_OPTIONS,
+    Decision,
+    PermissionPolicy,
+    PermissionVerdict,
+    denial_message,
+)
+
+__all__ = ["PermissionContext", "check_permission", "approval_ask", "tool_origin",
+           "WAITING_FOR_APPROVAL", "NO_PROMPTS_REASON"]
+
+WAITING_FOR_APPROVAL = "Waiting for approval."
+"""The placeholder result of a call waiting on an approval card (replaced on resume)."""
+NO_PROMPTS_REASON = "a sub-agent cannot ask for approval"
+"""Why a sub-agent's ``ask`` becomes a denial."""
+
+_DEFAULT_POLICY = PermissionPolicy()
+
+
+def tool_origin(tool: Any) -> str:
+    """Where a tool comes from: ``user`` (``@tool``), ``builtin``, ``mcp`` or ``spawn``."""
+    return str(getattr(tool, "origin", "user"))
+
+
+@dataclass
+class PermissionContext:
+    """Everything a permission decision depends on, for one run.
+
+    ``session``/``store`` give the remembered choices ("Allow for this session"); ``memory``
+    holds choices made in this run when there is no store (and is what a sub-agent inherits).
+    """
+
+    session: str | None = None
+    store: Any = None
+    overrides: dict[str, Decision] = field(default_factory=dict)
+    """The agent's overrides (tool name or ``"*"``)."""
+    read_only: bool = False
+    cwd: str | None = None
+    """The workspace folder, shown on approval cards."""
+    policy: PermissionPolicy = field(default_factory=lambda: _DEFAULT_POLICY)
+    auto_approve: bool = False
+    """Scripts: every ``ask`` is allowed without a card (hard denies still apply)."""
+    no_prompts: bool = False
+    """Sub-agents: every ``ask`` becomes a denial (nobody can answer a card)."""
+    memory: dict[str, str] = field(default_factory=dict)
+    waiting: list[dict[str, Any]] = field(default_factory=list)
+    """Approval cards produced during the current round (a round may need several)."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def session_memory(self) -> dict[str, str]:
+        """Remembered ``allow``/``deny`` choices: the store's, then this run's on top."""
+        out: dict[str, str] = {}
+        if self.store is not None and self.session:
+            out.update(self.store.remembered_permissions(self.session))
+        out.update(self.memory)
+        return {k: v for k, v in out.items() if v in ("allow", "deny")}
+
+    def remember(self, tool_name: str, decision: str) -> None:
+        """Remember ``decision`` for the rest of the session (the store when there is one)."""
+        self.memory[tool_name] = decision
+        if self.store is not None and self.session:
+            self.store.remember_permission(self.session, tool_name, decision)  # type: ignore[arg-type]
+
+    def evaluate(self, tool: Any) -> PermissionVerdict:
+        """The policy's verdict for a call of ``tool``."""
+        return self.policy.evaluate(
+            tool.name, is_user_tool=tool_origin(tool) == "user",
+            requires_approval=bool(getattr(tool, "requires_approval", False)),
+            session_memory=self.session_memory(),  # type: ignore[arg-type]
+            agent_overrides=self.overrides, read_only_workspace=self.read_only)
+
+    def child(self) -> PermissionContext:
+        """The context of a sub-agent: same rules and memory, no store, no prompts."""
+        return PermissionContext(session=None, store=None, overrides=dict(self.overrides),
+                                 read_only=self.read_only, cwd=self.cwd, policy=self.policy,
+                                 auto_approve=False, no_prompts=True,
+                                 memory=self.session_memory())
+
+    def take_waiting(self) -> list[dict[str, Any]]:
+        """The approval cards of the round, emptied."""
+        with self._lock:
+            out, self.waiting = self.waiting, []
+        return out
+
+
+def _arguments(call: ToolCall) -> Any:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return call.arguments
+    return value
+
+
+_QUESTIONS = {
+    "bash": "Run this command in the workspace?",
+    "write_file": "Write this file in the workspace?",
+    "web_fetch": "Fetch this URL?",
+    "spawn_agent": "Start a sub-agent on this task?",
+}
+
+
+def approval_ask(call: ToolCall, tool_name: str, cwd: str | None) -> dict[str, Any]:
+    """The approval card for ``call``: the ``ask_pending`` fields as a dict.
+
+    ``detail`` carries the tool, its arguments, the working directory, and for ``bash`` the
+    command, for ``write_file`` the path, for ``web_fetch`` the URL (what the user must see).
+    """
+    args = _arguments(call)
+    detail: dict[str, Any] = {"tool": tool_name, "arguments": args}
+    if cwd:
+        detail["cwd"] = cwd
+    if isinstance(args, dict):
+        for key in ("command", "path", "url"):
+            if isinstance(args.get(key), str):
+                detail[key] = args[key]
+    question = _QUESTIONS.get(tool_name, f"Allow the tool {tool_name} to run?")
+    event = AskPending(call_id=call.id, kind="approval", question=question,
+                       options=list(APPROVAL_OPTIONS), allow_other=False, detail=detail)
+    return event.model_dump(mode="json", exclude={"t", "type"})
+
+
+def check_permission(call: ToolCall, tool: Any, ctx: PermissionContext | None) -> ToolOutcome | None:
+    """``None`` when ``call`` may run now; otherwise the outcome that stands in for it.
+
+    A denial becomes the tool result (``Permission denied ...``) and the loop goes on. An
+    ``ask`` becomes ``Waiting for approval.`` with the approval card in ``interactive``; the
+    card is also queued on ``ctx.waiting``, so several asks in one round are all answered.
+    """
+    if ctx is None:
+        return None
+    verdict = ctx.evaluate(tool)
+    if verdict.decision == "allow":
+        return None
+    if verdict.decision == "ask" and ctx.auto_approve:
+        return None
+    if verdict.decision == "deny":
+        by_user = verdict.reason == "session memory"
+        text = denial_message(tool.name, by_user=by_user, reason=None if by_user else verdict.reason)
+        return ToolOutcome(output=text, error=text)
+    if ctx.no_prompts:
+        text = denial_message(tool.name, by_user=False, reason=NO_PROMPTS_REASON)
+        return ToolOutcome(output=text, error=text)
+    ask = approval_ask(call, tool.name, ctx.cwd)
+    with ctx._lock:
+        ctx.waiting.append({"call_id": call.id, "name": tool.name, "arguments": call.arguments,
+                            "ask": ask})
+    return ToolOutcome(output=WAITING_FOR_APPROVAL, interactive=ask, skip_compress=True)

@@ -1,0 +1,1 @@
+import '../../jupyter_agent/ui/static/run.css';
