@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
@@ -36,6 +36,13 @@ class Settings(BaseModel):
     timeout: float = 600.0
     fallback_models: list[str] = []
     """Profiles to fail over to, in order, when a request fails (issue: model failover)."""
+    session: str = "default"
+    """The session magics use when a cell gives no ``--session`` (``%agent session NAME``)."""
+    cassette_mode: Literal["live", "record", "replay"] = "live"
+    """``%agent record`` / ``%agent replay``: model calls are recorded to, or served from, the
+    cassette at ``cassette_path`` (see ``jupyter_agent.replay``)."""
+    cassette_path: str | None = None
+    cassette_timing: Literal["fast", "recorded"] = "fast"
 
 
 settings = Settings()
@@ -74,14 +81,27 @@ def local_default_notice(model: str) -> str | None:
             "Set OPENAI_API_KEY or JUPYTER_AGENT_MODEL to use another model.")
 
 
-def make_client(model: str | ModelProfile | None = None) -> Any:
+def make_client(model: str | ModelProfile | None = None, *, cassette: str | None = None) -> Any:
     """A cached :class:`~jupyter_agent.llm.client.ModelClient` for ``model``.
+
+    ``cassette`` (``live``/``record``/``replay``) overrides ``settings.cassette_mode`` for
+    this client (a cell's ``--record``/``--replay``). A replaying client needs no key.
 
     Raises :class:`~jupyter_agent.errors.MissingKeyError` naming the variable when no key is
     configured.
     """
     from .llm.client import ModelClient, RetryPolicy
 
+    mode = cassette or settings.cassette_mode
+    if mode == "replay":  # before the profile: replay uses the recorded one, starts no server
+        from .replay.mode import replay_client
+
+        key_r = ("replay", settings.cassette_path, settings.cassette_timing,
+                 model.name if isinstance(model, ModelProfile) else model or choose_model())
+        with _clients_lock:
+            if key_r not in _clients:
+                _clients[key_r] = replay_client(model or key_r[3])
+            return _clients[key_r]
     profile = model if isinstance(model, ModelProfile) else resolve_profile(model or choose_model())
     key = settings.api_key.get_secret_value() if settings.api_key else None
     if profile.api_key_env != "OPENAI_API_KEY":
@@ -98,12 +118,21 @@ def make_client(model: str | ModelProfile | None = None) -> Any:
         key = LOCAL_API_KEY
     # The cache key holds a hash of the key, never the key itself.
     cache_key = (profile.name, profile.model, base_url, hash(key), settings.max_retries,
-                 settings.retry_base_delay, settings.retry_max_delay, settings.timeout)
+                 settings.retry_base_delay, settings.retry_max_delay, settings.timeout,
+                 mode, settings.cassette_path if mode == "record" else None)
     with _clients_lock:
         client = _clients.get(cache_key)
         if client is None:
-            client = ModelClient(
+            extra: dict[str, Any] = {}
+            cls: Any = ModelClient
+            if mode == "record":
+                from .replay.mode import active_cassette
+                from .replay.client import RecordingClient
+
+                cls, extra = RecordingClient, {"cassette": active_cassette()}
+            client = cls(
                 profile,
+                **extra,
                 api_key=key,
                 base_url=base_url,
                 retry=RetryPolicy(settings.max_retries, settings.retry_base_delay,

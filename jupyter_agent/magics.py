@@ -45,19 +45,35 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         raise UsageError(f"Could not fill the cell's {{...}} fields: {exc}") from None
 
 
+def _unquote(args: Any) -> None:
+    """Strip one pair of matching quotes from string options, in place.
+
+    IPython splits magic lines without removing quotes, so ``--system "Be brief."`` would
+    otherwise send the quotes to the model.
+    """
+    for name, value in vars(args).items():
+        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            setattr(args, name, value[1:-1])
+
+
 def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options every agent magic takes (applied below ``@magic_arguments``)."""
     for decorator in reversed([
         argument("-m", "--model", help="Model or profile name for this cell."),
         argument("-s", "--system", help="Extra system prompt text."),
         argument("-o", "--out", help="Store the answer text in this notebook variable."),
-        argument("--session", default="default", help="Session whose history is used."),
+        argument("--session", help="Session whose history is used (default: the current "
+                                   "session, see %%agent session)."),
         argument("--history", type=int, default=6, help="Rounds of history to send (default 6)."),
         argument("--no-history", action="store_true", help="Send no history."),
         argument("--temperature", type=float, help="Sampling temperature."),
         argument("--max-tokens", type=int, help="Cap on the answer's tokens."),
         argument("-k", "--knowledge", help="Variable holding documents or a retriever function."),
         argument("--no-stream", action="store_true", help="Wait for the whole answer."),
+        argument("--record", action="store_true",
+                 help="Record this cell's model calls into the cassette (see %%agent record)."),
+        argument("--replay", action="store_true",
+                 help="Replay this cell's model calls from the cassette: no key needed."),
     ]):
         fn = decorator(fn)
     return fn
@@ -111,6 +127,7 @@ class AgentMagics(Magics):
         return self.shell.user_ns if self.shell is not None else {}
 
     def _common(self, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
+        _unquote(args)
         if not cell or not cell.strip():
             raise UsageError("The cell is empty: write your message below the magic line.")
         prompt = interpolate(cell.strip(), self._ns())
@@ -120,11 +137,30 @@ class AgentMagics(Magics):
                 raise UsageError(f"--knowledge: no variable named {args.knowledge!r}.")
             knowledge = self._ns()[args.knowledge]
         opts: dict[str, Any] = dict(
-            model=args.model, system=args.system, session=args.session,
+            model=args.model, system=args.system, session=args.session or config.settings.session,
             history=0 if args.no_history else args.history, temperature=args.temperature,
             max_tokens=args.max_tokens, knowledge=knowledge, stream=not args.no_stream,
         )
+        if args.record or args.replay:
+            if args.record and args.replay:
+                raise UsageError("Give --record or --replay, not both.")
+            from .replay.mode import cell_client
+
+            try:
+                opts["client"] = cell_client("record" if args.record else "replay", args.model)
+            except JupyterAgentError as exc:
+                raise UsageError(str(exc)) from None
         return prompt, opts
+
+    def _agent(self, args: Any) -> Any:
+        """``--agent``: a variable holding an Agent, or an agent's name."""
+        name = getattr(args, "agent", None)
+        if not name:
+            return None
+        from .runtime.agents import Agent
+
+        value = self._ns().get(name)
+        return value if isinstance(value, Agent) else name
 
     def _tools(self, args: Any) -> list[str] | None:
         if not getattr(args, "tools", None):
@@ -157,6 +193,10 @@ class AgentMagics(Magics):
         ns["_agent_run"] = run
         if args.out:
             ns[args.out] = run.answer
+        if run.status == "error":
+            # The display already shows the run; the cell still fails (Run All stops here),
+            # with one line and no traceback.
+            raise UsageError(run.error or "The run failed.")
         return None
 
     # ---------------------------------------------------------------- magics
@@ -185,7 +225,7 @@ class AgentMagics(Magics):
 
         self._run(args, lambda listeners: toolloop(
             prompt, tools=tools, parallel=args.parallel, max_rounds=args.max_rounds or MAX_ROUNDS,
-            listeners=listeners, **opts))
+            agent=self._agent(args), listeners=listeners, **opts))
 
     @magic_arguments()
     @_shared_arguments
@@ -208,7 +248,7 @@ class AgentMagics(Magics):
         def start(listeners: list[Any]) -> Any:
             run = plan(prompt, tools=tools, max_rounds=args.max_rounds or MAX_ROUNDS,
                        answer=args.answer, option=args.option, auto_answer=args.auto_answer,
-                       listeners=listeners, **opts)
+                       agent=self._agent(args), listeners=listeners, **opts)
             run_box["run"] = run
             return run
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..config import choose_model, make_client
+from ..config import choose_model
 from ..events import BaseEvent, Warning_
 from ..llm.client import ModelClient
 from ..llm.types import Usage
@@ -40,6 +40,11 @@ class TurnOptions:
     """A :class:`~jupyter_agent.session.Store`, ``None`` for no persistence, or ``"default"``."""
     client: ModelClient | None = None
     """Use this client instead of resolving one from the settings (tests, sub-agents)."""
+    agent: Any = None
+    """A named agent (:class:`~jupyter_agent.runtime.agents.Agent` or its name); ``%%toolloop``
+    and ``%%plan`` only."""
+    auto_approve: bool = False
+    """Scripts: tools that would ask for approval run without a card (denies still apply)."""
 
 
 @dataclass
@@ -52,6 +57,8 @@ class Prepared:
     store: Any
     turn_id: str | None
     history: list[dict[str, Any]]
+    turn_base: tuple[int, int, float] = (0, 0, 0.0)
+    """The run's tokens and cost before this turn (a resumed run): the turn records the rest."""
 
 
 def _store(opt: TurnOptions) -> Any:
@@ -62,9 +69,13 @@ def _store(opt: TurnOptions) -> Any:
     return opt.store
 
 
-def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask") -> Prepared:
+def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask", intent: Any = None,
+            agent: str | None = None) -> Prepared:
     """Resolve the model and client (raising a clear error before anything is recorded),
-    create the run record and the turn, and load the session history."""
+    create the run record and the turn, and load the session history.
+
+    ``intent`` (an ``IntentResult``) and ``agent`` (the role's name) go into the turn record.
+    """
     store = _store(opt)
     session_model = None
     if store is not None and opt.session:
@@ -74,8 +85,10 @@ def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask") -> P
         client = opt.client
         model = opt.model or client.profile.name
     else:
+        from ..runtime.failover import client_for
+
         model = choose_model(opt.model, session_model)
-        client = make_client(model)
+        client = client_for(model)  # a FailoverClient when fallback profiles are configured
     run = Run(agent=kind, model=model, prompt=prompt, session=opt.session)
     recorder = RunRecorder(run, store, opt.listeners)
     turn_id = None
@@ -87,8 +100,11 @@ def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask") -> P
                 history = store.history_messages(opt.session, opt.history)
         store.create_run(run.run_id, opt.session, kind)
         if opt.session:
-            turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id, agent=kind,  # type: ignore[arg-type]
-                                       model=model, profile=client.profile.name)
+            turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id,  # type: ignore[arg-type]
+                                       agent=agent or kind, intent=intent, model=model,
+                                       profile=client.profile.name)
+    if hasattr(client, "answered_profile"):
+        client.emit = recorder.emit  # a failover shows as a warning in the run
     from ..config import local_default_notice
 
     recorder.start()
@@ -190,6 +206,9 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     if p.store is not None and status != "ask":  # an ask was saved by ``suspend``
         p.store.set_status(run.run_id, status)
     _finish_turn(p, status)
+    hook = getattr(p.client, "on_suspended", None)
+    if status == "ask" and hook is not None:
+        return hook(p)  # record/replay: keep the client; a replay answers from its cassette
     return run
 
 
@@ -197,5 +216,9 @@ def _finish_turn(p: Prepared, status: str) -> None:
     if p.store is None or p.turn_id is None:
         return
     r = p.run
-    p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens,
-                        output_tokens=r.output_tokens, cost=r.cost, duration=r.seconds)
+    base_in, base_out, base_cost = p.turn_base
+    # After a failover the turn records the profile that answered, not the one it started on.
+    answered = getattr(p.client, "answered_profile", None)
+    p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
+                        output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
+                        duration=r.seconds, model=answered, profile=answered)

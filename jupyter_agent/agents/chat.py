@@ -40,10 +40,14 @@ def chat(prompt: str, **options: Any) -> Run:
         raise MagicUsageError("The cell is empty: write the message to send below %%chat.")
     opt = TurnOptions(**options)
     mode = "search" if opt.knowledge is not None else "ask"
-    p = prepare("chat", prompt, opt, mode=mode)
+    from ..runtime.intent import intent_system_text, recognize_intent
+
+    intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode
+    p = prepare("chat", prompt, opt, mode=mode, intent=intent)
     prof = p.client.profile
+    system = join_system([opt.system, intent_system_text(intent, mode)], "\n\n") or None
     messages = build_chat_messages(prompt, default_system=prof.default_system_prompt,
-                                   system=opt.system, history=p.history, knowledge=opt.knowledge,
+                                   system=system, history=p.history, knowledge=opt.knowledge,
                                    mode=mode)
     max_tokens = None if opt.max_tokens is None else max(1, min(opt.max_tokens, prof.max_output))
     cfg = LoopConfig(model=prof.model, tools=None, max_rounds=1, batch_size=1,

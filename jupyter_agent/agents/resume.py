@@ -19,14 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
-from ..config import make_client
 from ..errors import ResumeError
 from ..events import AskAnswered, BaseEvent, EVENT_ADAPTER
 from ..ui.view import new_view, reduce_event
 from ._base import Prepared
 from .run import Run, RunRecorder
 
-__all__ = ["Answer", "RESUMERS", "register_resumer", "suspend", "resume", "pending_runs",
+__all__ = ["Answer", "RESUMERS", "RESUME_CLIENTS", "register_resumer", "suspend", "resume", "pending_runs",
            "answer_text_for_approval"]
 
 
@@ -65,6 +64,9 @@ class Answer:
 Resumer = Callable[[Prepared, dict[str, Any], Answer], Run]
 RESUMERS: dict[str, Resumer] = {}
 """Resume functions by run kind; each continues the loop from the saved ``pending`` dict."""
+RESUME_CLIENTS: dict[str, Any] = {}
+"""Clients that must continue a suspended run (a cell recorded or replayed with ``--record`` /
+``--replay``), by run id; set by the client's ``on_suspended`` hook, taken by ``resume``."""
 
 
 def register_resumer(kind: str, fn: Resumer) -> Resumer:
@@ -148,7 +150,9 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         raise ResumeError(f"No run {run_id!r} in the store.")
     ask = (record.pending or {}).get("ask") or {}
     options = list(ask.get("options") or [])
-    if answer.how == "option" and not (answer.option_index and 1 <= answer.option_index <= len(options)):
+    # No pending ask (answered, superseded): the claim below refuses it with the right message.
+    if (answer.how == "option" and options
+            and not (answer.option_index and 1 <= answer.option_index <= len(options))):
         raise ResumeError(f"--option must be between 1 and {len(options)}; nothing changed.")
     pending = store.claim_pending(run_id, expected_call_id)
     if pending is None:
@@ -169,7 +173,9 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
     recorder = RunRecorder(run, store, listeners or [])
     try:
         if client is None:
-            client = make_client(pending.get("model"))
+            from ..runtime.failover import client_for  # with the configured fallbacks
+
+            client = RESUME_CLIENTS.pop(run_id, None) or client_for(pending.get("model"))
     except Exception:
         store.suspend(run_id, pending)  # a missing key must not lose the question
         raise
@@ -178,8 +184,11 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         turn_id = store.start_turn(run.session, mode="agent", run_id=run_id, agent=kind,
                                    model=pending.get("model"), profile=client.profile.name)
     p = Prepared(client=client, run=run, recorder=recorder, store=store, turn_id=turn_id,
-                 history=[])
+                 history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost))
     recorder.emit(answer.event(pending["call_id"], options))
+    keep = getattr(client, "record_answer", None)  # a recording client keeps it for replays
+    if keep is not None:
+        keep(pending, answer, via="click" if expected_call_id else "code")
     run.status = "running"
     return resumer(p, pending, answer)
 

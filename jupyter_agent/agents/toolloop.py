@@ -11,11 +11,20 @@ from ..llm.usage_context import usage_sink
 from ..loop.hooks import LoopHooks, ToolOutcome, UsageItem
 from ..loop.kernel import LoopConfig
 from ..tools.registry import REGISTRY, Tool
-from ._base import TurnOptions, drive, prepare, tool_output_processor, window_fitter
+from ._base import (
+    Prepared,
+    TurnOptions,
+    _store,
+    drive,
+    prepare,
+    tool_output_processor,
+    window_fitter,
+)
 from .context import TOOL_SEPARATOR, apply_knowledge, join_system
 from .run import Run
 
-__all__ = ["toolloop", "tool_runner", "resolve_tools", "MAX_ROUNDS", "PARALLEL_BATCH"]
+__all__ = ["toolloop", "tool_runner", "resolve_tools", "loop_parts", "MAX_ROUNDS",
+           "PARALLEL_BATCH"]
 
 MAX_ROUNDS = 50
 PARALLEL_BATCH = 5
@@ -43,8 +52,15 @@ def unknown_tool_message(name: str, available: list[str]) -> str:
     return f'Unknown tool "{name}". Available tools: {", ".join(available) or "none"}'
 
 
-def tool_runner(tools: list[Tool[Any]]) -> Callable[[ToolCall, list[dict[str, Any]]], ToolOutcome]:
-    """A ``run_tool`` hook over ``tools``: unknown names and failures go back to the model."""
+def tool_runner(tools: list[Tool[Any]], permissions: Any = None
+                ) -> Callable[[ToolCall, list[dict[str, Any]]], ToolOutcome]:
+    """A ``run_tool`` hook over ``tools``: unknown names and failures go back to the model.
+
+    With ``permissions`` (a :class:`~jupyter_agent.runtime.policy.PermissionContext`) every
+    call passes the permission check first: a denial or an approval card replaces the call.
+    """
+    from ..runtime.policy import check_permission
+
     by_name = {t.name: t for t in tools}
     names = list(by_name)
 
@@ -53,6 +69,9 @@ def tool_runner(tools: list[Tool[Any]]) -> Callable[[ToolCall, list[dict[str, An
         if t is None:
             msg = unknown_tool_message(call.name, names)
             return ToolOutcome(output=msg, error=msg)
+        blocked = check_permission(call, t, permissions)
+        if blocked is not None:
+            return blocked
         usages: list[UsageItem] = []
         # Helpers called inside the tool (classify, extract, a sub-agent) report their usage
         # here, so the run's tokens and cost include them.
@@ -65,43 +84,68 @@ def tool_runner(tools: list[Tool[Any]]) -> Callable[[ToolCall, list[dict[str, An
     return run
 
 
+def loop_parts(p: Prepared, tools: list[Tool[Any]], *, parallel: bool, max_rounds: int,
+               temperature: float | None, max_tokens: int | None, stream: bool,
+               permissions: Any = None, round_offset: int = 0) -> tuple[LoopConfig, LoopHooks]:
+    """The loop configuration and hooks of a tool-loop run (a fresh one or a resumed one)."""
+    from ..llm.tokens import count_tools_tokens
+
+    prof = p.client.profile
+    schemas = [t.schema() for t in tools]
+    max_tokens = None if max_tokens is None else max(1, min(max_tokens, prof.max_output))
+    cfg = LoopConfig(model=prof.model, tools=schemas or None, max_rounds=max_rounds,
+                     batch_size=PARALLEL_BATCH if parallel else 1,
+                     temperature=map_temperature(prof, temperature), max_tokens=max_tokens,
+                     stream=stream, round_offset=round_offset)
+    batchable = {t.name for t in tools if t.batchable}
+    hooks = LoopHooks(
+        run_tool=tool_runner(tools, permissions),
+        can_batch=lambda c: c.name in batchable,
+        fit_context=window_fitter(prof.max_context, max_tokens, count_tools_tokens(schemas)),
+        process_tool_output=tool_output_processor(p.client),
+    )
+    return cfg, hooks
+
+
 def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
              max_rounds: int = MAX_ROUNDS, **options: Any) -> Run:
     """Let the model call ``tools`` (all registered ones by default) until it answers.
 
     Args:
         prompt: The user's message.
-        tools: Tool names, :class:`Tool` objects or plain functions.
+        tools: Tool names (``@tool`` functions, built-ins like ``"bash"``, MCP tools,
+            ``"spawn_agent"``), :class:`Tool` objects or plain functions; default: the agent's
+            tools, else every ``@tool`` function.
         parallel: Run consecutive batchable calls of one response at once (up to 5).
         max_rounds: Model requests before the final-answer round (default 50).
-        **options: :class:`~jupyter_agent.agents._base.TurnOptions` fields.
+        **options: :class:`~jupyter_agent.agents._base.TurnOptions` fields (``agent``,
+            ``auto_approve``, ``session``, ``model``...).
     """
     if not prompt or not prompt.strip():
         raise MagicUsageError("The cell is empty: write the task below %%toolloop.")
     if max_rounds < 1:
         raise MagicUsageError("--max-rounds must be at least 1.")
-    selected = resolve_tools(tools)
+    from ..runtime.turn import setup_turn
+    from .approvals import approval_suspender
+
     opt = TurnOptions(**options)
-    p = prepare("toolloop", prompt, opt, mode="agent")
+    # Agent, intent, workspace and tools first: an unknown tool fails before anything is saved.
+    setup = setup_turn("toolloop", prompt, opt, tools, store=_store(opt))
+    p = prepare("toolloop", prompt, opt, mode="agent", intent=setup.intent,
+                agent=setup.agent_name)
+    setup.bind(p)
     prof = p.client.profile
     user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode="agent")
-    sys_text = join_system([prof.default_system_prompt, opt.system, quote_part], TOOL_SEPARATOR)
+    sys_text = join_system([prof.default_system_prompt, setup.system_text, opt.system,
+                            quote_part], TOOL_SEPARATOR)
     messages: list[dict[str, Any]] = [{"role": "system", "content": sys_text}] if sys_text else []
     messages.extend(m for m in p.history if m.get("role") != "system")
     messages.append({"role": "user", "content": user_text})
-    schemas = [t.schema() for t in selected]
-    max_tokens = None if opt.max_tokens is None else max(1, min(opt.max_tokens, prof.max_output))
-    from ..llm.tokens import count_tools_tokens
-
-    cfg = LoopConfig(model=prof.model, tools=schemas or None, max_rounds=max_rounds,
-                     batch_size=PARALLEL_BATCH if parallel else 1,
-                     temperature=map_temperature(prof, opt.temperature), max_tokens=max_tokens,
-                     stream=opt.stream)
-    batchable = {t.name for t in selected if t.batchable}
-    hooks = LoopHooks(
-        run_tool=tool_runner(selected),
-        can_batch=lambda c: c.name in batchable,
-        fit_context=window_fitter(prof.max_context, max_tokens, count_tools_tokens(schemas)),
-        process_tool_output=tool_output_processor(p.client),
-    )
-    return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1)
+    cfg, hooks = loop_parts(p, setup.tools, parallel=parallel, max_rounds=max_rounds,
+                            temperature=opt.temperature, max_tokens=opt.max_tokens,
+                            stream=opt.stream, permissions=setup.permissions)
+    options_saved = {"parallel": parallel, "max_rounds": max_rounds,
+                     "temperature": opt.temperature, "max_tokens": opt.max_tokens,
+                     "stream": opt.stream}
+    return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
+                 on_result=approval_suspender(p, setup, messages[-1], options_saved))

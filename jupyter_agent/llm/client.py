@@ -15,6 +15,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import MissingKeyError
@@ -207,33 +208,42 @@ class ModelClient:
             except ValueError as exc:
                 raise _Retryable(f"invalid JSON response: {_short(exc)}") from None
             return self._from_json(request, data, on_delta)
+        try:
+            return self._assemble(request, self._stream_chunks(http), on_delta)
+        finally:
+            http.close()
+
+    def _stream_chunks(self, http: Any) -> Iterator[dict[str, Any]]:
+        """The decoded SSE chunks of a streamed response, read to the end of the body."""
+        for line in http.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                continue  # keep reading to the end of the body: the connection is reused
+            try:
+                yield json.loads(payload)
+            except ValueError:
+                continue
+
+    def _assemble(self, request: ChatRequest, chunks: Iterable[dict[str, Any]],
+                  on_delta: StreamCallback | None) -> ChatResponse:
+        """Feed decoded chunks (from the wire, or recorded: ``jupyter_agent.replay``) into one
+        :class:`StreamAssembler` and build the response."""
         asm = StreamAssembler(on_delta, split_think=True)
         try:
-            for line in http.iter_lines():
-                if not line.startswith("data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == "[DONE]":
-                    continue  # keep reading to the end of the body: the connection is reused
-                try:
-                    chunk = json.loads(payload)
-                except ValueError:
-                    continue
+            for chunk in chunks:
                 if "error" in chunk and not chunk.get("choices"):
                     err = chunk["error"]
                     raise _Fatal(f"stream error: {err.get('message', err) if isinstance(err, dict) else err}")
                 asm.add_chunk(chunk)
         except KeyboardInterrupt:
-            http.close()
             asm.finish()
             return self._response(request, asm, aborted=True)
         except (*self._transport_errors, self._openai.APIConnectionError) as exc:
-            http.close()
             if asm.emitted and on_delta is not None:
                 on_delta("reset", {})  # the partial round is withdrawn before the retry
             raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
-        finally:
-            http.close()
         asm.finish()
         return self._response(request, asm)
 

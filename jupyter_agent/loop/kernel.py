@@ -40,6 +40,8 @@ FINAL_ANSWER_PROMPT = (
     "give your final answer now, based on what you have gathered so far."
 )
 
+_INTERRUPTED = "Tool error: interrupted by the user before it finished."
+
 LoopStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete"]
 
 
@@ -167,6 +169,7 @@ class _Run:
                     self._final_answer_round()
         except KeyboardInterrupt:
             res.status = "aborted"
+            self._answer_open_calls()
         if res.interactive is not None:
             res.status = "ask"  # an ask wins over abort and error
         del stopped_by_tools
@@ -280,6 +283,21 @@ class _Run:
     def _append_assistant(self, msg: Message) -> None:
         self._append(msg)
 
+    def _answer_open_calls(self) -> None:
+        """After an interrupt outside the tool phase (a second Ctrl-C while results were being
+        written back): give every call of the last assistant message a result, so the saved
+        history never ends with tool calls that lack results."""
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].get("role") == "assistant":
+                break
+        else:
+            return
+        answered = {m.get("tool_call_id") for m in self.messages[i + 1:] if m.get("role") == "tool"}
+        for c in self.messages[i].get("tool_calls") or ():
+            if c.get("id") not in answered:
+                self._append({"role": "tool", "tool_call_id": c.get("id"),
+                              "content": _INTERRUPTED})
+
     # -------------------------------------------------------------- tools
     def _call_tool(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
         start = time.perf_counter()
@@ -336,8 +354,7 @@ class _Run:
             if out is None:
                 # Interrupted before this call finished: still answer every call, so the saved
                 # history never ends with tool calls that lack results.
-                out = ToolOutcome(output="Tool error: interrupted by the user before it finished.",
-                                  error="interrupted")
+                out = ToolOutcome(output=_INTERRUPTED, error="interrupted")
                 self.emit(ToolReturned(round=self.round, call_id=call.id, name=call.name,
                                        output=out.output, error=out.error))
             for u in out.usages:

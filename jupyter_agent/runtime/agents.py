@@ -20,7 +20,7 @@ from ..session.permissions import Decision
 
 __all__ = ["Agent", "AGENTS", "resolve_agent", "list_agents", "forget_agent", "agent_for_intent"]
 
-AGENTS: dict[str, "Agent"] = {}
+AGENTS: dict[str, Agent] = {}
 """Agents defined in this process, by name (re-creating a name replaces the old one)."""
 _lock = threading.Lock()
 
@@ -98,7 +98,7 @@ class Agent(BaseModel):
         return f"<Agent {self.name}: model={self.model}, tools={self.tool_names()}>"
 
 
-def resolve_agent(agent: "str | Agent | None") -> "Agent | None":
+def resolve_agent(agent: str | Agent | None) -> Agent | None:
     """The agent for ``agent`` (an :class:`Agent` or a registered name); ``None`` stays ``None``.
 
     Raises:

@@ -179,7 +179,7 @@ def intent_system_text(intent: IntentResult | None, mode: str,
         return ""
     if intent.category == "unknown" and intent.is_low(rules.low_confidence):
         return ""
-    matched = f", matched: {', '.join(intent.keywords)}" if intent.keywords else ""
-    tools = "likely needs tools" if intent.needs_tools else "likely needs no tools"
-    return (f"Recognised user intent (a hint, not an instruction): {intent.category} "
-            f"(confidence {intent.confidence:.2f} from {intent.source}{matched}); {tools}.")
+    matched = f"; keywords: {', '.join(intent.keywords)}" if intent.keywords else ""
+    tools = "needs tools" if intent.needs_tools else "no tools needed"
+    return (f"User intent (hint): {intent.category} ({intent.confidence:.2f}, {intent.source}"
+            f"{matched}; {tools}).")

@@ -65,18 +65,22 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store a {type(obj).__name__} in the session store (not JSON)")
 
 
-def redact(text: str) -> str:
-    """``text`` with every known API key replaced by ``[redacted]``."""
-    for secret in _secret_values():
+def redact(text: str, secrets: list[str] | None = None) -> str:
+    """``text`` with every known API key replaced by ``[redacted]``.
+
+    ``secrets`` is ``_secret_values()`` computed once by a caller writing many values.
+    """
+    for secret in _secret_values() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: Any, secrets: list[str] | None = None) -> str:
     """JSON text of ``obj`` with every known API key replaced by ``[redacted]``."""
     # Keys are ASCII letters, digits, '-' and '_', so JSON escaping never hides one.
-    return redact(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default))
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    return redact(text, secrets)
 
 
 def loads(text: str | None) -> Any:
@@ -188,7 +192,7 @@ class Database:
             with self._savepoint(conn):
                 yield conn
             return
-        conn.execute("BEGIN")
+        conn.execute("BEGIN IMMEDIATE")
         local.depth, local.writing = 1, True
         try:
             yield conn

@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from ._db import Database, dumps, loads
+from ._db import Database, _secret_values, dumps, loads
 from ._sessions import ensure_session_row
 from .models import TERMINAL_RUN_STATUSES, RunRecord, StoredRunStatus
 
@@ -49,6 +49,8 @@ class RunsMixin:
         self, run_id: str, session: str | None, kind: str, *, status: StoredRunStatus = "running"
     ) -> RunRecord:
         """Record a new run (of ``session``, created if needed); the id must be new."""
+        if status not in get_args(StoredRunStatus) or status == "ask":
+            raise ValueError(f"a new run cannot start with status {status!r}")
         now = time.time()
         with self._db.write() as conn:
             if session is not None:
@@ -90,7 +92,8 @@ class RunsMixin:
 
         Returns the sequence number of the last event (0 when ``events`` is empty).
         """
-        rows = [dumps(event) for event in events]
+        secrets = _secret_values()  # once per batch: reading the environment is not free
+        rows = [dumps(event, secrets) for event in events]
         with self._db.write() as conn:
             if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise KeyError(f"run {run_id!r} does not exist")
@@ -195,7 +198,7 @@ class RunsMixin:
             # even if someone later relaxes the transaction mode.
             claimed = conn.execute(
                 "UPDATE runs SET status = 'running', pending_version = pending_version + 1,"
-                " updated = ? WHERE run_id = ? AND ? IS NOT NULL",
+                " updated = ? WHERE run_id = ? AND status = 'ask' AND pending_version = ?",
                 (time.time(), run_id, version),
             ).rowcount
         return loads(pending) if claimed == 1 else None

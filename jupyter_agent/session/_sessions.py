@@ -164,7 +164,7 @@ class SessionsMixin:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 [
                     (session, seq, str(message.get("role", "")), dumps(message), turn_id, now)
-                    for seq, message in zip(seqs, batch)
+                    for seq, message in zip(seqs, batch, strict=True)
                 ],
             )
             conn.execute("UPDATE sessions SET updated = ? WHERE name = ?", (now, session))

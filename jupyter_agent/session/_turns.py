@@ -21,7 +21,7 @@ _TURN_COLUMNS = (
 
 
 def _turn(row: tuple[Any, ...]) -> TurnRecord:
-    fields = dict(zip((c.strip() for c in _TURN_COLUMNS.split(",")), row))
+    fields = dict(zip((c.strip() for c in _TURN_COLUMNS.split(",")), row, strict=True))
     fields["intent"] = loads(fields["intent"])
     return TurnRecord.model_validate(fields)
 

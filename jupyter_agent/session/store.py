@@ -24,9 +24,9 @@ from ._turns import TurnsMixin
 from .paths import default_store_path
 
 if TYPE_CHECKING:
-    from typing import Self
+    from typing_extensions import Self
 
-__all__ = ["Store", "default_store", "reset_default_store"]
+__all__ = ["Store", "default_store", "reset_default_store", "swap_default_store"]
 
 
 class Store(SessionsMixin, TurnsMixin, RunsMixin, TranscriptMixin):
@@ -95,3 +95,16 @@ def reset_default_store() -> None:
         if _default is not None:
             _default.close()
         _default = None
+
+
+def swap_default_store(store: Store | None) -> Store | None:
+    """Make ``store`` the process-wide store and return the previous one, left open.
+
+    ``None`` means "the store at the default path, opened on next use". Record/replay mode
+    (``jupyter_agent.replay``) runs on a scratch store this way, so a replay starts from the
+    same empty sessions as its recording.
+    """
+    global _default
+    with _default_lock:
+        previous, _default = _default, store
+        return previous

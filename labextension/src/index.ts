@@ -4,7 +4,7 @@ import { JSONObject } from '@lumino/coreutils';
 
 import { Widget } from '@lumino/widgets';
 
-import { renderRun } from '../../jupyter_agent/ui/static/render.js';
+import { renderRunInto } from '../../jupyter_agent/ui/static/render.js';
 
 /**
  * The MIME type of a jupyter-agent run (its events and view state).
@@ -42,7 +42,8 @@ export class RenderedRun extends Widget implements IRenderMime.IRenderer {
       return Promise.resolve();
     }
     // A saved notebook has no kernel to answer to: no onAction, so asks show as static.
-    renderRun(this.node, view);
+    // renderRunInto keeps open sections when a display update re-renders this output.
+    renderRunInto(this.node, view);
     return Promise.resolve();
   }
 

@@ -28,6 +28,7 @@ from typing import Any
 from jupyter_agent.events import (
     AskPending,
     BaseEvent,
+    ContextCompressed,
     PlanUpdated,
     ReasoningDelta,
     RoundStarted,
@@ -139,6 +140,8 @@ def sample_events(n_tools: int = 200, n_steps: int = 50) -> list[BaseEvent]:
         StopGateFeedback(round=last, reason="plan has open steps",
                          feedback="Steps 24-50 are still pending."),
         Warning_(message="Context is at 82% of the window."),
+        ContextCompressed(round=last, method="checkpoint", tokens_before=101000,
+                          tokens_after=23000),
         RoundStarted(round=last + 1),
         TextDelta(
             round=last + 1,

@@ -103,6 +103,9 @@ def test_large_run_renders_every_part_in_under_a_second(open_run: OpenRun) -> No
     assert page.locator(".ja-reasoning").count() == 1
     assert page.locator(".ja-gate").count() == 1
     assert page.locator(".ja-warning").count() == 1
+    assert page.inner_text(".ja-compressed") == (
+        "Context compressed into a checkpoint: 101,000 → 23,000 tokens"
+    )
     assert page.locator(".ja-ask-pending .ja-option").count() == 3
     statuses = page.eval_on_selector_all(".ja-step", "els => els.map(e => e.dataset.status)")
     assert statuses.count("done") == 20 and statuses.count("blocked") == 1

@@ -18,17 +18,17 @@ from jupyter_agent.session import Store
 def claim_all(path: str, run_ids: list[str], barrier: Barrier, results: Queue[Any]) -> None:
     """Try to claim every run, in step with the other worker; report the ones won."""
     won: list[str] = []
-    try:
-        store = Store(path)
-        for run_id in run_ids:
-            barrier.wait(timeout=120)
+    errors: list[str] = []
+    store = Store(path)
+    for run_id in run_ids:
+        barrier.wait(timeout=120)
+        try:
             if store.claim_pending(run_id, "call") is not None:
                 won.append(run_id)
-        store.close()
-    except BaseException as exc:  # reported to the parent
-        results.put(("error", repr(exc)))
-        return
-    results.put(("won", won))
+        except BaseException as exc:  # reported to the parent; keep in step with the other
+            errors.append(repr(exc))
+    store.close()
+    results.put((won, errors))
 
 
 def append_many(path: str, tag: str, count: int, barrier: Barrier, results: Queue[Any]) -> None:

@@ -69,13 +69,15 @@ class PlanHooks:
     """
 
     def __init__(self, client: ModelClient, catalog: ToolCatalog, tools: dict[str, Tool[Any]],
-                 state: PlanRunState, emit: Callable[[BaseEvent], None], tools_tokens: int) -> None:
+                 state: PlanRunState, emit: Callable[[BaseEvent], None], tools_tokens: int,
+                 permissions: Any = None) -> None:
         self.client = client
         self.catalog = catalog
         self.tools = tools
         self.state = state
         self.emit = emit
         self.tools_tokens = tools_tokens
+        self.permissions = permissions  # runtime.policy.PermissionContext (None: no checks)
         self.gate = StopGateCounter()  # refusals are counted per run part: a resume starts at 0
         self._process_output = tool_output_processor(client)
         self._compress = compress_llm(client, MODULE_COMPRESS_MESSAGES)
@@ -125,7 +127,7 @@ class PlanHooks:
             return self._ask(call, snapshot)
         if call.name == self.catalog.update_plan_name:
             return self._update_plan(call)
-        return self._runtime(call)
+        return self._runtime(call, snapshot)
 
     def _update_plan(self, call: ToolCall) -> ToolOutcome:
         r = self.state.on_update_plan(call.arguments)
@@ -153,12 +155,19 @@ class PlanHooks:
         return ToolOutcome(output=WAITING_FOR_USER_ANSWER, stop=True, skip_compress=True,
                            internal=True, interactive=interactive)
 
-    def _runtime(self, call: ToolCall) -> ToolOutcome:
+    def _runtime(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
+        from ...runtime.plan_support import plan_permission
+
         self.state.on_runtime_tool()  # set before running: a failing tool still counts
         t = self.tools.get(call.name)
         if t is None:
             msg = unknown_tool_message(call.name, self.catalog.names)
             return ToolOutcome(output=msg, error=msg)
+        # Permission first: a denial is the result; an approval card suspends like an ask.
+        blocked = plan_permission(call, t, self.permissions, snapshot, self.state.to_json(),
+                                  self.emit)
+        if blocked is not None:
+            return blocked
         r = t.invoke(call.arguments)
         if isinstance(r.value, Run) and r.value.status == "ask":
             # An agent used as a tool that suspended on its own question: not supported inside

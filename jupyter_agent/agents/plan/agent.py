@@ -25,11 +25,10 @@ from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message
 from ...loop.kernel import LoopConfig, LoopResult
 from ...tools.registry import REGISTRY, Tool
-from .._base import Prepared, TurnOptions, drive, prepare
+from .._base import Prepared, TurnOptions, _store, drive, prepare
 from ..context import TOOL_SEPARATOR, apply_knowledge, join_system
 from ..resume import Answer, register_resumer, resume, suspend
 from ..run import Run, RunRecorder
-from ..toolloop import resolve_tools
 from ._hooks import PlanHooks
 from .ask import AskAnswer, AskRequest, format_answer_for_model
 from .constants import BATCH_TOOL_SIZE, MAX_ROUNDS
@@ -93,15 +92,21 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
         raise MagicUsageError("--option counts from 1.")
     if auto_answer not in (None, "first"):
         raise MagicUsageError(f"--auto-answer must be 'first', not {auto_answer!r}.")
-    selected = resolve_tools(tools)  # an unknown tool name fails before anything is recorded
+    from ...runtime.turn import setup_turn
+
     opt = TurnOptions(**options)
-    p = prepare(KIND, prompt, opt, mode="agent")
+    # Agent, intent, workspace, built-in/MCP tools and permissions (runtime); an unknown tool
+    # name fails before anything is recorded.
+    rt = setup_turn(KIND, prompt, opt, tools, store=_store(opt))
+    selected = rt.tools
+    p = prepare(KIND, prompt, opt, mode="agent", intent=rt.intent, agent=rt.agent_name)
+    rt.bind(p)
     catalog = normalize_catalog(selected)
     for warning in catalog.warnings:
         p.recorder.emit(Warning_(message=warning))
     user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode="agent")
-    background = join_system([p.client.profile.default_system_prompt, opt.system, quote_part],
-                             TOOL_SEPARATOR)
+    background = join_system([p.client.profile.default_system_prompt, rt.system_text, opt.system,
+                              quote_part], TOOL_SEPARATOR)
     user_message: Message = {"role": "user", "content": user_text}
     messages = build_initial_messages([*p.history, user_message], system_prompt=background,
                                       has_runtime_tools=catalog.has_runtime_tools)
@@ -111,7 +116,7 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
     lo = _LoopOptions(system=opt.system, temperature=opt.temperature, max_tokens=opt.max_tokens,
                       stream=opt.stream, max_rounds=max_rounds)
     run = _drive_plan(p, messages, catalog, by_name, state, lo, user_message=user_message,
-                      produced=[], persist_prefix=None)
+                      produced=[], persist_prefix=None, runtime=rt)
     return _answer_up_front(p, run, answer, option, auto_answer)
 
 
@@ -132,9 +137,13 @@ def resume_plan(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:
     registry when the run comes from the store); if one is missing the run ends with status
     ``error`` naming it, and the question is saved again so nothing is lost.
     """
+    from ...runtime.plan_support import is_approval, plan_approval_answer, restore_plan_runtime
+
+    rt = restore_plan_runtime(pending, p)  # workspace, permissions, built-in and MCP tools
+    rt_tools = {t.name: t for t in rt.tools} if rt is not None else {}
     live = _LIVE_TOOLS.get(p.run, {})
     names = list(pending.get("tools") or [])
-    found = [live.get(n) or REGISTRY.get(n) for n in names]
+    found = [live.get(n) or rt_tools.get(n) or REGISTRY.get(n) for n in names]
     missing = [n for n, t in zip(names, found, strict=True) if t is None]
     if missing:
         return _fail_missing_tools(p, pending, missing)
@@ -142,9 +151,13 @@ def resume_plan(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:
     catalog = normalize_catalog(tools)
     by_name = {t.name: t for t in tools}
     _LIVE_TOOLS[p.run] = by_name
-    request = _ask_request(pending["ask"])
-    answer_msg: Message = {"role": "tool", "tool_call_id": pending["call_id"],
-                           "content": format_answer_for_model(request, _ask_answer(request, answer))}
+    if is_approval(pending):  # an approval card: the call runs now, or is denied
+        content = plan_approval_answer(p, pending, answer, by_name,
+                                       rt.permissions if rt is not None else None)
+    else:
+        request = _ask_request(pending["ask"])
+        content = format_answer_for_model(request, _ask_answer(request, answer))
+    answer_msg: Message = {"role": "tool", "tool_call_id": pending["call_id"], "content": content}
     messages = [*pending["messages"], answer_msg]
     state = PlanRunState.model_validate(pending.get("state") or {})
     o = pending.get("options") or {}
@@ -155,18 +168,20 @@ def resume_plan(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:
     user_message = pending["user_message"]
     return _drive_plan(p, messages, catalog, by_name, state, lo, user_message=user_message,
                        produced=produced, persist_prefix=[user_message, *produced],
-                       round_offset=int(pending.get("rounds", 0)))
+                       round_offset=int(pending.get("rounds", 0)), runtime=rt)
 
 
 # ---------------------------------------------------------------------------- the loop
 def _drive_plan(p: Prepared, messages: list[Message], catalog: ToolCatalog,
                 by_name: dict[str, Tool[Any]], state: PlanRunState, lo: _LoopOptions, *,
                 user_message: Message, produced: list[Message],
-                persist_prefix: list[Message] | None, round_offset: int = 0) -> Run:
+                persist_prefix: list[Message] | None, round_offset: int = 0,
+                runtime: Any = None) -> Run:
     """Run (or continue) the loop; suspend on an ask, otherwise finish the Run and the store."""
     prof = p.client.profile
     schemas = catalog.schemas()
-    ph = PlanHooks(p.client, catalog, by_name, state, p.recorder.emit, count_tools_tokens(schemas))
+    ph = PlanHooks(p.client, catalog, by_name, state, p.recorder.emit, count_tools_tokens(schemas),
+                   permissions=runtime.permissions if runtime is not None else None)
     max_tokens = None if lo.max_tokens is None else max(1, min(lo.max_tokens, prof.max_output))
     # The round budget is the run's: a resume gets what is left (0 still makes the final-answer
     # request, so the answer is always read by the model).
@@ -178,7 +193,10 @@ def _drive_plan(p: Prepared, messages: list[Message], catalog: ToolCatalog,
         run = p.run
         run.plan = state.active_plan.to_json() if state.active_plan is not None else None
         if result.status == "ask":
-            suspend(p, _pending(p, result, catalog, lo, user_message, produced))
+            pending = _pending(p, result, catalog, lo, user_message, produced)
+            if runtime is not None:
+                pending["runtime"] = runtime.state()  # workspace, overrides, tool names
+            suspend(p, pending)
             return
         _LIVE_TOOLS.pop(run, None)
         if result.status in ("done", "max_rounds", "aborted"):

@@ -61,7 +61,8 @@ class PlanRunState(BaseModel):
         ``result.message`` is the tool response either way; emit ``plan_updated`` when
         ``result.ok``. A failed update leaves the plan and the flag as they were.
         """
-        result = apply_plan_update(self.active_plan, arguments)
+        # The old plan is dropped here, so the new one may share its unchanged steps.
+        result = apply_plan_update(self.active_plan, arguments, isolate=False)
         if result.ok:
             self.active_plan = result.plan
             self.runtime_tool_called_since_last_plan_update = False

@@ -7,6 +7,9 @@
 
 import { append, h, prettyJson } from "./dom.js";
 
+/** What a card says once its answer is sent (the kernel picks it up when it is idle). */
+const SENT_TEXT = "Answer sent; waiting for the kernel…";
+
 /** The options of an approval card when the payload gives none (the spec's order). */
 export const APPROVAL_OPTIONS = ["Allow once", "Allow for this session", "Deny"];
 
@@ -72,7 +75,7 @@ export function renderPendingAsk(state, ask, onAction) {
     for (const c of controls) c.disabled = true;
     if (chosen) chosen.classList.add("ja-chosen");
     card.classList.add("ja-ask-sent");
-    statusLine.textContent = "Sending…";
+    statusLine.textContent = SENT_TEXT;
     try {
       onAction(msg);
     } catch (err) {
@@ -157,7 +160,7 @@ export function renderPendingAsk(state, ask, onAction) {
   if (sent) {
     for (const c of controls) c.disabled = true;
     card.classList.add("ja-ask-sent");
-    statusLine.textContent = "Sending…";
+    statusLine.textContent = SENT_TEXT;
   } else if (!live) {
     statusLine.textContent = "Waiting for an answer.";
   }

@@ -11,17 +11,24 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.agents.plan import (
-    INTERACTIVE_NOT_SUPPORTED,
-    build_main_system_prompt,
-    plan,
-)
+from jupyter_agent.agents.plan import INTERACTIVE_NOT_SUPPORTED, MAIN_AGENT_MARKER, plan
 from jupyter_agent.session import Store
 from jupyter_agent.tools.registry import Tool, tool
 from tests.agents.plan.plan_scripts import ask, events_of, set_plan, step_done, tool_names
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.usefixtures("plan_env")
+
+
+def planning_prompt(message: dict[str, Any], *, runtime_tools: bool) -> bool:
+    """True for the planning agent's system prompt (the tool constraint only without tools).
+
+    Checked by its sections rather than verbatim: the runtime layer may add hints to the
+    background section.
+    """
+    content = message["content"]
+    return (message["role"] == "system" and content.startswith(MAIN_AGENT_MARKER)
+            and ("<tool_constraint>" in content) is not runtime_tools)
 
 
 def test_simplest_plan_run_answers_directly(srv: ScriptedOpenAI, client: Any, store: Store):
@@ -35,10 +42,9 @@ def test_simplest_plan_run_answers_directly(srv: ScriptedOpenAI, client: Any, st
     (req,) = srv.requests
     assert req["tool_choice"] == "auto"
     assert tool_names(req) == ["ask_agent", "update_plan"]
-    assert req["messages"] == [
-        {"role": "system", "content": build_main_system_prompt(None, has_runtime_tools=False)},
-        {"role": "user", "content": "hello there"},
-    ]
+    system, user = req["messages"]
+    assert planning_prompt(system, runtime_tools=False)
+    assert user == {"role": "user", "content": "hello there"}
     assert store.get_run(run.run_id).status == "done"
     assert store.get_messages("default") == [
         {"role": "user", "content": "hello there"},
@@ -53,10 +59,8 @@ def test_session_history_comes_before_the_user_message_and_system_text_is_backgr
     plan("second question", client=client, store=store, tools=[], system="Be terse.")
 
     messages = srv.requests[1]["messages"]
-    assert messages[0] == {"role": "system",
-                           "content": build_main_system_prompt("Be terse.",
-                                                               has_runtime_tools=False)}
-    assert "<user_background>\nBe terse.\n</user_background>" in messages[0]["content"]
+    assert planning_prompt(messages[0], runtime_tools=False)
+    assert "Be terse." in messages[0]["content"].split("</user_background>")[0]
     assert messages[1:] == [
         {"role": "user", "content": "first question"},
         {"role": "assistant", "content": "one"},
@@ -170,8 +174,7 @@ def test_answer_is_the_text_without_tool_calls(srv: ScriptedOpenAI, client: Any,
 
     assert run.status == "done" and run.answer == "B"
     assert tool_names(srv.requests[0]) == ["lookup", "ask_agent", "update_plan"]
-    assert srv.requests[0]["messages"][0]["content"] == build_main_system_prompt(
-        None, has_runtime_tools=True)
+    assert planning_prompt(srv.requests[0]["messages"][0], runtime_tools=True)
     assert run.tool_values["c1"] == "value of k"
 
 
@@ -334,3 +337,18 @@ def test_an_interactive_child_is_not_supported(srv: ScriptedOpenAI, client: Any,
                                                "content": INTERACTIVE_NOT_SUPPORTED}
     assert run.tool_values["h1"].status == "ask"  # the child's Run is kept as the value
     assert store.get_run(run.run_id).status == "done"
+
+
+def test_round_limit_ends_with_one_forced_final_answer(srv: ScriptedOpenAI, client: Any,
+                                                       store: Store):
+    # README item 4 on the plan loop: max_rounds, then one tool_choice='none' request.
+    srv.enqueue(tool_calls([call("update_plan", set_plan("1", "2"), id="p1")]),
+                tool_calls([call("update_plan", step_done("1"), id="p2")]),
+                text("Step 2 is still open; here is what I have."))
+    run = plan("go", client=client, store=store, tools=[], max_rounds=2)
+
+    assert run.status == "max_rounds"
+    assert run.answer == "Step 2 is still open; here is what I have."
+    assert [r["tool_choice"] for r in srv.requests] == ["auto", "auto", "none"]
+    assert srv.requests[2]["messages"][-1]["role"] == "user"
+    assert store.get_run(run.run_id).status == "max_rounds"

@@ -1,0 +1,246 @@
+"""Per-round overhead of the ``%%plan`` layer over the bare loop kernel.
+
+A 100-step plan run (one ``set_plan``, then one ``update_step`` per round, then the answer:
+102 model requests) against the scripted server, compared with the bare kernel loop making
+the same requests with the same prompt, tool schemas and tool-result sizes, but answering
+every call with a constant through minimal hooks (no plan, gate, events or store).
+
+Reported:
+- end-to-end: (plan run - bare run) / rounds, best and median of ``--repeat`` pairs;
+- in-layer: time spent inside the planning hooks and the run recorder (events, view,
+  store writes), per round, measured directly (nested calls counted once);
+- widget: ``send_state`` syncs of the live display, per round and per event batch (a batch is
+  one write of buffered events to the store, i.e. a round boundary or a plan/tool event).
+
+Target: <= 2 ms per round. Run: ``python bench/bench_plan.py [--repeat 5] [--steps 100]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: tests.fakes
+
+from jupyter_agent.agents.plan import build_main_system_prompt, normalize_catalog, plan  # noqa: E402
+from jupyter_agent.agents.plan._hooks import PlanHooks  # noqa: E402
+from jupyter_agent.agents.run import RunRecorder, last_run  # noqa: E402
+from jupyter_agent.llm.client import ModelClient, RetryPolicy  # noqa: E402
+from jupyter_agent.loop.hooks import LoopHooks, ToolOutcome  # noqa: E402
+from jupyter_agent.loop.kernel import LoopConfig, run_loop  # noqa: E402
+from jupyter_agent.session import Store  # noqa: E402
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls  # noqa: E402
+
+PROMPT = "Work through the 100-step checklist and update the plan after every step."
+TARGET_MS = 2.0
+
+
+def _plan_args(steps: int) -> dict[str, Any]:
+    return {"updates": [{"action": "set_plan", "plan": {
+        "task": "Checklist", "description": "Go through every item.",
+        "steps": [{"id": str(i), "title": f"Item {i}", "description": f"Check item {i}.",
+                   "acceptanceCriteria": [f"item {i} checked"], "status": "pending"}
+                  for i in range(1, steps + 1)]}}]}
+
+
+def _step_args(i: int) -> dict[str, Any]:
+    return {"updates": [{"action": "update_step", "stepId": str(i), "status": "done",
+                         "outputSummary": f"item {i} checked"}]}
+
+
+def _script(steps: int, name: str) -> list[Any]:
+    turns = [tool_calls([call(name, _plan_args(steps), id="c0")])]
+    turns += [tool_calls([call(name, _step_args(i), id=f"c{i}")]) for i in range(1, steps + 1)]
+    turns.append(text(f"All {steps} items are checked."))
+    return turns
+
+
+def _client(srv: ScriptedOpenAI) -> ModelClient:
+    return ModelClient("gpt-4.1-mini", api_key="bench", base_url=srv.base_url,
+                       retry=RetryPolicy(0))
+
+
+# ---------------------------------------------------------------------------- the two runs
+def run_plan(srv: ScriptedOpenAI, steps: int, store: Store, listeners: list[Any]) -> tuple[
+        float, Any]:
+    """One planning run; returns (seconds, run)."""
+    srv.reset()
+    srv.enqueue(*_script(steps, "update_plan"))
+    t0 = time.perf_counter()
+    run = plan(PROMPT, client=_client(srv), store=store, tools=[], history=0,
+               max_rounds=steps + 10, listeners=listeners)
+    seconds = time.perf_counter() - t0
+    assert run.status == "done", (run.status, run.error)
+    return seconds, run
+
+
+def run_bare(srv: ScriptedOpenAI, steps: int) -> tuple[float, int]:
+    """The bare kernel loop over the same requests; returns (seconds, rounds)."""
+    srv.reset()
+    srv.enqueue(*_script(steps, "noop"))
+    client = _client(srv)
+    catalog = normalize_catalog([])
+    noop = {"type": "function", "function": {"name": "noop", "description": "Do nothing.",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    tools = [noop, *catalog.schemas()[1:]]  # same schema sizes: noop stands in for ask_agent
+    messages = [{"role": "system", "content": build_main_system_prompt(None,
+                                                                       has_runtime_tools=False)},
+                {"role": "user", "content": PROMPT}]
+    # A tool result as long as the plan's ("Applied 1 plan update." + progress line).
+    result = ("Applied 1 plan update.\nPlan progress: 50 done, 0 in progress, 50 pending, "
+              "0 blocked, 0 skipped.")
+    cfg = LoopConfig(model=client.profile.model, tools=tools, max_rounds=steps + 10,
+                     batch_size=5)
+    hooks = LoopHooks(run_tool=lambda c, s: ToolOutcome(output=result),
+                      can_batch=lambda c: False)
+    t0 = time.perf_counter()
+    res = run_loop(client, messages, cfg, hooks)
+    seconds = time.perf_counter() - t0
+    assert res.status == "done", (res.status, res.error)
+    return seconds, res.rounds
+
+
+# ---------------------------------------------------------------------------- in-layer timing
+class LayerTimer:
+    """Accumulates time spent in wrapped functions; nested wrapped calls count once."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._depth = 0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return fn(*args, **kwargs)
+            self._depth += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+                self._depth -= 1
+
+        return timed
+
+
+@contextlib.contextmanager
+def instrumented(timer: LayerTimer) -> Iterator[None]:
+    """Time the planning hooks and the recorder (events, view reduction, store writes)."""
+    targets = [(PlanHooks, n) for n in ("run_tool", "request_control", "on_stop_candidate",
+                                        "fit_context")] + [(RunRecorder, "emit")]
+    saved = [(cls, n, getattr(cls, n)) for cls, n in targets]
+    try:
+        for cls, n, fn in saved:
+            setattr(cls, n, timer.wrap(fn))
+        yield
+    finally:
+        for cls, n, fn in saved:
+            setattr(cls, n, fn)
+
+
+# ---------------------------------------------------------------------------- widget syncs
+class SyncCounter:
+    """Attaches a live display to the run and counts widget syncs and store event batches."""
+
+    def __init__(self, store: Store) -> None:
+        self.display: Any = None
+        self.syncs = 0
+        self.batches = 0
+        original = store.append_events
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.batches += 1
+            return original(*args, **kwargs)
+
+        store.append_events = counted  # type: ignore[method-assign]
+
+    def listener(self, event: Any) -> None:
+        if self.display is None:
+            from jupyter_agent.ui.live import LiveDisplay
+
+            with contextlib.redirect_stdout(io.StringIO()):  # no notebook: display() prints
+                self.display = LiveDisplay(last_run())
+            push = self.display.widget.push
+
+            def counted_push() -> None:
+                self.syncs += 1
+                push()
+
+            self.display.widget.push = counted_push
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.display.on_event(event)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    args = ap.parse_args(argv)
+
+    deltas: list[float] = []
+    layer: list[float] = []
+    plan_times: list[float] = []
+    bare_times: list[float] = []
+    rounds = 0
+    with ScriptedOpenAI() as srv, tempfile.TemporaryDirectory() as tmp:
+        run_bare(srv, 5)  # warm up: connections, imports
+        with Store(Path(tmp) / "warm.sqlite3") as warm:
+            run_plan(srv, 5, warm, [])
+        for i in range(args.repeat):
+            bare_s, rounds = run_bare(srv, args.steps)
+            timer = LayerTimer()
+            with Store(Path(tmp) / f"bench{i}.sqlite3") as store, instrumented(timer):
+                plan_s, run = run_plan(srv, args.steps, store, [])
+            assert run.rounds == rounds, (run.rounds, rounds)
+            plan_times.append(plan_s)
+            bare_times.append(bare_s)
+            deltas.append((plan_s - bare_s) / rounds * 1000)
+            layer.append(timer.seconds / rounds * 1000)
+        with Store(Path(tmp) / "widget.sqlite3") as store:
+            counter = SyncCounter(store)
+            _, run = run_plan(srv, args.steps, store, [counter.listener])
+    results = {
+        "rounds": rounds,
+        "plan_run_s": round(min(plan_times), 3),
+        "bare_run_s": round(min(bare_times), 3),
+        "overhead_ms_per_round_best": round(min(deltas), 3),
+        "overhead_ms_per_round_median": round(statistics.median(deltas), 3),
+        "in_layer_ms_per_round_best": round(min(layer), 3),
+        "in_layer_ms_per_round_median": round(statistics.median(layer), 3),
+        "widget_syncs": counter.syncs,
+        "event_batches": counter.batches,
+        "events": len(run.events),
+        "widget_syncs_per_round": round(counter.syncs / rounds, 2),
+        "widget_syncs_per_batch": round(counter.syncs / max(1, counter.batches), 2),
+        "target_ms_per_round": TARGET_MS,
+    }
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"{rounds} rounds; plan run {results['plan_run_s']} s, bare kernel "
+              f"{results['bare_run_s']} s (best of {args.repeat})")
+        print(f"end-to-end overhead: {results['overhead_ms_per_round_best']} ms/round best, "
+              f"{results['overhead_ms_per_round_median']} median (target <= {TARGET_MS})")
+        print(f"in-layer time:       {results['in_layer_ms_per_round_best']} ms/round best, "
+              f"{results['in_layer_ms_per_round_median']} median")
+        print(f"widget: {counter.syncs} syncs for {len(run.events)} events, {counter.batches} "
+              f"event batches: {results['widget_syncs_per_round']}/round, "
+              f"{results['widget_syncs_per_batch']}/batch")
+    ok = min(deltas) <= TARGET_MS or min(layer) <= TARGET_MS
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,242 @@
+"""A cassette: the recorded model responses and ask answers of one notebook (or script).
+
+Each interaction is keyed by a stable hash of what identifies the request (model, messages,
+tools, tool choice, sampling parameters, any other body field except the streaming options).
+The API key and the base URL are never part of a request body, so they are never part of a
+key or a cassette. Tool-call ids are replaced by placeholders before hashing: providers that
+send none get random local ids, which must not make a replay miss.
+
+Storage (see :mod:`.storage`): a notebook's metadata (``metadata["jupyter_agent"]["cassette"]``)
+or a JSON file beside it (``<name>.cassette.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+from ..errors import JupyterAgentError
+from ._diff import closest, describe_difference
+
+__all__ = ["CASSETTE_VERSION", "Chunk", "Interaction", "RecordedAnswer", "Cassette",
+           "NoRecordingError", "request_summary", "request_key"]
+
+CASSETTE_VERSION = 1
+_NOT_IDENTIFYING = frozenset({"stream", "stream_options", "user", "metadata", "store"})
+_PROFILE_SKIP = frozenset({"base_url"})
+
+
+class NoRecordingError(JupyterAgentError):
+    """A replayed request has no recording (the message names the first differing field)."""
+
+
+class Chunk(BaseModel):
+    """One decoded SSE chunk, ``t`` seconds after its request was sent."""
+
+    t: float
+    data: dict[str, Any]
+
+
+class Interaction(BaseModel):
+    """One model call: the request summary and what came back."""
+
+    key: str
+    request: dict[str, Any]
+    """The identifying fields (see :func:`request_summary`)."""
+    chunks: list[Chunk] | None = None
+    """The streamed answer, chunk by chunk (``None`` for a non-streamed call)."""
+    response: dict[str, Any] | None = None
+    """The JSON body of a non-streamed answer."""
+    error: str | None = None
+    """The call failed (after retries) with this message; replayed as the same failure."""
+    status_code: int | None = None
+    seconds: float = 0.0
+
+
+class RecordedAnswer(BaseModel):
+    """An answer given to an ask or an approval while recording."""
+
+    call_id: str
+    question: str = ""
+    kind: Literal["ask", "approval"] = "ask"
+    how: Literal["option", "other", "dismissed"]
+    option_index: int | None = None
+    text: str = ""
+    via: Literal["click", "code"] = "click"
+    """``click``: a button (replay answers it by itself); ``code``: a notebook cell
+    (``%agent resume``, ``--option``), which answers it again when the notebook is replayed."""
+
+    def to_answer(self) -> Any:
+        """The :class:`~jupyter_agent.agents.resume.Answer` to resume with."""
+        from ..agents.resume import Answer
+
+        return Answer(self.how, option_index=self.option_index, text=self.text)
+
+
+def _normalize_ids(messages: list[Any]) -> list[Any]:
+    """Messages with every tool-call id replaced by ``call#N`` (N in order of appearance)."""
+    ids: dict[str, str] = {}
+
+    def alias(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        return ids.setdefault(value, f"call#{len(ids) + 1}")
+
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or not (m.get("tool_calls") or m.get("tool_call_id")):
+            out.append(m)
+            continue
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [{**c, "id": alias(c.get("id"))} if isinstance(c, dict) else c
+                               for c in m["tool_calls"]]
+        if m.get("tool_call_id"):
+            m["tool_call_id"] = alias(m["tool_call_id"])
+        out.append(m)
+    return out
+
+
+def request_summary(body: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a request body that identify it (what the key is a hash of)."""
+    out = {k: v for k, v in body.items() if k not in _NOT_IDENTIFYING}
+    if "max_completion_tokens" in out:  # the same limit under another name
+        out["max_tokens"] = out.pop("max_completion_tokens")
+    out["messages"] = _normalize_ids(list(out.get("messages") or []))
+    # A JSON round trip, so the summary equals what a saved cassette holds (tuples, floats…).
+    return json.loads(json.dumps(out, ensure_ascii=False, default=str))
+
+
+def request_key(summary: dict[str, Any]) -> str:
+    """A stable hash of a request summary."""
+    text = json.dumps(summary, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class Cassette(BaseModel):
+    """Recorded model calls and answers, replayable without network or key."""
+
+    version: int = CASSETTE_VERSION
+    model: str | None = None
+    """The model (profile name) the recording was made with; replay selects it."""
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The profiles used while recording (never a key or base URL), so a replay builds the
+    same requests (system prompt, capabilities, prices) without the provider's setup."""
+    interactions: list[Interaction] = Field(default_factory=list)
+    answers: list[RecordedAnswer] = Field(default_factory=list)
+
+    _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
+    _served: Counter[str] = PrivateAttr(default_factory=Counter)
+    _used_answers: set[int] = PrivateAttr(default_factory=set)
+    location: str = Field(default="", exclude=True)
+    """Where the cassette is stored (for messages); not saved."""
+
+    # ------------------------------------------------------------ recording
+    def add_profile(self, profile: Any) -> None:
+        """Remember ``profile`` (a ModelProfile) under its name; the first one names the model."""
+        with self._lock:
+            data = profile.model_dump(mode="json", exclude=set(_PROFILE_SKIP))
+            self.profiles[profile.name] = data
+            if self.model is None:
+                self.model = profile.name
+
+    def add(self, body: dict[str, Any], *, chunks: list[Chunk] | None = None,
+            response: dict[str, Any] | None = None, error: str | None = None,
+            status_code: int | None = None, seconds: float = 0.0) -> Interaction:
+        """Record one call made with ``body``."""
+        summary = request_summary(body)
+        item = Interaction(key=request_key(summary), request=summary, chunks=chunks,
+                           response=response, error=error, status_code=status_code,
+                           seconds=round(seconds, 4))
+        with self._lock:
+            self.interactions.append(item)
+        return item
+
+    def add_answer(self, pending: dict[str, Any], answer: Any, via: str = "click") -> None:
+        """Record the answer given to the ask saved in ``pending`` (a suspended run's record)."""
+        ask = pending.get("ask") or {}
+        item = RecordedAnswer(call_id=str(pending.get("call_id") or ask.get("call_id") or ""),
+                              question=str(ask.get("question") or ""),
+                              kind="approval" if ask.get("kind") == "approval" else "ask",
+                              how=answer.how, option_index=answer.option_index,
+                              text=answer.text or "", via="code" if via == "code" else "click")
+        with self._lock:
+            self.answers.append(item)
+
+    def clear(self) -> None:
+        """Forget everything recorded (a fresh recording)."""
+        with self._lock:
+            self.model = None
+            self.profiles.clear()
+            self.interactions.clear()
+            self.answers.clear()
+            self.rewind()
+
+    # -------------------------------------------------------------- replay
+    def rewind(self) -> None:
+        """Replay from the start again (identical requests are served in recorded order)."""
+        with self._lock:
+            self._served.clear()
+            self._used_answers.clear()
+
+    def find(self, body: dict[str, Any]) -> Interaction:
+        """The recording for ``body``; the n-th identical request gets the n-th recording
+        (the last one again once they are used up).
+
+        Raises:
+            NoRecordingError: nothing was recorded for this request; the message names the
+                first field that differs from the closest recorded request.
+        """
+        summary = request_summary(body)
+        key = request_key(summary)
+        with self._lock:
+            matches = [i for i in self.interactions if i.key == key]
+            if matches:
+                n = self._served[key]
+                self._served[key] += 1
+                return matches[min(n, len(matches) - 1)]
+        raise NoRecordingError(self.miss_message(summary))
+
+    def miss_message(self, summary: dict[str, Any]) -> str:
+        """The one-line explanation of a miss."""
+        # The file name only: an absolute path has no place in a saved notebook output.
+        where = f" in {Path(self.location).name}" if self.location else ""
+        if not self.interactions:
+            return (f"No recording for this request: the cassette{where} is empty. Record it "
+                    "first (`%agent record`, or `python -m jupyter_agent.replay.rerecord`).")
+        recorded = [i.request for i in self.interactions]
+        best = closest(summary, recorded)
+        what = describe_difference(summary, recorded[best])
+        return (f"No recording for this request: {what} (closest recording: #{best + 1} of "
+                f"{len(recorded)}{where}). Re-record with `%agent record` or "
+                "`python -m jupyter_agent.replay.rerecord`.")
+
+    def answer_for(self, call_id: str, question: str = "",
+                   via: tuple[str, ...] = ("click",)) -> RecordedAnswer | None:
+        """The recorded answer to the ask ``call_id`` (else the next unused answer to the same
+        question, for models whose call ids are generated locally)."""
+        with self._lock:
+            candidates = [(i, a) for i, a in enumerate(self.answers) if a.via in via]
+            hit = next(((i, a) for i, a in candidates if call_id and a.call_id == call_id), None)
+            if hit is None and question:
+                hit = next(((i, a) for i, a in candidates
+                            if a.question == question and i not in self._used_answers), None)
+            if hit is None:
+                return None
+            self._used_answers.add(hit[0])
+            return hit[1]
+
+    def profile(self, name: str) -> Any:
+        """The recorded ModelProfile called ``name``, or None."""
+        data = self.profiles.get(name)
+        if data is None:
+            return None
+        from ..llm.profiles import ModelProfile
+
+        return ModelProfile.model_validate(data)

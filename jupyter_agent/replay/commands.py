@@ -1,0 +1,76 @@
+"""``%agent record [PATH]``, ``%agent replay [PATH]``, ``%agent live`` (and ``%agent cassette``).
+
+Imported by ``jupyter_agent.commands`` on first use of ``%agent``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..commands import add_parser, command
+
+__all__: list[str] = []
+
+
+@add_parser
+def _parsers(sub: Any) -> None:
+    rec = sub.add_parser("record")
+    rec.add_argument("path", nargs="?")
+    rec.add_argument("--model")
+    rec.add_argument("--append", action="store_true")
+    rec.add_argument("--keep-store", action="store_true")
+    rep = sub.add_parser("replay")
+    rep.add_argument("path", nargs="?")
+    rep.add_argument("--model")
+    rep.add_argument("--timing", choices=["fast", "recorded"], default="fast")
+    rep.add_argument("--keep-store", action="store_true")
+    sub.add_parser("live")
+    sub.add_parser("cassette")
+
+
+def _shown(path: str | None, cassette: Any) -> str:
+    # The path as the user wrote it: an absolute machine path has no place in a saved output.
+    return path or Path(cassette.location).name
+
+
+@command("record", "Record model calls and ask answers: record [PATH] [--model NAME] [--append].")
+def _cmd_record(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .mode import start
+
+    c = start("record", args.path, model=args.model, append=args.append,
+              keep_store=args.keep_store)
+    from ..config import choose_model
+
+    print(f"Recording model calls ({choose_model()}) and answers into {_shown(args.path, c)}. "
+          "`%agent live` stops.")
+
+
+@command("replay", "Replay recorded model calls, no key needed: replay [PATH] [--timing recorded].")
+def _cmd_replay(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .mode import start
+
+    c = start("replay", args.path, model=args.model, timing=args.timing,
+              keep_store=args.keep_store)
+    print(f"Replaying {len(c.interactions)} recorded model call(s) of {c.model} from "
+          f"{_shown(args.path, c)}: no API key needed. `%agent live` calls the model again.")
+
+
+@command("live", "Stop recording or replaying: model calls go to the model again.")
+def _cmd_live(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .mode import go_live
+
+    was = go_live()
+    if was is None:
+        print("live: model calls go to the model.")
+    else:
+        print(f"live: model calls go to the model again ({len(was.interactions)} call(s) in "
+              f"{Path(was.location).name}).")
+
+
+@command("cassette", "Show whether model calls are live, recorded or replayed.")
+def _cmd_cassette(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .mode import describe
+
+    print(describe())

@@ -1,0 +1,178 @@
+"""The process-wide record/replay mode (``%agent record`` / ``%agent replay`` / ``%agent live``).
+
+``config.make_client`` consults ``settings.cassette_mode``: in ``record`` mode it builds
+:class:`~.client.RecordingClient` objects, in ``replay`` mode :class:`~.client.ReplayClient`
+ones, both on the cassette at ``settings.cassette_path`` (one cassette object per file,
+shared by every client of the process).
+
+Record and replay run on a scratch session store (an empty temporary one) unless told to keep
+the real one: a replay must start from the same empty sessions as its recording, or the
+history sent along would differ; and a replay must not mix recorded answers into real sessions.
+``%agent live`` puts the real store back.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import config
+from ..errors import MagicUsageError
+from .cassette import Cassette
+from .client import ReplayClient, Timing
+from .storage import default_cassette_path, load_cassette
+
+__all__ = ["Mode", "start", "go_live", "active_cassette", "cassette_at", "replay_client",
+           "cell_client", "describe"]
+
+Mode = Literal["live", "record", "replay"]
+
+_lock = threading.RLock()
+_cassettes: dict[str, Cassette] = {}
+_state: dict[str, Any] = {}
+"""What ``go_live`` restores: ``store`` (the previous default store), ``scratch`` (the scratch
+directory), ``model`` (the previous ``settings.active_model``, when replay/record changed it)."""
+
+
+def _resolve(path: str | Path | None) -> Path:
+    return Path(path if path else default_cassette_path()).expanduser().resolve()
+
+
+def cassette_at(path: str | Path | None, *, reload: bool = False) -> Cassette:
+    """The cassette stored at ``path`` (default: :func:`~.storage.default_cassette_path`),
+    loaded once per process and shared."""
+    p = _resolve(path)
+    with _lock:
+        c = _cassettes.get(str(p))
+        if c is None or reload:
+            c = _cassettes[str(p)] = load_cassette(p)
+        return c
+
+
+def active_cassette() -> Cassette:
+    """The cassette of the current mode (``settings.cassette_path``, else the default one)."""
+    return cassette_at(config.settings.cassette_path)
+
+
+def replay_client(model: Any) -> ReplayClient:
+    """A replay client on the active cassette (``config.make_client`` caches it)."""
+    return ReplayClient.for_model(model, active_cassette(), config.settings.cassette_timing)
+
+
+def cell_client(mode: Literal["record", "replay"], model: str | None) -> Any:
+    """The client for one cell's ``--record`` / ``--replay`` (whatever the process mode).
+
+    A replayed cell uses the cassette's recorded model unless ``--model`` names one.
+    """
+    from ..config import make_client
+
+    if mode == "replay":
+        cassette = active_cassette()
+        if not cassette.interactions:
+            raise MagicUsageError(f"--replay: nothing recorded in {Path(cassette.location).name}"
+                                  " yet; record the cell first with --record.")
+        return make_client(model or cassette.model or config.choose_model(), cassette="replay")
+    return make_client(model or config.choose_model(), cassette="record")
+
+
+def start(mode: Literal["record", "replay"], path: str | Path | None = None, *,
+          model: str | None = None, timing: Timing = "fast", append: bool = False,
+          keep_store: bool = False) -> Cassette:
+    """Switch the process to recording into, or replaying from, the cassette at ``path``.
+
+    Args:
+        mode: ``record`` or ``replay``.
+        path: A notebook (the cassette lives in its metadata) or a JSON file; default
+            ``<notebook>.cassette.json`` beside the running notebook.
+        model: Record with this model (default: the configured one). Replay uses the recorded
+            model unless this names another.
+        timing: Replay at full speed (``fast``) or with the recorded delays (``recorded``).
+        append: Record: keep what the cassette holds and add to it (default: start afresh).
+        keep_store: Use the real session store instead of a scratch one.
+
+    Raises:
+        MagicUsageError: replaying a cassette that holds nothing.
+    """
+    with _lock:
+        p = _resolve(path)
+        cassette = cassette_at(p, reload=True)
+        if mode == "replay" and not (cassette.interactions or cassette.answers):
+            raise MagicUsageError(f"Nothing recorded in {p.name}: record it first "
+                                  "(`%agent record`, or python -m jupyter_agent.replay.rerecord).")
+        if mode == "record" and not append:
+            cassette.clear()
+        _restore()
+        wanted = model or (cassette.model if mode == "replay" else None)
+        if wanted:
+            _state["model"] = config.settings.active_model
+            config.settings.active_model = wanted
+        if not keep_store:
+            _use_scratch_store()
+        config.settings.cassette_mode = mode
+        config.settings.cassette_path = str(p)
+        config.settings.cassette_timing = timing
+        config.clear_client_cache()
+        return cassette
+
+
+def go_live() -> Cassette | None:
+    """Back to live model calls (and the real session store); returns the cassette that was
+    in use, if any."""
+    with _lock:
+        was = active_cassette() if config.settings.cassette_mode != "live" else None
+        _restore()
+        config.settings.cassette_mode = "live"
+        config.settings.cassette_path = None
+        config.settings.cassette_timing = "fast"
+        config.clear_client_cache()
+        return was
+
+
+def describe() -> str:
+    """One line: the current mode and cassette."""
+    mode = config.settings.cassette_mode
+    if mode == "live":
+        return "live: model calls go to the model."
+    c = active_cassette()
+    name = Path(c.location).name
+    if mode == "record":
+        return f"record: {len(c.interactions)} model call(s) recorded so far into {name}."
+    return (f"replay: {len(c.interactions)} recorded model call(s) of {c.model} from {name}"
+            f" ({config.settings.cassette_timing} timing).")
+
+
+# ----------------------------------------------------------------------------- internals
+def _use_scratch_store() -> None:
+    from ..session import Store
+    from ..session.store import swap_default_store
+
+    scratch = Path(tempfile.mkdtemp(prefix="jupyter-agent-cassette-"))
+    previous = swap_default_store(Store(scratch / "store.sqlite3"))
+    _state["store"] = previous
+    _state["scratch"] = scratch
+
+
+def _restore() -> None:
+    """Undo what the last ``start`` changed (model choice, scratch store)."""
+    if "model" in _state:
+        config.settings.active_model = _state.pop("model")
+    scratch = _state.pop("scratch", None)
+    if scratch is not None:
+        from ..session.store import swap_default_store
+
+        store = swap_default_store(_state.pop("store", None))
+        if store is not None:
+            store.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@atexit.register
+def _cleanup() -> None:
+    scratch = _state.get("scratch")
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+

@@ -1,0 +1,136 @@
+"""Where cassettes live: a notebook's metadata, or a JSON file beside the notebook.
+
+A path ending in ``.ipynb`` means the notebook's ``metadata["jupyter_agent"]["cassette"]``
+(nothing else in the notebook changes; the file is read and written as the plain JSON of the
+nbformat 4 format, because importing nbformat costs seconds in a kernel). Any other path is a
+JSON file. Writes are atomic (temporary file, then rename) and scrubbed of secrets: every
+``*API_KEY`` environment value and the configured key are replaced before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .cassette import Cassette
+
+__all__ = ["METADATA_KEY", "load_cassette", "save_cassette", "cassette_path_for",
+           "default_cassette_path", "is_notebook", "write_notebook_json"]
+
+METADATA_KEY = "jupyter_agent"
+"""The notebook metadata entry holding ``{"cassette": {...}}``."""
+
+
+def is_notebook(path: str | Path) -> bool:
+    """Whether ``path`` names a notebook (the cassette is then in its metadata)."""
+    return str(path).endswith(".ipynb")
+
+
+def cassette_path_for(notebook: str | Path) -> Path:
+    """The JSON file beside ``notebook``: ``<name>.cassette.json``."""
+    p = Path(notebook)
+    return p.with_name(p.stem + ".cassette.json")
+
+
+def default_cassette_path() -> Path:
+    """The cassette used when none is named: beside the running notebook when Jupyter says
+    which one it is (``JPY_SESSION_NAME``), else ``jupyter-agent.cassette.json`` here."""
+    session = os.environ.get("JPY_SESSION_NAME")
+    if session and session.endswith(".ipynb"):
+        return cassette_path_for(Path(session).name)
+    return Path("jupyter-agent.cassette.json")
+
+
+def load_cassette(path: str | Path) -> Cassette:
+    """The cassette stored at ``path`` (an empty one when nothing is stored there yet)."""
+    p = Path(path)
+    data: Any = None
+    if p.exists():
+        if is_notebook(p):
+            nb = json.loads(p.read_text(encoding="utf-8"))
+            data = ((nb.get("metadata") or {}).get(METADATA_KEY) or {}).get("cassette")
+        else:
+            text = p.read_text(encoding="utf-8")
+            data = json.loads(text) if text.strip() else None
+    cassette = Cassette.model_validate(_plain(data)) if data else Cassette()
+    cassette.location = str(p)
+    return cassette
+
+
+def save_cassette(cassette: Cassette, path: str | Path | None = None) -> Path:
+    """Write ``cassette`` to ``path`` (default: where it was loaded from)."""
+    p = Path(path or cassette.location)
+    with cassette._lock:
+        data = json.loads(_scrub(cassette.model_dump_json()))
+    if is_notebook(p):
+        nb = json.loads(p.read_text(encoding="utf-8"))
+        nb.setdefault("metadata", {}).setdefault(METADATA_KEY, {})["cassette"] = data
+        _atomic_write(p, write_notebook_json(nb))
+    else:
+        _atomic_write(p, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    return p
+
+
+def write_notebook_json(nb: dict[str, Any]) -> str:
+    """A notebook as nbformat writes it (1-space indent, sorted keys, trailing newline)."""
+    return json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "),
+                      ensure_ascii=False) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """nbformat's NotebookNode dicts as plain dicts (pydantic validates them either way, but
+    the chunk payloads must be plain JSON for the stream assembler)."""
+    return json.loads(json.dumps(value))
+
+
+def _secrets() -> list[str]:
+    found = {v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= 8}
+    try:
+        from ..config import settings
+
+        if settings.api_key is not None:
+            found.add(settings.api_key.get_secret_value())
+    except ImportError:  # pragma: no cover - config always imports
+        pass
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
+def _scrub(text: str) -> str:
+    """``text`` with every known secret replaced (a key pasted into a prompt stays private)."""
+    for secret in _secrets():
+        for form in {secret, json.dumps(secret)[1:-1]}:
+            text = text.replace(form, "<redacted>")
+    try:
+        from ..session._db import redact
+
+        text = redact(text)
+    except ImportError:  # pragma: no cover
+        pass
+    return text
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        # mkstemp makes the file private; keep the mode the file had (or the usual one).
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,119 @@
+"""The tool catalog of a turn: names resolved to ``Tool`` objects.
+
+A name is looked up, in order, among the user's ``@tool`` functions, the built-in workspace
+tools (``bash``, ``read_file``, ``write_file``, ``web_fetch``, ``search_files``,
+``glob_files``), ``spawn_agent``, and the tools of connected MCP servers (``mcp_<server>_<tool>``,
+or ``mcp_<server>`` for all of one server's tools). Built-ins and MCP tools are offered only
+when named (by ``--tools`` or by the agent); the default tool set is every ``@tool`` function.
+
+Every tool here carries an ``origin`` attribute (``user``, ``builtin``, ``mcp``, ``spawn``),
+which the permission policy reads: a user's tool is allowed by default, the others are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import ToolError
+from ..tools.builtin import BUILTIN_TOOL_NAMES, Workspace, make_builtin_functions
+from ..tools.registry import REGISTRY, Tool
+
+__all__ = ["BUILTIN_TOOL_NAMES", "READ_ONLY_BUILTINS", "builtin_tools", "resolve_tool_specs",
+           "tag", "rebind_builtins", "SPAWN_TOOL_NAME"]
+
+READ_ONLY_BUILTINS = frozenset({"read_file", "search_files", "glob_files", "web_fetch"})
+"""Built-ins without side effects in the workspace: they may run in parallel batches."""
+SPAWN_TOOL_NAME = "spawn_agent"
+
+
+def tag(tool: Tool[Any], origin: str) -> Tool[Any]:
+    """Mark where ``tool`` comes from (read by the permission policy)."""
+    tool.origin = origin  # type: ignore[attr-defined]
+    return tool
+
+
+def builtin_tools(workspace: Workspace) -> dict[str, Tool[Any]]:
+    """The six built-in tools bound to ``workspace``, as ``Tool`` objects by name."""
+    out: dict[str, Tool[Any]] = {}
+    for name, fn in make_builtin_functions(workspace).items():
+        out[name] = tag(Tool(fn, name=name, batchable=name in READ_ONLY_BUILTINS), "builtin")
+    return out
+
+
+def rebind_builtins(tools: Sequence[Tool[Any]], workspace: Workspace) -> list[Tool[Any]]:
+    """``tools`` with every built-in replaced by the same built-in bound to ``workspace``."""
+    fresh: dict[str, Tool[Any]] | None = None
+    out: list[Tool[Any]] = []
+    for t in tools:
+        if getattr(t, "origin", "user") == "builtin":
+            fresh = fresh or builtin_tools(workspace)
+            out.append(fresh[t.name])
+        else:
+            out.append(t)
+    return out
+
+
+def _mcp_lookup(name: str) -> list[Tool[Any]] | None:
+    try:
+        from .mcp import find_mcp_tools
+    except ImportError:  # the mcp package is an optional extra
+        return None
+    return find_mcp_tools(name)
+
+
+def _unknown(name: str) -> ToolError:
+    from .mcp import mcp_tool_names
+
+    user = ", ".join(REGISTRY.names()) or "none"
+    mcp = ", ".join(mcp_tool_names()) or "none connected"
+    return ToolError(f"Unknown tool {name!r}. Your @tool functions: {user}. Built-in: "
+                     f"{', '.join(BUILTIN_TOOL_NAMES)}, {SPAWN_TOOL_NAME}. MCP: {mcp}.")
+
+
+def resolve_tool_specs(specs: Sequence[Any] | None, *, workspace: Callable[[], Workspace],
+                       spawn: Callable[[], Tool[Any]] | None = None) -> list[Tool[Any]]:
+    """The tools for ``specs`` (names, ``Tool`` objects or functions); ``None``: every ``@tool``.
+
+    Args:
+        specs: What the cell or the agent asked for.
+        workspace: Called (once) when a built-in is named: the workspace to bind it to.
+        spawn: Called when ``spawn_agent`` is named: builds that tool for this turn.
+
+    Raises:
+        ToolError: a name matches nothing (the message lists what exists).
+    """
+    if specs is None:
+        return REGISTRY.all()
+    out: list[Tool[Any]] = []
+    builtins: dict[str, Tool[Any]] | None = None
+    for spec in specs:
+        if isinstance(spec, Tool):
+            out.append(spec)
+        elif isinstance(spec, str):
+            name = spec.strip()
+            user = REGISTRY.get(name)
+            if user is not None:
+                out.append(user)
+            elif name in BUILTIN_TOOL_NAMES:
+                builtins = builtins or builtin_tools(workspace())
+                out.append(builtins[name])
+            elif name == SPAWN_TOOL_NAME and spawn is not None:
+                out.append(spawn())
+            else:
+                found = _mcp_lookup(name)
+                if not found:
+                    raise _unknown(name)
+                out.extend(found)
+        elif callable(spec):
+            out.append(Tool(spec))
+        else:
+            raise ToolError(f"Not a tool: {spec!r}")
+    # The same name twice would confuse the model and the runner: the first one wins.
+    seen: set[str] = set()
+    unique = []
+    for t in out:
+        if t.name not in seen:
+            seen.add(t.name)
+            unique.append(t)
+    return unique

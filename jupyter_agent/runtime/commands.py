@@ -1,0 +1,184 @@
+"""``%agent`` subcommands for sessions and agents (imported by ``jupyter_agent.commands``).
+
+``sessions``, ``session NAME``, ``new [NAME]``, ``reset``, ``usage``, ``history``,
+``export PATH.ipynb`` and ``agents``. Each prints a short report; none needs a model key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from ..commands import add_parser, command
+from ..errors import MagicUsageError
+
+__all__: list[str] = []
+
+
+@add_parser
+def _parsers(sub: Any) -> None:
+    s = sub.add_parser("sessions")
+    s.add_argument("--group")
+    s = sub.add_parser("session")
+    s.add_argument("name", nargs="?")
+    s.add_argument("--group")
+    s.add_argument("--agent")
+    s.add_argument("--model")
+    s.add_argument("--unbind", action="store_true")
+    s = sub.add_parser("new")
+    s.add_argument("name", nargs="?")
+    s.add_argument("--group")
+    s = sub.add_parser("reset")
+    s.add_argument("name", nargs="?")
+    s = sub.add_parser("usage")
+    s.add_argument("name", nargs="?")
+    s = sub.add_parser("history")
+    s.add_argument("name", nargs="?")
+    s.add_argument("-n", "--last", type=int, help="Only the last N messages.")
+    s = sub.add_parser("export")
+    s.add_argument("path")
+    s.add_argument("--session")
+    sub.add_parser("agents")
+
+
+def _store() -> Any:
+    from ..session import default_store
+
+    return default_store()
+
+
+def _current() -> str:
+    from .sessions import current_session
+
+    return current_session()
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+
+@command("sessions", "List sessions (* marks the current one): sessions [--group G].")
+def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    rows = _store().list_sessions(args.group)
+    current = _current()
+    if not rows:
+        print(f"No sessions yet; the current session is {current!r}.")
+        return
+    for r in rows:
+        mark = "*" if r.name == current else " "
+        extra = ", ".join(x for x in (f"group {r.group}" if r.group else "",
+                                      f"agent {r.agent}" if r.agent else "",
+                                      f"model {r.model}" if r.model else "") if x)
+        print(f"{mark} {r.name:<24} {_when(r.updated)}" + (f"  ({extra})" if extra else ""))
+
+
+@command("session", "Switch the current session (created if new): session NAME [--agent A] "
+                    "[--model M] [--unbind]; without NAME, show it.")
+def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .agents import Agent, resolve_agent
+    from .sessions import set_current_session
+
+    store = _store()
+    name = args.name or _current()
+    record = store.ensure_session(name, args.group)
+    if args.name:
+        set_current_session(name)
+    if args.unbind:
+        record = store.bind_agent(name, None)
+        record = store.bind_model(name, None)
+    if args.agent:
+        value = ns.get(args.agent)
+        agent = value if isinstance(value, Agent) else resolve_agent(args.agent)
+        record = store.bind_agent(name, agent.name, agent.workspace)  # type: ignore[union-attr]
+    if args.model:
+        record = store.bind_model(name, args.model)
+    turns = len(store.list_turns(name))
+    print(f"session: {name}" + (f" (group {record.group})" if record.group else "")
+          + f", {turns} turns; agent: {record.agent or 'default'}; workspace: "
+          f"{record.workspace or 'current directory'}; model: {record.model or 'not bound'}")
+
+
+@command("new", "Start a new session and make it current: new [NAME] [--group G].")
+def _cmd_new(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .sessions import new_session_name, set_current_session
+
+    store = _store()
+    name = args.name or new_session_name(store)
+    if args.name and store.get_session(name) is not None:
+        raise MagicUsageError(f"%agent new: session {name!r} exists; use `%agent session {name}`.")
+    store.ensure_session(name, args.group)
+    set_current_session(name)
+    print(f"New session {name!r}" + (f" in group {args.group!r}" if args.group else "")
+          + " is now current.")
+
+
+@command("reset", "Forget the history of the current session (or NAME): reset [NAME].")
+def _cmd_reset(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    name = args.name or _current()
+    store = _store()
+    if store.get_session(name) is None:
+        raise MagicUsageError(f"%agent reset: no session {name!r}.")
+    store.reset_session(name)
+    print(f"Session {name!r}: history and turns cleared (bindings and permissions kept).")
+
+
+@command("usage", "Tokens, cost and time of the current session (or NAME): usage [NAME].")
+def _cmd_usage(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    name = args.name or _current()
+    u = _store().usage(name)
+    print(f"session {name}: {u.turns} turns, {u.input_tokens:,} input + {u.output_tokens:,} "
+          f"output tokens, cost {u.cost:.6f}, {u.seconds:.1f} s")
+    for model, m in u.by_model.items():
+        print(f"  {model or '(unknown model)'}: {int(m['turns'])} turns, "
+              f"{int(m['input_tokens']):,} + {int(m['output_tokens']):,} tokens, "
+              f"cost {m['cost']:.6f}")
+
+
+def _short(text: str, n: int = 200) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+@command("history", "The conversation of the current session (or NAME): history [NAME] [-n N].")
+def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    name = args.name or _current()
+    entries = _store().session_transcript(name)
+    if args.last:
+        entries = entries[-args.last:]
+    if not entries:
+        print(f"Session {name!r} has no messages.")
+    for e in entries:
+        if e["role"] == "tool":
+            flag = " (error)" if e.get("tool_error") else ""
+            print(f"[{e['seq']}]   <- {e.get('tool_name') or 'tool'}{flag}: {_short(e['text'])}")
+            continue
+        if e["text"]:
+            print(f"[{e['seq']}] {e['role']}: {_short(e['text'], 400)}")
+        for c in e["tool_calls"]:
+            print(f"[{e['seq']}]   -> {c['name']}({_short(c['arguments'], 120)})")
+
+
+@command("export", "Write a session as a notebook: export PATH.ipynb [--session NAME].")
+def _cmd_export(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .export import export_session
+
+    path = export_session(args.path, args.session or _current(), store=_store())
+    print(f"Exported session {args.session or _current()!r} to {path}")
+
+
+@command("agents", "List the agents defined in this kernel.")
+def _cmd_agents(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .agents import list_agents
+
+    agents = list_agents()
+    if not agents:
+        print("No agents defined. Define one: Agent('name', instructions=..., tools=[...]).")
+    for a in agents:
+        parts = [f"model {a.model}" if a.model else "", f"tools {', '.join(a.tool_names())}"
+                 if a.tools is not None else "tools: every @tool",
+                 f"workspace {a.workspace}" if a.workspace else "",
+                 f"intents {', '.join(a.intents)}" if a.intents else "",
+                 "read-only" if a.read_only else ""]
+        head = f"{a.name}: {a.description}" if a.description else a.name
+        print(f"{head}  ({'; '.join(p for p in parts if p)})")

@@ -1,0 +1,142 @@
+"""A session as a notebook: the conversation in markdown cells, each run as a code cell whose
+output is the run's MIME bundle (rebuilt from the stored events), so the exported notebook
+renders like the original cells did, in JupyterLab, on GitHub and in nbconvert.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["session_notebook", "export_session"]
+
+_MAGICS = {"chat": "chat", "toolloop": "toolloop", "plan": "plan"}
+
+
+def _events(store: Any, run_id: str) -> list[Any]:
+    from ..events import EVENT_ADAPTER
+
+    out = []
+    for d in store.get_events(run_id):
+        try:
+            out.append(EVENT_ADAPTER.validate_python(d))
+        except Exception:  # an event from a newer version: skip it, keep the rest
+            continue
+    return out
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in (text or "").splitlines()) or ">"
+
+
+def _run_cells(store: Any, session: str, run: Any, user_text: str, answer_text: str) -> list[Any]:
+    """Markdown (the user), code cell (the run's bundle), markdown (the answer)."""
+    import nbformat.v4 as v4
+
+    from ..ui.bundle import build_bundle, output_metadata
+    from ..ui.view import reduce_events
+
+    events = _events(store, run.run_id)
+    view = reduce_events(events)
+    prompt = user_text or view.get("prompt") or ""
+    cells = [v4.new_markdown_cell(f"**You** ({run.kind}):\n\n{_quote(prompt)}")]
+    magic = _MAGICS.get(run.kind)
+    source = f"%%{magic} --session {session}\n{prompt}" if magic else f"# {run.kind} run\n"
+    code = v4.new_code_cell(source, metadata={"jupyter_agent": {"run_id": run.run_id,
+                                                                "status": run.status}})
+    if events:
+        code.outputs = [v4.new_output("display_data", data=build_bundle(view, events),
+                                      metadata=output_metadata(view))]
+    cells.append(code)
+    answer = answer_text or view.get("answer") or ""
+    if run.status == "ask":
+        answer = (answer + "\n\n" if answer else "") + \
+            f"*Waiting for an answer (run `{run.run_id}`).*"
+    elif view.get("error") and not answer:
+        answer = f"*The run ended with status {run.status}: {view['error']}*"
+    if answer:
+        cells.append(v4.new_markdown_cell(f"**Assistant:**\n\n{answer}"))
+    return cells
+
+
+def session_notebook(store: Any, session: str) -> Any:
+    """The notebook (an ``nbformat`` v4 node) of ``session``.
+
+    Raises:
+        ConfigError: there is no such session.
+    """
+    import nbformat.v4 as v4
+
+    record = store.get_session(session)
+    if record is None:
+        raise ConfigError(f"No session {session!r}.")
+    entries = store.session_transcript(session)
+    runs = {r.run_id: r for r in store.list_runs(session)}
+    # Blocks in time order: each run once (at its first message, or its creation time when it
+    # wrote none, e.g. a run still waiting), and messages that belong to no run.
+    blocks: list[tuple[float, str, Any]] = []
+    seen: set[str] = set()
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        rid = e.get("run_id")
+        if rid in runs:
+            by_run.setdefault(rid, []).append(e)
+            if rid not in seen:
+                seen.add(rid)
+                blocks.append((runs[rid].created, "run", rid))
+        elif e["role"] in ("user", "assistant") and e["text"]:
+            blocks.append((e["created"], "message", e))
+    for rid, r in runs.items():
+        if rid not in seen:
+            blocks.append((r.created, "run", rid))
+    blocks.sort(key=lambda b: b[0])
+    usage = store.usage(session)
+    facts = [f"group {record.group}" if record.group else "",
+             f"agent {record.agent}" if record.agent else "",
+             f"model {record.model}" if record.model else "",
+             f"{usage.turns} turns, {usage.input_tokens:,} input and {usage.output_tokens:,} "
+             f"output tokens, cost {usage.cost:.4f}"]
+    head = (f"# Session `{session}`\n\nExported by jupyter-agent on "
+            f"{time.strftime('%Y-%m-%d %H:%M')}: " + "; ".join(f for f in facts if f) + ".")
+    cells = [v4.new_markdown_cell(head)]
+    for _, kind, item in blocks:
+        if kind == "message":
+            who = "You" if item["role"] == "user" else "Assistant"
+            cells.append(v4.new_markdown_cell(f"**{who}:**\n\n{item['text']}"))
+            continue
+        msgs = by_run.get(item, [])
+        user = next((m["text"] for m in msgs if m["role"] == "user"), "")
+        answers = [m["text"] for m in msgs if m["role"] == "assistant" and m["text"]
+                   and not m["tool_calls"]]
+        cells.extend(_run_cells(store, session, runs[item], user, answers[-1] if answers else ""))
+    nb = v4.new_notebook(cells=cells)
+    nb.metadata["jupyter_agent"] = {"session": session}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    return nb
+
+
+def export_session(path: str | Path, session: str | None = None, *, store: Any = None) -> Path:
+    """Write ``session`` (default: the current one) as a notebook to ``path`` and return it.
+
+    The notebook is validated with ``nbformat.validate`` before it is written.
+    """
+    import nbformat
+
+    from .sessions import current_session
+
+    if store is None:
+        from ..session import default_store
+
+        store = default_store()
+    target = Path(path).expanduser()
+    if target.suffix != ".ipynb":
+        raise ConfigError(f"Export to a .ipynb file, not {target.name!r}.")
+    nb = session_notebook(store, session or current_session())
+    nbformat.validate(nb)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(target))
+    return target

@@ -1,0 +1,72 @@
+"""What ``%%plan`` takes from the runtime: the permission check with approval cards in the
+plan's own suspension format, and the answer to such a card on resume.
+
+The planning loop keeps one question per round (its ``interactive`` dict holds the round's
+snapshot plus an assistant message carrying only the waiting call; the last one wins, as for
+``ask_agent``), so an approval inside ``%%plan`` suspends exactly like the plan's ask, and the
+answer becomes that call's result: the tool's real output, or the denial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..events import AskPending, BaseEvent
+from ..llm.types import ToolCall
+from ..loop.hooks import ToolOutcome
+from .approval import answered_outcome, approval_item
+from .policy import PermissionContext, check_permission
+
+__all__ = ["plan_permission", "plan_approval_answer", "restore_plan_runtime", "is_approval"]
+
+
+def is_approval(pending: dict[str, Any]) -> bool:
+    """True when a suspended run waits on an approval card (not on a question)."""
+    return (pending.get("ask") or {}).get("kind") == "approval"
+
+
+def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | None,
+                    snapshot: list[dict[str, Any]], state_json: dict[str, Any],
+                    emit: Callable[[BaseEvent], None]) -> ToolOutcome | None:
+    """The permission check of a ``%%plan`` runtime tool call.
+
+    Returns ``None`` (run it), a denial, or an approval card shaped like the plan's ask
+    (``interactive = {"ask", "messages", "state"}``, ``stop=True``; the card is emitted now).
+    """
+    out = check_permission(call, tool, permissions)
+    if out is None or out.interactive is None:
+        return out
+    assert permissions is not None
+    permissions.take_waiting()  # the plan saves one card per round in its own format
+    emit(AskPending(**out.interactive))
+    synthetic = {"role": "assistant", "content": "", "tool_calls": [call.to_message_part()]}
+    out.interactive = {"ask": out.interactive, "messages": [*snapshot, synthetic],
+                       "state": state_json}
+    out.stop = True
+    out.internal = False
+    return out
+
+
+def restore_plan_runtime(pending: dict[str, Any], p: Any) -> Any:
+    """The :class:`~jupyter_agent.runtime.turn.TurnSetup` saved with a suspended plan run
+    (``pending["runtime"]``), or ``None`` for a run saved without one."""
+    from .turn import restore_turn
+
+    state = pending.get("runtime")
+    if not state:
+        return None
+    return restore_turn(state, p)
+
+
+def plan_approval_answer(p: Any, pending: dict[str, Any], answer: Any, tools: dict[str, Any],
+                         permissions: PermissionContext | None) -> str:
+    """The result text of the call an approval card waited on, after ``answer``: the tool's
+    output (allowed) or ``Permission denied by the user: <tool> was not run.``"""
+    from ..agents.resume import answer_text_for_approval
+
+    item = approval_item(pending["ask"])
+    ctx = permissions or PermissionContext(session=p.run.session, store=p.store)
+    out = answered_outcome(p, item, answer_text_for_approval(answer), tools.get(item["name"]),
+                           ctx, round_=int(pending.get("rounds") or 0), available=list(tools))
+    return out.output

@@ -1,0 +1,211 @@
+"""The runtime part of a turn in ``agent`` mode: session, agent role, intent, workspace,
+tools and permissions, resolved before the model is called.
+
+Order (spec "Session" and "Intent"): the agent the user chose (``--agent``) wins and becomes
+the session's main agent (the workspace follows); else the agent bound to the session; else,
+when the intent is confident enough (>= 0.5) and an agent declares that intent, that agent for
+this turn only; else no agent (the default role, working in the current directory).
+
+``%%toolloop`` and ``%%plan`` call :func:`setup_turn` before ``prepare`` and
+:meth:`TurnSetup.bind` after it; a resumer rebuilds the same setup with :func:`restore_turn`
+from the state saved with the suspended run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ConfigError, ToolError
+from ..events import Warning_
+from ..tools.builtin import Workspace
+from ..tools.registry import Tool
+from .agents import Agent, agent_for_intent, resolve_agent
+from .catalog import SPAWN_TOOL_NAME, resolve_tool_specs
+from .intent import INTENT_RULES, IntentResult, intent_system_text, recognize_intent
+from .policy import PermissionContext
+from .spawn import SpawnParent, make_spawn_tool
+
+__all__ = ["TurnSetup", "setup_turn", "restore_turn", "LIVE_TOOLS"]
+
+AgentSource = Literal["user", "session", "intent"]
+
+LIVE_TOOLS: dict[str, list[Tool[Any]]] = {}
+"""Tool objects of suspended runs in this process, by run id: a resume in the same kernel
+gets back even tools that have no registered name (functions passed directly)."""
+
+
+@dataclass
+class TurnSetup:
+    """What the runtime decided for one turn."""
+
+    mode: str
+    agent: Agent | None
+    agent_source: AgentSource | None
+    intent: IntentResult | None
+    workspace: Workspace
+    permissions: PermissionContext
+    tools: list[Tool[Any]]
+    spawn: SpawnParent | None = None
+    notices: list[str] = field(default_factory=list)
+    """Warnings to show once the run exists (e.g. a bound agent not defined in this kernel)."""
+
+    @property
+    def agent_name(self) -> str | None:
+        """The agent's name, or ``None`` for the default role."""
+        return self.agent.name if self.agent is not None else None
+
+    @property
+    def system_text(self) -> str:
+        """What the runtime adds to the system prompt: the agent's instructions, the intent."""
+        parts = []
+        if self.agent is not None and self.agent.instructions.strip():
+            parts.append(self.agent.instructions.strip())
+        hint = intent_system_text(self.intent, self.mode)
+        if hint:
+            parts.append(hint)
+        return "\n\n".join(parts)
+
+    def bind(self, p: Any) -> None:
+        """Attach the prepared run: its store and session (permission memory), its client
+        (``spawn_agent``), and show the notices."""
+        self.permissions.store = p.store
+        self.permissions.session = p.run.session
+        if self.spawn is not None:
+            self.spawn.client = p.client
+        for message in self.notices:
+            p.recorder.emit(Warning_(message=message))
+        self.notices.clear()
+
+    def state(self) -> dict[str, Any]:
+        """The JSON saved with a suspended run, for :func:`restore_turn`."""
+        return {
+            "agent": self.agent_name,
+            "agent_source": self.agent_source,
+            "workspace": str(self.workspace.root),
+            "read_only": self.workspace.read_only,
+            "overrides": dict(self.permissions.overrides),
+            "auto_approve": self.permissions.auto_approve,
+            "tools": [t.name for t in self.tools],
+            "intent": None if self.intent is None else self.intent.model_dump(),
+            "mode": self.mode,
+        }
+
+    def remember_tools(self, run_id: str) -> None:
+        """Keep the tool objects for a resume of ``run_id`` in this process."""
+        LIVE_TOOLS[run_id] = list(self.tools)
+
+
+def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Workspace:
+    root = None
+    if agent is not None and agent.workspace:
+        root = agent.workspace
+    elif session_workspace:
+        root = session_workspace
+    read_only = bool(agent.read_only) if agent is not None else False
+    return Workspace(root or os.getcwd(), read_only=read_only)
+
+
+def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext, *,
+                lenient: bool = False) -> tuple[list[Tool[Any]], SpawnParent | None]:
+    parent: SpawnParent | None = None
+
+    def spawn() -> Tool[Any]:
+        nonlocal parent
+        parent = SpawnParent(workspace=workspace, permissions=permissions)
+        return make_spawn_tool(parent)
+
+    if not lenient or specs is None:
+        tools = resolve_tool_specs(specs, workspace=lambda: workspace, spawn=spawn)
+    else:
+        # A resume in another kernel: a tool that is not defined here is left out (a call to
+        # it gets the "Unknown tool" answer) rather than making the run impossible to resume.
+        tools = []
+        for spec in specs:
+            try:
+                tools.extend(resolve_tool_specs([spec], workspace=lambda: workspace, spawn=spawn))
+            except ToolError:
+                continue
+    if parent is not None:
+        parent.tools = [t for t in tools if t.name != SPAWN_TOOL_NAME]
+    return tools, parent
+
+
+def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str = "agent",
+               store: Any = None) -> TurnSetup:
+    """Resolve the agent, intent, workspace, tools and permissions of a new turn.
+
+    Side effects: a user-chosen agent is bound to the session (``store.bind_agent``), and
+    ``opt.model`` takes the agent's model when the cell gave none.
+
+    Args:
+        kind: ``toolloop`` or ``plan``.
+        prompt: The user's raw text (the intent looks at nothing else).
+        opt: The turn's :class:`~jupyter_agent.agents._base.TurnOptions`.
+        tools: The cell's tool specs (``--tools``); ``None``: the agent's, else every ``@tool``.
+        store: The session store (``None``: no session lookups or bindings).
+    """
+    notices: list[str] = []
+    chosen = resolve_agent(getattr(opt, "agent", None))
+    record = store.get_session(opt.session) if store is not None and opt.session else None
+    agent, source = chosen, ("user" if chosen is not None else None)
+    if agent is None and record is not None and record.agent:
+        try:
+            agent, source = resolve_agent(record.agent), "session"
+        except ConfigError:
+            notices.append(f"Session {opt.session!r} is bound to agent {record.agent!r}, which "
+                           "is not defined in this kernel: running without its role (its "
+                           "workspace still applies).")
+    intent = recognize_intent(prompt)
+    if agent is None and (record is None or not record.agent) and intent.category != "unknown" \
+            and intent.confidence >= INTENT_RULES.role_threshold:
+        picked = agent_for_intent(intent.category)
+        if picked is not None:
+            agent, source = picked, "intent"
+    workspace = _default_workspace(agent, record.workspace if record is not None else None)
+    if source == "user" and store is not None and opt.session:
+        store.bind_agent(opt.session, agent.name, agent.workspace)  # type: ignore[union-attr]
+    if agent is not None and agent.model and not opt.model:
+        opt.model = agent.model
+    permissions = PermissionContext(
+        overrides=dict(agent.permissions) if agent is not None else {},
+        read_only=workspace.read_only, cwd=str(workspace.root),
+        auto_approve=bool(getattr(opt, "auto_approve", False)))
+    specs = tools if tools is not None else (agent.tools if agent is not None else None)
+    selected, parent = _make_tools(specs, workspace, permissions)
+    return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
+                     workspace=workspace, permissions=permissions, tools=selected, spawn=parent,
+                     notices=notices)
+
+
+def restore_turn(state: dict[str, Any], p: Any) -> TurnSetup:
+    """The setup of a suspended run, rebuilt from its saved ``state`` (any kernel)."""
+    agent = None
+    if state.get("agent"):
+        try:
+            agent = resolve_agent(state["agent"])
+        except ConfigError:
+            agent = None  # its overrides were saved; its instructions are in the messages
+    workspace = Workspace(state.get("workspace") or os.getcwd(),
+                          read_only=bool(state.get("read_only")))
+    permissions = PermissionContext(overrides=dict(state.get("overrides") or {}),
+                                    read_only=workspace.read_only, cwd=str(workspace.root),
+                                    auto_approve=bool(state.get("auto_approve")))
+    live = LIVE_TOOLS.pop(p.run.run_id, None)
+    if live is not None:
+        tools, parent = list(live), None
+        spawn = next((t for t in tools if t.name == SPAWN_TOOL_NAME), None)
+        if spawn is not None:
+            # A fresh spawn tool: the old one points at the previous turn's client and context.
+            tools, parent = _make_tools([t if t is not spawn else SPAWN_TOOL_NAME for t in tools],
+                                        workspace, permissions)
+    else:
+        names = list(state.get("tools") or [])
+        tools, parent = _make_tools(names, workspace, permissions, lenient=True)
+    intent = IntentResult.model_validate(state["intent"]) if state.get("intent") else None
+    setup = TurnSetup(mode=state.get("mode") or "agent", agent=agent,
+                      agent_source=state.get("agent_source"), intent=intent, workspace=workspace,
+                      permissions=permissions, tools=tools, spawn=parent)
+    setup.bind(p)
+    return setup

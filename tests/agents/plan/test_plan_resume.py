@@ -1,0 +1,335 @@
+"""Asks suspend a ``%%plan`` run as data; answers resume it (scenarios 29, 30, edge case 7).
+
+Also: resuming from a rebuilt Run (a kernel restart), a tool missing at resume, idempotent and
+concurrent resumes, and the up-front answers of headless runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.agents.plan import plan, resume_hint
+from jupyter_agent.agents.resume import Answer, resume
+from jupyter_agent.errors import ResumeError
+from jupyter_agent.session import Store
+from jupyter_agent.tools.registry import REGISTRY, tool
+from tests.agents.plan.plan_scripts import OPTIONS, ask, events_of, set_plan, step_done
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+
+pytestmark = pytest.mark.usefixtures("plan_env")
+
+PROMPT = "Please create a plan for migrating the DB"
+
+
+def _ask_call(cid: str, question: str = "Which one?") -> dict[str, Any]:
+    return {"id": cid, "type": "function",
+            "function": {"name": "ask_agent", "arguments": json.dumps(ask(question))}}
+
+
+def _suspend_in_turn_two(srv: ScriptedOpenAI, client: Any, store: Store, **kw: Any) -> Any:
+    srv.enqueue(tool_calls([call("update_plan", set_plan("1"), id="p1")]),
+                tool_calls([call("ask_agent", ask(), id="a1")]))
+    return plan(PROMPT, client=client, store=store, tools=kw.pop("tools", []), **kw)
+
+
+def test_simplest_ask_suspends_and_an_answer_resumes(srv: ScriptedOpenAI, client: Any,
+                                                      store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]))
+    run = plan("go", client=client, store=store, tools=[])
+    assert run.status == "ask"
+
+    srv.enqueue(text("Going with B."))
+    run = resume(run.run_id, Answer("option", option_index=2), run=run, store=store,
+                 client=client)
+    assert run.status == "done" and run.answer == "Going with B."
+
+
+def test_valid_ask_in_turn_two_suspends_with_the_saved_context(
+        srv: ScriptedOpenAI, client: Any, store: Store):
+    # Scenario 29.
+    run = _suspend_in_turn_two(srv, client, store)
+
+    assert run.status == "ask" and run.error is None and run.answer == ""
+    assert resume_hint(run) == (
+        "Waiting for your answer. Click an option, or run "
+        f"`%agent resume {run.run_id} --option N` / `--answer \"...\"` / `--dismiss`.")
+    assert not events_of(run, "warning")
+    pending = run.pending
+    assert pending is not None
+    assert pending["kind"] == "plan" and pending["call_id"] == "a1"
+    assert pending["messages"][:-1] == srv.requests[1]["messages"]  # the round's snapshot
+    assert pending["messages"][-1] == {"role": "assistant", "content": "",
+                                       "tool_calls": [_ask_call("a1")]}
+    assert pending["ask"]["question"] == "Which one?" and pending["ask"]["options"] == OPTIONS
+    assert pending["ask"]["call_id"] == "a1"
+    assert pending["model"] == "gpt-4.1-mini" and pending["tools"] == []
+    assert pending["rounds"] == 2 and pending["options"]["rounds"] == 2
+    assert pending["options"]["max_rounds"] == 100
+    assert pending["state"]["requirePlan"] is True
+    assert pending["state"]["activePlan"]["steps"][0]["id"] == "1"
+    assert pending["user_message"] == {"role": "user", "content": PROMPT}
+    record = store.get_run(run.run_id)
+    assert record.status == "ask" and record.pending == pending
+    assert run.view["status"] == "ask" and run.view["ask"]["options"] == OPTIONS
+    assert run.plan is not None and run.plan["steps"][0]["status"] == "pending"
+    # Suspended, not finished: nothing is added to the session history yet.
+    assert store.get_messages("default") == []
+
+
+def test_resume_sends_saved_messages_plus_the_answer(srv: ScriptedOpenAI, client: Any,
+                                                     store: Store):
+    # Scenario 30: no new system prompt, state restored, rounds numbered on.
+    run = _suspend_in_turn_two(srv, client, store)
+    saved = run.pending["messages"]
+
+    srv.enqueue(tool_calls([call("update_plan", step_done("1"), id="p2")]), text("Migrated."))
+    same = resume(run.run_id, Answer("option", option_index=2), run=run, store=store,
+                  client=client)
+
+    assert same is run and run.status == "done" and run.answer == "Migrated."
+    first = srv.requests[2]
+    assert first["messages"] == [*saved, {"role": "tool", "tool_call_id": "a1",
+                                          "content": "The user chose option 2 of 3: Option B"}]
+    assert sum(m["role"] == "system" for m in first["messages"]) == 1
+    # The restored plan is there (update_step on it succeeds), so the last request is forced.
+    assert [r["tool_choice"] for r in srv.requests[2:]] == ["auto", "none"]
+    assert srv.requests[3]["messages"][-1]["content"].startswith("Applied 1 plan update.")
+    assert [e.round for e in events_of(run, "round_started")] == [1, 2, 3, 4]
+    assert run.rounds == 4
+    assert run.plan["steps"][0]["status"] == "done"
+    (answered,) = events_of(run, "ask_answered")
+    assert answered.how == "option" and answered.answer == "Option B"
+    assert [e.status for e in events_of(run, "run_finished")] == ["ask", "done"]
+    record = store.get_run(run.run_id)
+    assert record.status == "done" and record.pending is None
+    saved_history = store.get_messages("default")
+    assert [m["role"] for m in saved_history] == [
+        "user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert saved_history[3] == {"role": "assistant", "content": "",
+                                "tool_calls": [_ask_call("a1")]}
+    assert saved_history[4]["content"] == "The user chose option 2 of 3: Option B"
+    assert saved_history[-1] == {"role": "assistant", "content": "Migrated."}
+    assert [i["kind"] for i in run.view["items"]].count("ask") == 1
+
+
+def test_other_text_and_dismissal_are_told_apart(srv: ScriptedOpenAI, client: Any,
+                                                 store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]))
+    run = plan("go", client=client, store=store, tools=[])
+    srv.enqueue(tool_calls([call("ask_agent", ask("Sure?"), id="a2")]))
+    resume(run.run_id, Answer("other", text="use D"), run=run, store=store, client=client)
+    assert srv.requests[1]["messages"][-1]["content"] == (
+        "The user chose none of the options and wrote instead: use D")
+    assert run.status == "ask" and run.pending["call_id"] == "a2"
+
+    srv.enqueue(text("ok"))
+    resume(run.run_id, Answer("dismissed"), run=run, store=store, client=client)
+    assert srv.requests[2]["messages"][-1]["content"].startswith(
+        "The user dismissed the question without answering.")
+    assert run.status == "done"
+    # Both parts of the run are in the history, in order, each ask with its answer.
+    roles = [(m["role"], m.get("tool_call_id")) for m in store.get_messages("default")]
+    assert roles == [("user", None), ("assistant", None), ("tool", "a1"), ("assistant", None),
+                     ("tool", "a2"), ("assistant", None)]
+
+
+def test_two_asks_in_one_turn_last_wins(srv: ScriptedOpenAI, client: Any, store: Store):
+    # Edge case 7: both asks answer "Waiting for user answer.", the runtime tool still runs,
+    # and the saved context keeps only the winning ask call (no runtime tool result).
+    ran: list[str] = []
+
+    @tool(register=False)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        ran.append(key)
+        return "v"
+
+    srv.enqueue(tool_calls([call("lookup", {"key": "k"}, id="c1"),
+                            call("ask_agent", ask("First?"), id="a1"),
+                            call("ask_agent", ask("Second?"), id="a2")]))
+    run = plan("go", client=client, store=store, tools=[lookup])
+
+    assert run.status == "ask" and ran == ["k"]
+    assert run.pending["call_id"] == "a2" and run.pending["ask"]["question"] == "Second?"
+    saved = run.pending["messages"]
+    assert saved[-1] == {"role": "assistant", "content": "", "tool_calls": [_ask_call("a2",
+                                                                                      "Second?")]}
+    assert saved[:-1] == srv.requests[0]["messages"]
+    assert not any(m["role"] == "tool" for m in saved)
+    outputs = {r["call_id"]: r["output"] for r in run.tool_records}
+    assert outputs["a1"] == outputs["a2"] == "Waiting for user answer."
+    assert run.view["ask"]["question"] == "Second?"
+
+    srv.enqueue(text("ok"))
+    resume(run.run_id, Answer("option", option_index=1), run=run, store=store, client=client)
+    assert srv.requests[1]["messages"] == [
+        *saved, {"role": "tool", "tool_call_id": "a2",
+                 "content": "The user chose option 1 of 3: Option A"}]
+    history = store.get_messages("default")
+    assert [m.get("tool_call_id") for m in history if m["role"] == "tool"] == ["a2"]
+
+
+def test_resume_from_a_rebuilt_run_after_a_restart(
+        srv: ScriptedOpenAI, client: Any, store: Store, store_path: Path,
+        monkeypatch: pytest.MonkeyPatch):
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    run = _suspend_in_turn_two(srv, client, store, tools=["lookup"])
+    run_id, before = run.run_id, len(store.get_events(run.run_id))
+    # "New kernel": a new Store object on the same file, the model client resolved again from
+    # the saved profile name, the tool found again by name in the registry.
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+    srv.enqueue(tool_calls([call("lookup", {"key": "x"}, id="c1")]),
+                tool_calls([call("update_plan", step_done("1"), id="p2")]), text("Done."))
+    with Store(store_path) as fresh:
+        rebuilt = resume(run_id, Answer("option", option_index=2), store=fresh)
+
+        assert rebuilt is not run and rebuilt.run_id == run_id
+        assert rebuilt.status == "done" and rebuilt.answer == "Done."
+        assert rebuilt.tool_values["c1"] == "value of x"
+        assert rebuilt.rounds == 5
+        assert [e.type for e in rebuilt.events[:before]] == [
+            d["type"] for d in fresh.get_events(run_id)[:before]]
+        assert rebuilt.view["answer"] == "Done."
+        assert fresh.get_run(run_id).status == "done"
+    assert srv.requests[2]["messages"][-1]["content"] == "The user chose option 2 of 3: Option B"
+    assert [e.round for e in rebuilt.events if e.type == "round_started"] == [1, 2, 3, 4, 5]
+
+
+def test_a_tool_missing_at_resume_fails_clearly_and_keeps_the_question(
+        srv: ScriptedOpenAI, client: Any, store: Store, store_path: Path):
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return "v"
+
+    run = _suspend_in_turn_two(srv, client, store, tools=["lookup"])
+    pending = run.pending
+    REGISTRY.unregister("lookup")  # the new kernel has not run the cell defining it yet
+    sent = len(srv.requests)
+
+    with Store(store_path) as fresh:
+        failed = resume(run.run_id, Answer("option", option_index=1), store=fresh, client=client)
+    assert failed.status == "error"
+    assert '"lookup"' in failed.error and "not found" in failed.error
+    assert len(srv.requests) == sent  # no model request was made
+    record = store.get_run(run.run_id)
+    assert record.status == "ask" and record.pending == pending
+    assert failed.view["ask"] is not None and failed.view["ask"]["answered"] is None
+
+    tool(lookup.fn)  # the cell defining it is run again: now the answer goes through
+    srv.enqueue(tool_calls([call("update_plan", step_done("1"), id="p2")]), text("ok"))
+    done = resume(run.run_id, Answer("option", option_index=1), store=store, client=client)
+    assert done.status == "done" and store.get_run(run.run_id).status == "done"
+
+
+def test_a_second_resume_changes_nothing(srv: ScriptedOpenAI, client: Any, store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]), text("ok"))
+    run = plan("go", client=client, store=store, tools=[])
+    resume(run.run_id, Answer("option", option_index=1), run=run, store=store, client=client)
+    events, sent, history = (len(store.get_events(run.run_id)), len(srv.requests),
+                             store.get_messages("default"))
+
+    with pytest.raises(ResumeError, match="not waiting for an answer"):
+        resume(run.run_id, Answer("option", option_index=2), run=run, store=store, client=client)
+    assert run.status == "done" and run.answer == "ok"
+    assert store.get_run(run.run_id).status == "done"
+    assert len(store.get_events(run.run_id)) == events
+    assert len(srv.requests) == sent and store.get_messages("default") == history
+
+
+def test_two_concurrent_resumes_exactly_one_continues(srv: ScriptedOpenAI, client: Any,
+                                                      store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]))
+    run = plan("go", client=client, store=store, tools=[])
+    srv.enqueue(text("ok"))
+    start = threading.Barrier(2, timeout=5)
+    outcomes: list[Any] = []
+    lock = threading.Lock()
+
+    def click(n: int) -> None:
+        start.wait()
+        try:
+            result: Any = resume(run.run_id, Answer("option", option_index=n), store=store,
+                                 client=client, expected_call_id="a1")
+        except ResumeError as exc:
+            result = exc
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=click, args=(n,)) for n in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+
+    errors = [o for o in outcomes if isinstance(o, ResumeError)]
+    runs = [o for o in outcomes if not isinstance(o, ResumeError)]
+    assert len(errors) == 1 and len(runs) == 1
+    assert runs[0].status == "done" and len(srv.requests) == 2
+    assert store.get_run(run.run_id).status == "done"
+
+
+def test_auto_answer_first_answers_every_ask_with_option_one(
+        srv: ScriptedOpenAI, client: Any, store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask("One?"), id="a1")]),
+                tool_calls([call("ask_agent", ask("Two?"), id="a2")]), text("done"))
+    run = plan("go", client=client, store=store, tools=[], auto_answer="first")
+
+    assert run.status == "done" and run.answer == "done"
+    assert [r["messages"][-1]["content"] for r in srv.requests[1:]] == [
+        "The user chose option 1 of 3: Option A"] * 2
+    assert [e.option_index for e in events_of(run, "ask_answered")] == [1, 1]
+    assert store.get_run(run.run_id).status == "done" and run.rounds == 3
+
+
+def test_answer_up_front_covers_only_the_first_ask(srv: ScriptedOpenAI, client: Any,
+                                                   store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask("One?"), id="a1")]),
+                tool_calls([call("ask_agent", ask("Two?"), id="a2")]))
+    run = plan("go", client=client, store=store, tools=[], answer="option b")
+
+    assert srv.requests[1]["messages"][-1]["content"] == "The user chose option 2 of 3: Option B"
+    assert run.status == "ask" and run.pending["call_id"] == "a2"
+    assert resume_hint(run).startswith("Waiting for your answer.")
+    assert not events_of(run, "warning") and run.error is None
+    assert store.get_run(run.run_id).status == "ask"
+
+
+def test_free_text_answer_up_front(srv: ScriptedOpenAI, client: Any, store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]), text("ok"))
+    run = plan("go", client=client, store=store, tools=[], answer="none of these")
+
+    assert srv.requests[1]["messages"][-1]["content"] == (
+        "The user chose none of the options and wrote instead: none of these")
+    assert run.status == "done"
+
+
+def test_option_up_front_without_a_store(srv: ScriptedOpenAI, client: Any):
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]), text("ok"))
+    run = plan("go", client=client, store=None, tools=[], option=3)
+
+    assert run.status == "done" and run.answer == "ok"
+    assert srv.requests[1]["messages"][-1]["content"] == "The user chose option 3 of 3: Option C"
+    assert [e.type for e in run.events].count("run_finished") == 2
+    assert run.pending is None
+
+
+def test_an_option_that_does_not_fit_leaves_the_run_waiting(
+        srv: ScriptedOpenAI, client: Any, store: Store):
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]))
+    run = plan("go", client=client, store=store, tools=[], option=7)
+
+    assert run.status == "ask" and len(srv.requests) == 1
+    (warning,) = events_of(run, "warning")
+    assert "--option 7" in warning.message and "3 options" in warning.message
+    assert store.get_run(run.run_id).status == "ask"

@@ -1,0 +1,269 @@
+"""The view reducer, the MIME bundle built from it, and the live display's throttle."""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+
+from jupyter_agent import events as ev
+from jupyter_agent.agents.run import Run, RunRecorder
+from jupyter_agent.events import EVENT_ADAPTER, RUN_MIME_TYPE, event_to_json
+from jupyter_agent.ui import live
+from jupyter_agent.ui.bundle import (
+    build_bundle,
+    compact_events,
+    output_metadata,
+    render_markdown,
+    render_plain,
+)
+from jupyter_agent.ui.view import new_view, reduce_events
+
+
+def a_run_of_events() -> list[ev.BaseEvent]:
+    return [
+        ev.RunStarted(run_id="run_1", agent="toolloop", model="gpt-4.1-mini", prompt="2+2?"),
+        ev.RoundStarted(round=1, model="gpt-4.1-mini", tool_choice="auto"),
+        ev.ReasoningDelta(round=1, text="Use "),
+        ev.ReasoningDelta(round=1, text="the tool."),
+        ev.ToolCalled(round=1, call_id="c1", name="add"),
+        ev.ToolArgsDelta(round=1, call_id="c1", delta='{"a": 2, '),
+        ev.ToolArgsDelta(round=1, call_id="c1", delta='"b": 2}'),
+        ev.ToolReturned(round=1, call_id="c1", name="add", output="4", seconds=0.01),
+        ev.UsageRecorded(round=1, model="gpt-4.1-mini", input_tokens=50, output_tokens=10,
+                         cost=0.001),
+        ev.RoundStarted(round=2, model="gpt-4.1-mini", tool_choice="auto"),
+        ev.TextDelta(round=2, text="2 + 2 "),
+        ev.TextDelta(round=2, text="= 4."),
+        ev.UsageRecorded(round=2, model="gpt-4.1-mini", input_tokens=70, output_tokens=5,
+                         cost=0.002, estimated=True),
+        ev.RunFinished(status="done", answer="2 + 2 = 4.", rounds=2, input_tokens=120,
+                       output_tokens=15, cost=0.003, seconds=1.5),
+    ]
+
+
+def test_simplest_bundle() -> None:
+    events = a_run_of_events()
+    view = reduce_events(events)
+    bundle = build_bundle(view, events)
+    assert list(bundle) == [RUN_MIME_TYPE, "text/markdown", "text/plain"]
+    assert bundle["text/plain"].startswith("2 + 2 = 4.")
+    assert "2 + 2 = 4." in bundle["text/markdown"]
+    assert bundle[RUN_MIME_TYPE]["view"] == view
+    json.dumps(bundle)  # plain JSON all the way down
+
+
+def test_reduced_view() -> None:
+    view = reduce_events(a_run_of_events())
+    assert (view["run_id"], view["agent"], view["status"], view["answer"]) == (
+        "run_1", "toolloop", "done", "2 + 2 = 4.")
+    kinds = [(i["kind"], i.get("round")) for i in view["items"]]
+    assert kinds == [("reasoning", 1), ("tool", 1), ("text", 2)]
+    reasoning, card, answer = view["items"]
+    assert reasoning["text"] == "Use the tool."
+    assert (card["name"], card["arguments"], card["output"], card["state"]) == (
+        "add", '{"a": 2, "b": 2}', "4", "done")
+    assert answer == {"kind": "text", "round": 2, "text": "2 + 2 = 4.", "withdrawn": False}
+    assert view["footer"] == {"model": "gpt-4.1-mini", "rounds": 2, "input_tokens": 120,
+                              "output_tokens": 15, "cost": pytest.approx(0.003),
+                              "seconds": 1.5, "estimated": True}
+
+
+def test_failed_tool_retry_and_withdrawn_draft() -> None:
+    view = reduce_events([
+        ev.RunStarted(run_id="r", agent="plan", model="m"),
+        ev.TextDelta(round=1, text="partial that is cut"),
+        ev.RoundRetried(round=1, reason="connection lost mid-stream"),
+        ev.TextDelta(round=1, text="Draft."),
+        ev.StopGateFeedback(round=1, reason="open steps", feedback="Finish step 2."),
+        ev.ToolCalled(round=2, call_id="c", name="div"),
+        ev.ToolReturned(round=2, call_id="c", name="div", output="Tool error: ZeroDivisionError",
+                        error="Tool error: ZeroDivisionError"),
+        ev.TextDelta(round=3, text="Final."),
+    ])
+    texts = [(i["text"], i["withdrawn"]) for i in view["items"] if i["kind"] == "text"]
+    assert texts == [("Draft.", True), ("Final.", False)]
+    assert any(i["kind"] == "warning" and "retried" in i["message"] for i in view["items"])
+    card = next(i for i in view["items"] if i["kind"] == "tool")
+    assert card["state"] == "error"
+    md = render_markdown(view)
+    assert "Draft withdrawn by the stop gate" in md and "Draft." not in md
+    assert "(error," in md and "Stop gate:" in md
+    assert render_plain(view).startswith("Final.")
+
+
+def test_markdown_and_plain_text() -> None:
+    view = reduce_events(a_run_of_events())
+    md = render_markdown(view)
+    assert md.split("\n\n")[0] == "<details><summary>Reasoning</summary>"
+    assert "```\nUse the tool.\n```" in md
+    assert "**Tool `add`** (ok, 0.01 s) `{\"a\": 2, \"b\": 2}`\n\n```\n4\n```" in md
+    assert md.endswith("*gpt-4.1-mini · 2 round(s) · ~120 in / ~15 out tokens · $0.0030 · 1.5 s*")
+    assert render_plain(view) == ("2 + 2 = 4.\n\n[done] gpt-4.1-mini · 2 round(s) · ~120 in / "
+                                  "~15 out tokens · $0.0030 · 1.5 s")
+
+
+def test_tool_output_with_backticks_cannot_break_the_fence() -> None:
+    view = reduce_events([
+        ev.ToolCalled(round=1, call_id="c", name="cat"),
+        ev.ToolReturned(round=1, call_id="c", name="cat", output="```\n# not a heading\n```"),
+    ])
+    md = render_markdown(view)
+    assert "````\n```\n# not a heading\n```\n````" in md
+
+
+def test_long_tool_output_is_previewed_head_and_tail() -> None:
+    view = reduce_events([
+        ev.ToolCalled(round=1, call_id="c", name="dump"),
+        ev.ToolReturned(round=1, call_id="c", name="dump", output="H" * 2000 + "T" * 2000),
+    ])
+    md = render_markdown(view)
+    assert "H" * 300 in md and "T" * 300 in md and "characters hidden" in md
+    assert len(md) < 1500
+
+
+def test_metadata_carries_usage_not_secrets() -> None:
+    view = reduce_events(a_run_of_events())
+    meta = output_metadata(view)[RUN_MIME_TYPE]
+    assert meta == {"run_id": "run_1", "status": "done", "model": "gpt-4.1-mini",
+                    "input_tokens": 120, "output_tokens": 15, "cost": pytest.approx(0.003),
+                    "seconds": 1.5, "rounds": 2}
+
+
+def test_compact_events_merges_consecutive_deltas() -> None:
+    events = [ev.RunStarted(run_id="r", agent="chat", model="m")]
+    events += [ev.TextDelta(round=1, text="x") for _ in range(500)]
+    events += [ev.ToolCalled(round=1, call_id="a", name="f")]
+    events += [ev.ToolArgsDelta(round=1, call_id="a", delta="1") for _ in range(3)]
+    events += [ev.ToolArgsDelta(round=1, call_id="b", delta="2") for _ in range(2)]
+    events += [ev.TextDelta(round=2, text="y") for _ in range(3)]
+    compact = compact_events(events)
+    assert [(e["type"], e.get("text") or e.get("delta")) for e in compact] == [
+        ("run_started", None), ("text_delta", "x" * 500), ("tool_called", None),
+        ("tool_args_delta", "111"), ("tool_args_delta", "22"), ("text_delta", "yyy")]
+    assert events[1].text == "x"  # the run's own events are not modified
+    # The compacted log reduces to the same view as the full one.
+    rebuilt = reduce_events([EVENT_ADAPTER.validate_python(e) for e in compact])
+    assert rebuilt == reduce_events(events)
+
+
+SAMPLES: list[ev.BaseEvent] = [
+    ev.RunStarted(run_id="r", agent="chat", model="m", prompt="p", session="s"),
+    ev.RoundStarted(round=1, model="m", tool_choice="none"),
+    ev.ReasoningDelta(round=1, text="r"),
+    ev.TextDelta(round=1, text="t"),
+    ev.ToolCalled(round=1, call_id="c", name="n", arguments="{}"),
+    ev.ToolArgsDelta(round=1, call_id="c", delta="{"),
+    ev.ToolReturned(round=1, call_id="c", name="n", output="o", error="e", seconds=1.0,
+                    internal=True),
+    ev.UsageRecorded(round=1, module="m", model="x", input_tokens=1, output_tokens=2, cost=0.5,
+                     estimated=True),
+    ev.PlanUpdated(plan={"task": "T", "steps": [{"id": "1", "status": "pending"}]}),
+    ev.AskPending(call_id="c", kind="approval", question="q?", options=["a", "b", "c"],
+                  descriptions=["x", "y", "z"], allow_other=False, detail={"tool": "bash"}),
+    ev.AskAnswered(call_id="c", how="option", answer="a", option_index=1),
+    ev.RoundRetried(round=1, reason="why"),
+    ev.StopGateFeedback(round=1, reason="r", feedback="f"),
+    ev.ContextCompressed(round=1, method="checkpoint", tokens_before=10, tokens_after=5,
+                         seconds=0.1),
+    ev.Warning_(message="w"),
+    ev.RunFinished(status="max_rounds", answer="a", rounds=3, input_tokens=1, output_tokens=2,
+                   cost=0.1, seconds=2.0, finish_reason="stop", error=None),
+    ev.RunFailed(error="boom"),
+]
+
+
+def test_every_event_type_is_sampled() -> None:
+    union = typing.get_args(typing.get_args(ev.RunEvent)[0])
+    assert {cls for cls in union} == {type(e) for e in SAMPLES}
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: e.type)  # type: ignore[attr-defined]
+def test_every_event_round_trips_through_json(event: ev.BaseEvent) -> None:
+    text = json.dumps(event_to_json(event))
+    back = EVENT_ADAPTER.validate_python(json.loads(text))
+    assert type(back) is type(event)
+    assert back == event
+    assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(event)) == event
+
+
+def test_unknown_event_type_is_rejected() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        EVENT_ADAPTER.validate_python({"type": "no_such_event", "t": 0})
+
+
+def test_view_is_plain_json_after_a_whole_run() -> None:
+    view = new_view()
+    reduce_events(SAMPLES, view)
+    assert json.loads(json.dumps(view)) == view
+
+
+# ------------------------------------------------------------------------------ live display
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
+    fake = FakeClock()
+    monkeypatch.setattr(live, "time", SimpleNamespace(monotonic=fake.monotonic))
+    yield fake
+
+
+@pytest.fixture(scope="module")
+def ipython() -> Any:
+    return start_ipython() or get_ipython()  # None when another test started it already
+
+
+@pytest.mark.parametrize("widgets", [False, True])
+def test_a_fast_stream_is_throttled(ipython: Any, clock: FakeClock, widgets: bool) -> None:
+    run = Run(agent="chat", model="m", prompt="p")
+    recorder = RunRecorder(run)
+    with capture_output() as cap:
+        recorder.start()
+        display = live.LiveDisplay(run, widgets=widgets)
+        recorder.listeners.append(display.on_event)
+        assert (display.widget is not None) == widgets
+        recorder.emit(ev.RoundStarted(round=1, model="m"))
+        for _ in range(2000):  # 2,000 tokens over 2 simulated seconds
+            clock.now += 0.001
+            recorder.emit(ev.TextDelta(round=1, text="tok "))
+        streamed = display.updates
+        recorder.finish("done", answer="tok " * 2000)
+    assert streamed <= 2 * live.MAX_UPDATES_PER_SECOND + 2
+    assert streamed >= 2 * live.MAX_UPDATES_PER_SECOND - 2  # throttled, not silenced
+    final = cap.outputs[-1].data
+    assert final["text/plain"].startswith("tok tok")
+    assert final[RUN_MIME_TYPE]["view"]["answer"] == "tok " * 2000
+    if not widgets:  # without a widget, each update re-sends the bundle: count them
+        assert len(cap.outputs) <= streamed + 3
+
+
+def test_urgent_events_are_shown_at_once(ipython: Any, clock: FakeClock) -> None:
+    run = Run(agent="toolloop", model="m")
+    recorder = RunRecorder(run)
+    with capture_output():
+        recorder.start()
+        display = live.LiveDisplay(run, widgets=False)
+        recorder.listeners.append(display.on_event)
+        recorder.emit(ev.TextDelta(round=1, text="a"))
+        before = display.updates
+        recorder.emit(ev.TextDelta(round=1, text="b"))  # same instant: held back
+        assert display.updates == before
+        recorder.emit(ev.ToolCalled(round=1, call_id="c", name="f"))  # a card: shown now
+        assert display.updates == before + 1
+        recorder.emit(ev.ToolReturned(round=1, call_id="c", name="f", output="x"))
+        assert display.updates == before + 2
