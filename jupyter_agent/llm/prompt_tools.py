@@ -417,10 +417,7 @@ def parse_constrained_output(text: str) -> tuple[str | None, ToolCall | None]:
     reply that is not the expected JSON at all (a server that ignored the schema) becomes the
     answer ``Tool call error: <raw text>``, as in the text protocol.
     """
-    try:
-        obj = json5.loads(text)
-    except ValueError:
-        obj = None
+    obj = _loads_lenient(text)
     if isinstance(obj, dict):
         if isinstance(obj.get("tool"), str) and obj["tool"]:
             return None, _make_call(obj["tool"], obj.get("arguments"))
@@ -434,6 +431,19 @@ def parse_constrained_output(text: str) -> tuple[str | None, ToolCall | None]:
 
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _loads_lenient(text: str) -> Any:
+    """JSON allowing raw control characters in strings (llama.cpp's string grammar lets the
+    model emit a bare newline), then JSON5; None when neither parses."""
+    try:
+        return json.loads(text, strict=False)
+    except ValueError:
+        pass
+    try:
+        return json5.loads(text)
+    except ValueError:
+        return None
 
 
 class _JsonStringDecoder:

@@ -49,9 +49,13 @@ class LiveDisplay:
                               display_id=True)
         displays[run.run_id] = self
 
-    def _bundle(self) -> dict[str, Any]:
-        model_id = self.widget.model_id if self.widget is not None else None
-        return build_bundle(self.run.view, self.run.events, model_id)
+    def _bundle(self, final: bool = False) -> dict[str, Any]:
+        # A finished run is shown by the static renderer (same look, no kernel needed), so a
+        # saved notebook never depends on widget state. A run waiting for an answer keeps the
+        # live widget: its buttons must stay clickable.
+        live = self.widget is not None and (not final or self.run.view.get("status") == "ask")
+        return build_bundle(self.run.view, self.run.events,
+                            self.widget.model_id if live else None)
 
     def on_event(self, event: BaseEvent) -> None:
         """Listener for the run's recorder: push the view, throttled."""
@@ -79,4 +83,5 @@ class LiveDisplay:
         """Replace the output with the complete bundle (what a saved notebook keeps)."""
         self.flush()
         if self.handle is not None:
-            self.handle.update(self._bundle(), metadata=output_metadata(self.run.view), raw=True)
+            self.handle.update(self._bundle(final=True), metadata=output_metadata(self.run.view),
+                               raw=True)

@@ -8,7 +8,8 @@ The page loads ``render.js`` and ``run.css`` from ``jupyter_agent/ui/static`` ex
 (native ES modules over loopback HTTP), draws the sample view and exposes, on ``window``:
 ``actions`` (every message the renderer sent), ``renderMs`` (time of the first draw, including
 style and layout), ``view`` (the sample), ``redraw(view)`` (``renderRunInto`` again) and
-``ready``.
+``ready``. The anywidget module itself is loaded with ``jupyter_agent.ui._esm.bundle_esm``,
+as the live widget ships it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -220,55 +220,6 @@ def serve(directory: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-_IMPORT_RE = re.compile(r'^import\s*\{([^}]*)\}\s*from\s*"\./([\w-]+)\.js";[ \t]*$', re.M)
-_EXPORT_RE = re.compile(r"^export\s+(?:async\s+)?(?:function\*?|const|let|class)\s+(\w+)", re.M)
-
-
-def bundle_esm(static_dir: Path = STATIC_DIR, entry: str = "widget.js") -> str:
-    """Inline ``entry`` and its relative imports into one ES module (what anywidget loads).
-
-    anywidget imports ``_esm`` from a blob URL, where ``./render.js`` cannot resolve. Each
-    imported file becomes an IIFE returning its exports, so top-level names never collide;
-    the entry stays at the top level to keep its ``export default``. Our modules follow two
-    conventions that make this safe: imports are ``import { a, b } from "./x.js";`` and
-    exports are ``export function|const|class name``.
-    """
-    order: list[str] = []
-
-    def visit(name: str, stack: tuple[str, ...]) -> None:
-        if name in order:
-            return
-        if name in stack:
-            raise ValueError(f"import cycle: {' -> '.join((*stack, name))}")
-        src = (static_dir / f"{name}.js").read_text(encoding="utf-8")
-        for m in _IMPORT_RE.finditer(src):
-            visit(m.group(2), (*stack, name))
-        order.append(name)
-
-    entry_name = entry.removesuffix(".js")
-    visit(entry_name, ())
-
-    def link(src: str) -> str:
-        def repl(m: re.Match[str]) -> str:
-            names = ", ".join(
-                n.strip().replace(" as ", ": ") for n in m.group(1).split(",") if n.strip()
-            )
-            return f"const {{ {names} }} = __ja_{m.group(2).replace('-', '_')};"
-
-        return _IMPORT_RE.sub(repl, src)
-
-    parts = []
-    for name in order[:-1]:
-        src = (static_dir / f"{name}.js").read_text(encoding="utf-8")
-        exports = _EXPORT_RE.findall(src)
-        body = re.sub(r"^export\s+(?=(?:async\s+)?(?:function|const|let|class)\b)", "",
-                      link(src), flags=re.M)
-        var = f"__ja_{name.replace('-', '_')}"
-        parts.append(f"const {var} = (() => {{\n{body}\nreturn {{ {', '.join(exports)} }};\n}})();")
-    parts.append(link((static_dir / entry).read_text(encoding="utf-8")))
-    return "\n".join(parts)
 
 
 def launch_browser(playwright: Any) -> Any:

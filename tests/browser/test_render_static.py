@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from jupyter_agent.events import AskAnswered, AskPending, RunStarted, TextDelta, ToolCalled
+from jupyter_agent.ui._esm import bundle_esm
 from jupyter_agent.ui.view import reduce_events
 
 from .render_harness import (
     ARTIFACTS_DIR,
     INJECTION,
-    bundle_esm,
+    STATIC_DIR,
     chromium_path,
     launch_browser,
     sample_events,
@@ -27,7 +28,10 @@ from .render_harness import (
     write_page,
 )
 
-pytestmark = pytest.mark.skipif(chromium_path() is None, reason="no system Chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(chromium_path() is None, reason="no system Chromium"),
+]
 
 OpenRun = Callable[..., Any]
 
@@ -322,7 +326,7 @@ def test_anywidget_module_draws_updates_sends_and_cleans_up(open_run: OpenRun) -
             return {first, tools: el.querySelectorAll(".ja-tool").length, sent,
                     left: listeners.get("change:view").length};
         }""",
-        [bundle_esm(), ask],
+        [bundle_esm(STATIC_DIR / "widget.js"), ask],
     )
     assert result == {
         "first": 1,

@@ -287,3 +287,7 @@ def test_constrained_gate_shows_nothing_for_a_tool_call() -> None:
     gate = ConstrainedStreamGate()
     assert "".join(_run_gate(gate, ['{"', 'tool": "add", ', '"arguments": {}}'])) == ""
     assert gate.mode == "tool"
+
+
+def test_parse_constrained_output_accepts_a_raw_newline_in_the_answer() -> None:
+    assert parse_constrained_output('{"answer": "two\nlines"}') == ("two\nlines", None)

@@ -1,0 +1,278 @@
+"""Per-round overhead of the agent loop, against two hand-written loops on the same server.
+
+Three loops make identical requests (same body, same growing history) to one scripted
+OpenAI-compatible server running in a child process, for 1, 10 and 50 rounds, streamed and not:
+
+(a) ``jupyter_agent``: ``run_loop`` with the hooks ``%%toolloop`` uses (validated ``@tool``
+    calls, window fitting, tool-output processing) and a run recorder (events + view);
+(b) a minimal loop calling ``client.chat.completions.create``;
+(c) the floor: the same loop sending the raw JSON with ``client.post`` and reading raw JSON.
+
+Every round is a tool round (the scripted model always calls ``add``), so the history grows by
+two messages a round. Reported: median milliseconds per round, overhead over (c) and new TCP
+connections per request (counted client-side). Run: ``python bench/bench_loop.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.fakes.openai_server import ScriptedOpenAI, call, tool_calls  # noqa: E402
+
+MODEL = "gpt-4.1-mini"
+KEY = "sk-bench-not-a-secret"
+PROMPT = [{"role": "system", "content": "You add numbers with the add tool."},
+          {"role": "user", "content": "Add 1 and 2, again and again."}]
+GUARD_LIMIT = 5  # the consecutive-tool-turn guard, reproduced by the hand-written loops
+
+_connects = {"n": 0}
+_real_connect = socket.socket.connect
+
+
+def _counting_connect(self: socket.socket, address: Any) -> Any:
+    _connects["n"] += 1
+    return _real_connect(self, address)
+
+
+socket.socket.connect = _counting_connect  # type: ignore[method-assign]
+
+
+# ------------------------------------------------------------------------------------ tools
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def tool_schema() -> list[dict[str, Any]]:
+    from jupyter_agent.tools.registry import Tool
+
+    return [Tool(add).schema()]
+
+
+def run_add(arguments: str) -> str:
+    args = json.loads(arguments)
+    return str(add(args["a"], args["b"]))
+
+
+def body_for(messages: list[dict[str, Any]], tools: list[dict[str, Any]], stream: bool,
+             tool_turns: int) -> dict[str, Any]:
+    """The request body the three loops send (what ``ModelClient.build_body`` makes)."""
+    body: dict[str, Any] = {"model": MODEL, "messages": messages, "tools": tools,
+                            "tool_choice": "none" if tool_turns > GUARD_LIMIT else "auto",
+                            "parallel_tool_calls": True}
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def finish_round(messages: list[dict[str, Any]], calls: list[dict[str, Any]]) -> None:
+    messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+    for c in calls:
+        messages.append({"role": "tool", "tool_call_id": c["id"],
+                         "content": run_add(c["function"]["arguments"])})
+
+
+def assemble_calls(parts: dict[int, dict[str, Any]], deltas: list[Any]) -> None:
+    for tc in deltas:
+        slot = parts.setdefault(tc["index"], {"id": None, "type": "function",
+                                              "function": {"name": "", "arguments": ""}})
+        slot["id"] = slot["id"] or tc.get("id")
+        fn = tc.get("function") or {}
+        if fn.get("name"):
+            slot["function"]["name"] = fn["name"]
+        slot["function"]["arguments"] += fn.get("arguments") or ""
+
+
+# ------------------------------------------------------------------------------------ loops
+def loop_ours(base_url: str, rounds: int, stream: bool) -> list[dict[str, Any]]:
+    """(a) ``run_loop`` with toolloop's hooks and a run recorder."""
+    from jupyter_agent.agents._base import tool_output_processor, window_fitter
+    from jupyter_agent.agents.run import Run, RunRecorder
+    from jupyter_agent.agents.toolloop import tool_runner
+    from jupyter_agent.llm.client import ModelClient
+    from jupyter_agent.llm.tokens import count_tools_tokens
+    from jupyter_agent.loop.hooks import LoopHooks
+    from jupyter_agent.loop.kernel import LoopConfig, run_loop
+    from jupyter_agent.tools.registry import Tool
+
+    client = _ours_client(base_url)
+    tools = [Tool(add)]
+    schemas = [t.schema() for t in tools]
+    prof = client.profile
+    hooks = LoopHooks(run_tool=tool_runner(tools), can_batch=lambda c: True,
+                      fit_context=window_fitter(prof.max_context, None, count_tools_tokens(schemas)),
+                      process_tool_output=tool_output_processor(client))
+    cfg = LoopConfig(model=MODEL, tools=schemas, max_rounds=rounds, stream=stream,
+                     final_answer_round=False)
+    run = Run(agent="toolloop", model=MODEL)
+    recorder = RunRecorder(run)
+    result = run_loop(client, list(PROMPT), cfg, hooks, recorder.emit)
+    assert result.rounds == rounds, result
+    return result.messages
+
+
+_CLIENTS: dict[str, Any] = {}
+
+
+def _ours_client(base_url: str) -> Any:
+    if "ours" not in _CLIENTS:
+        from jupyter_agent.llm.client import ModelClient
+
+        _CLIENTS["ours"] = ModelClient(MODEL, api_key=KEY, base_url=base_url)
+    return _CLIENTS["ours"]
+
+
+def _sdk(base_url: str) -> Any:
+    if "sdk" not in _CLIENTS:
+        import openai
+
+        _CLIENTS["sdk"] = openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0)
+    return _CLIENTS["sdk"]
+
+
+def loop_sdk(base_url: str, rounds: int, stream: bool) -> list[dict[str, Any]]:
+    """(b) ``client.chat.completions.create``: the SDK's types and transforms."""
+    client = _sdk(base_url)
+    tools = tool_schema()
+    messages = list(PROMPT)
+    for turn in range(rounds):
+        body = body_for(messages, tools, stream, turn)
+        if stream:
+            parts: dict[int, dict[str, Any]] = {}
+            for chunk in client.chat.completions.create(**body):
+                for choice in chunk.choices:
+                    if choice.delta.tool_calls:
+                        assemble_calls(parts, [tc.model_dump() for tc in choice.delta.tool_calls])
+            calls = [parts[i] for i in sorted(parts)]
+        else:
+            msg = client.chat.completions.create(**body).choices[0].message
+            calls = [{"id": c.id, "type": "function",
+                      "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                     for c in msg.tool_calls or []]
+        finish_round(messages, calls)
+    return messages
+
+
+def loop_floor(base_url: str, rounds: int, stream: bool) -> list[dict[str, Any]]:
+    """(c) ``client.post`` with raw JSON in and out: no per-request transform (the floor)."""
+    client = _sdk(base_url)
+    response_type = _httpx_response()
+    tools = tool_schema()
+    messages = list(PROMPT)
+    for turn in range(rounds):
+        body = body_for(messages, tools, stream, turn)
+        http = client.post("/chat/completions", body=body, cast_to=response_type, stream=stream)
+        if stream:
+            parts: dict[int, dict[str, Any]] = {}
+            for line in http.iter_lines():  # read to the end: the connection is reused
+                if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                    for choice in json.loads(line[5:]).get("choices") or ():
+                        assemble_calls(parts, choice.get("delta", {}).get("tool_calls") or [])
+            http.close()
+            calls = [parts[i] for i in sorted(parts)]
+        else:
+            msg = http.json()["choices"][0]["message"]
+            calls = [{"id": c["id"], "type": "function", "function": c["function"]}
+                     for c in msg.get("tool_calls") or []]
+        finish_round(messages, calls)
+    return messages
+
+
+def _httpx_response() -> Any:
+    try:
+        import httpx2 as httpx  # type: ignore[import-not-found]
+    except ImportError:
+        import httpx
+    return httpx.Response
+
+
+LOOPS: dict[str, Callable[[str, int, bool], list[dict[str, Any]]]] = {
+    "a_ours": loop_ours, "b_sdk": loop_sdk, "c_floor": loop_floor}
+
+
+# ------------------------------------------------------------------------------ measuring
+def measure(base_url: str, name: str, rounds: int, stream: bool, repeats: int
+            ) -> tuple[float, float]:
+    """Median ms per round over ``repeats`` runs, and new connections per request."""
+    fn = LOOPS[name]
+    fn(base_url, rounds, stream)  # warm-up (imports, pools)
+    times = []
+    connects_before = _connects["n"]
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn(base_url, rounds, stream)
+        times.append(time.perf_counter() - t0)
+    per_request = (_connects["n"] - connects_before) / (repeats * rounds)
+    return statistics.median(times) * 1000 / rounds, per_request
+
+
+def check_identical(stream: bool) -> None:
+    """The three loops send the same bodies (ids aside: the server numbers its calls; key
+    order aside: it is not part of JSON's meaning)."""
+    import re
+
+    with ScriptedOpenAI() as probe:
+        probe.default = tool_calls([call("add", {"a": 1, "b": 2})])
+        bodies = {}
+        for name, fn in LOOPS.items():
+            probe.requests.clear()
+            _CLIENTS.clear()
+            fn(probe.base_url, 8, stream)
+            bodies[name] = json.loads(re.sub(r'call_\d+_', "call_N_", json.dumps(probe.requests)))
+        _CLIENTS.clear()
+    assert bodies["a_ours"] == bodies["b_sdk"] == bodies["c_floor"], "request bodies differ"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark and print the table; returns the numbers."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="Fewer repeats.")
+    args = parser.parse_args(argv)
+    for stream in (False, True):
+        check_identical(stream)
+    proc, base_url = ScriptedOpenAI.serve_subprocess(
+        [], default=tool_calls([call("add", {"a": 1, "b": 2})]))
+    results: dict[str, Any] = {}
+    try:
+        print("Agent loop: ms per round (median); overhead over the floor (c); new connections "
+              "per request")
+        print(f"{'mode':<8}{'rounds':>7}  {'(a) ours':>10}{'(b) sdk':>10}{'(c) floor':>10}"
+              f"  {'a-c ms':>8}{'b-c ms':>8}  {'a/c':>6}{'b/c':>6}  {'conn a/b/c':>14}")
+        for stream in (False, True):
+            for rounds in (1, 10, 50):
+                repeats = {1: 40, 10: 10, 50: 5}[rounds] // (4 if args.quick else 1) or 1
+                row = {name: measure(base_url, name, rounds, stream, repeats) for name in LOOPS}
+                a, b, c = (row[n][0] for n in ("a_ours", "b_sdk", "c_floor"))
+                conns = "/".join(f"{row[n][1]:.2f}" for n in LOOPS)
+                mode = "stream" if stream else "plain"
+                print(f"{mode:<8}{rounds:>7}  {a:>10.2f}{b:>10.2f}{c:>10.2f}  {a - c:>8.2f}"
+                      f"{b - c:>8.2f}  {a / c:>6.2f}{b / c:>6.2f}  {conns:>14}")
+                results[f"{mode}_{rounds}"] = {"ms_per_round": {"a": a, "b": b, "c": c},
+                                               "connections_per_request": {
+                                                   n: row[n][1] for n in LOOPS}}
+        worst = max(results[f"{m}_50"]["ms_per_round"]["a"] - results[f"{m}_50"]["ms_per_round"]["c"]
+                    for m in ("plain", "stream"))
+        print(f"\nTarget: (a) within 1.5 ms/round of (c) at 50 rounds. Worst: {worst:+.2f} ms "
+              f"-> {'OK' if worst <= 1.5 else 'MISSED'}")
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=10)
+    return results
+
+
+if __name__ == "__main__":
+    main()
