@@ -24,7 +24,7 @@ $(PY):
 
 # What building the extension and the package needs (the JupyterLab builder runs in the venv).
 $(BASE): | $(PY)
-	$(PY) -m pip install -q "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5"
+	$(PY) -m pip install -q "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5" editables
 	touch $@
 
 # The JupyterLab extension, built with the JupyterLab builder into jupyter_agent/labextension.

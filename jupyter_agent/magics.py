@@ -215,6 +215,7 @@ class AgentMagics(Magics):
     @_shared_arguments
     @_tool_arguments
     @argument("--parallel", action="store_true", help="Run batchable tool calls in parallel.")
+    @argument("--tool-choice", help="Force the first request: a tool name, required or none.")
     @cell_magic
     def toolloop(self, line: str, cell: str) -> None:
         """Let the model call your @tool functions until it answers."""
@@ -225,7 +226,12 @@ class AgentMagics(Magics):
 
         self._run(args, lambda listeners: toolloop(
             prompt, tools=tools, parallel=args.parallel, max_rounds=args.max_rounds or MAX_ROUNDS,
-            agent=self._agent(args), listeners=listeners, **opts))
+            tool_choice=args.tool_choice, agent=self._agent(args), listeners=listeners, **opts))
+        run = self._ns().get("_agent_run")
+        if run is not None and run.status == "ask":  # waiting on an approval card
+            from .agents.approvals import approval_hint
+
+            print(approval_hint(run))
 
     @magic_arguments()
     @_shared_arguments

@@ -19,7 +19,7 @@ from ._base import Prepared, _finish_turn, drive
 from .resume import Answer, answer_text_for_approval, register_resumer, suspend
 from .run import Run
 
-__all__ = ["KIND", "approval_suspender", "resume_toolloop"]
+__all__ = ["KIND", "approval_suspender", "approval_hint", "resume_toolloop"]
 
 KIND = "toolloop"
 
@@ -80,6 +80,15 @@ def approval_suspender(p: Prepared, setup: Any, user_message: dict[str, Any],
         _card(p, pending)
 
     return on_result
+
+
+def approval_hint(run: Run) -> str:
+    """How to answer a run waiting on an approval card (empty when it is not waiting)."""
+    if run.status != "ask":
+        return ""
+    return ("Waiting for approval. Click a button, or run "
+            f"`%agent resume {run.run_id} --option N` (1 Allow once, 2 Allow for this session, "
+            "3 Deny).")
 
 
 def resume_toolloop(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:

@@ -8,7 +8,7 @@ from ..errors import MagicUsageError
 from ..llm.profiles import map_temperature
 from ..llm.types import ToolCall
 from ..llm.usage_context import usage_sink
-from ..loop.hooks import LoopHooks, ToolOutcome, UsageItem
+from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome, UsageItem
 from ..loop.kernel import LoopConfig
 from ..tools.registry import REGISTRY, Tool
 from ._base import (
@@ -107,8 +107,16 @@ def loop_parts(p: Prepared, tools: list[Tool[Any]], *, parallel: bool, max_round
     return cfg, hooks
 
 
+def forced_choice(tool_choice: str | None) -> str | dict[str, Any] | None:
+    """``auto``/``none``/``required`` as given; any other value names the tool to call."""
+    if tool_choice is None or tool_choice in ("auto", "none", "required"):
+        return tool_choice
+    return {"type": "function", "function": {"name": tool_choice}}
+
+
 def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
-             max_rounds: int = MAX_ROUNDS, **options: Any) -> Run:
+             max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
+             **options: Any) -> Run:
     """Let the model call ``tools`` (all registered ones by default) until it answers.
 
     Args:
@@ -118,6 +126,8 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
             tools, else every ``@tool`` function.
         parallel: Run consecutive batchable calls of one response at once (up to 5).
         max_rounds: Model requests before the final-answer round (default 50).
+        tool_choice: Forced on the first request only (a tool name, ``required``, ``none``);
+            later rounds use ``auto`` with the consecutive-tool-turn guard.
         **options: :class:`~jupyter_agent.agents._base.TurnOptions` fields (``agent``,
             ``auto_approve``, ``session``, ``model``...).
     """

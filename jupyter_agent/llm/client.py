@@ -160,7 +160,58 @@ class ModelClient:
     def complete(self, request: ChatRequest, on_delta: StreamCallback | None = None) -> ChatResponse:
         """Make one call. HTTP and connection errors are retried, then reported in
         ``response.error`` (never raised, never returned as text). A KeyboardInterrupt while
-        streaming ends the call with ``aborted=True`` and ``finish_reason='close'``."""
+        streaming ends the call with ``aborted=True`` and ``finish_reason='close'``.
+
+        For models without reliable native tool calls (``capabilities.tools`` False) the tools
+        are offered through a JSON schema the server enforces, so every reply is either an
+        answer or one well-formed call (see :mod:`jupyter_agent.llm.prompt_tools`).
+        """
+        if request.tools and not self.profile.capabilities.tools:
+            return self._complete_constrained(request, on_delta)
+        return self._complete_plain(request, on_delta)
+
+    def _complete_constrained(self, request: ChatRequest,
+                              on_delta: StreamCallback | None) -> ChatResponse:
+        from .prompt_tools import (ConstrainedStreamGate, parse_constrained_output,
+                                   rewrite_history, tool_call_grammar, with_tool_prompt)
+
+        messages = with_tool_prompt(rewrite_history(request.messages, "json"), request.tools,
+                                    "json")
+        grammar = tool_call_grammar(request.tools, request.tool_choice)
+        constrained = request.model_copy(update={
+            "messages": messages, "tools": None, "tool_choice": None, "parallel_tool_calls": None,
+            "response_format": {"type": "json_object", "schema": grammar}})
+        gate = ConstrainedStreamGate()
+        streamed: list[str] = []
+
+        def relay(kind: str, data: dict[str, Any]) -> None:
+            if on_delta is None:
+                return
+            if kind == "text":
+                out = gate.feed(data["text"])
+                if out:
+                    streamed.append(out)
+                    on_delta("text", {"text": out})
+            elif kind == "reset":
+                streamed.clear()
+                on_delta(kind, data)
+            elif kind != "tool_call" and kind != "tool_args":
+                on_delta(kind, data)
+
+        resp = self._complete_plain(constrained, relay)
+        if resp.error:
+            return resp
+        answer, call = parse_constrained_output(resp.text)
+        resp.text = answer or ""
+        resp.tool_calls = [call] if call is not None else []
+        if call is not None:
+            resp.finish_reason = "tool_calls"
+        elif on_delta is not None and resp.text and not streamed:
+            on_delta("text", {"text": resp.text})  # e.g. "Tool call error: …" was never streamed
+        return resp
+
+    def _complete_plain(self, request: ChatRequest,
+                        on_delta: StreamCallback | None = None) -> ChatResponse:
         body = self.build_body(request)
         start = time.perf_counter()
         attempt = 0

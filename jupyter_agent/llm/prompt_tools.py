@@ -86,12 +86,12 @@ Reply in exactly one of two ways:
 Call at most one tool per reply. Its result comes back in a user message between \
 <ToolResponse> and </ToolResponse>; then reply again in one of the two ways."""
 
+# No placeholder like "<your answer>" here: SmolLM2-135M copied it verbatim as its answer.
 _JSON_RULES = """\
-Reply with exactly one JSON object, in one of two forms:
-- to answer the user: {"answer": "<your answer>"}
-- to call a tool: {"tool": "<tool name>", "arguments": {...}}
-Call at most one tool per reply. Its result comes back in a user message between \
-<ToolResponse> and </ToolResponse>; then reply again with one JSON object."""
+Reply with one JSON object. To answer the user, put your reply text in the "answer" key. To \
+call a tool, put the tool's name in the "tool" key and its arguments object in the \
+"arguments" key. Call at most one tool per reply. A tool's result comes back in a user \
+message between <ToolResponse> and </ToolResponse>."""
 
 
 def tool_system_prompt(tools: list[dict[str, Any]] | None, style: Style = "text") -> str:

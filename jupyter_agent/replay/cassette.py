@@ -30,6 +30,7 @@ __all__ = ["CASSETTE_VERSION", "Chunk", "Interaction", "RecordedAnswer", "Casset
 CASSETTE_VERSION = 1
 _NOT_IDENTIFYING = frozenset({"stream", "stream_options", "user", "metadata", "store"})
 _PROFILE_SKIP = frozenset({"base_url"})
+_ENVELOPE = frozenset({"id", "object", "created", "model", "system_fingerprint"})
 
 
 class NoRecordingError(JupyterAgentError):
@@ -50,13 +51,32 @@ class Interaction(BaseModel):
     request: dict[str, Any]
     """The identifying fields (see :func:`request_summary`)."""
     chunks: list[Chunk] | None = None
-    """The streamed answer, chunk by chunk (``None`` for a non-streamed call)."""
+    """The streamed answer, chunk by chunk (``None`` for a non-streamed call); read them with
+    :meth:`chunk_payloads`."""
     response: dict[str, Any] | None = None
     """The JSON body of a non-streamed answer."""
     error: str | None = None
     """The call failed (after retries) with this message; replayed as the same failure."""
     status_code: int | None = None
     seconds: float = 0.0
+
+    def chunk_payloads(self) -> list[dict[str, Any]]:
+        """The chunks as they came over the wire (the envelope fields that every chunk
+        repeats are stored once, on the first chunk)."""
+        if not self.chunks:
+            return []
+        head = {k: v for k, v in self.chunks[0].data.items() if k in _ENVELOPE}
+        return [self.chunks[0].data, *({**head, **c.data} for c in self.chunks[1:])]
+
+
+def _compact(chunks: list[Chunk]) -> list[Chunk]:
+    """``chunks`` with the envelope fields equal to the first chunk's left out."""
+    if not chunks:
+        return chunks
+    head = chunks[0].data
+    return [chunks[0], *(Chunk(t=c.t, data={k: v for k, v in c.data.items()
+                                            if not (k in _ENVELOPE and head.get(k) == v)})
+                         for c in chunks[1:])]
 
 
 class RecordedAnswer(BaseModel):
@@ -151,7 +171,8 @@ class Cassette(BaseModel):
             status_code: int | None = None, seconds: float = 0.0) -> Interaction:
         """Record one call made with ``body``."""
         summary = request_summary(body)
-        item = Interaction(key=request_key(summary), request=summary, chunks=chunks,
+        item = Interaction(key=request_key(summary), request=summary,
+                           chunks=_compact(chunks) if chunks is not None else None,
                            response=response, error=error, status_code=status_code,
                            seconds=round(seconds, 4))
         with self._lock:

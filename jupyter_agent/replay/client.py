@@ -19,7 +19,7 @@ from typing import Any, Literal
 from ..llm.client import ModelClient, RetryPolicy
 from ..llm.profiles import ModelProfile, resolve_profile
 from ..llm.types import ChatRequest, ChatResponse, StreamCallback
-from .cassette import Cassette, Chunk
+from .cassette import Cassette, Chunk, Interaction
 from .storage import save_cassette
 
 __all__ = ["RecordingClient", "ReplayClient", "Timing"]
@@ -162,19 +162,19 @@ class ReplayClient(ModelClient):
         if item.error is not None:
             return ChatResponse(error=item.error, status_code=item.status_code)
         if item.chunks is not None:
-            return self._assemble(request, self._play(item.chunks), on_delta)
+            return self._assemble(request, self._play(item), on_delta)
         if self.timing == "recorded" and item.seconds:
             time.sleep(item.seconds)
         return self._from_json(request, item.response or {}, on_delta)
 
-    def _play(self, chunks: list[Chunk]) -> Iterator[dict[str, Any]]:
+    def _play(self, item: Interaction) -> Iterator[dict[str, Any]]:
         t0 = time.perf_counter()
-        for c in chunks:
+        for c, payload in zip(item.chunks or [], item.chunk_payloads()):
             if self.timing == "recorded":
                 wait = c.t - (time.perf_counter() - t0)
                 if wait > 0:
                     time.sleep(wait)
-            yield c.data
+            yield payload
 
     # ------------------------------------------------------------ asks
     def on_suspended(self, prepared: Any) -> Any:

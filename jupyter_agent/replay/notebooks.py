@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CASSETTE_LINE", "find_cassette_line", "set_cassette_line", "execute_notebook",
-           "kernel_manager", "run_outputs"]
+           "kernel_manager", "run_outputs", "scrub_folder"]
 
 CASSETTE_LINE = re.compile(r"^%agent\s+(replay|record|live)\b.*$", re.MULTILINE)
 """The line of a tutorial that chooses live, record or replay mode."""
@@ -114,3 +114,17 @@ def run_outputs(nb: Any) -> list[tuple[int, dict[str, Any]]]:
                 payload = data[RUN_MIME_TYPE]
                 found.append((i, json.loads(payload) if isinstance(payload, str) else payload))
     return found
+
+
+def scrub_folder(nb: Any, folder: str | Path) -> None:
+    """Replace the absolute path of ``folder`` (where the notebook ran) by ``.`` in every
+    output, so a saved notebook holds no path of the machine that executed it."""
+    import nbformat
+
+    root = json.dumps(str(Path(folder).resolve()))[1:-1]  # as it appears inside JSON
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code" or not cell.get("outputs"):
+            continue
+        text = json.dumps(cell.outputs, ensure_ascii=False)
+        if root in text:
+            cell.outputs = [nbformat.from_dict(o) for o in json.loads(text.replace(root, "."))]

@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .notebooks import cassette_of, execute_notebook, find_cassette_line, set_cassette_line
+from .notebooks import (cassette_of, execute_notebook, find_cassette_line, scrub_folder,
+                        set_cassette_line)
 from .storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
 
 __all__ = ["rerecord", "main"]
@@ -62,6 +63,7 @@ def rerecord(notebook: str | Path, *, model: str | None = None,
     if index is not None:
         # Its output names the temporary recording file: a replay prints its own line.
         nb.cells[index].outputs = []
+    scrub_folder(nb, path.parent)  # e.g. an approval card shows its working directory
     if kernelspec is not None:
         nb.metadata["kernelspec"] = kernelspec
     nb.metadata.pop("widgets", None)

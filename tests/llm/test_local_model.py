@@ -152,16 +152,17 @@ def test_server_dies_with_a_killed_parent() -> None:
         "import time\n"
         "from jupyter_agent.llm.local import LocalModelServer\n"
         "s = LocalModelServer().start()\n"
-        "print(s.process.pid, flush=True)\n"
+        "print(s.process.pid, s.log_path, flush=True)\n"
         "time.sleep(600)\n"
     )
+    log_path = ""
     parent = subprocess.Popen(
         [sys.executable, "-c", script], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
     )
     try:
-        line = parent.stdout.readline()
-        assert line.strip().isdigit(), "the parent should report its server's pid"
-        child = int(line)
+        pid_text, _, log_path = parent.stdout.readline().strip().partition(" ")
+        assert pid_text.isdigit(), "the parent should report its server's pid"
+        child = int(pid_text)
         assert _alive(child)
         parent.send_signal(signal.SIGKILL)  # no atexit runs: only the pipe tells the child
         parent.wait()
@@ -173,6 +174,8 @@ def test_server_dies_with_a_killed_parent() -> None:
     finally:
         if parent.poll() is None:
             parent.kill()
+        if log_path:
+            Path(log_path).unlink(missing_ok=True)  # nobody ran stop() to delete it
 
 
 def test_stop_ends_the_process() -> None:

@@ -1,0 +1,34 @@
+"""Run every benchmark: ``python -m bench [--quick]`` (also ``make bench``).
+
+Each benchmark measures its own baseline in the same run and prints ratios against it; nothing
+here asserts a time, the numbers are for the reader (and the issue's closing note).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import bench_import, bench_loop, bench_stream  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the import, loop and streaming benchmarks in turn."""
+    parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
+    parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
+    args = parser.parse_args(argv)
+    print("=" * 78)
+    bench_import.main([])
+    print("=" * 78)
+    bench_loop.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_stream.main(["--tokens", "5000", "--runs", "1"] if args.quick else [])
+
+
+if __name__ == "__main__":
+    main()

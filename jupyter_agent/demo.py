@@ -1,0 +1,131 @@
+"""``python -m jupyter_agent.demo`` (what ``make demo`` runs): execute every tutorial headless.
+
+Each notebook of ``notebooks/`` is copied into ``demo-output/`` and executed there (nbclient,
+a kernel of this Python): ``01-chat-basics`` live against the embedded model when the ``local``
+extra is installed, every other tutorial (and 01 without the extra) from its cassette, so no
+API key and no network are needed. The executed notebooks and an HTML export of each are
+written next to each other; the command that opens them in JupyterLab is printed last. The
+exit status is 1 when a notebook failed (its partly executed copy is still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "run_demo", "tutorials", "LIVE_LOCAL"]
+
+LIVE_LOCAL = ("01-chat-basics.ipynb",)
+"""Tutorials run live against the embedded model when it is installed."""
+
+
+def tutorials(folder: Path) -> list[Path]:
+    """The tutorial notebooks of ``folder`` (``NN-name.ipynb``), in order."""
+    return sorted(folder.glob("[0-9][0-9]-*.ipynb"))
+
+
+def _notebooks_folder() -> Path:
+    for candidate in (Path.cwd() / "notebooks", Path(__file__).resolve().parents[1] / "notebooks"):
+        if tutorials(candidate):
+            return candidate
+    raise SystemExit("No tutorials found: run the demo from the jupyter-agent source folder "
+                     "(the one holding notebooks/).")
+
+
+def _local_available() -> bool:
+    try:
+        from .llm.local_profile import local_available
+    except ImportError:
+        return False
+    return local_available()
+
+
+def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
+             only: list[str] | None = None, timeout: int = 900) -> list[dict[str, Any]]:
+    """Execute the tutorials of ``source`` into ``output``; one result dict per notebook
+    (``name``, ``mode``, ``ok``, ``error``, ``seconds``, ``notebook``, ``html``)."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+
+    from .replay.notebooks import execute_notebook, set_cassette_line
+
+    if live_local is None:
+        live_local = _local_available()
+    output.mkdir(parents=True, exist_ok=True)
+    results = []
+    for path in tutorials(source):
+        if only and not any(path.name.startswith(o) for o in only):
+            continue
+        target = output / path.name
+        shutil.copy(path, target)  # the copy carries the cassette its replay line reads
+        nb = nbformat.read(str(target), as_version=4)
+        env: dict[str, str] = {}
+        mode = "replayed from its cassette"
+        if live_local and path.name in LIVE_LOCAL:
+            set_cassette_line(nb, "%agent live")
+            env["JUPYTER_AGENT_MODEL"] = "local"
+            mode = "live, embedded model"
+        start = time.perf_counter()
+        error = None
+        try:
+            execute_notebook(nb, output, env=env, timeout=timeout)
+        except CellExecutionError as exc:
+            error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+        nb.metadata.pop("widgets", None)  # widget state would need the kernel: runs have MIME
+        nbformat.write(nb, str(target))
+        html = target.with_suffix(".html")
+        html.write_text(export_html(nb), encoding="utf-8")
+        results.append({"name": path.name, "mode": mode, "ok": error is None, "error": error,
+                        "seconds": time.perf_counter() - start, "notebook": target,
+                        "html": html})
+        status = "ok" if error is None else f"FAILED: {error}"
+        print(f"  {path.name:<42} {mode:<28} {results[-1]['seconds']:6.1f} s  {status}",
+              flush=True)
+    return results
+
+
+def export_html(nb: Any) -> str:
+    """The notebook as standalone HTML; runs show their markdown transcript (a saved widget
+    view needs a live kernel, so it is left out)."""
+    from nbconvert import HTMLExporter
+    from nbconvert.utils.base import NbConvertBase
+    from traitlets.config import Config
+
+    config = Config()
+    config.NbConvertBase.display_data_priority = [
+        m for m in NbConvertBase().display_data_priority if "widget-view" not in m]
+    body, _ = HTMLExporter(config=config).from_notebook_node(nb)
+    return body
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    parser = argparse.ArgumentParser(prog="python -m jupyter_agent.demo",
+                                     description="Execute every tutorial headless.")
+    parser.add_argument("--output", type=Path, default=Path("demo-output"))
+    parser.add_argument("--notebooks", type=Path, help="Folder of the tutorials.")
+    parser.add_argument("--replay-only", action="store_true",
+                        help="Replay 01 from its cassette too, even with the embedded model.")
+    parser.add_argument("only", nargs="*", help="Tutorial numbers or names (default: all).")
+    args = parser.parse_args(argv)
+    source = args.notebooks or _notebooks_folder()
+    print(f"Executing the tutorials of {source.name}/ into {args.output}/ ...", flush=True)
+    results = run_demo(source, args.output, live_local=False if args.replay_only else None,
+                       only=args.only)
+    failed = [r for r in results if not r["ok"]]
+    print()
+    print(f"{len(results) - len(failed)} of {len(results)} notebooks ran. Executed notebooks "
+          f"and HTML exports are in {args.output}/:")
+    for r in results:
+        print(f"  {r['notebook']}   {r['html']}")
+    print()
+    print(f"Open them in JupyterLab:  .venv/bin/jupyter lab {args.output}/")
+    return 1 if failed or not results else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The embedded model for real: a streamed %%chat and a 2-round %%toolloop with a forced tool.
+
+Asserts on structure, not wording (a 135M model says odd things).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jupyter_agent.llm.local_profile import local_available
+
+pytestmark = [
+    pytest.mark.local_model,
+    pytest.mark.skipif(not local_available(), reason="the `local` extra is not installed"),
+]
+
+
+def test_chat_streams_an_answer_from_the_embedded_model() -> None:
+    from jupyter_agent import chat
+
+    run = chat("Say hello.", model="local", max_tokens=24)
+    deltas = [e for e in run.events if e.type == "text_delta"]
+    assert run.status == "done"
+    assert len(deltas) >= 2, "the answer should arrive in several streamed pieces"
+    assert run.answer.strip() == "".join(d.text for d in deltas).strip()
+    assert run.input_tokens > 0 and run.output_tokens > 0
+
+
+def test_toolloop_forced_tool_call_is_valid_and_fed_back() -> None:
+    from jupyter_agent import tool, toolloop
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    run = toolloop("What is 17 + 25? Use the add tool.", model="local", tool_choice="add",
+                   max_rounds=2, max_tokens=64)
+    assert run.status in ("done", "max_rounds")
+    first = run.tool_records[0]
+    assert first["name"] == "add" and first["error"] is None
+    args = json.loads(first["arguments"])
+    assert set(args) == {"a", "b"} and all(isinstance(v, int) for v in args.values())
+    assert first["value"] == args["a"] + args["b"]
+    # the result went back to the model as the call's tool message
+    tool_msgs = [m for m in run.messages if m.get("role") == "tool"]
+    assert tool_msgs and tool_msgs[0]["content"] == str(first["value"])
+    assert any(e.type == "round_started" and e.round == 2 for e in run.events)
