@@ -21,9 +21,11 @@ RUNS = 7
 CASES = {
     "import IPython": ("", "import IPython"),
     "import jupyter_agent": ("", "import jupyter_agent"),
-    # What a kernel pays on %load_ext: IPython is loaded already; the magics module loads now.
-    "%load_ext (after IPython)": ("import IPython",
-                                  "import jupyter_agent; import jupyter_agent.magics"),
+    # What a kernel pays on %load_ext: the shell exists already; the extension loads now.
+    "%load_ext jupyter_agent": (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()",
+        "shell.run_line_magic('load_ext', 'jupyter_agent')"),
     "import openai (for scale)": ("", "import openai"),
 }
 
@@ -33,7 +35,8 @@ import sys, time, json
 t = time.perf_counter()
 {stmt}
 dt = time.perf_counter() - t
-heavy = [m for m in ("openai", "httpx", "ipywidgets", "anywidget", "pydantic") if m in sys.modules]
+heavy = [m for m in ("openai", "httpx", "httpx2", "ipywidgets", "anywidget", "pydantic")
+         if m in sys.modules]
 print(json.dumps({{"ms": dt * 1000, "loaded": heavy}}))
 """
 
@@ -64,7 +67,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"\nimport jupyter_agent - import IPython = {over:+.1f} ms "
           f"(ratio {results['import jupyter_agent'] / results['import IPython']:.2f}); "
           f"target <= +100 ms -> {'OK' if over <= 100 else 'MISSED'}")
-    print(f"%load_ext after IPython: {results['%load_ext (after IPython)']:.1f} ms")
+    print(f"%load_ext jupyter_agent in a running shell: {results['%load_ext jupyter_agent']:.1f} ms "
+          f"(target <= 100 ms -> {'OK' if results['%load_ext jupyter_agent'] <= 100 else 'MISSED'})")
     return results
 
 

@@ -126,8 +126,8 @@ def make_client(model: str | ModelProfile | None = None, *, cassette: str | None
             extra: dict[str, Any] = {}
             cls: Any = ModelClient
             if mode == "record":
-                from .replay.mode import active_cassette
                 from .replay.client import RecordingClient
+                from .replay.mode import active_cassette
 
                 cls, extra = RecordingClient, {"cassette": active_cassette()}
             client = cls(

@@ -51,7 +51,7 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
     import nbformat
     from nbclient.exceptions import CellExecutionError
 
-    from .replay.notebooks import execute_notebook, set_cassette_line
+    from .replay.notebooks import cassette_of, execute_notebook, set_cassette_line
 
     if live_local is None:
         live_local = _local_available()
@@ -61,8 +61,13 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
         if only and not any(path.name.startswith(o) for o in only):
             continue
         target = output / path.name
-        shutil.copy(path, target)  # the copy carries the cassette its replay line reads
+        shutil.copy(path, target)  # the copy carries the cassette its replay line reads...
         nb = nbformat.read(str(target), as_version=4)
+        beside = cassette_of(nb, path)
+        if beside is not None and beside.resolve() != path.resolve() and beside.exists():
+            copied = output / beside.relative_to(path.parent)  # ...or one beside the notebook
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(beside, copied)
         env: dict[str, str] = {}
         mode = "replayed from its cassette"
         if live_local and path.name in LIVE_LOCAL:

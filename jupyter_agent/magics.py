@@ -14,12 +14,12 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
-from . import config
 from .errors import JupyterAgentError
 
 __all__ = ["AgentMagics", "interpolate"]
 
 _MASK = "********"
+_SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models")
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -103,10 +103,15 @@ class AgentMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self._sync_settings()
+        # Only traits set in a config file need copying now; the defaults match the settings'.
+        # Skipping the copy keeps `%load_ext` from importing pydantic and the model layer.
+        if any(getattr(self, n) != self.trait_defaults(n) for n in _SYNCED):
+            self._sync_settings()
 
-    @observe("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models")
+    @observe(*_SYNCED)
     def _on_config(self, change: Any) -> None:
+        from . import config
+
         if change["name"] == "api_key" and change["new"] not in ("", _MASK):
             config.settings.api_key = change["new"]  # type: ignore[assignment]
             # Never keep the key on the trait: `%config AgentMagics` would print it.
@@ -114,6 +119,8 @@ class AgentMagics(Magics):
         self._sync_settings()
 
     def _sync_settings(self) -> None:
+        from . import config
+
         s = config.settings
         s.model = self.model or None
         s.base_url = self.base_url or None
@@ -127,6 +134,8 @@ class AgentMagics(Magics):
         return self.shell.user_ns if self.shell is not None else {}
 
     def _common(self, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
+        from . import config
+
         _unquote(args)
         if not cell or not cell.strip():
             raise UsageError("The cell is empty: write your message below the magic line.")

@@ -36,6 +36,17 @@ def test_import_is_cheap() -> None:
                                        ("openai", "httpx", "ipywidgets", "anywidget", "pandas")}
 
 
+def test_load_ext_is_cheap() -> None:
+    proc = _python(
+        "import sys, json\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "InteractiveShell.instance().run_line_magic('load_ext', 'jupyter_agent')\n"
+        "heavy = ['openai', 'httpx', 'ipywidgets', 'anywidget', 'pydantic']\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))\n")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
 def test_tool_decorator_does_not_load_the_sdk() -> None:
     proc = _python(
         "import sys\n"

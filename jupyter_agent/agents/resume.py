@@ -25,8 +25,8 @@ from ..ui.view import new_view, reduce_event
 from ._base import Prepared
 from .run import Run, RunRecorder
 
-__all__ = ["Answer", "RESUMERS", "RESUME_CLIENTS", "register_resumer", "suspend", "resume", "pending_runs",
-           "answer_text_for_approval"]
+__all__ = ["Answer", "RESUMERS", "RESUME_CLIENTS", "register_resumer", "suspend", "resume",
+           "pending_runs", "answer_text_for_approval"]
 
 
 @dataclass

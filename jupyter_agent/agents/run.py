@@ -89,8 +89,9 @@ class RunRecorder:
     streamed token costs no disk write, while a crash loses at most the current round.
     """
 
-    _FLUSH_ON = frozenset({"round_started", "tool_returned", "run_finished", "ask_pending",
-                           "ask_answered", "plan_updated", "run_failed"})
+    # Once per round (plus the ends of a run): one small transaction per model request.
+    _FLUSH_ON = frozenset({"round_started", "run_finished", "ask_pending", "ask_answered",
+                           "run_failed"})
 
     def __init__(self, run: Run, store: Any = None, listeners: list[Listener] | None = None):
         self.run = run

@@ -9,8 +9,15 @@ it. ``python -m jupyter_agent.replay.rerecord NOTEBOOK --model NAME`` re-records
 
 from __future__ import annotations
 
-from .cassette import (Cassette, Chunk, Interaction, NoRecordingError, RecordedAnswer,
-                       request_key, request_summary)
+from .cassette import (
+                       Cassette,
+                       Chunk,
+                       Interaction,
+                       NoRecordingError,
+                       RecordedAnswer,
+                       request_key,
+                       request_summary,
+)
 from .client import RecordingClient, ReplayClient
 from .mode import active_cassette, cassette_at, describe, go_live, start
 from .storage import cassette_path_for, load_cassette, save_cassette

@@ -50,7 +50,7 @@ def _field_rank(key: str) -> tuple[int, str]:
 def _agreement(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> tuple[int, int]:
     """How long ``a`` and ``b`` agree from the start, then how much they share overall."""
     prefix = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         prefix += 1
@@ -128,7 +128,7 @@ def describe_difference(new: dict[str, Any], old: dict[str, Any]) -> str:
     if a is _MISSING:
         return f"{path} is missing (the recorded request has {_show(_clip(b))})"
     if isinstance(a, str) and isinstance(b, str):
-        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         return f"{path} differs ({_show(_excerpt(a, at))} vs {_show(_excerpt(b, at))})"
     return f"{path} differs ({_show(_clip(a))} vs {_show(_clip(b))})"
 

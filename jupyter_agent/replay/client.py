@@ -169,7 +169,7 @@ class ReplayClient(ModelClient):
 
     def _play(self, item: Interaction) -> Iterator[dict[str, Any]]:
         t0 = time.perf_counter()
-        for c, payload in zip(item.chunks or [], item.chunk_payloads()):
+        for c, payload in zip(item.chunks or [], item.chunk_payloads(), strict=True):
             if self.timing == "recorded":
                 wait = c.t - (time.perf_counter() - t0)
                 if wait > 0:

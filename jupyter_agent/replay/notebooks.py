@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CASSETTE_LINE", "find_cassette_line", "set_cassette_line", "execute_notebook",
+__all__ = ["CASSETTE_LINE", "find_cassette_line", "set_cassette_line", "cassette_of",
+           "execute_notebook",
            "kernel_manager", "run_outputs", "scrub_folder"]
 
 CASSETTE_LINE = re.compile(r"^%agent\s+(replay|record|live)\b.*$", re.MULTILINE)

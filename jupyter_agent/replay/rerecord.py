@@ -19,8 +19,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .notebooks import (cassette_of, execute_notebook, find_cassette_line, scrub_folder,
-                        set_cassette_line)
+from .notebooks import (
+    cassette_of,
+    execute_notebook,
+    find_cassette_line,
+    scrub_folder,
+    set_cassette_line,
+)
 from .storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
 
 __all__ = ["rerecord", "main"]

@@ -16,8 +16,12 @@ import nbformat
 import pytest
 
 from jupyter_agent.replay.compare import comparable_outputs
-from jupyter_agent.replay.notebooks import (execute_notebook, find_cassette_line, run_outputs,
-                                            scrub_folder)
+from jupyter_agent.replay.notebooks import (
+    execute_notebook,
+    find_cassette_line,
+    run_outputs,
+    scrub_folder,
+)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 TUTORIALS = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))

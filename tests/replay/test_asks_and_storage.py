@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +90,15 @@ def test_a_cassette_in_notebook_metadata(server: ScriptedOpenAI, tmp_path: Path,
     assert chat("Hello", history=0).answer == "Hi there."
 
 
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython()
-    assert shell is not None
+@pytest.fixture
+def ip() -> Iterator[InteractiveShell]:
+    """The test session's IPython shell (shared with other test modules), markdown output."""
+    shell = start_ipython() or InteractiveShell.instance()
     assert shell.run_cell("%load_ext jupyter_agent").success
     shell.run_cell("%config AgentMagics.widgets = False")
-    return shell
+    yield shell
+    shell.run_cell("%config AgentMagics.widgets = True")
+    shell.user_ns.pop("out", None)
 
 
 def test_per_cell_record_and_replay_flags(ip: InteractiveShell, server: ScriptedOpenAI,
