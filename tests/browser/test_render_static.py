@@ -258,12 +258,12 @@ def test_approval_card_shows_detail_and_three_choices(open_run: OpenRun) -> None
         "approval",
         options=["Allow once", "Allow for this session", "Deny"],
         allow_other=False,
-        detail={"tool": "bash", "arguments": {"command": "rm -rf build"}, "cwd": "/tmp/x"},
+        detail={"tool": "bash", "arguments": {"command": "rm -rf build"}, "cwd": "/home/user/project"},
     )
     page = open_run(view)
     card = page.locator(".ja-ask-approval")
     text = card.inner_text()
-    assert "bash" in text and "rm -rf build" in text and "/tmp/x" in text
+    assert "bash" in text and "rm -rf build" in text and "/home/user/project" in text
     assert card.locator(".ja-option").all_inner_texts() == [
         "1\nAllow once", "2\nAllow for this session", "3\nDeny"
     ]
