@@ -66,8 +66,14 @@ if TYPE_CHECKING:
     from .agents.resume import resume
     from .agents.run import Run, last_run
     from .agents.toolloop import toolloop
-    from .errors import (ConfigError, JupyterAgentError, MissingKeyError, ModelBehaviorError,
-                         ResumeError, ToolError)
+    from .errors import (
+        ConfigError,
+        JupyterAgentError,
+        MissingKeyError,
+        ModelBehaviorError,
+        ResumeError,
+        ToolError,
+    )
     from .events import RunEvent
     from .tools.registry import StopRun, Tool, tool
 

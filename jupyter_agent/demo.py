@@ -11,6 +11,7 @@ exit status is 1 when a notebook failed (its partly executed copy is still writt
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import time
@@ -21,6 +22,7 @@ __all__ = ["main", "run_demo", "tutorials", "LIVE_LOCAL"]
 
 LIVE_LOCAL = ("01-chat-basics.ipynb",)
 """Tutorials run live against the embedded model when it is installed."""
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def tutorials(folder: Path) -> list[Path]:
@@ -51,7 +53,12 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
     import nbformat
     from nbclient.exceptions import CellExecutionError
 
-    from .replay.notebooks import cassette_of, execute_notebook, set_cassette_line
+    from .replay.notebooks import (
+        cassette_of,
+        execute_notebook,
+        find_cassette_line,
+        set_cassette_line,
+    )
 
     if live_local is None:
         live_local = _local_available()
@@ -69,7 +76,7 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
             copied.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(beside, copied)
         env: dict[str, str] = {}
-        mode = "replayed from its cassette"
+        mode = "replayed from its cassette" if find_cassette_line(nb) else "executed as saved"
         if live_local and path.name in LIVE_LOCAL:
             set_cassette_line(nb, "%agent live")
             env["JUPYTER_AGENT_MODEL"] = "local"
@@ -79,7 +86,8 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
         try:
             execute_notebook(nb, output, env=env, timeout=timeout)
         except CellExecutionError as exc:
-            error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+            lines = _ANSI.sub("", str(exc)).strip().splitlines()
+            error = lines[-1] if lines else repr(exc)
         nb.metadata.pop("widgets", None)  # widget state would need the kernel: runs have MIME
         nbformat.write(nb, str(target))
         html = target.with_suffix(".html")

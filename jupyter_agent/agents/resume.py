@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from ..errors import ResumeError
-from ..events import AskAnswered, BaseEvent, EVENT_ADAPTER
+from ..events import EVENT_ADAPTER, AskAnswered, BaseEvent
 from ..ui.view import new_view, reduce_event
 from ._base import Prepared
 from .run import Run, RunRecorder
@@ -38,7 +38,7 @@ class Answer:
     text: str = ""
 
     @classmethod
-    def from_message(cls, msg: dict[str, Any]) -> "Answer":
+    def from_message(cls, msg: dict[str, Any]) -> Answer:
         """From the widget's click message ``{type:"answer", how, option_index, answer}``."""
         how = msg.get("how")
         if how == "option":

@@ -13,7 +13,7 @@ from ..ui.view import new_view, reduce_event
 __all__ = ["Run", "RunRecorder", "new_run_id", "last_run"]
 
 Listener = Callable[[BaseEvent], None]
-_LAST: dict[str, "Run"] = {}
+_LAST: dict[str, Run] = {}
 
 
 def new_run_id() -> str:
@@ -21,7 +21,7 @@ def new_run_id() -> str:
     return "run_" + secrets.token_hex(6)
 
 
-def last_run() -> "Run | None":
+def last_run() -> Run | None:
     """The most recent run of this process (also bound to ``_agent_run`` in a notebook)."""
     return _LAST.get("run")
 

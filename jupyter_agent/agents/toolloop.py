@@ -8,7 +8,7 @@ from ..errors import MagicUsageError
 from ..llm.profiles import map_temperature
 from ..llm.types import ToolCall
 from ..llm.usage_context import usage_sink
-from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome, UsageItem
+from ..loop.hooks import LoopHooks, ToolOutcome, UsageItem
 from ..loop.kernel import LoopConfig
 from ..tools.registry import REGISTRY, Tool
 from ._base import (

@@ -172,8 +172,13 @@ class ModelClient:
 
     def _complete_constrained(self, request: ChatRequest,
                               on_delta: StreamCallback | None) -> ChatResponse:
-        from .prompt_tools import (ConstrainedStreamGate, parse_constrained_output,
-                                   rewrite_history, tool_call_grammar, with_tool_prompt)
+        from .prompt_tools import (
+            ConstrainedStreamGate,
+            parse_constrained_output,
+            rewrite_history,
+            tool_call_grammar,
+            with_tool_prompt,
+        )
 
         messages = with_tool_prompt(rewrite_history(request.messages, "json"), request.tools,
                                     "json")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal
 
 from ..events import (
     BaseEvent,
+    ContextCompressed,
     ReasoningDelta,
     RoundRetried,
     RoundStarted,
@@ -24,7 +25,6 @@ from ..events import (
     ToolCalled,
     ToolReturned,
     UsageRecorded,
-    ContextCompressed,
 )
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
 from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall

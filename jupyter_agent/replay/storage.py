@@ -5,6 +5,10 @@ A path ending in ``.ipynb`` means the notebook's ``metadata["jupyter_agent"]["ca
 nbformat 4 format, because importing nbformat costs seconds in a kernel). Any other path is a
 JSON file. Writes are atomic (temporary file, then rename) and scrubbed of secrets: every
 ``*API_KEY`` environment value and the configured key are replaced before anything is written.
+
+Recording into a notebook that is open in JupyterLab rewrites the file under the editor's
+feet (saving from the editor then drops the cassette): while working, record into the JSON
+file beside it (the default); ``rerecord`` writes into the notebook itself.
 """
 
 from __future__ import annotations
@@ -63,14 +67,17 @@ def load_cassette(path: str | Path) -> Cassette:
 def save_cassette(cassette: Cassette, path: str | Path | None = None) -> Path:
     """Write ``cassette`` to ``path`` (default: where it was loaded from)."""
     p = Path(path or cassette.location)
+    # One save at a time, snapshot and write together: parallel tool threads record too, and
+    # an older snapshot must never land after a newer one.
     with cassette._lock:
         data = json.loads(_scrub(cassette.model_dump_json()))
-    if is_notebook(p):
-        nb = json.loads(p.read_text(encoding="utf-8"))
-        nb.setdefault("metadata", {}).setdefault(METADATA_KEY, {})["cassette"] = data
-        _atomic_write(p, write_notebook_json(nb))
-    else:
-        _atomic_write(p, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        if is_notebook(p):
+            nb = (json.loads(p.read_text(encoding="utf-8")) if p.exists() else
+                  {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+            nb.setdefault("metadata", {}).setdefault(METADATA_KEY, {})["cassette"] = data
+            _atomic_write(p, write_notebook_json(nb))
+        else:
+            _atomic_write(p, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return p
 
 

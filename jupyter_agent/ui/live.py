@@ -21,7 +21,7 @@ _URGENT = frozenset({"tool_called", "tool_returned", "ask_pending", "ask_answere
                      "plan_updated", "run_finished", "run_failed", "stop_gate_feedback",
                      "round_retried"})
 
-displays: dict[str, "LiveDisplay"] = {}
+displays: dict[str, LiveDisplay] = {}
 """Live displays by run id, so a resume finds the widget of its run."""
 
 

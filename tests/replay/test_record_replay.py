@@ -158,3 +158,29 @@ def test_recorded_timing_replays_the_same_run(server: ScriptedOpenAI, tmp_path: 
     assert len(chunks) > 3 and chunks[-1].t >= chunks[0].t  # relative times kept, in order
     start("replay", tmp_path / "c.json", timing="recorded")
     assert comparable(chat("Hi", history=0).events_json()) == comparable(recorded.events_json())
+
+
+def test_chunks_keep_the_wire_envelope(server: ScriptedOpenAI, tmp_path: Path) -> None:
+    """Each chunk's repeated envelope (id, model, created…) is stored once and restored."""
+    server.enqueue(text("Four words, four chunks.", chunk_size=5))
+    start("record", tmp_path / "c.json")
+    chat("Hi", history=0)
+    item = load_cassette(tmp_path / "c.json").interactions[0]
+    stored, wire = item.chunks or [], item.chunk_payloads()
+    assert len(wire) == len(stored) > 4
+    assert all(w["id"] == wire[0]["id"] and w["model"] == "scripted-model" for w in wire)
+    assert all("id" not in c.data for c in stored[1:])  # stored once, on the first chunk
+    assert "".join((w["choices"][0]["delta"].get("content") or "") for w in wire if w["choices"]) \
+        == "Four words, four chunks."
+
+
+def test_recording_into_a_notebook_that_does_not_exist_yet(server: ScriptedOpenAI,
+                                                           tmp_path: Path) -> None:
+    import nbformat
+
+    server.enqueue(text("ok"))
+    start("record", tmp_path / "new.ipynb")
+    chat("Hi", history=0)
+    nb = nbformat.read(str(tmp_path / "new.ipynb"), as_version=4)
+    nbformat.validate(nb)
+    assert len(nb.metadata["jupyter_agent"]["cassette"]["interactions"]) == 1
