@@ -108,7 +108,9 @@ def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask", inte
     from ..config import local_default_notice
 
     recorder.start()
-    notice = local_default_notice(model)
+    # Only when nothing chose the model: an explicit `--model local` needs no explanation.
+    explicit = opt.model or session_model or opt.client is not None
+    notice = None if explicit else local_default_notice(model)
     if notice:
         recorder.emit(Warning_(message=notice))
     return Prepared(client, run, recorder, store, turn_id, history)

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigError, ToolError
-from ..events import Warning_
+from ..events import UsageRecorded, Warning_
+from ..llm.usage_context import usage_sink
+from ..loop.hooks import UsageItem
 from ..tools.builtin import Workspace
 from ..tools.registry import Tool
 from .agents import Agent, agent_for_intent, resolve_agent
@@ -30,6 +32,7 @@ from .spawn import SpawnParent, make_spawn_tool
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "LIVE_TOOLS"]
 
 AgentSource = Literal["user", "session", "intent"]
+_LIVE_LIMIT = 64
 
 LIVE_TOOLS: dict[str, list[Tool[Any]]] = {}
 """Tool objects of suspended runs in this process, by run id: a resume in the same kernel
@@ -50,6 +53,8 @@ class TurnSetup:
     spawn: SpawnParent | None = None
     notices: list[str] = field(default_factory=list)
     """Warnings to show once the run exists (e.g. a bound agent not defined in this kernel)."""
+    usages: list[Any] = field(default_factory=list)
+    """Model calls made before the run existed (model-based intent), added to it by ``bind``."""
 
     @property
     def agent_name(self) -> str | None:
@@ -77,6 +82,15 @@ class TurnSetup:
         for message in self.notices:
             p.recorder.emit(Warning_(message=message))
         self.notices.clear()
+        for u in self.usages:  # UsageItem(module, model, usage, cost)
+            p.run.input_tokens += u.usage.input_tokens
+            p.run.output_tokens += u.usage.output_tokens
+            p.run.cost += u.cost
+            p.recorder.emit(UsageRecorded(module=u.module, model=u.model,
+                                          input_tokens=u.usage.input_tokens,
+                                          output_tokens=u.usage.output_tokens, cost=u.cost,
+                                          estimated=u.usage.estimated))
+        self.usages.clear()
 
     def state(self) -> dict[str, Any]:
         """The JSON saved with a suspended run, for :func:`restore_turn`."""
@@ -95,6 +109,8 @@ class TurnSetup:
     def remember_tools(self, run_id: str) -> None:
         """Keep the tool objects for a resume of ``run_id`` in this process."""
         LIVE_TOOLS[run_id] = list(self.tools)
+        while len(LIVE_TOOLS) > _LIVE_LIMIT:  # runs never answered: forget the oldest
+            LIVE_TOOLS.pop(next(iter(LIVE_TOOLS)))
 
 
 def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Workspace:
@@ -157,7 +173,11 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
             notices.append(f"Session {opt.session!r} is bound to agent {record.agent!r}, which "
                            "is not defined in this kernel: running without its role (its "
                            "workspace still applies).")
-    intent = recognize_intent(prompt)
+    usages: list[Any] = []
+    # A model-based intent call happens before the run exists: its usage is kept for ``bind``.
+    with usage_sink(lambda module, model, usage, cost: usages.append(
+            UsageItem(f"intent_{module}", model, usage, cost))):
+        intent = recognize_intent(prompt, model=opt.model, client=getattr(opt, "client", None))
     if agent is None and (record is None or not record.agent) and intent.category != "unknown" \
             and intent.confidence >= INTENT_RULES.role_threshold:
         picked = agent_for_intent(intent.category)
@@ -176,7 +196,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     selected, parent = _make_tools(specs, workspace, permissions)
     return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
                      workspace=workspace, permissions=permissions, tools=selected, spawn=parent,
-                     notices=notices)
+                     notices=notices, usages=usages)
 
 
 def restore_turn(state: dict[str, Any], p: Any) -> TurnSetup:

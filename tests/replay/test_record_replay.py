@@ -168,7 +168,7 @@ def test_chunks_keep_the_wire_envelope(server: ScriptedOpenAI, tmp_path: Path) -
     item = load_cassette(tmp_path / "c.json").interactions[0]
     stored, wire = item.chunks or [], item.chunk_payloads()
     assert len(wire) == len(stored) > 4
-    assert all(w["id"] == wire[0]["id"] and w["model"] == "scripted-model" for w in wire)
+    assert all(w["id"] == wire[0]["id"] and w["model"] == wire[0]["model"] for w in wire)
     assert all("id" not in c.data for c in stored[1:])  # stored once, on the first chunk
     assert "".join((w["choices"][0]["delta"].get("content") or "") for w in wire if w["choices"]) \
         == "Four words, four chunks."

@@ -149,3 +149,19 @@ def test_cells_use_the_current_session(shell: InteractiveShell, server: Scripted
     assert [m["content"] for m in default_store().get_messages("notes")] == [
         "Remember the number 7.", "one"]
     assert len(default_store().get_messages("elsewhere")) == 2
+
+
+def test_a_toolloop_cell_waiting_for_approval_says_how_to_answer(
+        shell: InteractiveShell, server: ScriptedOpenAI, workspace: Path) -> None:
+    server.enqueue(tool_calls([call("bash", {"command": "echo hi"}, id="b1")]), text("denied"))
+    with capture_output() as cap:
+        r = shell.run_cell("%%toolloop --tools bash --session cells\nSay hi")
+    assert r.success, r.error_in_exec
+    run = shell.user_ns["_agent_run"]
+    assert run.status == "ask"
+    assert f"%agent resume {run.run_id} --option N" in cap.stdout
+    with capture_output():
+        r = shell.run_cell(f"%agent resume {run.run_id} --option 3")
+    assert r.success, r.error_in_exec
+    assert shell.user_ns["_agent_run"].status == "done"
+    assert shell.user_ns["_agent_run"].answer == "denied"

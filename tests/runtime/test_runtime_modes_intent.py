@@ -114,3 +114,22 @@ def test_model_based_intent_uses_classify(server: ScriptedOpenAI) -> None:
     assert "account_query" in server.requests[0]["messages"][0]["content"]
     server.enqueue(text("I am not sure"))
     assert recognize_intent("???", use_model=True).category == "unknown"  # the fallback
+
+
+def test_a_model_based_intent_is_recorded_and_billed_to_the_turn(
+        server: ScriptedOpenAI, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_agent.runtime.intent import INTENT_RULES
+
+    monkeypatch.setattr(INTENT_RULES, "use_model", True)
+    server.enqueue(text("content_publishing"), text("ok"))
+    run = toolloop("Tell the world about our launch", tools=[])
+    assert run.status == "done"
+    classify_request, turn_request = server.requests
+    assert "content_publishing" in classify_request["messages"][0]["content"]
+    assert "User intent (hint): content_publishing (0.80, model" in _system(turn_request)
+    modules = [e.module for e in run.events if e.type == "usage"]
+    assert modules == ["intent_classify", "agent_call"]
+    turn = default_store().list_turns("default")[-1]
+    assert turn.intent["source"] == "model"  # type: ignore[index]
+    assert turn.input_tokens == run.input_tokens == sum(
+        e.input_tokens for e in run.events if e.type == "usage")

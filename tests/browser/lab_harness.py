@@ -1,0 +1,235 @@
+"""A real JupyterLab for browser tests: started on loopback with a token, driven by Playwright.
+
+``start_lab`` runs ``jupyter lab`` from this interpreter's environment (so the kernel and the
+labextensions are the ones ``make install`` put there) with private config, data, runtime,
+settings and workspace folders, and waits until the REST API answers. ``LabPage`` wraps a
+Playwright page with the few notebook gestures the tests need (open, run a cell, save, shut the
+kernel down), using plain selectors (Galata's helpers are JavaScript-only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root (put on the kernel's ``PYTHONPATH``)."""
+
+BUILT_EXTENSION = ROOT / "jupyter_agent" / "labextension" / "static" / "style.js"
+"""Present once the JupyterLab extension was built (``make install``)."""
+
+TOKEN = "ja-browser-test-token"
+"""The server token (a test value)."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# JupyterLab's notification settings: no news prompt, no update check (no traffic, no toasts
+# over the screenshots).
+_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    return _ANSI.sub("", text)
+
+
+def free_port() -> int:
+    """A free TCP port on loopback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def lab_environment(base: Path, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of the server (and so of its kernels): private Jupyter folders.
+
+    ``JUPYTER_DATA_DIR`` only replaces the *user* data folder: the environment's
+    ``share/jupyter`` (kernelspec, labextensions) stays on the search path.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "JUPYTER_AGENT_", "JUPYTER", "IPYTHON"))}
+    for name in ("config", "data", "runtime", "settings", "workspaces", "ipython"):
+        (base / name).mkdir(parents=True, exist_ok=True)
+    for rel, value in _SETTINGS.items():
+        path = base / "settings" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value), encoding="utf-8")
+    env.update({
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_DATA_DIR": str(base / "data"),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+        "IPYTHONDIR": str(base / "ipython"),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    })
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab: its base URL, notebook folder, environment and log file."""
+
+    url: str
+    root: Path
+    env: dict[str, str]
+    log: Path
+
+    def api(self, path: str, method: str = "GET") -> Any:
+        """Call the REST API with the token; return the decoded JSON (None when empty)."""
+        req = urllib.request.Request(f"{self.url}{path}", method=method,
+                                     headers={"Authorization": f"token {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def text(self, path: str) -> str:
+        """GET ``path`` (token in the URL) and return the body as text."""
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=10) as resp:
+            return resp.read().decode("utf-8", errors="replace")
+
+    def log_tail(self, n: int = 40) -> str:
+        """The last lines of the server's log, for failure messages."""
+        lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+
+
+@contextmanager
+def start_lab(base: Path, extra_env: dict[str, str], timeout: float = 90.0) -> Iterator[Lab]:
+    """Run ``jupyter lab`` on a free loopback port until the block ends."""
+    root = base / "notebooks"
+    root.mkdir(parents=True, exist_ok=True)
+    env = lab_environment(base, extra_env)
+    port = free_port()
+    log = base / "jupyter-lab.log"
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
+           "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
+           f"--LabApp.workspaces_dir={base / 'workspaces'}",
+           f"--LabApp.user_settings_dir={base / 'settings'}",
+           "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           "--LabApp.extension_manager=readonly",  # never asks a package index
+           "--ServerApp.terminals_enabled=False"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")  # CI containers run as root
+    with log.open("w", encoding="utf-8") as fh:
+        # Its own process group: kernels are its children, and all of them end with the test.
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    lab = Lab(url=f"http://127.0.0.1:{port}", root=root, env=env, log=log)
+    try:
+        _wait_ready(lab, proc, timeout)
+        yield lab
+    finally:
+        _stop(proc)
+
+
+def _wait_ready(lab: Lab, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {proc.returncode}:\n{lab.log_tail()}")
+        try:
+            lab.api(f"/api/status?token={TOKEN}")
+            return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.25)
+    raise RuntimeError(f"jupyter lab did not answer in {timeout:.0f} s:\n{lab.log_tail()}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM lets the server shut its kernels down; anything left in its group is killed."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group we started: stray kernels, if any
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def labextension_list(env: dict[str, str]) -> str:
+    """The output of ``jupyter labextension list`` (it writes to stderr), without colours."""
+    done = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    return strip_ansi(done.stdout + done.stderr)
+
+
+class LabPage:
+    """A Playwright page showing one notebook of ``lab``."""
+
+    def __init__(self, page: Any, lab: Lab) -> None:
+        """Wrap ``page``; ``beforeunload`` prompts are accepted so reloads never stall."""
+        self.page = page
+        self.lab = lab
+        page.on("dialog", lambda d: d.accept())
+
+    def open(self, name: str) -> None:
+        """Open ``name`` and wait until its kernel is idle."""
+        self.page.goto(f"{self.lab.url}/lab/tree/{name}?token={TOKEN}")
+        self.wait_ready()
+
+    def reload(self) -> None:
+        """Reload the page (the notebook reopens from disk, with a new kernel)."""
+        self.page.reload()
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """The notebook is drawn and its kernel is idle."""
+        self.page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+        self.page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(
+            state="attached", timeout=60_000)
+
+    def cell(self, index: int) -> Any:
+        """The locator of the notebook's cell ``index``."""
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def run(self, index: int, timeout: float = 60_000) -> None:
+        """Run cell ``index`` with Shift+Enter and wait until its execution ended."""
+        cell = self.cell(index)
+        cell.locator(".jp-InputArea-editor").click()
+        self.page.keyboard.press("Shift+Enter")
+        prompt = cell.locator(".jp-InputArea-prompt")
+        # "[*]:" while it runs, "[n]:" once the kernel replied.
+        self.page.wait_for_function(
+            "el => /\\[\\d+\\]/.test(el.textContent)", arg=prompt.element_handle(),
+            timeout=timeout)
+
+    def save(self) -> None:
+        """Save with the keyboard shortcut, from command mode."""
+        self.cell(0).locator(".jp-InputArea-prompt").click()
+        self.page.keyboard.press("Escape")
+        self.page.keyboard.press("Control+s")
+
+    def shut_down_kernel(self) -> None:
+        """Kernel ▸ Shut Down Kernel, from the menu bar."""
+        self.page.locator(".lm-MenuBar-item", has_text="Kernel").click()
+        self.page.locator(".lm-Menu-item", has_text="Shut Down Kernel").first.click()
+
+    def shot(self, name: str, directory: Path, target: Any = None) -> None:
+        """Screenshot of ``target`` (a locator; default: the page) to ``directory/name``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (target or self.page).screenshot(path=str(directory / name))

@@ -1,0 +1,299 @@
+"""Agent cells in a real JupyterLab, driven in headless Chromium against the scripted model.
+
+One JupyterLab serves the whole module; one notebook holds a ``%%toolloop`` cell, a ``%%plan``
+cell that asks, and a ``%%toolloop`` cell whose tool needs approval. The live anywidget view
+draws the runs while they run or wait; clicks on its buttons resume the run in the same
+output; a finished run is redrawn by our MIME renderer, so the saved notebook shows every run
+again after the kernel is gone. Screenshots of each state go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from jupyter_agent.events import RUN_MIME_TYPE
+from tests.agents.plan.plan_scripts import set_plan, step_done
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+
+from .lab_harness import (
+    BUILT_EXTENSION,
+    TOKEN,
+    LabPage,
+    lab_environment,
+    labextension_list,
+    start_lab,
+)
+from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(chromium_path() is None,
+                       reason="no system Chromium (`make test` installs Debian's chromium)"),
+    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
+                       reason="the JupyterLab extension is not built (run `make install`)"),
+]
+
+KEY = "sk-test-key-browser-0123456789"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+NOTEBOOK = "agent.ipynb"
+LIVE = ".ja-widget .ja-run"
+STATIC = ".jp-RenderedJupyterAgentRun .ja-run"
+ANSWER = "The sum of 17 and 25 is **42**, computed with the add tool in one round."
+PLAN_OPTIONS = ["Weekly figures", "Monthly figures", "Quarterly figures"]
+DENIED = "Permission denied by the user: delete_file was not run."
+
+SETUP = '''%load_ext jupyter_agent
+from pathlib import Path
+from jupyter_agent import tool
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file in the notebook folder."""
+    Path(path).unlink()
+    return f"deleted {path}"
+'''
+CELLS = [
+    SETUP,
+    "%%toolloop --tools add\nWhat is 17 + 25? Use the tools.",
+    "%%plan --tools add\nPlan a small sales report.",
+    "%%toolloop --tools delete_file\nDelete old.txt.",
+]
+TOOLLOOP, PLAN, APPROVAL = 1, 2, 3
+
+
+class Session:
+    """The module's JupyterLab page, model server and the scenarios already run."""
+
+    def __init__(self, lab: LabPage, model: ScriptedOpenAI) -> None:
+        self.lab = lab
+        self.page = lab.page
+        self.model = model
+        self.done: set[str] = set()
+
+    def ensure(self, name: str, scenario: Callable[[Session], None]) -> None:
+        """Run ``scenario`` unless an earlier test already did (tests stay independent)."""
+        if name not in self.done:
+            self.model.reset()
+            scenario(self)
+            self.done.add(name)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """JupyterLab + scripted model + Chromium, with the notebook open and its setup cell run."""
+    from playwright.sync_api import sync_playwright
+
+    base = tmp_path_factory.mktemp("lab")
+    with ScriptedOpenAI() as model, start_lab(base, {
+        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
+        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
+    }) as lab:
+        if '"jupyter-agent"' not in lab.text(f"/lab?token={TOKEN}"):
+            pytest.fail("JupyterLab does not load the jupyter-agent extension: it is built but "
+                        "not installed (run `make install`)")
+        nb = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
+            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                     "language": "python"}})
+        nbformat.write(nb, lab.root / NOTEBOOK)
+        (lab.root / "old.txt").write_text("keep me", encoding="utf-8")
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(30_000)
+            lp = LabPage(page, lab)
+            try:
+                lp.open(NOTEBOOK)
+                lp.run(0)
+                yield Session(lp, model)
+            except BaseException:
+                print(lab.log_tail())
+                raise
+            finally:
+                browser.close()
+
+
+def _wait_static_done(s: Session, index: int) -> Any:
+    """The cell's run drawn by the MIME renderer with status done; returns the output."""
+    out = s.lab.cell(index).locator(".jp-OutputArea-output").filter(has=s.page.locator(STATIC))
+    out.locator('.ja-badge[data-status="done"]').wait_for()
+    return out
+
+
+def _record_texts(s: Session, index: int) -> None:
+    """Collect the answer text of the cell's live output at every DOM change (streaming)."""
+    s.page.evaluate("""cell => {
+        window.__jaTexts = [];
+        new MutationObserver(() => {
+            const t = cell.querySelector(".ja-widget .ja-text");
+            if (t) window.__jaTexts.push(t.textContent);
+        }).observe(cell, {subtree: true, childList: true, characterData: true});
+    }""", s.lab.cell(index).element_handle())
+
+
+# ------------------------------------------------------------------------------ scenarios
+def toolloop_scenario(s: Session) -> None:
+    s.model.enqueue(tool_calls([call("add", {"a": 17, "b": 25}, id="call_add")]),
+                    text(ANSWER, chunk_size=3, delay=0.03))
+    _record_texts(s, TOOLLOOP)
+    s.lab.run(TOOLLOOP)
+    out = _wait_static_done(s, TOOLLOOP)
+    s.lab.shot("lab-toolloop-done.png", ARTIFACTS_DIR, s.lab.cell(TOOLLOOP))
+
+    # While it streamed, the live widget showed a growing, partial answer.
+    texts = s.page.evaluate("window.__jaTexts")
+    final = out.locator(".ja-text").inner_text()
+    assert any(0 < len(t) < len(final) for t in texts), texts
+    assert out.locator(".ja-text strong").inner_text() == "42"
+    assert "The sum of 17 and 25 is" in final
+    card = out.locator('.ja-tool[data-call-id="call_add"]')
+    assert card.get_attribute("data-state") == "done"
+    assert "add" in card.locator(".ja-tool-name").inner_text()
+    # One output, updated in place; the finished run no longer needs the widget.
+    assert s.lab.cell(TOOLLOOP).locator(".jp-OutputArea-output").count() == 1
+    assert s.lab.cell(TOOLLOOP).locator(".ja-widget").count() == 0
+    assert s.model.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_add",
+                                                   "content": "42"}
+
+
+def plan_scenario(s: Session) -> None:
+    plan = set_plan("1", "2")
+    plan["updates"][0]["plan"]["steps"][0]["title"] = "Collect the sales figures"
+    plan["updates"][0]["plan"]["steps"][1]["title"] = "Write the summary"
+    ask = {"reason": "The period decides which figures to load.", "blockerType": "ambiguous_goal",
+           "question": "Which period should the report cover?", "options": PLAN_OPTIONS}
+    s.model.enqueue(tool_calls([call("update_plan", plan, id="plan_1")]),
+                    tool_calls([call("ask_agent", ask, id="ask_1")]))
+    s.lab.run(PLAN)
+    cell = s.lab.cell(PLAN)
+    live = cell.locator(LIVE)
+    live.locator('.ja-badge[data-status="ask"]').wait_for()
+    options = live.locator(".ja-ask-pending .ja-option")
+    assert options.count() == 3
+    assert [t.split("\n")[-1] for t in options.all_inner_texts()] == PLAN_OPTIONS
+    assert live.locator(".ja-plan .ja-step").count() == 2
+    assert live.locator(".ja-ask-question").inner_text() == "Which period should the report cover?"
+    assert len(s.model.requests) == 2  # suspended: the kernel is free, no further request
+    s.lab.shot("lab-plan-ask.png", ARTIFACTS_DIR, cell)
+    outputs = cell.locator(".jp-OutputArea-output").count()
+
+    s.model.enqueue(tool_calls([call("update_plan", step_done("1", "2"), id="plan_2")]),
+                    text("The plan is done: the report covers the monthly figures."))
+    live.locator('.ja-option[data-index="2"]').click()
+    out = _wait_static_done(s, PLAN)
+    s.lab.shot("lab-plan-done.png", ARTIFACTS_DIR, cell)
+
+    # The same output continued: no new output, the widget replaced by the finished run.
+    assert cell.locator(".jp-OutputArea-output").count() == outputs
+    assert cell.locator(".ja-widget").count() == 0
+    statuses = out.locator(".ja-step").evaluate_all("els => els.map(e => e.dataset.status)")
+    assert statuses == ["done", "done"]
+    assert "Monthly figures" in out.locator(".ja-ask-answered .ja-chosen").inner_text()
+    assert "the report covers the monthly figures" in out.locator(".ja-text").last.inner_text()
+    told = [m for m in s.model.requests[2]["messages"] if m.get("tool_call_id") == "ask_1"]
+    assert told and "Monthly figures" in told[0]["content"]
+
+
+def approval_scenario(s: Session) -> None:
+    s.model.enqueue(tool_calls([call("delete_file", {"path": "old.txt"}, id="del_1")]))
+    s.lab.run(APPROVAL)
+    cell = s.lab.cell(APPROVAL)
+    card = cell.locator(f"{LIVE} .ja-ask-approval")
+    card.wait_for()
+    assert [t.split("\n")[-1] for t in card.locator(".ja-option").all_inner_texts()] == [
+        "Allow once", "Allow for this session", "Deny"]
+    assert "delete_file" in card.inner_text() and "old.txt" in card.inner_text()
+    assert len(s.model.requests) == 1
+    s.lab.shot("lab-approval-card.png", ARTIFACTS_DIR, cell)
+
+    s.model.enqueue(text("I did not delete old.txt: you denied it."))
+    card.locator('.ja-option[data-index="3"]').click()
+    out = _wait_static_done(s, APPROVAL)
+    s.lab.shot("lab-approval-denied.png", ARTIFACTS_DIR, cell)
+
+    told = [m for m in s.model.requests[1]["messages"] if m.get("tool_call_id") == "del_1"]
+    assert [m["content"] for m in told] == [DENIED]
+    assert (s.lab.lab.root / "old.txt").read_text(encoding="utf-8") == "keep me"
+    assert "Deny" in out.locator(".ja-ask-answered .ja-chosen").inner_text()
+    assert "you denied it" in out.locator(".ja-text").last.inner_text()
+    assert cell.locator(".ja-widget").count() == 0
+
+
+# ------------------------------------------------------------------------------ tests
+def test_toolloop_cell_shows_tool_cards_and_the_streamed_answer(session: Session) -> None:
+    session.ensure("toolloop", toolloop_scenario)
+
+
+def test_plan_ask_click_resumes_in_the_same_output_until_done(session: Session) -> None:
+    session.ensure("plan", plan_scenario)
+
+
+def test_approval_deny_tells_the_model_and_the_run_finishes(session: Session) -> None:
+    session.ensure("approval", approval_scenario)
+
+
+def _saved_runs(path: Path) -> dict[int, list[dict[str, Any]]]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return {i: [o["data"] for o in c.get("outputs", []) if "data" in o]
+            for i, c in enumerate(nb["cells"])}
+
+
+def test_saved_notebook_reopens_with_the_static_renderer(session: Session) -> None:
+    for name, scenario in (("toolloop", toolloop_scenario), ("plan", plan_scenario),
+                           ("approval", approval_scenario)):
+        session.ensure(name, scenario)
+    lab, page = session.lab, session.page
+    path = lab.lab.root / NOTEBOOK
+    lab.save()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        saved = _saved_runs(path)
+        if all(any(RUN_MIME_TYPE in d for d in saved[i]) for i in (TOOLLOOP, PLAN, APPROVAL)):
+            break
+        time.sleep(0.2)
+    for i in (TOOLLOOP, PLAN, APPROVAL):
+        (data,) = [d for d in saved[i] if RUN_MIME_TYPE in d]
+        assert data[RUN_MIME_TYPE]["view"]["status"] == "done"
+        assert WIDGET_MIME not in data  # a finished run never depends on widget state
+    assert KEY not in path.read_text(encoding="utf-8")
+
+    lab.shut_down_kernel()
+    deadline = time.monotonic() + 20
+    while lab.lab.api("/api/kernels") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert lab.lab.api("/api/kernels") == []
+    lab.reload()
+    runs = page.locator(f".jp-Notebook {STATIC}")
+    runs.nth(2).wait_for()
+    assert runs.count() == 3
+    assert page.locator('.jp-Notebook .ja-badge[data-status="done"]').count() == 3
+    assert page.locator(".jp-Notebook .ja-widget").count() == 0
+    assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+    assert lab.cell(TOOLLOOP).locator(".ja-text strong").inner_text() == "42"
+    steps = lab.cell(PLAN).locator(".ja-step").evaluate_all("els => els.map(e => e.dataset.status)")
+    assert steps == ["done", "done"]
+    assert "Monthly figures" in lab.cell(PLAN).locator(".ja-ask-answered").inner_text()
+    assert "Deny" in lab.cell(APPROVAL).locator(".ja-ask-answered").inner_text()
+    assert re.search(r"\d+ rounds?", lab.cell(TOOLLOOP).locator(".ja-footer").inner_text())
+    lab.shot("lab-reopened.png", ARTIFACTS_DIR)
+    for i, name in ((TOOLLOOP, "toolloop"), (PLAN, "plan"), (APPROVAL, "approval")):
+        lab.shot(f"lab-reopened-{name}.png", ARTIFACTS_DIR, lab.cell(i))
+
+
+def test_labextension_list_shows_jupyter_agent_enabled(tmp_path: Path) -> None:
+    listing = labextension_list(lab_environment(tmp_path, {}))
+    assert re.search(r"jupyter-agent v\S+ enabled\s+OK", listing), listing
