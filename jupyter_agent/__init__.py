@@ -26,6 +26,10 @@ __all__ = [
     "extract",
     "expand_query",
     "Agent",
+    "agent_tool",
+    "model_tool",
+    "attach_files",
+    "python_sandbox",
     "RunEvent",
     "JupyterAgentError",
     "ConfigError",
@@ -52,6 +56,10 @@ _LAZY = {
     "extract": ("jupyter_agent.agents.helpers", "extract"),
     "expand_query": ("jupyter_agent.agents.helpers", "expand_query"),
     "Agent": ("jupyter_agent.runtime.agents", "Agent"),
+    "agent_tool": ("jupyter_agent.agents.subagents", "agent_tool"),
+    "model_tool": ("jupyter_agent.agents.subagents", "model_tool"),
+    "attach_files": ("jupyter_agent.agents.attachments", "attach_files"),
+    "python_sandbox": ("jupyter_agent.agents.sandbox", "python_sandbox"),
     "RunEvent": ("jupyter_agent.events", "RunEvent"),
     "JupyterAgentError": ("jupyter_agent.errors", "JupyterAgentError"),
     "ConfigError": ("jupyter_agent.errors", "ConfigError"),
@@ -62,9 +70,12 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from .agents.attachments import attach_files
     from .agents.chat import chat
     from .agents.resume import resume
     from .agents.run import Run, last_run
+    from .agents.sandbox import python_sandbox
+    from .agents.subagents import agent_tool, model_tool
     from .agents.toolloop import toolloop
     from .errors import (
         ConfigError,

@@ -7,6 +7,7 @@ and emits ``run_finished``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -59,6 +60,8 @@ class Prepared:
     history: list[dict[str, Any]]
     turn_base: tuple[int, int, float] = (0, 0, 0.0)
     """The run's tokens and cost before this turn (a resumed run): the turn records the rest."""
+    persisted: int = 0
+    """Leading messages of this turn already in the session (written before a suspension)."""
 
 
 def _store(opt: TurnOptions) -> Any:
@@ -182,6 +185,29 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     suspension (user message first), saved in front of what the loop adds.
     """
     run, recorder = p.run, p.recorder
+    head = (persist_prefix if persist_prefix is not None
+            else messages[persist_from:persist_from + 1])
+    # Leading messages of head + output already in the session (a resumed run counts on).
+    written = p.persisted
+
+    def persist(output: list[dict[str, Any]]) -> None:
+        # Written round by round, so a crash mid-turn loses nothing already finished.
+        nonlocal written
+        if p.store is None or not run.session:
+            return
+        full = [*head, *output]
+        if len(full) > written:
+            p.store.append_messages(run.session, p.turn_id, full[written:])
+            written = len(full)
+
+    user_hook = hooks.on_round_end
+
+    def on_round_end(output: list[dict[str, Any]]) -> None:
+        persist(output)
+        if user_hook is not None:
+            user_hook(output)
+
+    hooks = dataclasses.replace(hooks, on_round_end=on_round_end)
     try:
         result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
     except BaseException as exc:  # never leave a run "running" in the store
@@ -197,11 +223,12 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     run.rounds += result.rounds
     if on_result is not None:
         on_result(result)  # may suspend the run (plan ask, approvals)
-    if p.store is not None and run.session and result.status != "ask":
-        head = (persist_prefix if persist_prefix is not None
-                else messages[persist_from:persist_from + 1])
-        new = head + result.assistant_messages
-        p.store.append_messages(run.session, p.turn_id, new)
+    if result.status != "ask":
+        persist(result.assistant_messages)
+    elif p.store is not None and run.pending is not None and written:
+        # The resume will save head + output again: tell it how much is already there.
+        run.pending["persisted"] = written
+        p.store.suspend(run.run_id, run.pending, call_id=run.pending.get("call_id"))
     status = result.status
     recorder.finish(status, answer=result.answer if status != "error" else "",
                     error=result.error, finish_reason=result.finish_reason)

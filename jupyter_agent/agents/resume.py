@@ -184,7 +184,8 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         turn_id = store.start_turn(run.session, mode="agent", run_id=run_id, agent=kind,
                                    model=pending.get("model"), profile=client.profile.name)
     p = Prepared(client=client, run=run, recorder=recorder, store=store, turn_id=turn_id,
-                 history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost))
+                 history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost),
+                 persisted=int(pending.get("persisted", 0)))
     recorder.emit(answer.event(pending["call_id"], options))
     keep = getattr(client, "record_answer", None)  # a recording client keeps it for replays
     if keep is not None:

@@ -106,3 +106,6 @@ class LoopHooks:
     """Shrink a long tool result (spec 6.3); default: head-and-tail truncation only."""
     is_aborted: Callable[[], bool] | None = None
     """Polled between rounds; True ends the run with status ``aborted``."""
+    on_round_end: Callable[[list[Message]], None] | None = None
+    """After a round the loop continues from (tool results in, or a draft withdrawn): the
+    run's output so far, consistent (every tool call answered). Used to persist per round."""

@@ -157,9 +157,11 @@ class _Run:
                     if stop or interactive:
                         stopped_by_tools = True
                         break
+                    self._round_end()
                     continue
                 decision = self._stop_candidate(resp, msg)
                 if decision == "continue":
+                    self._round_end()
                     continue
                 break
             else:
@@ -179,6 +181,10 @@ class _Run:
         return res
 
     # -------------------------------------------------------------- phases
+    def _round_end(self) -> None:
+        if self.hooks.on_round_end is not None:
+            self.hooks.on_round_end(self.result.assistant_messages)
+
     def _fit_context(self) -> None:
         if self.hooks.fit_context is None:
             return

@@ -116,6 +116,7 @@ _QUESTIONS = {
     "write_file": "Write this file in the workspace?",
     "web_fetch": "Fetch this URL?",
     "spawn_agent": "Start a sub-agent on this task?",
+    "run_python": "Run this Python code in the workspace?",
 }
 
 
@@ -123,14 +124,15 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None) -> dict[str, A
     """The approval card for ``call``: the ``ask_pending`` fields as a dict.
 
     ``detail`` carries the tool, its arguments, the working directory, and for ``bash`` the
-    command, for ``write_file`` the path, for ``web_fetch`` the URL (what the user must see).
+    command, for ``write_file`` the path, for ``web_fetch`` the URL, for ``run_python`` the
+    code (what the user must see).
     """
     args = _arguments(call)
     detail: dict[str, Any] = {"tool": tool_name, "arguments": args}
     if cwd:
         detail["cwd"] = cwd
     if isinstance(args, dict):
-        for key in ("command", "path", "url"):
+        for key in ("command", "path", "url", "code"):
             if isinstance(args.get(key), str):
                 detail[key] = args[key]
     question = _QUESTIONS.get(tool_name, f"Allow the tool {tool_name} to run?")

@@ -200,8 +200,13 @@ class LabPage:
     def wait_ready(self) -> None:
         """The notebook is drawn and its kernel is idle."""
         self.page.locator(".jp-Notebook .jp-Cell").first.wait_for()
-        self.page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(
-            state="attached", timeout=60_000)
+        # The status bar, not the toolbar's indicator: that one says "idle" for a moment while
+        # the kernel is still initializing, and a cell run then is silently dropped.
+        self.page.wait_for_function(
+            """() => {
+                const bar = document.querySelector("#jp-main-statusbar");
+                return !!bar && /^(?!No Kernel).+ \\| Idle$/m.test(bar.innerText);
+            }""", timeout=60_000)
 
     def cell(self, index: int) -> Any:
         """The locator of the notebook's cell ``index``."""

@@ -46,7 +46,7 @@ KEY = "sk-test-key-browser-0123456789"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NOTEBOOK = "agent.ipynb"
 LIVE = ".ja-widget .ja-run"
-STATIC = ".jp-RenderedJupyterAgentRun .ja-run"
+STATIC = ".jp-RenderedJupyterAgentRun > .ja-run"  # the renderer node is the output node
 ANSWER = "The sum of 17 and 25 is **42**, computed with the add tool in one round."
 PLAN_OPTIONS = ["Weekly figures", "Monthly figures", "Quarterly figures"]
 DENIED = "Permission denied by the user: delete_file was not run."
@@ -88,7 +88,12 @@ class Session:
         """Run ``scenario`` unless an earlier test already did (tests stay independent)."""
         if name not in self.done:
             self.model.reset()
-            scenario(self)
+            try:
+                scenario(self)
+            except BaseException:
+                # What the page showed, for the failure report.
+                self.lab.shot(f"lab-failed-{name}.png", ARTIFACTS_DIR)
+                raise
             self.done.add(name)
 
 
@@ -129,7 +134,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
 
 def _wait_static_done(s: Session, index: int) -> Any:
     """The cell's run drawn by the MIME renderer with status done; returns the output."""
-    out = s.lab.cell(index).locator(".jp-OutputArea-output").filter(has=s.page.locator(STATIC))
+    out = s.lab.cell(index).locator(STATIC)
     out.locator('.ja-badge[data-status="done"]').wait_for()
     return out
 

@@ -103,8 +103,11 @@ def test_a_kernel_killed_mid_turn_loses_nothing_written(server: ScriptedOpenAI, 
     reset_default_store()
     with Store(path) as store:
         history = store.get_messages("crash")
-        assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
-        assert history[0]["content"] == "First task" and history[-1]["content"] == "first done"
+        # The first turn, and the second turn's finished first round (written per round).
+        assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant",
+                                                "user", "assistant", "tool"]
+        assert history[0]["content"] == "First task" and history[3]["content"] == "first done"
+        assert history[4]["content"] == "Second task" and history[6]["content"] == "quick result"
         first, second = store.list_runs("crash")
         assert first.status == "done" and second.status == "running"
         events = store.get_events(second.run_id)
@@ -117,7 +120,8 @@ def test_a_kernel_killed_mid_turn_loses_nothing_written(server: ScriptedOpenAI, 
     server.enqueue(text("still here"))
     chat("Are you there?", session="crash")
     sent = [m["content"] for m in server.requests[-1]["messages"]]
-    assert sent == ["First task", "", "quick result", "first done", "Are you there?"]
+    assert sent == ["First task", "", "quick result", "first done", "Second task", "",
+                    "quick result", "Are you there?"]
 
 
 WRITER = '''

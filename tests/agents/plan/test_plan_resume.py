@@ -77,8 +77,13 @@ def test_valid_ask_in_turn_two_suspends_with_the_saved_context(
     assert record.status == "ask" and record.pending == pending
     assert run.view["status"] == "ask" and run.view["ask"]["options"] == OPTIONS
     assert run.plan is not None and run.plan["steps"][0]["status"] == "pending"
-    # Suspended, not finished: nothing is added to the session history yet.
-    assert store.get_messages("default") == []
+    # Suspended, not finished: the rounds finished before the ask are in the session already
+    # (written round by round), the ask round is not; the resume knows how many are there.
+    saved = store.get_messages("default")
+    assert saved[0] == {"role": "user", "content": PROMPT}
+    assert saved[1:] == pending["produced"][:len(saved) - 1]
+    assert pending["persisted"] == len(saved)
+    assert not any(m.get("tool_calls") and m["tool_calls"][0]["id"] == "a1" for m in saved)
 
 
 def test_resume_sends_saved_messages_plus_the_answer(srv: ScriptedOpenAI, client: Any,

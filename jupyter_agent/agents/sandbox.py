@@ -1,0 +1,291 @@
+"""A sandboxed Python code tool: each call runs the code in a fresh, separate process.
+
+``python_sandbox("data/")`` returns a ``run_python`` tool. The code runs as ``python -I`` (no
+user site, no ``PYTHONPATH``) with the workspace as working directory, stdin closed, API keys
+removed from the environment, a wall-clock timeout after which the process and everything it
+started are killed, and an address-space limit (``RLIMIT_AS``, Unix) so a runaway allocation
+fails with ``MemoryError`` instead of taking the machine down. Like a notebook cell, the value
+of the last line, when it is an expression, comes back as ``result`` (its ``repr``).
+
+This confines time, memory and the working directory, not the file system or the network: the
+code can do what the user can. That is why the tool asks for approval by default, like ``bash``,
+and is denied in a read-only workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import ConfigError, ToolError
+from ..tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
+from ..tools.builtin._procs import ProcessTracker
+from ..tools.builtin.shell import MARKER_VAR, child_environment
+from ..tools.registry import Tool, ToolResult
+
+__all__ = ["DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "MIN_MEMORY_MB", "SandboxResult",
+           "python_sandbox", "run_python_code"]
+
+DEFAULT_TIMEOUT = 10.0
+"""Seconds a call may run before it is killed."""
+DEFAULT_MEMORY_MB = 512
+"""Address-space limit of the code's process, in MB."""
+MIN_MEMORY_MB = 64
+"""Below this the interpreter itself may not start."""
+_POLL = 0.05
+_SNAPSHOT_EVERY = 0.2
+_DRAIN_GRACE = 2.0
+_MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of memory")
+
+
+class SandboxResult(BaseModel):
+    """What one ``run_python`` call did (the model reads it as JSON)."""
+
+    stdout: str = ""
+    """Everything printed, cut in the middle when long."""
+    stderr: str = ""
+    """Warnings and other stderr output, cut in the middle when long."""
+    result: str | None = None
+    """``repr`` of the last line's value when it is an expression (None otherwise)."""
+    error: str | None = None
+    """The traceback, or why the code was stopped (timeout, memory limit); None on success."""
+    timed_out: bool = False
+    killed_for_memory: bool = False
+
+
+class _Bytes(bytearray):
+    """The result pipe's bytes, kept whole (the runner caps what it writes)."""
+
+    def feed(self, data: bytes) -> None:
+        """Append a chunk."""
+        self.extend(data)
+
+
+_Buffers = dict[int, "HeadTailBuffer | _Bytes"]
+"""Pipe file descriptor -> where its bytes go."""
+
+
+@lru_cache(maxsize=1)
+def _runner_source() -> str:
+    return (Path(__file__).with_name("_sandbox_runner.py")).read_text(encoding="utf-8")
+
+
+def _feed(stream: Any, data: bytes) -> None:
+    """Write the code to the child's stdin from a thread: a big script must not block us."""
+    try:
+        stream.write(data)
+    except OSError:  # the child died before reading it all
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _pump(proc: subprocess.Popen[bytes], buffers: _Buffers, tracker: ProcessTracker,
+          deadline: float) -> bool:
+    """Read every pipe until the process exits (True) or the deadline passes (False)."""
+    next_snapshot = 0.0
+    with selectors.DefaultSelector() as selector:
+        for fd in buffers:
+            selector.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if now >= next_snapshot:
+                tracker.snapshot()
+                next_snapshot = now + _SNAPSHOT_EVERY
+            wait = min(_POLL, deadline - now)
+            if selector.get_map():
+                for key, _ in selector.select(timeout=wait):
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        buffers[key.fd].feed(data)
+                    else:
+                        selector.unregister(key.fd)
+            else:
+                try:
+                    proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    pass
+            # Wait for the process, not for end-of-file: a child it started may hold the pipes.
+            if proc.poll() is not None:
+                return True
+
+
+def _drain(buffers: _Buffers, deadline: float) -> None:
+    """Read what is left in the pipes once every process is gone."""
+    with selectors.DefaultSelector() as selector:
+        for fd in buffers:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map() and (left := deadline - time.monotonic()) > 0:
+            ready = selector.select(timeout=left)
+            if not ready:
+                return
+            for key, _ in ready:
+                data = os.read(key.fd, 65536)
+                if data:
+                    buffers[key.fd].feed(data)
+                else:
+                    selector.unregister(key.fd)
+
+
+def _check_limits(timeout: float, memory_mb: int | None) -> None:
+    if not timeout or timeout <= 0:
+        raise ConfigError("The sandbox timeout must be a positive number of seconds.")
+    if memory_mb is not None and memory_mb < MIN_MEMORY_MB:
+        raise ConfigError(f"The sandbox memory limit must be at least {MIN_MEMORY_MB} MB "
+                          "(or None for no limit).")
+
+
+def _workspace(workspace: str | os.PathLike[str]) -> Path:
+    raw = os.path.expanduser(os.fspath(workspace))
+    if not os.path.isdir(raw):
+        raise ConfigError(f"Sandbox workspace folder does not exist: {raw}")
+    return Path(os.path.realpath(raw))
+
+
+def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
+                    timeout: float = DEFAULT_TIMEOUT, memory_mb: int | None = DEFAULT_MEMORY_MB,
+                    limit: int = DEFAULT_LIMIT) -> SandboxResult:
+    """Run ``code`` in a fresh ``python -I`` process and return what it did.
+
+    Args:
+        code: Python source; its last line's value (an expression) becomes ``result``.
+        workspace: Working directory (must exist).
+        timeout: Seconds before the process and every process it started are killed.
+        memory_mb: Address-space limit in MB (``None``: no limit; only Unix enforces it).
+        limit: Characters kept of stdout, of stderr and of the result (head and tail).
+
+    Raises:
+        KeyboardInterrupt: re-raised after every process of the code was stopped.
+    """
+    _check_limits(timeout, memory_mb)
+    cwd = _workspace(workspace)
+    marker_value = uuid.uuid4().hex
+    env = child_environment()
+    env[MARKER_VAR] = marker_value
+    result_read, result_write = os.pipe()
+    max_bytes = 0 if memory_mb is None else memory_mb * 1024 * 1024
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _runner_source(), str(result_write), str(max_bytes),
+             str(limit)],
+            cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, pass_fds=(result_write,))
+    except BaseException:
+        os.close(result_read)
+        raise
+    finally:
+        os.close(result_write)  # the child holds its own copy; EOF comes when it exits
+    assert proc.stdout is not None and proc.stderr is not None
+    threading.Thread(target=_feed, args=(proc.stdin, code.encode("utf-8", "surrogatepass")),
+                     name="jupyter-agent-sandbox-stdin", daemon=True).start()
+    tracker = ProcessTracker(proc.pid, f"{MARKER_VAR}={marker_value}")
+    out, err, res = HeadTailBuffer(limit), HeadTailBuffer(limit), _Bytes()
+    buffers: _Buffers = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, result_read: res}
+    try:
+        finished = _pump(proc, buffers, tracker, time.monotonic() + timeout)
+        tracker.kill_all()  # a timeout, or children left running after the code ended
+        _drain(buffers, time.monotonic() + _DRAIN_GRACE)
+    except BaseException:
+        tracker.kill_all(grace=0.5)
+        raise
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+        os.close(result_read)
+        exit_code = proc.wait()
+    return _result(out.render(limit), err.render(limit), bytes(res), timed_out=not finished,
+                   exit_code=exit_code, timeout=timeout, memory_mb=memory_mb)
+
+
+def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code: int,
+            timeout: float, memory_mb: int | None) -> SandboxResult:
+    try:
+        payload: dict[str, Any] | None = json.loads(raw.decode("utf-8")) if raw else None
+    except ValueError:
+        payload = None  # cut off by a kill mid-write
+    r = SandboxResult(stdout=stdout, stderr=stderr, timed_out=timed_out)
+    if timed_out:
+        r.error = f"Code timed out after {timeout:g} s (killed)"
+        return r
+    memory = bool(payload and payload.get("memory_error")) or (
+        payload is None and memory_mb is not None and any(s in stderr for s in _MEMORY_SIGNS))
+    if memory:
+        r.killed_for_memory = True
+        r.error = f"Code exceeded the memory limit of {memory_mb} MB"
+        return r
+    if payload is None:
+        how = f"signal {-exit_code}" if exit_code < 0 else f"exit code {exit_code}"
+        r.error = f"The Python process ended without a result ({how})."
+        return r
+    r.result, r.error = payload.get("result"), payload.get("error")
+    return r
+
+
+class _SandboxTool(Tool[Any]):
+    """``run_python``: a failed, timed-out or out-of-memory run is marked as an error."""
+
+    def invoke(self, arguments: str) -> ToolResult:
+        """Run the code; the model reads the :class:`SandboxResult` as JSON."""
+        result = super().invoke(arguments)
+        if isinstance(result.value, SandboxResult) and result.value.error:
+            result.error = result.value.error.splitlines()[-1][:300]
+        return result
+
+
+def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEFAULT_TIMEOUT,
+                   memory_mb: int | None = DEFAULT_MEMORY_MB, *, name: str = "run_python",
+                   limit: int = DEFAULT_LIMIT, requires_approval: bool = True) -> Tool[Any]:
+    """A tool that runs Python code in a separate process, confined in time and memory.
+
+    Args:
+        workspace: The code's working directory (resolved now; must exist).
+        timeout: Seconds per call before the process (and its children) are killed.
+        memory_mb: Address-space limit per call, in MB (``None``: no limit).
+        name: Tool name.
+        limit: Characters kept of stdout, stderr and the result.
+        requires_approval: Ask the user before each call (default, like ``bash``).
+
+    Raises:
+        ConfigError: the workspace does not exist, or a limit is invalid.
+    """
+    _check_limits(timeout, memory_mb)
+    root = _workspace(workspace)
+    memory = "no memory limit" if memory_mb is None else f"{memory_mb} MB of memory"
+    description = (
+        "Run Python code in a fresh, separate process whose working directory is the workspace "
+        f"folder; it may run {timeout:g} s and use {memory}. Returns JSON with stdout, stderr, "
+        "result (the repr of the last line when it is an expression, like a notebook cell), "
+        "error (the traceback), timed_out and killed_for_memory. Nothing is kept between calls: "
+        "save files to reuse data.")
+
+    def run_python(code: str) -> SandboxResult:
+        """Run Python code in the sandbox.
+
+        Args:
+            code: The Python source; end with an expression to get its value back as result.
+        """
+        if not code or not code.strip():
+            raise ToolError("code is empty.")
+        return run_python_code(code, workspace=root, timeout=timeout, memory_mb=memory_mb,
+                               limit=limit)
+
+    t = _SandboxTool(run_python, name=name, description=description, batchable=False,
+                     requires_approval=requires_approval)
+    t.workspace = root  # type: ignore[attr-defined]
+    return t
