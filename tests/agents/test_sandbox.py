@@ -3,6 +3,7 @@ result, stdout/stderr captured, and killed at its timeout or stopped at its memo
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
@@ -133,7 +134,8 @@ def test_killed_at_its_timeout_with_nothing_left_running(tmp_path: Path) -> None
     assert [p for p in pids if _alive(p)] == []
 
 
-@pytest.mark.skipif(not hasattr(os, "getrlimit"), reason="memory limits need Unix")
+@pytest.mark.skipif(importlib.util.find_spec("resource") is None,
+                    reason="memory limits need Unix")
 def test_stopped_at_its_memory_limit_with_a_clear_result(tmp_path: Path) -> None:
     sandbox = python_sandbox(tmp_path, memory_mb=128)
     r = run_code(sandbox, "print('allocating')\nblock = bytearray(512 * 1024 * 1024)\n"
