@@ -99,7 +99,10 @@ def attach_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
             raise ToolError(f"{a.name} was replaced by a link since it was attached; "
                             "it was not read.")
         folder = Workspace(os.path.dirname(a.path), read_only=True)
-        return _files.read_file(folder, a.name, offset, limit)
+        text = _files.read_file(folder, a.name, offset, limit)
+        # The paging note names the workspace tool; point the model at this one instead.
+        return text.replace("call read_file with offset=",
+                            f'call {name} with file="{a.id}" and offset=')
 
     t = Tool(read_attachment, name=name, description=description)
     t.attachments = files  # type: ignore[attr-defined]

@@ -42,6 +42,8 @@ FINAL_ANSWER_PROMPT = (
 
 _INTERRUPTED = "Tool error: interrupted by the user before it finished."
 
+NOT_RUN_AT_LIMIT = "Not run: the run reached its round limit."
+
 LoopStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete"]
 
 
@@ -433,9 +435,12 @@ class _Run:
                 self.result.error = resp.error
             return
         self._account(resp)
-        msg = resp.assistant_message()
-        if msg is not None and resp.text:
-            # tool calls in a tool_choice='none' answer are ignored: keep the text only
+        for call in resp.tool_calls:
+            # A model that calls tools anyway under tool_choice='none': the calls are not run
+            # (and not kept); their cards are closed so none stays "running".
+            self.emit(ToolReturned(round=self.round, call_id=call.id, name=call.name,
+                                   output=NOT_RUN_AT_LIMIT, error=NOT_RUN_AT_LIMIT))
+        if resp.text:
             self._append({"role": "assistant", "content": resp.text})
 
 

@@ -99,6 +99,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Small SSE chunks must not wait for Nagle's algorithm (about 40 ms each otherwise).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.owner._opened(self.connection)
 
     def finish(self) -> None:
