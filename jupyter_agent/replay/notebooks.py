@@ -75,7 +75,9 @@ def kernel_manager() -> Any:
             "display_name": "Python (jupyter-agent)", "language": "python"}
     (folder / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
     ksm = KernelSpecManager(kernel_dirs=[str(folder.parent)])
-    return AsyncKernelManager(kernel_name=_KERNEL_NAME, kernel_spec_manager=ksm)
+    # IPC sockets: the kernel is local, and TCP without encryption makes ipykernel warn loudly.
+    return AsyncKernelManager(kernel_name=_KERNEL_NAME, kernel_spec_manager=ksm, transport="ipc",
+                              ip=str(folder.parent / "kernel"))
 
 
 def execute_notebook(nb: Any, cwd: str | Path, *, env: dict[str, str] | None = None,

@@ -38,6 +38,14 @@ def tool_results(server: ScriptedOpenAI, i: int) -> list[str]:
     return [m["content"] for m in server.requests[i]["messages"] if m["role"] == "tool"]
 
 
+def noop_tool() -> Tool[Any]:
+    def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    return Tool(noop)
+
+
 def usage_events(run: Run) -> list[tuple[str, str, int, int]]:
     return [(e.module, e.model, e.input_tokens, e.output_tokens) for e in run.events
             if isinstance(e, UsageRecorded)]
@@ -152,7 +160,7 @@ def test_an_agent_tool_asks_for_approval_by_default(server: ScriptedOpenAI) -> N
 
 def test_a_failed_sub_agent_is_a_tool_error_and_its_paid_calls_still_count(
         server: ScriptedOpenAI) -> None:
-    worker = Agent("worker", model="priced-sub", tools=[lambda_free_tool()])
+    worker = Agent("worker", model="priced-sub", tools=[noop_tool()])
     server.enqueue(
         tool_calls([call("worker", {"task": "Work."})], usage=usage(50, 5)),
         tool_calls([call("noop", {})], usage=usage(20, 2)),     # paid
@@ -167,14 +175,6 @@ def test_a_failed_sub_agent_is_a_tool_error_and_its_paid_calls_still_count(
     assert "the sub-agent's model refused" in result
     assert (run.input_tokens, run.output_tokens) == (50 + 20 + 70, 5 + 2 + 4)
     assert run.cost == sum([cost(PARENT, 50, 5), cost(SUB, 20, 2), cost(PARENT, 70, 4)])
-
-
-def lambda_free_tool() -> Tool[Any]:
-    def noop() -> str:
-        """Do nothing."""
-        return "ok"
-
-    return Tool(noop)
 
 
 def test_model_tool_one_call_with_its_own_system_prompt(server: ScriptedOpenAI) -> None:
@@ -235,4 +235,25 @@ def test_helpers_inside_a_tool_count_into_the_toolloop_cell(server: ScriptedOpen
     assert run.cost == sum([cost(PARENT, 100, 10), cost(PARENT, 30, 1), cost(PARENT, 40, 6),
                             cost(PARENT, 130, 9)])
     assert [m for m, *_ in usage_events(run)] == ["agent_call", "classify", "extract",
+                                                  "agent_call"]
+
+
+def test_a_sub_agent_in_a_plan_run_counts_into_it(server: ScriptedOpenAI) -> None:
+    from jupyter_agent import plan
+
+    researcher = Agent("researcher", instructions="You research facts.", tools=[],
+                       model="priced-sub")
+    server.enqueue(
+        tool_calls([call("researcher", {"task": "Capital of Peru?"}, id="call_r")],
+                   usage=usage(200, 12)),
+        text("Lima.", usage=usage(35, 2)),
+        text("The capital of Peru is Lima.", usage=usage(260, 10)),
+    )
+    run = plan("What is the capital of Peru?", model="priced",
+               tools=[researcher.as_tool(requires_approval=False)])
+    assert (run.status, run.answer) == ("done", "The capital of Peru is Lima.")
+    assert run.tool_values["call_r"].answer == "Lima."
+    assert (run.input_tokens, run.output_tokens) == (200 + 35 + 260, 12 + 2 + 10)
+    assert run.cost == sum([cost(PARENT, 200, 12), cost(SUB, 35, 2), cost(PARENT, 260, 10)])
+    assert [m for m, *_ in usage_events(run)] == ["agent_call", "researcher:agent_call",
                                                   "agent_call"]

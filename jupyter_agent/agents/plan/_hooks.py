@@ -14,6 +14,7 @@ from typing import Any
 from ...events import BaseEvent, PlanUpdated
 from ...llm.client import ModelClient
 from ...llm.types import Message, ToolCall
+from ...llm.usage_context import usage_sink
 from ...loop.compress.checkpoint import compress_request_messages
 from ...loop.hooks import (
     ContextFit,
@@ -168,14 +169,20 @@ class PlanHooks:
                                   self.emit)
         if blocked is not None:
             return blocked
-        r = t.invoke(call.arguments)
+        usages: list[UsageItem] = []
+        # Helpers and sub-agents called inside the tool report their usage here, so the run's
+        # tokens and cost include them (as in the tool loop's runner).
+        with usage_sink(lambda module, model, usage, cost: usages.append(
+                UsageItem(module, model, usage, cost))):
+            r = t.invoke(call.arguments)
         if isinstance(r.value, Run) and r.value.status == "ask":
             # An agent used as a tool that suspended on its own question: not supported inside
             # the planning loop (3.3 item 4, edge case 21). Its Run is still kept as the value.
             return ToolOutcome(output=INTERACTIVE_NOT_SUPPORTED, value=r.value,
-                               error=INTERACTIVE_NOT_SUPPORTED, seconds=r.seconds)
+                               error=INTERACTIVE_NOT_SUPPORTED, seconds=r.seconds,
+                               usages=usages)
         return ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
-                           seconds=r.seconds)
+                           seconds=r.seconds, usages=usages)
 
     # ------------------------------------------------------------------ stopping
     def on_stop_candidate(self, ctx: StopContext) -> StopDecision:
