@@ -46,6 +46,7 @@ MIN_MEMORY_MB = 64
 _POLL = 0.05
 _SNAPSHOT_EVERY = 0.2
 _DRAIN_GRACE = 2.0
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of memory")
 
 
@@ -178,6 +179,12 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
     marker_value = uuid.uuid4().hex
     env = child_environment()
     env[MARKER_VAR] = marker_value
+    if memory_mb is not None:
+        # Under an address-space limit every thread's stack and malloc arena counts: numeric
+        # libraries that start one thread per core fail to import. One thread each fits.
+        for var in _THREAD_VARS:
+            env.setdefault(var, "1")
+        env.setdefault("MALLOC_ARENA_MAX", "2")
     result_read, result_write = os.pipe()
     max_bytes = 0 if memory_mb is None else memory_mb * 1024 * 1024
     try:

@@ -181,3 +181,12 @@ def test_bad_settings_fail_when_the_tool_is_made(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="at least 64 MB"):
         python_sandbox(tmp_path, memory_mb=8)
     assert run_python_code("1 + 1", workspace=tmp_path, memory_mb=None).result == "2"
+
+
+def test_numeric_libraries_import_under_the_memory_limit(tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    sandbox = python_sandbox(tmp_path, memory_mb=128)
+    assert run_code(sandbox, "import numpy\nint(numpy.arange(10).sum())").result == "45"
+    too_big = run_code(sandbox, "import numpy\nnumpy.ones(10**8)")  # 800 MB
+    assert too_big.killed_for_memory and too_big.error == (
+        "Code exceeded the memory limit of 128 MB")
