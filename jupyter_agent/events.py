@@ -38,6 +38,7 @@ __all__ = [
     "RunEvent",
     "EVENT_ADAPTER",
     "event_to_json",
+    "merge_deltas",
 ]
 
 RUN_MIME_TYPE = "application/vnd.jupyter-agent.run+json"
@@ -242,6 +243,28 @@ RunEvent = Annotated[
 """Any run event; ``EVENT_ADAPTER.validate_python`` parses one from its JSON form."""
 
 EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+
+
+_DELTA_KEYS = {"text_delta": "text", "reasoning_delta": "text", "tool_args_delta": "delta"}
+
+
+def merge_deltas(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Event JSON with consecutive deltas of the same part merged into one event.
+
+    A 20,000-token answer is stored and saved as one ``text_delta``, not 20,000. Inputs are
+    not modified.
+    """
+    out: list[dict[str, Any]] = []
+    for d in events:
+        key = _DELTA_KEYS.get(d["type"])
+        if key and out:
+            last = out[-1]
+            if (last["type"] == d["type"] and last.get("round") == d.get("round")
+                    and last.get("call_id") == d.get("call_id")):
+                last[key] += d[key]
+                continue
+        out.append(dict(d) if key else d)
+    return out
 
 
 def event_to_json(event: BaseEvent) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..events import BaseEvent, RunFinished, RunStarted, event_to_json
+from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
 from ..ui.view import new_view, reduce_event
 
 __all__ = ["Run", "RunRecorder", "new_run_id", "last_run"]
@@ -122,7 +122,7 @@ class RunRecorder:
         """Write buffered events to the store."""
         if self.store is not None and self._pending_store:
             batch, self._pending_store = self._pending_store, []
-            self.store.append_events(self.run.run_id, _merge_deltas(batch))
+            self.store.append_events(self.run.run_id, merge_deltas(batch))
 
     def start(self) -> None:
         """Emit ``run_started``."""
@@ -143,20 +143,3 @@ class RunRecorder:
                               error=error))
         self.flush()
 
-
-_DELTA_KEYS = {"text_delta": "text", "reasoning_delta": "text", "tool_args_delta": "delta"}
-
-
-def _merge_deltas(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Consecutive deltas of the same part become one stored event (one row, not thousands)."""
-    out: list[dict[str, Any]] = []
-    for d in batch:
-        key = _DELTA_KEYS.get(d["type"])
-        if key and out:
-            last = out[-1]
-            if (last["type"] == d["type"] and last.get("round") == d.get("round")
-                    and last.get("call_id") == d.get("call_id")):
-                last[key] += d[key]
-                continue
-        out.append(dict(d) if key else d)
-    return out

@@ -64,7 +64,7 @@ class AgentTool(Tool[Any]):
 def _answer_text(run: Run) -> str:
     answer = run.answer.strip() or "(the sub-agent gave no answer)"
     if run.status == "max_rounds":
-        return f"[The sub-agent reached its limit of {run.rounds} rounds.]\n{answer}"
+        return f"[The sub-agent stopped at its round limit; it may not be done.]\n{answer}"
     return answer
 
 

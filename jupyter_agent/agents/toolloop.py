@@ -7,10 +7,9 @@ from typing import Any, Callable
 from ..errors import MagicUsageError
 from ..llm.profiles import map_temperature
 from ..llm.types import ToolCall
-from ..llm.usage_context import usage_sink
-from ..loop.hooks import LoopHooks, ToolOutcome, UsageItem
+from ..loop.hooks import LoopHooks, ToolOutcome
 from ..loop.kernel import LoopConfig
-from ..tools.registry import REGISTRY, Tool
+from ..tools.registry import REGISTRY, Tool, invoke_with_usage
 from ._base import (
     Prepared,
     TurnOptions,
@@ -72,12 +71,7 @@ def tool_runner(tools: list[Tool[Any]], permissions: Any = None
         blocked = check_permission(call, t, permissions)
         if blocked is not None:
             return blocked
-        usages: list[UsageItem] = []
-        # Helpers called inside the tool (classify, extract, a sub-agent) report their usage
-        # here, so the run's tokens and cost include them.
-        with usage_sink(lambda module, model, usage, cost: usages.append(
-                UsageItem(module, model, usage, cost))):
-            r = t.invoke(call.arguments)
+        r, usages = invoke_with_usage(t, call.arguments)
         return ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
                            seconds=r.seconds, usages=usages)
 

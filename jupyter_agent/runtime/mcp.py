@@ -92,19 +92,9 @@ class MCPTool(Tool[Any]):
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Decode the model's JSON object (validation is the server's job)."""
-        import json5
+        from ..tools.registry import decode_json_object
 
-        text = (arguments or "").strip() or "{}"
-        try:
-            raw = json.loads(text)
-        except ValueError:
-            try:
-                raw = json5.loads(text)
-            except ValueError as exc:
-                raise ToolError(f"Arguments are not valid JSON: {exc}") from None
-        if not isinstance(raw, dict):
-            raise ToolError("Arguments must be a JSON object.")
-        return raw
+        return decode_json_object(arguments)
 
 
 class MCPServer:

@@ -55,6 +55,34 @@ def format_validation_error(exc: ValidationError) -> str:
     return "Invalid arguments:\n" + "\n".join(lines)
 
 
+def decode_json_object(arguments: str) -> dict[str, Any]:
+    """The model's arguments as a dict: JSON, else JSON5 (lenient); raises ToolError."""
+    text = (arguments or "").strip() or "{}"
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        try:
+            raw = json5.loads(text)
+        except ValueError as exc:
+            raise ToolError(f"Arguments are not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ToolError("Arguments must be a JSON object.")
+    return raw
+
+
+def invoke_with_usage(t: Tool[Any], arguments: str) -> tuple[ToolResult, list[Any]]:
+    """Invoke ``t`` and collect the usage that helpers inside it report (classify, a
+    sub-agent, …) as loop ``UsageItem``s, so the run's tokens and cost include them."""
+    from ..llm.usage_context import usage_sink
+    from ..loop.hooks import UsageItem
+
+    usages: list[UsageItem] = []
+    with usage_sink(lambda module, model, usage, cost: usages.append(
+            UsageItem(module, model, usage, cost))):
+        result = t.invoke(arguments)
+    return result, usages
+
+
 class Tool(Generic[F]):
     """A function the model may call. Build with :func:`tool`; call it like the function."""
 
@@ -101,16 +129,7 @@ class Tool(Generic[F]):
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Decode the model's JSON (leniently, JSON5) and validate it; raises ToolError."""
-        text = (arguments or "").strip() or "{}"
-        try:
-            raw = json.loads(text)
-        except ValueError:
-            try:
-                raw = json5.loads(text)
-            except ValueError as exc:
-                raise ToolError(f"Arguments are not valid JSON: {exc}") from None
-        if not isinstance(raw, dict):
-            raise ToolError("Arguments must be a JSON object.")
+        raw = decode_json_object(arguments)
         try:
             model = self.args_model.model_validate(raw)
         except ValidationError as exc:

@@ -10,34 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json
+from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json, merge_deltas
 
 __all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "build_bundle",
            "output_metadata"]
 
-_MERGEABLE = {"text_delta": "text", "reasoning_delta": "text", "tool_args_delta": "delta"}
 _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
                 "skipped": "[-]"}
 _PREVIEW = 600
 
 
 def compact_events(events: list[BaseEvent]) -> list[dict[str, Any]]:
-    """The event log as JSON with consecutive deltas of the same part merged.
-
-    A 20,000-token answer is one ``text_delta`` in a saved notebook, not 20,000.
-    """
-    out: list[dict[str, Any]] = []
-    for e in events:
-        d = event_to_json(e)
-        key = _MERGEABLE.get(d["type"])
-        if key and out:
-            last = out[-1]
-            if (last["type"] == d["type"] and last.get("round") == d.get("round")
-                    and last.get("call_id") == d.get("call_id")):
-                last[key] += d[key]
-                continue
-        out.append(d)
-    return out
+    """The event log as JSON with consecutive deltas of the same part merged."""
+    return merge_deltas([event_to_json(e) for e in events])
 
 
 def run_payload(view: dict[str, Any], events: list[BaseEvent]) -> dict[str, Any]:

@@ -257,3 +257,19 @@ def test_a_sub_agent_in_a_plan_run_counts_into_it(server: ScriptedOpenAI) -> Non
     assert run.cost == sum([cost(PARENT, 200, 12), cost(SUB, 35, 2), cost(PARENT, 260, 10)])
     assert [m for m, *_ in usage_events(run)] == ["agent_call", "researcher:agent_call",
                                                   "agent_call"]
+
+
+def test_a_sub_agent_at_its_round_limit_says_so(server: ScriptedOpenAI) -> None:
+    worker = Agent("worker", model="priced-sub", tools=[noop_tool()])
+    server.enqueue(
+        tool_calls([call("worker", {"task": "Work."})]),
+        tool_calls([call("noop", {})]),          # the sub-agent's only round
+        text("Partial result."),                 # its final-answer request (no tools)
+        text("Done."),
+    )
+    run = toolloop("Go.", model="priced", tools=[worker.as_tool(max_rounds=1,
+                                                                requires_approval=False)])
+    assert server.requests[2]["tool_choice"] == "none"
+    assert tool_results(server, 3) == [
+        "[The sub-agent stopped at its round limit; it may not be done.]\nPartial result."]
+    assert run.answer == "Done."

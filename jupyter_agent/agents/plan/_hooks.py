@@ -14,7 +14,6 @@ from typing import Any
 from ...events import BaseEvent, PlanUpdated
 from ...llm.client import ModelClient
 from ...llm.types import Message, ToolCall
-from ...llm.usage_context import usage_sink
 from ...loop.compress.checkpoint import compress_request_messages
 from ...loop.hooks import (
     ContextFit,
@@ -25,7 +24,7 @@ from ...loop.hooks import (
     ToolOutcome,
     UsageItem,
 )
-from ...tools.registry import Tool
+from ...tools.registry import Tool, invoke_with_usage
 from .._base import compress_llm, tool_output_processor
 from ..run import Run
 from ..toolloop import unknown_tool_message
@@ -169,12 +168,7 @@ class PlanHooks:
                                   self.emit)
         if blocked is not None:
             return blocked
-        usages: list[UsageItem] = []
-        # Helpers and sub-agents called inside the tool report their usage here, so the run's
-        # tokens and cost include them (as in the tool loop's runner).
-        with usage_sink(lambda module, model, usage, cost: usages.append(
-                UsageItem(module, model, usage, cost))):
-            r = t.invoke(call.arguments)
+        r, usages = invoke_with_usage(t, call.arguments)
         if isinstance(r.value, Run) and r.value.status == "ask":
             # An agent used as a tool that suspended on its own question: not supported inside
             # the planning loop (3.3 item 4, edge case 21). Its Run is still kept as the value.
