@@ -111,7 +111,7 @@ def render_markdown(view: dict[str, Any]) -> str:
             out.append(f"> *Stop gate:* {_md_escape_inline(item['reason'])}")
         elif kind == "warning":
             out.append(f"> **Warning:** {_md_escape_inline(item['message'])}")
-        elif kind == "ask":
+        elif kind in ("ask", "approval"):  # an answered ask item keeps the ask's kind
             out.append("\n".join(_ask_md(item)))
         elif kind == "compressed":
             out.append(f"> *Context {item['method']}: {item['tokens_before']} → "

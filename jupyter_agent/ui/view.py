@@ -16,6 +16,7 @@ Shape::
         {"kind": "gate", "round", "reason", "feedback"},
         {"kind": "warning", "message"},
         {"kind": "compressed", "round", "method", "tokens_before", "tokens_after"},
+        {"kind": "ask"|"approval", ...}   # an answered ask: a copy of "ask" below
       ],
       "plan": {...} | None,      # the active plan (agents.plan.state.Plan as JSON)
       "ask": {"call_id", "kind", "question", "options", "descriptions", "allow_other",

@@ -32,12 +32,14 @@ class RunWidget(anywidget.AnyWidget):
                  **kwargs: Any) -> None:
         super().__init__(view=view, **kwargs)
         self._on_answer = on_answer
-        self.on_msg(self._handle_msg)
+        # Not named `_handle_msg`: that is ipywidgets' own comm handler, which this would
+        # replace (every message from the front end would then fail with a TypeError).
+        self.on_msg(self._on_custom_msg)
 
     def push(self) -> None:
         """Send the (in-place mutated) view to the front end."""
         self.send_state("view")
 
-    def _handle_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "answer" and self._on_answer:
             self._on_answer(content)

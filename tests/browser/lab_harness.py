@@ -213,10 +213,13 @@ class LabPage:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
 
     def run(self, index: int, timeout: float = 60_000) -> None:
-        """Run cell ``index`` with Shift+Enter and wait until its execution ended."""
+        """Run cell ``index`` with Ctrl+Enter and wait until its execution ended.
+
+        Ctrl+Enter runs the cell in place (Shift+Enter would add a cell after the last one).
+        """
         cell = self.cell(index)
         cell.locator(".jp-InputArea-editor").click()
-        self.page.keyboard.press("Shift+Enter")
+        self.page.keyboard.press("Control+Enter")
         prompt = cell.locator(".jp-InputArea-prompt")
         # "[*]:" while it runs, "[n]:" once the kernel replied.
         self.page.wait_for_function(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,9 +79,10 @@ TOOLLOOP, PLAN, APPROVAL = 1, 2, 3
 class Session:
     """The module's JupyterLab page, model server and the scenarios already run."""
 
-    def __init__(self, lab: LabPage, model: ScriptedOpenAI) -> None:
-        self.lab = lab
-        self.page = lab.page
+    def __init__(self, ui: LabPage, model: ScriptedOpenAI) -> None:
+        self.ui = ui
+        self.server = ui.lab
+        self.page = ui.page
         self.model = model
         self.done: set[str] = set()
 
@@ -92,7 +94,7 @@ class Session:
                 scenario(self)
             except BaseException:
                 # What the page showed, for the failure report.
-                self.lab.shot(f"lab-failed-{name}.png", ARTIFACTS_DIR)
+                self.ui.shot(f"lab-failed-{name}.png", ARTIFACTS_DIR)
                 raise
             self.done.add(name)
 
@@ -110,6 +112,10 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
         if '"jupyter-agent"' not in lab.text(f"/lab?token={TOKEN}"):
             pytest.fail("JupyterLab does not load the jupyter-agent extension: it is built but "
                         "not installed (run `make install`)")
+        argv0 = lab.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
+        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
+            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python "
+                        "(run `make install`)")
         nb = nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
             metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
@@ -118,7 +124,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
         (lab.root / "old.txt").write_text("keep me", encoding="utf-8")
         with sync_playwright() as p:
             browser = launch_browser(p)
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
             page.set_default_timeout(30_000)
             lp = LabPage(page, lab)
             try:
@@ -134,7 +140,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
 
 def _wait_static_done(s: Session, index: int) -> Any:
     """The cell's run drawn by the MIME renderer with status done; returns the output."""
-    out = s.lab.cell(index).locator(STATIC)
+    out = s.ui.cell(index).locator(STATIC)
     out.locator('.ja-badge[data-status="done"]').wait_for()
     return out
 
@@ -147,7 +153,7 @@ def _record_texts(s: Session, index: int) -> None:
             const t = cell.querySelector(".ja-widget .ja-text");
             if (t) window.__jaTexts.push(t.textContent);
         }).observe(cell, {subtree: true, childList: true, characterData: true});
-    }""", s.lab.cell(index).element_handle())
+    }""", s.ui.cell(index).element_handle())
 
 
 # ------------------------------------------------------------------------------ scenarios
@@ -155,9 +161,9 @@ def toolloop_scenario(s: Session) -> None:
     s.model.enqueue(tool_calls([call("add", {"a": 17, "b": 25}, id="call_add")]),
                     text(ANSWER, chunk_size=3, delay=0.03))
     _record_texts(s, TOOLLOOP)
-    s.lab.run(TOOLLOOP)
+    s.ui.run(TOOLLOOP)
     out = _wait_static_done(s, TOOLLOOP)
-    s.lab.shot("lab-toolloop-done.png", ARTIFACTS_DIR, s.lab.cell(TOOLLOOP))
+    s.ui.shot("lab-toolloop-done.png", ARTIFACTS_DIR, s.ui.cell(TOOLLOOP))
 
     # While it streamed, the live widget showed a growing, partial answer.
     texts = s.page.evaluate("window.__jaTexts")
@@ -169,22 +175,24 @@ def toolloop_scenario(s: Session) -> None:
     assert card.get_attribute("data-state") == "done"
     assert "add" in card.locator(".ja-tool-name").inner_text()
     # One output, updated in place; the finished run no longer needs the widget.
-    assert s.lab.cell(TOOLLOOP).locator(".jp-OutputArea-output").count() == 1
-    assert s.lab.cell(TOOLLOOP).locator(".ja-widget").count() == 0
+    assert s.ui.cell(TOOLLOOP).locator(".jp-OutputArea-output").count() == 1
+    assert s.ui.cell(TOOLLOOP).locator(".ja-widget").count() == 0
     assert s.model.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_add",
                                                    "content": "42"}
 
 
 def plan_scenario(s: Session) -> None:
     plan = set_plan("1", "2")
+    plan["updates"][0]["plan"].update(task="Sales report",
+                                      description="Collect the figures, then summarise them.")
     plan["updates"][0]["plan"]["steps"][0]["title"] = "Collect the sales figures"
     plan["updates"][0]["plan"]["steps"][1]["title"] = "Write the summary"
     ask = {"reason": "The period decides which figures to load.", "blockerType": "ambiguous_goal",
            "question": "Which period should the report cover?", "options": PLAN_OPTIONS}
     s.model.enqueue(tool_calls([call("update_plan", plan, id="plan_1")]),
                     tool_calls([call("ask_agent", ask, id="ask_1")]))
-    s.lab.run(PLAN)
-    cell = s.lab.cell(PLAN)
+    s.ui.run(PLAN)
+    cell = s.ui.cell(PLAN)
     live = cell.locator(LIVE)
     live.locator('.ja-badge[data-status="ask"]').wait_for()
     options = live.locator(".ja-ask-pending .ja-option")
@@ -193,14 +201,14 @@ def plan_scenario(s: Session) -> None:
     assert live.locator(".ja-plan .ja-step").count() == 2
     assert live.locator(".ja-ask-question").inner_text() == "Which period should the report cover?"
     assert len(s.model.requests) == 2  # suspended: the kernel is free, no further request
-    s.lab.shot("lab-plan-ask.png", ARTIFACTS_DIR, cell)
+    s.ui.shot("lab-plan-ask.png", ARTIFACTS_DIR, cell)
     outputs = cell.locator(".jp-OutputArea-output").count()
 
     s.model.enqueue(tool_calls([call("update_plan", step_done("1", "2"), id="plan_2")]),
                     text("The plan is done: the report covers the monthly figures."))
     live.locator('.ja-option[data-index="2"]').click()
     out = _wait_static_done(s, PLAN)
-    s.lab.shot("lab-plan-done.png", ARTIFACTS_DIR, cell)
+    s.ui.shot("lab-plan-done.png", ARTIFACTS_DIR, cell)
 
     # The same output continued: no new output, the widget replaced by the finished run.
     assert cell.locator(".jp-OutputArea-output").count() == outputs
@@ -215,25 +223,29 @@ def plan_scenario(s: Session) -> None:
 
 def approval_scenario(s: Session) -> None:
     s.model.enqueue(tool_calls([call("delete_file", {"path": "old.txt"}, id="del_1")]))
-    s.lab.run(APPROVAL)
-    cell = s.lab.cell(APPROVAL)
+    s.ui.run(APPROVAL)
+    cell = s.ui.cell(APPROVAL)
     card = cell.locator(f"{LIVE} .ja-ask-approval")
     card.wait_for()
     assert [t.split("\n")[-1] for t in card.locator(".ja-option").all_inner_texts()] == [
         "Allow once", "Allow for this session", "Deny"]
     assert "delete_file" in card.inner_text() and "old.txt" in card.inner_text()
+    # The call the card is about has not run: its tool card says it waits.
+    tool_card = cell.locator(f'{LIVE} .ja-tool[data-call-id="del_1"]')
+    assert tool_card.get_attribute("data-state") == "waiting"
     assert len(s.model.requests) == 1
-    s.lab.shot("lab-approval-card.png", ARTIFACTS_DIR, cell)
+    s.ui.shot("lab-approval-card.png", ARTIFACTS_DIR, cell)
 
     s.model.enqueue(text("I did not delete old.txt: you denied it."))
     card.locator('.ja-option[data-index="3"]').click()
     out = _wait_static_done(s, APPROVAL)
-    s.lab.shot("lab-approval-denied.png", ARTIFACTS_DIR, cell)
+    s.ui.shot("lab-approval-denied.png", ARTIFACTS_DIR, cell)
 
     told = [m for m in s.model.requests[1]["messages"] if m.get("tool_call_id") == "del_1"]
     assert [m["content"] for m in told] == [DENIED]
-    assert (s.lab.lab.root / "old.txt").read_text(encoding="utf-8") == "keep me"
+    assert (s.server.root / "old.txt").read_text(encoding="utf-8") == "keep me"
     assert "Deny" in out.locator(".ja-ask-answered .ja-chosen").inner_text()
+    assert out.locator('.ja-tool[data-call-id="del_1"]').get_attribute("data-state") == "error"
     assert "you denied it" in out.locator(".ja-text").last.inner_text()
     assert cell.locator(".ja-widget").count() == 0
 
@@ -261,8 +273,8 @@ def test_saved_notebook_reopens_with_the_static_renderer(session: Session) -> No
     for name, scenario in (("toolloop", toolloop_scenario), ("plan", plan_scenario),
                            ("approval", approval_scenario)):
         session.ensure(name, scenario)
-    lab, page = session.lab, session.page
-    path = lab.lab.root / NOTEBOOK
+    lab, page = session.ui, session.page
+    path = session.server.root / NOTEBOOK
     lab.save()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -270,6 +282,8 @@ def test_saved_notebook_reopens_with_the_static_renderer(session: Session) -> No
         if all(any(RUN_MIME_TYPE in d for d in saved[i]) for i in (TOOLLOOP, PLAN, APPROVAL)):
             break
         time.sleep(0.2)
+    else:
+        pytest.fail(f"the saved notebook lacks a run output: {saved}")
     for i in (TOOLLOOP, PLAN, APPROVAL):
         (data,) = [d for d in saved[i] if RUN_MIME_TYPE in d]
         assert data[RUN_MIME_TYPE]["view"]["status"] == "done"
@@ -278,9 +292,9 @@ def test_saved_notebook_reopens_with_the_static_renderer(session: Session) -> No
 
     lab.shut_down_kernel()
     deadline = time.monotonic() + 20
-    while lab.lab.api("/api/kernels") and time.monotonic() < deadline:
+    while session.server.api("/api/kernels") and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert lab.lab.api("/api/kernels") == []
+    assert session.server.api("/api/kernels") == []
     lab.reload()
     runs = page.locator(f".jp-Notebook {STATIC}")
     runs.nth(2).wait_for()

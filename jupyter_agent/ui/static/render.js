@@ -39,7 +39,7 @@ const STATUS_LABELS = {
   incomplete: "incomplete",
 };
 
-const TOOL_ICONS = { running: "◌", done: "✓", error: "✕" };
+const TOOL_ICONS = { running: "◌", done: "✓", error: "✕", waiting: "?" };
 
 /** Per-element state kept between renderRunInto calls. */
 const STATES = new WeakMap();
@@ -91,8 +91,13 @@ function renderText(item) {
   return box;
 }
 
-function renderTool(state, key, item) {
-  const st = item.state === "error" || item.error ? "error" : item.state || "running";
+function renderTool(state, key, item, waiting) {
+  // `waiting`: the pending ask or approval card is about this call (it has not really run).
+  const st = waiting
+    ? "waiting"
+    : item.state === "error" || item.error
+      ? "error"
+      : item.state || "running";
   const internal = Boolean(item.internal);
   const summary = [
     h("span", `ja-tool-icon ja-tool-${st}`, TOOL_ICONS[st] || "•"),
@@ -105,7 +110,11 @@ function renderTool(state, key, item) {
     summary.push(h("span", "ja-tool-args", argsSummary(item.arguments)));
   }
   summary.push(
-    h("span", "ja-tool-time", st === "running" ? "running…" : formatSeconds(item.seconds)),
+    h(
+      "span",
+      "ja-tool-time",
+      st === "running" ? "running…" : st === "waiting" ? "waiting" : formatSeconds(item.seconds),
+    ),
   );
   const card = details(
     state,
@@ -130,7 +139,7 @@ function fillTool(state, key, item, st, card) {
     append(card, h("div", "ja-label", "Error"));
     card.appendChild(collapsiblePre(state, `${key}:err`, "ja-pre ja-tool-error", item.error));
   }
-  if (item.output) {
+  if (item.output && item.output !== item.error) {
     append(card, h("div", "ja-label", "Output"));
     card.appendChild(collapsiblePre(state, `${key}:out`, "ja-pre ja-tool-output", item.output));
   } else if (st === "done" && !item.error) {
@@ -161,14 +170,14 @@ function renderCompressed(item) {
   return h("div", "ja-compressed", text);
 }
 
-function renderItem(state, key, item, streaming) {
+function renderItem(state, key, item, streaming, waiting) {
   switch (item.kind) {
     case "reasoning":
       return renderReasoning(state, key, item, streaming);
     case "text":
       return renderText(item);
     case "tool":
-      return renderTool(state, key, item);
+      return renderTool(state, key, item, waiting);
     case "gate":
       return renderGate(state, key, item);
     case "warning":
@@ -176,6 +185,7 @@ function renderItem(state, key, item, streaming) {
     case "compressed":
       return renderCompressed(item);
     case "ask":
+    case "approval": // an answered ask keeps its own kind (view.py copies the ask as the item)
       return renderAnsweredAsk(item);
     default:
       return h("div", "ja-dim", `(${item.kind || "unknown"} item)`);
@@ -270,14 +280,16 @@ function draw(el, view, opts, state) {
     active && "selectionStart" in active ? [active.selectionStart, active.selectionEnd] : null;
 
   const items = Array.isArray(view.items) ? view.items : [];
+  const waitingOn = view.ask && !view.ask.answered ? view.ask.call_id : null;
   const seen = new Set();
   const itemNodes = items.map((item, i) => {
     const key = itemKey(item, i);
     seen.add(key);
     // Only a reasoning block looks different while it is the one streaming.
     const streaming = item.kind === "reasoning" && running && i === items.length - 1;
-    const sig = `${streaming}|${JSON.stringify(item)}`;
-    return cached(state, key, sig, () => renderItem(state, key, item, streaming));
+    const waiting = item.kind === "tool" && Boolean(waitingOn) && item.call_id === waitingOn;
+    const sig = `${streaming}|${waiting}|${JSON.stringify(item)}`;
+    return cached(state, key, sig, () => renderItem(state, key, item, streaming, waiting));
   });
   const hasText = items.some((it) => it.kind === "text" && !it.withdrawn && it.text);
   if (!hasText && view.answer) {
