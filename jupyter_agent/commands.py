@@ -141,7 +141,9 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         try:
             from .agents.plan.agent import resume_hint
 
-            print(resume_hint(run))
+            from .magics import _show_hint
+
+            _show_hint(run, resume_hint(run))
         except ImportError:
             pass
 

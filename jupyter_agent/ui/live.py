@@ -47,7 +47,22 @@ class LiveDisplay:
                 self.widget = None
         self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
                               display_id=True)
+        self.hint_handle: Any = None
         displays[run.run_id] = self
+
+    def show_hint(self, text: str) -> None:
+        """Show how to answer a waiting run, under it; cleared once the run goes on."""
+        from IPython.display import display
+
+        bundle = {"text/plain": text, "text/markdown": text}
+        if self.hint_handle is None:
+            self.hint_handle = display(bundle, raw=True, display_id=True)
+        else:
+            self.hint_handle.update(bundle, raw=True)
+
+    def _clear_hint(self) -> None:
+        if self.hint_handle is not None:
+            self.hint_handle.update({"text/plain": ""}, raw=True)
 
     def _bundle(self, final: bool = False) -> dict[str, Any]:
         # A finished run is shown by the static renderer (same look, no kernel needed), so a
@@ -62,6 +77,8 @@ class LiveDisplay:
         self._dirty = True
         now = time.monotonic()
         kind = getattr(event, "type", "")
+        if kind == "ask_answered":
+            self._clear_hint()  # the hint would be stale (an output after a click updates only)
         if kind in _URGENT or now - self._last >= self._interval:
             self.flush(now)
         if kind in ("run_finished", "run_failed"):

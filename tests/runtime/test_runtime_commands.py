@@ -159,7 +159,9 @@ def test_a_toolloop_cell_waiting_for_approval_says_how_to_answer(
     assert r.success, r.error_in_exec
     run = shell.user_ns["_agent_run"]
     assert run.status == "ask"
-    assert f"%agent resume {run.run_id} --option N" in cap.stdout
+    # The hint is a display under the run (so it can be cleared once the card is answered).
+    hints = [o.data.get("text/plain", "") for o in cap.outputs]
+    assert any(f"%agent resume {run.run_id} --option N" in h for h in hints)
     with capture_output():
         r = shell.run_cell(f"%agent resume {run.run_id} --option 3")
     assert r.success, r.error_in_exec
