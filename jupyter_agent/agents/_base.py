@@ -207,7 +207,10 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
         if user_hook is not None:
             user_hook(output)
 
-    hooks = dataclasses.replace(hooks, on_round_end=on_round_end)
+    user_aborted = hooks.is_aborted
+    hooks = dataclasses.replace(
+        hooks, on_round_end=on_round_end,
+        is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted()))
     try:
         result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
     except BaseException as exc:  # never leave a run "running" in the store

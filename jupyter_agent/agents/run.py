@@ -55,7 +55,13 @@ class Run:
         self.seconds = 0.0
         self.pending: dict[str, Any] | None = None
         self.plan: dict[str, Any] | None = None
+        self.abort_requested = False
         _LAST["run"] = self
+
+    def abort(self) -> None:
+        """Ask the run to stop: the loop checks this flag before each round and between
+        streamed chunks; the run then ends with status ``aborted`` (an open ask still wins)."""
+        self.abort_requested = True
 
     # ------------------------------------------------------------ conveniences
     @property

@@ -232,7 +232,13 @@ class _Run:
         emit = self.emit
         announced: set[str] = set()
 
+        is_aborted = self.hooks.is_aborted
+
         def on_delta(kind: str, data: dict[str, Any]) -> None:
+            if is_aborted is not None and is_aborted():
+                # The abort races the stream: the client treats this like Ctrl-C (it closes
+                # the response and reports finish_reason "close").
+                raise KeyboardInterrupt
             if kind == "text":
                 emit(TextDelta(round=rnd, text=data["text"]))
             elif kind == "reasoning":

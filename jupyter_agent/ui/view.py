@@ -155,6 +155,12 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             # shows each one where it happened.
             items.append({"kind": "ask", **{k: v for k, v in ask.items()}})
             view["ask"] = None
+        card = _find_tool(view, d["call_id"])
+        if card is not None:
+            # The call's card said "Waiting for user answer."; it now shows what happened.
+            said = {"option": f"Answered: {d['answer']}", "other": f"Answered: {d['answer']}",
+                    "dismissed": "Dismissed."}[d["how"]]
+            card.update(output=said, state="done", error=None)
         view["status"] = "running"
     elif kind == "round_retried":
         # The partial output of a dropped stream is replaced by the retry's output.

@@ -1,0 +1,41 @@
+"""``Run.abort()``: the flag the loop checks, racing the stream (agent-runtime spec, Session)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_agent import tool, toolloop
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+
+
+def test_abort_during_a_stream_ends_the_run_as_aborted(server: ScriptedOpenAI) -> None:
+    from jupyter_agent.agents.run import last_run
+
+    def stop_on_first_delta(event: Any) -> None:
+        if event.type == "text_delta":
+            last_run().abort()  # type: ignore[union-attr]
+
+    server.enqueue(text("a long answer " * 50, chunk_size=4))
+    run = toolloop("Talk.", listeners=[stop_on_first_delta])
+    assert run.status == "aborted"
+    assert len(server.requests) == 1
+    assert len([e for e in run.events if e.type == "text_delta"]) == 1
+
+
+def test_abort_between_rounds_answers_every_call_and_stops(server: ScriptedOpenAI) -> None:
+    @tool
+    def step(n: int) -> str:
+        """Do one step."""
+        from jupyter_agent.agents.run import last_run
+
+        last_run().abort()  # type: ignore[union-attr]
+        return f"step {n} done"
+
+    server.enqueue(tool_calls([call("step", {"n": 1}, id="s1")]))
+    run = toolloop("Go.")
+    assert run.status == "aborted"
+    assert len(server.requests) == 1
+    assert run.messages[-1] == {"role": "tool", "tool_call_id": "s1", "content": "step 1 done"}
+    # the next run works normally
+    server.enqueue(text("fine"))
+    assert toolloop("Again.").answer == "fine"
