@@ -197,7 +197,10 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
             return
         full = [*head, *output]
         if len(full) > written:
-            p.store.append_messages(run.session, p.turn_id, full[written:])
+            # One transaction per round: the round's messages and its buffered events.
+            with p.store.transaction():
+                p.store.append_messages(run.session, p.turn_id, full[written:])
+                recorder.flush()
             written = len(full)
 
     user_hook = hooks.on_round_end

@@ -41,14 +41,31 @@ def register_secret(value: str) -> None:
         _registered_secrets.add(value)
 
 
+_names_cache: tuple[tuple[Any, ...], list[str]] = ((), [])
+
+
+def _key_names() -> list[str]:
+    """Names of the ``*API_KEY`` variables; rescanned only when the set of variables changes
+    (values are always read fresh). Scanning all of ``os.environ`` on every write cost more
+    than the write itself."""
+    global _names_cache
+    data = getattr(os.environ, "_data", None)
+    keys = tuple(data) if data is not None else tuple(os.environ)
+    if keys != _names_cache[0]:
+        names = [n for n in os.environ if n.upper().endswith("API_KEY")]
+        _names_cache = (keys, names)
+    return _names_cache[1]
+
+
 def _secret_values() -> list[str]:
     """API keys that must never be written: ``*API_KEY`` variables plus registered values.
 
     Read on every write because ``%env OPENAI_API_KEY=...`` can set a key after the store opened.
     """
     found = set(_registered_secrets)
-    for name, value in os.environ.items():
-        if name.upper().endswith("API_KEY") and len(value) >= _MIN_SECRET_LEN:
+    for name in _key_names():
+        value = os.environ.get(name, "")
+        if len(value) >= _MIN_SECRET_LEN:
             found.add(value)
     # Longest first, so a key that contains another key is replaced whole.
     return sorted(found, key=len, reverse=True)

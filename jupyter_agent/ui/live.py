@@ -17,9 +17,11 @@ from .bundle import build_bundle, output_metadata
 __all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "displays"]
 
 MAX_UPDATES_PER_SECOND = 30
-_URGENT = frozenset({"tool_called", "tool_returned", "ask_pending", "ask_answered",
-                     "plan_updated", "run_finished", "run_failed", "stop_gate_feedback",
-                     "round_retried"})
+# Pushed at once: the kernel is about to wait (a model request, an answer from the user), or
+# the run ended. Everything else rides the throttle, so one round is about one state sync.
+_BEFORE_WAIT = frozenset({"round_started", "ask_pending", "ask_answered", "run_finished",
+                          "run_failed", "round_retried", "stop_gate_feedback"})
+_INTERNAL_TOOLS = frozenset({"update_plan", "ask_agent"})
 
 displays: dict[str, LiveDisplay] = {}
 """Live displays by run id, so a resume finds the widget of its run."""
@@ -38,6 +40,7 @@ class LiveDisplay:
         self._last = 0.0
         self._dirty = False
         self._interval = 1.0 / MAX_UPDATES_PER_SECOND
+        self._user_tools = False
         if widgets:
             try:
                 from .widget import RunWidget
@@ -79,7 +82,13 @@ class LiveDisplay:
         kind = getattr(event, "type", "")
         if kind == "ask_answered":
             self._clear_hint()  # the hint would be stale (an output after a click updates only)
-        if kind in _URGENT or now - self._last >= self._interval:
+        elif kind == "tool_called" and event.name not in _INTERNAL_TOOLS:  # type: ignore[attr-defined]
+            self._user_tools = True
+        # `usage` closes a response: the round's tools run next. Push then if a user tool is
+        # about to run, so its card shows "running" while it works (internal tools are fast).
+        before_tools = kind == "usage" and self._user_tools
+        if kind in _BEFORE_WAIT or before_tools or now - self._last >= self._interval:
+            self._user_tools = False if kind in ("usage", "round_started") else self._user_tools
             self.flush(now)
         if kind in ("run_finished", "run_failed"):
             self.finish()

@@ -187,6 +187,7 @@ def test_every_event_type_is_sampled() -> None:
 
 @pytest.mark.parametrize("event", SAMPLES, ids=lambda e: e.type)  # type: ignore[attr-defined]
 def test_every_event_round_trips_through_json(event: ev.BaseEvent) -> None:
+    assert event_to_json(event) == event.model_dump(mode="json")  # the fast path is exact
     text = json.dumps(event_to_json(event))
     back = EVENT_ADAPTER.validate_python(json.loads(text))
     assert type(back) is type(event)
@@ -263,7 +264,17 @@ def test_urgent_events_are_shown_at_once(ipython: Any, clock: FakeClock) -> None
         before = display.updates
         recorder.emit(ev.TextDelta(round=1, text="b"))  # same instant: held back
         assert display.updates == before
-        recorder.emit(ev.ToolCalled(round=1, call_id="c", name="f"))  # a card: shown now
+        recorder.emit(ev.ToolCalled(round=1, call_id="c", name="f"))  # rides the throttle
+        assert display.updates == before
+        # The response is complete (usage) and a user tool is about to run: shown now, so
+        # its card reads "running" while the tool works.
+        recorder.emit(ev.UsageRecorded(round=1, input_tokens=3, output_tokens=1))
         assert display.updates == before + 1
         recorder.emit(ev.ToolReturned(round=1, call_id="c", name="f", output="x"))
+        assert display.updates == before + 1
+        recorder.emit(ev.RoundStarted(round=2))  # the kernel waits for the model: shown now
+        assert display.updates == before + 2
+        # Internal tools are fast: no push before they run, one at the next round.
+        recorder.emit(ev.ToolCalled(round=2, call_id="p", name="update_plan"))
+        recorder.emit(ev.UsageRecorded(round=2, input_tokens=3, output_tokens=1))
         assert display.updates == before + 2
