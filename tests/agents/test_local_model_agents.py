@@ -48,3 +48,35 @@ def test_toolloop_forced_tool_call_is_valid_and_fed_back() -> None:
     tool_msgs = [m for m in run.messages if m.get("role") == "tool"]
     assert tool_msgs and tool_msgs[0]["content"] == str(first["value"])
     assert any(e.type == "round_started" and e.round == 2 for e in run.events)
+
+
+def test_with_no_key_the_embedded_model_is_the_default_and_says_so_once() -> None:
+    from jupyter_agent import chat, config
+    from jupyter_agent.config import choose_model
+
+    config._local_notice_shown = False
+    assert choose_model() == "local"
+    first = chat("Say hi.", max_tokens=8)
+    second = chat("Say hi again.", max_tokens=8)
+    notices = [e.message for e in first.events if e.type == "warning"]
+    assert first.model == "local" and len(notices) == 1
+    assert "embedded local model" in notices[0] and "OPENAI_API_KEY" in notices[0]
+    assert not [e for e in second.events if e.type == "warning"]
+
+
+def test_an_explicit_model_without_a_key_is_an_error_even_with_the_local_model(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_agent import MissingKeyError, chat
+    from jupyter_agent.config import choose_model
+
+    monkeypatch.setenv("JUPYTER_AGENT_MODEL", "gpt-4.1-mini")
+    assert choose_model() == "gpt-4.1-mini"
+    with pytest.raises(MissingKeyError, match="OPENAI_API_KEY"):
+        chat("hi")
+
+
+def test_a_key_makes_the_hosted_default_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_agent.config import choose_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    assert choose_model() == "gpt-4.1-mini"
