@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, ToolError
 from ..tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
+from ..tools.builtin._pipes import Sink, drain, pump
 from ..tools.builtin._procs import ProcessTracker
 from ..tools.builtin.shell import MARKER_VAR, child_environment
 from ..tools.registry import Tool, ToolResult
@@ -43,8 +43,6 @@ DEFAULT_MEMORY_MB = 512
 """Address-space limit of the code's process, in MB."""
 MIN_MEMORY_MB = 64
 """Below this the interpreter itself may not start."""
-_POLL = 0.05
-_SNAPSHOT_EVERY = 0.2
 _DRAIN_GRACE = 2.0
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of memory")
@@ -73,7 +71,7 @@ class _Bytes(bytearray):
         self.extend(data)
 
 
-_Buffers = dict[int, "HeadTailBuffer | _Bytes"]
+_Buffers = dict[int, Sink]
 """Pipe file descriptor -> where its bytes go."""
 
 
@@ -93,55 +91,6 @@ def _feed(stream: Any, data: bytes) -> None:
             stream.close()
         except OSError:
             pass
-
-
-def _pump(proc: subprocess.Popen[bytes], buffers: _Buffers, tracker: ProcessTracker,
-          deadline: float) -> bool:
-    """Read every pipe until the process exits (True) or the deadline passes (False)."""
-    next_snapshot = 0.0
-    with selectors.DefaultSelector() as selector:
-        for fd in buffers:
-            selector.register(fd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                return False
-            if now >= next_snapshot:
-                tracker.snapshot()
-                next_snapshot = now + _SNAPSHOT_EVERY
-            wait = min(_POLL, deadline - now)
-            if selector.get_map():
-                for key, _ in selector.select(timeout=wait):
-                    data = os.read(key.fd, 65536)
-                    if data:
-                        buffers[key.fd].feed(data)
-                    else:
-                        selector.unregister(key.fd)
-            else:
-                try:
-                    proc.wait(timeout=wait)
-                except subprocess.TimeoutExpired:
-                    pass
-            # Wait for the process, not for end-of-file: a child it started may hold the pipes.
-            if proc.poll() is not None:
-                return True
-
-
-def _drain(buffers: _Buffers, deadline: float) -> None:
-    """Read what is left in the pipes once every process is gone."""
-    with selectors.DefaultSelector() as selector:
-        for fd in buffers:
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map() and (left := deadline - time.monotonic()) > 0:
-            ready = selector.select(timeout=left)
-            if not ready:
-                return
-            for key, _ in ready:
-                data = os.read(key.fd, 65536)
-                if data:
-                    buffers[key.fd].feed(data)
-                else:
-                    selector.unregister(key.fd)
 
 
 def _check_limits(timeout: float, memory_mb: int | None) -> None:
@@ -205,9 +154,9 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
     out, err, res = HeadTailBuffer(limit), HeadTailBuffer(limit), _Bytes()
     buffers: _Buffers = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, result_read: res}
     try:
-        finished = _pump(proc, buffers, tracker, time.monotonic() + timeout)
+        finished = pump(proc, buffers, tracker, time.monotonic() + timeout)
         tracker.kill_all()  # a timeout, or children left running after the code ended
-        _drain(buffers, time.monotonic() + _DRAIN_GRACE)
+        drain(buffers, time.monotonic() + _DRAIN_GRACE)
     except BaseException:
         tracker.kill_all(grace=0.5)
         raise

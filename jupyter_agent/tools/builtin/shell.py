@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import selectors
 import subprocess
 import time
 import uuid
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 
 from jupyter_agent.errors import ToolError
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
+from jupyter_agent.tools.builtin._pipes import drain, pump
 from jupyter_agent.tools.builtin._procs import ProcessTracker
 from jupyter_agent.tools.builtin.workspace import Workspace
 
@@ -39,8 +39,6 @@ MAX_TIMEOUT = 600.0
 MARKER_VAR = "JUPYTER_AGENT_COMMAND"
 """Environment variable that tags every process of one command (see ``_procs``)."""
 _SECRET_NAME = re.compile(r"(^|_)(API_KEY|APIKEY)$", re.IGNORECASE)
-_POLL = 0.05  # seconds between checks of the deadline while the command is quiet
-_SNAPSHOT_EVERY = 0.2  # seconds between /proc snapshots of the command's descendants
 _DRAIN_GRACE = 2.0  # seconds to keep reading output after everything was stopped
 
 
@@ -115,10 +113,10 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
     timed_out = False
     try:
         deadline = time.monotonic() + timeout
-        timed_out = not _pump(proc, fd, buffer, tracker, deadline)
+        timed_out = not pump(proc, {fd: buffer}, tracker, deadline)
         leftovers = tracker.kill_all()
         # Everything that held the pipe is gone now, so the rest is already in it.
-        _drain(fd, buffer, time.monotonic() + _DRAIN_GRACE)
+        drain({fd: buffer}, time.monotonic() + _DRAIN_GRACE)
     except BaseException:
         # KeyboardInterrupt (kernel interrupt) or anything else: never leave processes behind.
         tracker.kill_all(grace=0.5)
@@ -131,55 +129,6 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         output=buffer.render(limit), exit_code=None if timed_out else exit_code,
         timed_out=timed_out, timeout=timeout, stopped_leftovers=leftovers,
     )
-
-
-def _pump(proc: subprocess.Popen[bytes], fd: int, buffer: HeadTailBuffer,
-          tracker: ProcessTracker, deadline: float) -> bool:
-    """Copy output into ``buffer`` until the shell exits (True) or the deadline passes (False).
-
-    Waits for the shell process, not for end-of-file: a background child (``sleep 9 &``) keeps
-    the pipe open long after the shell is done.
-    """
-    next_snapshot = 0.0
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        open_pipe = True
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                return False
-            if now >= next_snapshot:
-                tracker.snapshot()
-                next_snapshot = now + _SNAPSHOT_EVERY
-            wait = min(_POLL, deadline - now)
-            if open_pipe:
-                if selector.select(timeout=wait):
-                    data = os.read(fd, 65536)
-                    if data:
-                        buffer.feed(data)
-                        continue
-                    selector.unregister(fd)
-                    open_pipe = False
-            else:
-                try:
-                    proc.wait(timeout=wait)
-                except subprocess.TimeoutExpired:
-                    pass
-            if proc.poll() is not None:
-                return True
-
-
-def _drain(fd: int, buffer: HeadTailBuffer, deadline: float) -> None:
-    """Read what is left in the pipe until end-of-file or the deadline."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while (left := deadline - time.monotonic()) > 0:
-            if not selector.select(timeout=left):
-                return  # something we could not stop still holds the pipe: give up on it
-            data = os.read(fd, 65536)
-            if not data:
-                return
-            buffer.feed(data)
 
 
 def bash(workspace: Workspace, command: str, timeout: float | None = None) -> str:
