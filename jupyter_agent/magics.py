@@ -183,11 +183,9 @@ class AgentMagics(Magics):
         holder: dict[str, Any] = {}
 
         def listener(event: Any) -> None:
-            if "display" not in holder:
-                run = holder.get("run")
-                if run is None:
-                    return
-            holder["display"].on_event(event)
+            # The display opens on run_started (see _Starter), before any other event.
+            if "display" in holder:
+                holder["display"].on_event(event)
 
         def on_start(run: Any) -> None:
             holder["run"] = run

@@ -120,7 +120,6 @@ class _Run:
     def run(self) -> LoopResult:
         res = self.result
         limit = self.cfg.round_offset + self.cfg.max_rounds
-        stopped_by_tools = False
         try:
             while self.round < limit:
                 self.round += 1
@@ -141,7 +140,7 @@ class _Run:
                 if resp.aborted:
                     msg = resp.assistant_message()
                     if msg and not resp.tool_calls:
-                        self._append_assistant(msg)
+                        self._append(msg)
                     res.status = "aborted"
                     break
                 if not resp.text and not resp.tool_calls:
@@ -149,15 +148,13 @@ class _Run:
                     break
                 msg = resp.assistant_message()
                 assert msg is not None
-                self._append_assistant(msg)
-                stop, interactive, aborted = False, False, False
+                self._append(msg)
                 if resp.tool_calls:
                     stop, interactive, aborted = self._run_tools(resp.tool_calls, snapshot)
                     if aborted:
                         res.status = "aborted"
                         break
                     if stop or interactive:
-                        stopped_by_tools = True
                         break
                     self._round_end()
                     continue
@@ -176,7 +173,6 @@ class _Run:
             self._answer_open_calls()
         if res.interactive is not None:
             res.status = "ask"  # an ask wins over abort and error
-        del stopped_by_tools
         res.messages = self.messages
         if res.status in ("done", "max_rounds", "incomplete", "aborted") and not res.answer:
             res.answer = _answer_of(res.assistant_messages)
@@ -293,9 +289,6 @@ class _Run:
             self.messages.append(msg)
             if self.tokens is not None:
                 self.tokens += count_message_tokens(msg)
-
-    def _append_assistant(self, msg: Message) -> None:
-        self._append(msg)
 
     def _answer_open_calls(self) -> None:
         """After an interrupt outside the tool phase (a second Ctrl-C while results were being
