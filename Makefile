@@ -23,8 +23,12 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 # What building the extension and the package needs (the JupyterLab builder runs in the venv).
+# The package is installed with --no-build-isolation, so the build backends of everything built
+# from source (llama-cpp-python: scikit-build-core, cmake, ninja) must be here first: a warm pip
+# cache with a prebuilt wheel once hid that.
 $(BASE): | $(PY)
-	$(PY) -m pip install -q "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5" editables
+	$(PY) -m pip install -q "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5" editables \
+	    "scikit-build-core>=0.9" cmake ninja
 	touch $@
 
 # The JupyterLab extension, built with the JupyterLab builder into jupyter_agent/labextension.
