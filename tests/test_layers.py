@@ -23,6 +23,8 @@ import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "jupyter_agent"
 
@@ -147,42 +149,52 @@ def _known(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
+def _module_imports(name: str, path: Path, modules: dict[str, Path],
+                    package: str) -> tuple[list[Edge], set[str]]:
+    """The package modules one module imports (one edge per target and kind), and the
+    top-level names of the third-party packages it imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: dict[tuple[str, str], Edge] = {}
+    external: set[str] = set()
+
+    def add(target: str | None, line: int, how: str) -> None:
+        if target is not None and target != name:
+            found.setdefault((target, how), Edge(name, target, line, how))
+
+    for node, lazy in _walk(tree):
+        how = "lazy" if lazy else "import"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == package:
+                    add(_known(alias.name, modules), node.lineno, how)
+                else:
+                    external.add(alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve_from(name, is_package, node.level, node.module)
+            if base.split(".")[0] != package:
+                external.add(base.split(".")[0])
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                add(sub if sub in modules else _known(base, modules), node.lineno, how)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and node.value in modules and node.value.startswith(package + ".")):
+            # A module named in a string: importlib.import_module("jupyter_agent.x").
+            add(node.value, node.lineno, "string")
+    return list(found.values()), external
+
+
 def build_graph(root: Path, package: str) -> Graph:
     """Parse every module of ``root/package`` and collect its imports."""
     modules = _module_names(root, package)
     edges: list[Edge] = []
     external: dict[str, set[str]] = {}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        is_package = path.name == "__init__.py"
-        found: dict[tuple[str, str], Edge] = {}
-
-        def add(target: str | None, line: int, how: str, src: str = name) -> None:
-            if target is None or target == src:
-                return
-            found.setdefault((target, how), Edge(src, target, line, how))
-
-        for node, lazy in _walk(tree):
-            how = "lazy" if lazy else "import"
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name.split(".")[0] == package:
-                        add(_known(alias.name, modules), node.lineno, how)
-                    else:
-                        external.setdefault(name, set()).add(alias.name.split(".")[0])
-            elif isinstance(node, ast.ImportFrom):
-                base = _resolve_from(name, is_package, node.level, node.module)
-                if base.split(".")[0] != package:
-                    external.setdefault(name, set()).add(base.split(".")[0])
-                    continue
-                for alias in node.names:
-                    sub = f"{base}.{alias.name}"
-                    add(sub if sub in modules else _known(base, modules), node.lineno, how)
-            elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                  and node.value in modules and node.value.startswith(package + ".")):
-                # A module named in a string: importlib.import_module("jupyter_agent.x").
-                add(node.value, node.lineno, "string")
-        edges.extend(found.values())
+        found, names = _module_imports(name, path, modules, package)
+        edges.extend(found)
+        if names:
+            external[name] = names
     return Graph(modules, edges, external)
 
 
@@ -334,7 +346,9 @@ def _graph() -> Graph:
 
 def test_every_module_has_a_layer() -> None:
     unmapped, _ = layer_report(_graph(), ROOT, PACKAGE, LAYERS)
-    assert not unmapped, "modules with no layer (add them to LAYERS):\n" + "\n".join(unmapped)
+    if unmapped:
+        pytest.fail("modules with no layer (add them to LAYERS):\n" + "\n".join(unmapped),
+                    pytrace=False)
 
 
 def test_no_import_cycles() -> None:
@@ -345,19 +359,22 @@ def test_no_import_cycles() -> None:
         inside = [str(e) for e in graph.edges if e.source in comp and e.target in comp]
         report.append(f"cycle: {' -> '.join(cycle)}\n  {len(comp)} modules, imports among "
                       "them:\n    " + "\n    ".join(sorted(inside)))
-    assert not components, f"{len(components)} import cycle(s):\n" + "\n".join(report)
+    if components:
+        pytest.fail(f"{len(components)} import cycle(s):\n" + "\n".join(report), pytrace=False)
 
 
 def test_no_upward_imports() -> None:
     graph = _graph()
     _, upward = layer_report(graph, ROOT, PACKAGE, LAYERS)
-    assert not upward, f"{len(upward)} import(s) up a layer:\n" + "\n".join(
-        _describe(e, graph, ROOT, PACKAGE, LAYERS) for e in upward)
+    if upward:
+        pytest.fail(f"{len(upward)} import(s) up a layer:\n" + "\n".join(
+            _describe(e, graph, ROOT, PACKAGE, LAYERS) for e in upward), pytrace=False)
 
 
 def test_gui_packages_only_at_the_edge() -> None:
     bad = gui_violations(_graph(), ROOT, PACKAGE, LAYERS)
-    assert not bad, "GUI imports below the edge:\n" + "\n".join(bad)
+    if bad:
+        pytest.fail("GUI imports below the edge:\n" + "\n".join(bad), pytrace=False)
 
 
 # --------------------------------------------------------------------------- the walker, proven
