@@ -55,7 +55,7 @@ _LAZY = {
     "classify": ("jupyter_agent.agents.helpers", "classify"),
     "extract": ("jupyter_agent.agents.helpers", "extract"),
     "expand_query": ("jupyter_agent.agents.helpers", "expand_query"),
-    "Agent": ("jupyter_agent.runtime.agents", "Agent"),
+    "Agent": ("jupyter_agent.agents.subagents", "Agent"),
     "agent_tool": ("jupyter_agent.agents.subagents", "agent_tool"),
     "model_tool": ("jupyter_agent.agents.subagents", "model_tool"),
     "attach_files": ("jupyter_agent.agents.attachments", "attach_files"),

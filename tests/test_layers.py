@@ -51,8 +51,6 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("ui", ["ui/"]),            # widgets and the live display; draw what view/ computes
     ("view", [
         "view/",                # events -> view state -> MIME bundle, pure Python
-        "ui/view.py",           # (today in ui/; target: view/)
-        "ui/bundle.py",         # (today in ui/; target: view/)
     ]),
     ("runtime", ["runtime/"]),  # policy data: named agents, modes, intent, permissions, catalog
     ("clients", [

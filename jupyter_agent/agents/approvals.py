@@ -4,7 +4,7 @@ A round whose calls need approval ends the loop (the kernel suspends after the r
 other calls of that round have already run and have their results. The run is saved as a
 ``pending`` dict of kind ``toolloop`` (format: :mod:`jupyter_agent.agents.resume`) with the
 waiting calls in ``approvals``, oldest first, and the first one's card in ``ask``.
-:func:`resume_toolloop` applies the answer (``runtime.approval``), asks the next card if a
+:func:`resume_toolloop` applies the answer (``agents.approval_calls``), asks the next card if a
 call still waits, and otherwise continues the loop where it stopped.
 """
 
@@ -47,7 +47,7 @@ def approval_suspender(p: Prepared, setup: Any, user_message: dict[str, Any],
 
     Args:
         p: The prepared run.
-        setup: Its :class:`~jupyter_agent.runtime.turn.TurnSetup`.
+        setup: Its :class:`~jupyter_agent.agents.turn.TurnSetup`.
         user_message: The turn's user message (first of what the session gets).
         options: Loop options a resume needs again (``max_rounds``, ``parallel``, ...).
         prefix: Messages of the turn from before this loop part (a resumed run).
@@ -93,9 +93,9 @@ def approval_hint(run: Run) -> str:
 
 def resume_toolloop(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:
     """Continue a ``%%toolloop`` run after an approval card was answered."""
-    from ..runtime.approval import settle_approvals
-    from ..runtime.turn import restore_turn
+    from .approval_calls import settle_approvals
     from .toolloop import MAX_ROUNDS, loop_parts
+    from .turn import restore_turn
 
     if hasattr(p.client, "answered_profile"):
         p.client.emit = p.recorder.emit  # a failover shows as a warning in the run

@@ -40,7 +40,8 @@ def chat(prompt: str, **options: Any) -> Run:
         raise MagicUsageError("The cell is empty: write the message to send below %%chat.")
     opt = TurnOptions(**options)
     mode = "search" if opt.knowledge is not None else "ask"
-    from ..runtime.intent import intent_system_text, recognize_intent
+    from ..runtime.intent import intent_system_text
+    from .intent import recognize_intent
 
     intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode
     p = prepare("chat", prompt, opt, mode=mode, intent=intent)

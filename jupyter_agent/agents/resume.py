@@ -21,7 +21,7 @@ from typing import Any, Callable, Literal
 
 from ..errors import ResumeError
 from ..events import EVENT_ADAPTER, AskAnswered, BaseEvent
-from ..ui.view import new_view, reduce_event
+from ..view.state import new_view, reduce_event
 from ._base import Prepared
 from .run import Run, RunRecorder
 

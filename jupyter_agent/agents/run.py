@@ -8,7 +8,7 @@ import time
 from typing import Any, Callable
 
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
-from ..ui.view import new_view, reduce_event
+from ..view.state import new_view, reduce_event
 
 __all__ = ["Run", "RunRecorder", "new_run_id", "last_run"]
 
@@ -83,7 +83,7 @@ class Run:
                 f"tokens={self.input_tokens}/{self.output_tokens}>")
 
     def _repr_markdown_(self) -> str:
-        from ..ui.bundle import render_markdown
+        from ..view.bundle import render_markdown
 
         return render_markdown(self.view)
 

@@ -24,14 +24,14 @@ from ..errors import ConfigError, ToolError
 from ..events import UsageRecorded
 from ..llm.types import Usage
 from ..llm.usage_context import report_usage
+from ..runtime.agents import Agent as AgentProfile
 from ..tools.registry import Tool, ToolResult
 from .run import Run
 
 if TYPE_CHECKING:
     from ..llm.client import ModelClient
-    from ..runtime.agents import Agent
 
-__all__ = ["SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
+__all__ = ["Agent", "SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
            "model_tool", "run_agent_task"]
 
 SUB_AGENT_MAX_ROUNDS = 30
@@ -130,7 +130,21 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
             client.emit = emit_before
 
 
-def agent_tool(agent: Agent, name: str | None = None, description: str | None = None, *,
+class Agent(AgentProfile):
+    """A named agent profile (see :class:`~jupyter_agent.runtime.agents.Agent` for the fields)
+    that can also be handed to another run as a tool.
+
+    The profile itself is policy data in ``runtime/``; running it as a tool is this layer's
+    job, so the method lives here and ``runtime/`` never imports ``agents/``.
+    """
+
+    def as_tool(self, name: str | None = None, description: str | None = None,
+                **options: Any) -> AgentTool:
+        """This agent as a tool of another run (``options``: see :func:`agent_tool`)."""
+        return agent_tool(self, name=name, description=description, **options)
+
+
+def agent_tool(agent: AgentProfile | str, name: str | None = None, description: str | None = None, *,
                client: ModelClient | None = None, max_rounds: int = SUB_AGENT_MAX_ROUNDS,
                requires_approval: bool = True) -> AgentTool:
     """``agent`` as a tool of another run: the model hands it a task and gets its answer.

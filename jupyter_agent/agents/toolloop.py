@@ -129,8 +129,8 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
         raise MagicUsageError("The cell is empty: write the task below %%toolloop.")
     if max_rounds < 1:
         raise MagicUsageError("--max-rounds must be at least 1.")
-    from ..runtime.turn import setup_turn
     from .approvals import approval_suspender
+    from .turn import setup_turn
 
     opt = TurnOptions(**options)
     # Agent, intent, workspace and tools first: an unknown tool fails before anything is saved.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from ..llm.types import Message, ToolCall, Usage
+from ..llm.types import Message, ToolCall
+from ..llm.usage_context import UsageItem
 
 __all__ = [
     "ToolOutcome",
@@ -16,16 +17,6 @@ __all__ = [
     "UsageItem",
     "LoopHooks",
 ]
-
-
-@dataclass
-class UsageItem:
-    """A model call made outside the main request (compression, a helper inside a tool)."""
-
-    module: str
-    model: str
-    usage: Usage
-    cost: float
 
 
 @dataclass

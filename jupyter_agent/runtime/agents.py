@@ -94,14 +94,6 @@ class Agent(BaseModel):
             out.append(t if isinstance(t, str) else getattr(t, "name", getattr(t, "__name__", "?")))
         return out
 
-    def as_tool(self, name: str | None = None, description: str | None = None,
-                **options: Any) -> Any:
-        """This agent as a tool of another run (see
-        :func:`~jupyter_agent.agents.subagents.agent_tool` for ``options``)."""
-        from ..agents.subagents import agent_tool
-
-        return agent_tool(self, name=name, description=description, **options)
-
     def __repr__(self) -> str:
         return f"<Agent {self.name}: model={self.model}, tools={self.tool_names()}>"
 

@@ -56,14 +56,14 @@ def rebind_builtins(tools: Sequence[Tool[Any]], workspace: Workspace) -> list[To
 
 def _mcp_lookup(name: str) -> list[Tool[Any]] | None:
     try:
-        from .mcp import find_mcp_tools
+        from ..tools.mcp import find_mcp_tools
     except ImportError:  # the mcp package is an optional extra
         return None
     return find_mcp_tools(name)
 
 
 def _unknown(name: str) -> ToolError:
-    from .mcp import mcp_tool_names
+    from ..tools.mcp import mcp_tool_names
 
     user = ", ".join(REGISTRY.names()) or "none"
     mcp = ", ".join(mcp_tool_names()) or "none connected"

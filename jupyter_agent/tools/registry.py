@@ -73,8 +73,7 @@ def decode_json_object(arguments: str) -> dict[str, Any]:
 def invoke_with_usage(t: Tool[Any], arguments: str) -> tuple[ToolResult, list[Any]]:
     """Invoke ``t`` and collect the usage that helpers inside it report (classify, a
     sub-agent, …) as loop ``UsageItem``s, so the run's tokens and cost include them."""
-    from ..llm.usage_context import usage_sink
-    from ..loop.hooks import UsageItem
+    from ..llm.usage_context import UsageItem, usage_sink
 
     usages: list[UsageItem] = []
     with usage_sink(lambda module, model, usage, cost: usages.append(

@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from ..events import BaseEvent
-from .bundle import build_bundle, output_metadata
+from ..view.bundle import build_bundle, output_metadata
 
 __all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "displays"]
 

@@ -156,7 +156,7 @@ class PlanHooks:
                            internal=True, interactive=interactive)
 
     def _runtime(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
-        from ...runtime.plan_support import plan_permission
+        from .approvals import plan_permission
 
         self.state.on_runtime_tool()  # set before running: a failing tool still counts
         t = self.tools.get(call.name)

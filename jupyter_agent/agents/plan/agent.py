@@ -92,7 +92,7 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
         raise MagicUsageError("--option counts from 1.")
     if auto_answer not in (None, "first"):
         raise MagicUsageError(f"--auto-answer must be 'first', not {auto_answer!r}.")
-    from ...runtime.turn import setup_turn
+    from ..turn import setup_turn
 
     opt = TurnOptions(**options)
     # Agent, intent, workspace, built-in/MCP tools and permissions (runtime); an unknown tool
@@ -137,7 +137,7 @@ def resume_plan(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:
     registry when the run comes from the store); if one is missing the run ends with status
     ``error`` naming it, and the question is saved again so nothing is lost.
     """
-    from ...runtime.plan_support import is_approval, plan_approval_answer, restore_plan_runtime
+    from .approvals import is_approval, plan_approval_answer, restore_plan_runtime
 
     rt = restore_plan_runtime(pending, p)  # workspace, permissions, built-in and MCP tools
     rt_tools = {t.name: t for t in rt.tools} if rt is not None else {}

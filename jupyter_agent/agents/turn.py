@@ -21,12 +21,13 @@ from ..errors import ConfigError, ToolError
 from ..events import UsageRecorded, Warning_
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import UsageItem
+from ..runtime.agents import Agent, agent_for_intent, resolve_agent
+from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
+from ..runtime.intent import INTENT_RULES, IntentResult, intent_system_text
+from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
 from ..tools.registry import Tool
-from .agents import Agent, agent_for_intent, resolve_agent
-from .catalog import SPAWN_TOOL_NAME, resolve_tool_specs
-from .intent import INTENT_RULES, IntentResult, intent_system_text, recognize_intent
-from .policy import PermissionContext
+from .intent import recognize_intent
 from .spawn import SpawnParent, make_spawn_tool
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "LIVE_TOOLS"]

@@ -15,10 +15,10 @@ from typing import Any
 
 from ..errors import ToolError
 from ..llm.usage_context import report_usage
+from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
+from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace, WorkspaceError
 from ..tools.registry import Tool
-from .catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
-from .policy import PermissionContext
 
 __all__ = ["SPAWN_MAX_ROUNDS", "SUB_AGENT_PROMPT", "SpawnParent", "make_spawn_tool",
            "run_sub_agent"]
@@ -68,11 +68,11 @@ def make_spawn_tool(parent: SpawnParent) -> Tool[Any]:
 def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",
                   max_rounds: int = SPAWN_MAX_ROUNDS) -> str:
     """Run the nested loop for ``task`` and return the text the parent model receives."""
-    from ..agents._base import tool_output_processor, window_fitter
-    from ..agents.toolloop import tool_runner
     from ..llm.tokens import count_tools_tokens
     from ..loop.hooks import LoopHooks
     from ..loop.kernel import LoopConfig, run_loop
+    from ._base import tool_output_processor, window_fitter
+    from .toolloop import tool_runner
 
     if not task or not task.strip():
         raise ToolError("spawn_agent needs a task.")

@@ -36,8 +36,8 @@ def _run_cells(store: Any, session: str, run: Any, user_text: str, answer_text: 
     """Markdown (the user), code cell (the run's bundle), markdown (the answer)."""
     import nbformat.v4 as v4
 
-    from ..ui.bundle import build_bundle, output_metadata
-    from ..ui.view import reduce_events
+    from .bundle import build_bundle, output_metadata
+    from .state import reduce_events
 
     events = _events(store, run.run_id)
     view = reduce_events(events)
@@ -126,7 +126,7 @@ def export_session(path: str | Path, session: str | None = None, *, store: Any =
     """
     import nbformat
 
-    from .sessions import current_session
+    from ..runtime.sessions import current_session
 
     if store is None:
         from ..session import default_store

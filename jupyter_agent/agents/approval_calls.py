@@ -22,8 +22,8 @@ from ..events import ToolReturned, UsageRecorded
 from ..llm.types import ToolCall
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem
+from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
-from .policy import PermissionContext, check_permission
 
 __all__ = ["approval_item", "answered_outcome", "run_call", "settle_approvals",
            "replace_tool_result"]
@@ -42,7 +42,7 @@ def run_call(p: Any, tool: Any, call: ToolCall, *, round_: int) -> ToolOutcome:
     """Run one approved call outside the kernel, with what the kernel would do around it:
     usage of helpers inside the tool counted into the run, long output shortened, and a
     ``tool_returned`` event (which replaces the card's "Waiting for approval." in the view)."""
-    from ..agents._base import tool_output_processor
+    from ._base import tool_output_processor
 
     usages: list[UsageItem] = []
     start = time.perf_counter()
@@ -77,7 +77,7 @@ def answered_outcome(p: Any, item: dict[str, Any], choice: str, tool: Any,
     """The result of a waiting call after the user's ``choice`` (``allow_once``,
     ``allow_session`` or ``deny``, see ``resume.answer_text_for_approval``); emits the
     call's ``tool_returned`` event."""
-    from ..agents.toolloop import unknown_tool_message
+    from .toolloop import unknown_tool_message
 
     name = item["name"]
     call = ToolCall(id=item["call_id"], name=name, arguments=item.get("arguments") or "")
