@@ -10,6 +10,7 @@ import shlex
 from typing import Any, Callable
 
 from .errors import MagicUsageError
+from .flags import integer, text
 
 __all__ = ["run_command", "COMMANDS"]
 
@@ -37,15 +38,15 @@ def _parser() -> _Parser:
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
     sub.add_parser("help")
     r = sub.add_parser("resume")
-    r.add_argument("run_id", nargs="?")
+    r.add_argument("run_id", nargs="?", type=text)
     g = r.add_mutually_exclusive_group()
-    g.add_argument("--answer")
-    g.add_argument("--option", type=int)
+    g.add_argument("--answer", type=text)
+    g.add_argument("--option", type=integer(1))
     g.add_argument("--dismiss", action="store_true")
     pend = sub.add_parser("pending")
-    pend.add_argument("--session")
+    pend.add_argument("--session", type=text)
     m = sub.add_parser("model")
-    m.add_argument("name", nargs="?")
+    m.add_argument("name", nargs="?", type=text)
     for extra in _EXTRA_PARSERS:
         extra(sub)
     return p

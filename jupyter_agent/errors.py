@@ -13,6 +13,7 @@ __all__ = [
     "MissingKeyError",
     "ToolError",
     "MagicUsageError",
+    "ParameterError",
     "ModelRequestError",
     "ModelBehaviorError",
     "MaxRoundsExceeded",
@@ -44,6 +45,10 @@ class ToolError(JupyterAgentError):
 
 class MagicUsageError(JupyterAgentError):
     """A magic was called with bad arguments or an empty body."""
+
+
+class ParameterError(JupyterAgentError, ValueError):
+    """A Python caller passed a parameter outside its range (the message names the parameter)."""
 
 
 class ModelRequestError(JupyterAgentError):

@@ -9,6 +9,7 @@ from ..llm.profiles import map_temperature
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig
 from ._base import TurnOptions, drive, prepare, window_fitter
+from ._params import check_parameters
 from .context import CHAT_SEPARATOR, apply_knowledge, join_system
 from .run import Run
 
@@ -38,6 +39,7 @@ def chat(prompt: str, **options: Any) -> Run:
     """
     if not prompt or not prompt.strip():
         raise MagicUsageError("The cell is empty: write the message to send below %%chat.")
+    check_parameters(options)
     opt = TurnOptions(**options)
     mode = "search" if opt.knowledge is not None else "ask"
     from ..runtime.intent import intent_system_text

@@ -19,6 +19,7 @@ from ._base import (
     tool_output_processor,
     window_fitter,
 )
+from ._params import check_parameters
 from .context import TOOL_SEPARATOR, apply_knowledge, join_system
 from .run import Run
 
@@ -127,8 +128,7 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
     """
     if not prompt or not prompt.strip():
         raise MagicUsageError("The cell is empty: write the task below %%toolloop.")
-    if max_rounds < 1:
-        raise MagicUsageError("--max-rounds must be at least 1.")
+    check_parameters(options, max_rounds=max_rounds)
     from .approvals import approval_suspender
     from .turn import setup_turn
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import add_parser, command
+from ..flags import text
 
 __all__: list[str] = []
 
@@ -17,14 +18,14 @@ __all__: list[str] = []
 @add_parser
 def _parsers(sub: Any) -> None:
     rec = sub.add_parser("record")
-    rec.add_argument("path", nargs="?")
-    rec.add_argument("--model")
+    rec.add_argument("path", nargs="?", type=text)
+    rec.add_argument("--model", type=text)
     rec.add_argument("--append", action="store_true")
     rec.add_argument("--keep-store", action="store_true")
     rep = sub.add_parser("replay")
-    rep.add_argument("path", nargs="?")
-    rep.add_argument("--model")
-    rep.add_argument("--timing", choices=["fast", "recorded"], default="fast")
+    rep.add_argument("path", nargs="?", type=text)
+    rep.add_argument("--model", type=text)
+    rep.add_argument("--timing", type=text, choices=["fast", "recorded"], default="fast")
     rep.add_argument("--keep-store", action="store_true")
     sub.add_parser("live")
     sub.add_parser("cassette")

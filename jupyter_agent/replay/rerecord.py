@@ -19,10 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from .notebooks import (
     cassette_of,
     execute_notebook,
     find_cassette_line,
+    require_notebook_tools,
     scrub_folder,
     set_cassette_line,
 )
@@ -94,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", help="OpenAI-compatible base URL (else OPENAI_BASE_URL).")
     parser.add_argument("--timeout", type=int, default=600, help="Seconds allowed per cell.")
     args = parser.parse_args(argv)
+    try:
+        require_notebook_tools()
+    except ConfigError as exc:  # a plain install: one line, the extra to install
+        raise SystemExit(str(exc)) from None
     env = {"OPENAI_BASE_URL": args.base_url} if args.base_url else None
     for nb in args.notebooks:
         cassette = rerecord(nb, model=args.model, env=env, timeout=args.timeout)

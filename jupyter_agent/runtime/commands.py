@@ -12,33 +12,36 @@ from typing import Any
 
 from ..commands import add_parser, command
 from ..errors import MagicUsageError
+from ..flags import integer, text
 
 __all__: list[str] = []
 
 
 @add_parser
 def _parsers(sub: Any) -> None:
+    # Every value is checked where it is parsed: an empty name or a count below 1 is a
+    # one-line error, never a silent "use the default".
     s = sub.add_parser("sessions")
-    s.add_argument("--group")
+    s.add_argument("--group", type=text)
     s = sub.add_parser("session")
-    s.add_argument("name", nargs="?")
-    s.add_argument("--group")
-    s.add_argument("--agent")
-    s.add_argument("--model")
+    s.add_argument("name", nargs="?", type=text)
+    s.add_argument("--group", type=text)
+    s.add_argument("--agent", type=text)
+    s.add_argument("--model", type=text)
     s.add_argument("--unbind", action="store_true")
     s = sub.add_parser("new")
-    s.add_argument("name", nargs="?")
-    s.add_argument("--group")
+    s.add_argument("name", nargs="?", type=text)
+    s.add_argument("--group", type=text)
     s = sub.add_parser("reset")
-    s.add_argument("name", nargs="?")
+    s.add_argument("name", nargs="?", type=text)
     s = sub.add_parser("usage")
-    s.add_argument("name", nargs="?")
+    s.add_argument("name", nargs="?", type=text)
     s = sub.add_parser("history")
-    s.add_argument("name", nargs="?")
-    s.add_argument("-n", "--last", type=int, help="Only the last N messages.")
+    s.add_argument("name", nargs="?", type=text)
+    s.add_argument("-n", "--last", type=integer(1), help="Only the last N messages.")
     s = sub.add_parser("export")
-    s.add_argument("path")
-    s.add_argument("--session")
+    s.add_argument("path", type=text)
+    s.add_argument("--session", type=text)
     sub.add_parser("agents")
 
 

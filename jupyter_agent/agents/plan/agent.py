@@ -26,6 +26,7 @@ from ...llm.types import Message
 from ...loop.kernel import LoopConfig, LoopResult
 from ...tools.registry import REGISTRY, Tool
 from .._base import Prepared, TurnOptions, _store, drive, prepare
+from .._params import check_parameters
 from ..context import TOOL_SEPARATOR, apply_knowledge, join_system
 from ..resume import Answer, register_resumer, resume, suspend
 from ..run import Run, RunRecorder
@@ -84,12 +85,9 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
     """
     if not prompt or not prompt.strip():
         raise MagicUsageError("The cell is empty: write the task below %%plan.")
-    if max_rounds < 1:
-        raise MagicUsageError("--max-rounds must be at least 1.")
+    check_parameters(options, max_rounds=max_rounds, option=option)
     if answer is not None and option is not None:
         raise MagicUsageError("Give either --answer or --option, not both.")
-    if option is not None and option < 1:
-        raise MagicUsageError("--option counts from 1.")
     if auto_answer not in (None, "first"):
         raise MagicUsageError(f"--auto-answer must be 'first', not {auto_answer!r}.")
     from ..turn import setup_turn
