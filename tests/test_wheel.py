@@ -155,7 +155,7 @@ def test_a_plain_install_runs_every_builtin_tool(wheel: Path, tmp_path: Path,
     # What needs an extra says which one, in one line, instead of a ModuleNotFoundError.
     for argv, extra in ((["-m", "jupyter_agent.demo"], "notebooks"),
                         (["-m", "jupyter_agent.replay.rerecord", "x.ipynb"], "notebooks"),
-                        (["-c", "from jupyter_agent.runtime.mcp import connect_mcp\n"
+                        (["-c", "from jupyter_agent.tools.mcp import connect_mcp\n"
                                 "from jupyter_agent.errors import ConfigError\n"
                                 "try:\n"
                                 "    connect_mcp('time', command=['true'])\n"
