@@ -38,10 +38,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("edge", [
         "__init__.py",          # the public API, imported lazily
         "magics.py",            # %%chat, %%toolloop, %%plan, %agent
-        "commands.py",          # the %agent command registry (target: commands/)
+        "flags.py",             # value checks of magic flags
         "commands/",            # every %agent command
-        "runtime/commands.py",  # %agent session commands (target: commands/)
-        "replay/commands.py",   # %agent record/replay commands (target: commands/)
         "replay/notebooks.py",  # tutorial helpers: run notebooks in kernels,
         "replay/rerecord.py",   # re-record their cassettes,
         "replay/compare.py",    # compare saved outputs
