@@ -15,7 +15,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
-from .errors import JupyterAgentError
+from .errors import JupyterAgentError, ResumeError
 
 __all__ = ["AgentMagics", "interpolate"]
 
@@ -319,8 +319,13 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
     live = displays.get(run.run_id)
     listeners = [live.on_event] if live is not None else []
     try:
+        call_id = msg.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            # A click answers the card it came from; one naming no card must not answer
+            # whatever happens to be waiting.
+            raise ResumeError("The click named no card (no call id); nothing changed.")
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
-               expected_call_id=msg.get("call_id"))
+               expected_call_id=call_id)
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         run.view["items"].append({"kind": "warning", "message": str(exc)})
         if live is not None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..config import choose_model
-from ..events import BaseEvent, Warning_
+from ..events import BaseEvent, ToolCalled, Warning_
 from ..llm.client import ModelClient
 from ..llm.types import Usage
 from ..loop.hooks import ContextFit, LoopHooks, UsageItem
@@ -214,6 +214,11 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     hooks = dataclasses.replace(
         hooks, on_round_end=on_round_end,
         is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted()))
+    # A resumed run's earlier calls keep their ids: a new call never takes one of them, even
+    # when context fitting dropped the message that carried it.
+    used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)
+    if used:
+        cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
     try:
         result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
     except BaseException as exc:  # never leave a run "running" in the store

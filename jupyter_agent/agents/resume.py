@@ -156,9 +156,7 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         raise ResumeError(f"--option must be between 1 and {len(options)}; nothing changed.")
     pending = store.claim_pending(run_id, expected_call_id)
     if pending is None:
-        status = record.status if record.status != "ask" else "answered"
-        raise ResumeError(f"Run {run_id} is not waiting for an answer any more ({status}); "
-                          "nothing changed.")
+        raise ResumeError(_refusal(store, run_id, expected_call_id))
     kind = pending.get("kind", record.kind)
     resumer = RESUMERS.get(kind)
     if resumer is None:
@@ -192,6 +190,18 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         keep(pending, answer, via="click" if expected_call_id else "code")
     run.status = "running"
     return resumer(p, pending, answer)
+
+
+def _refusal(store: Any, run_id: str, expected_call_id: str | None) -> str:
+    """Why an answer was refused (read after the failed claim, so a race reports the winner)."""
+    record = store.get_run(run_id)
+    if (record is not None and record.status == "ask" and expected_call_id is not None
+            and record.pending_call_id != expected_call_id):
+        # A card answered already (or replaced by a later one): the run waits on another call.
+        return (f"That card (call {expected_call_id}) is no longer waiting: run {run_id} now "
+                f"waits on call {record.pending_call_id}; nothing changed.")
+    status = record.status if record is not None and record.status != "ask" else "answered"
+    return f"Run {run_id} is not waiting for an answer any more ({status}); nothing changed."
 
 
 def _load_resumers() -> None:

@@ -194,6 +194,10 @@ def _drive_plan(p: Prepared, messages: list[Message], catalog: ToolCatalog,
             pending = _pending(p, result, catalog, lo, user_message, produced)
             if runtime is not None:
                 pending["runtime"] = runtime.state()  # workspace, overrides, tool names
+            if (run.view.get("ask") or {}).get("call_id") != pending["call_id"]:
+                # Parallel calls emit their cards in any order; the one shown must be the one
+                # waiting, or its buttons would answer nothing.
+                p.recorder.emit(AskPending(**pending["ask"]))
             suspend(p, pending)
             return
         _LIVE_TOOLS.pop(run, None)
