@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from jupyter_agent.agents import turn
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.errors import ResumeError
 from jupyter_agent.llm._stream import StreamAssembler
 from jupyter_agent.magics import _on_click
-from jupyter_agent.runtime import turn
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
