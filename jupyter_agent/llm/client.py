@@ -164,7 +164,7 @@ class ModelClient:
 
         For models without reliable native tool calls (``capabilities.tools`` False) the tools
         are offered through a JSON schema the server enforces, so every reply is either an
-        answer or one well-formed call (see :mod:`jupyter_agent.llm.prompt_tools`).
+        answer or one well-formed call (see :mod:`jupyter_agent.llm.constrained`).
         """
         if request.tools and not self.profile.capabilities.tools:
             return self._complete_constrained(request, on_delta)
@@ -172,13 +172,8 @@ class ModelClient:
 
     def _complete_constrained(self, request: ChatRequest,
                               on_delta: StreamCallback | None) -> ChatResponse:
-        from .prompt_tools import (
-            ConstrainedStreamGate,
-            parse_constrained_output,
-            rewrite_history,
-            tool_call_grammar,
-            with_tool_prompt,
-        )
+        from .constrained import ConstrainedStreamGate, parse_constrained_output, tool_call_grammar
+        from .tool_prompt import rewrite_history, with_tool_prompt
 
         messages = with_tool_prompt(rewrite_history(request.messages, "json"), request.tools,
                                     "json")
