@@ -140,9 +140,9 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     if run.status == "ask":
         try:
             from .agents.plan.agent import resume_hint
-            from .magics import _show_hint
+            from .ui.live import show_hint
 
-            _show_hint(run, resume_hint(run))
+            show_hint(run, resume_hint(run))
         except ImportError:
             pass
 

@@ -237,8 +237,9 @@ class AgentMagics(Magics):
         run = self._ns().get("_agent_run")
         if run is not None and run.status == "ask":  # waiting on an approval card
             from .agents.approvals import approval_hint
+            from .ui.live import show_hint
 
-            _show_hint(run, approval_hint(run))
+            show_hint(run, approval_hint(run))
 
     @magic_arguments()
     @_shared_arguments
@@ -268,7 +269,9 @@ class AgentMagics(Magics):
         self._run(args, start)
         run = run_box.get("run")
         if run is not None and run.status == "ask":
-            _show_hint(run, resume_hint(run))
+            from .ui.live import show_hint
+
+            show_hint(run, resume_hint(run))
 
     @line_magic
     def agent(self, line: str) -> Any:
@@ -296,17 +299,6 @@ class _Starter:
             self.started = True
             self.on_start(last_run())
         self.listener(event)
-
-
-def _show_hint(run: Any, text: str) -> None:
-    """How to answer a waiting run, shown under its output (cleared when it is answered)."""
-    from .ui.live import displays
-
-    live = displays.get(run.run_id)
-    if live is not None:
-        live.show_hint(text)
-    else:
-        print(text)
 
 
 def _on_click(run: Any, msg: dict[str, Any]) -> None:
