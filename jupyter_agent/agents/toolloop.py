@@ -131,6 +131,7 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
         raise MagicUsageError("--max-rounds must be at least 1.")
     from ..runtime.turn import setup_turn
     from .approvals import approval_suspender
+    from .resume import settle
 
     opt = TurnOptions(**options)
     # Agent, intent, workspace and tools first: an unknown tool fails before anything is saved.
@@ -151,5 +152,6 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
     options_saved = {"parallel": parallel, "max_rounds": max_rounds,
                      "temperature": opt.temperature, "max_tokens": opt.max_tokens,
                      "stream": opt.stream}
-    return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
-                 on_result=approval_suspender(p, setup, messages[-1], options_saved))
+    run = drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
+                on_result=approval_suspender(p, setup, messages[-1], options_saved))
+    return settle(p, run)  # a replay answers the approvals that were clicked

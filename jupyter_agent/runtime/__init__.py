@@ -1,5 +1,6 @@
 """The agent runtime: named agents, modes, intent, permissions, workspace and MCP tools,
-``spawn_agent``, model failover, and the session subcommands of ``%agent``.
+``spawn_agent``, and the session subcommands of ``%agent`` (model failover is a client
+wrapper: :mod:`jupyter_agent.clients.failover`).
 
 Each concept is one small module; importing this package loads none of them (PEP 562).
 """
@@ -20,7 +21,6 @@ __all__ = [
     "mode_rules",
     "check_permission",
     "PermissionContext",
-    "FailoverClient",
     "connect_mcp",
     "disconnect_mcp",
     "mcp_servers",
@@ -41,7 +41,6 @@ _LAZY = {
     "mode_rules": "modes",
     "check_permission": "policy",
     "PermissionContext": "policy",
-    "FailoverClient": "failover",
     "connect_mcp": "mcp",
     "disconnect_mcp": "mcp",
     "mcp_servers": "mcp",

@@ -17,7 +17,8 @@ if _HERE not in sys.path:
 
 @pytest.fixture(autouse=True)
 def _clean_runtime() -> Iterator[None]:
-    from jupyter_agent.runtime import agents, failover, turn
+    from jupyter_agent.clients import failover
+    from jupyter_agent.runtime import agents, turn
 
     agents.AGENTS.clear()
     failover.clear_marks()
