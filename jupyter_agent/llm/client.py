@@ -320,9 +320,11 @@ class HttpTransport:
         http = self._post(body, stream)
         if not stream:
             try:
-                data: dict[str, Any] = http.json()
+                data = http.json()
             except ValueError as exc:
                 raise _Retryable(f"invalid JSON response: {_short(exc)}") from None
+            if not isinstance(data, dict):
+                raise _Retryable(f"invalid JSON response: a {type(data).__name__}, not an object")
             return data
         return _SSEStream(self, http)
 
