@@ -40,7 +40,7 @@ def _notebooks_folder() -> Path:
 
 def _local_available() -> bool:
     try:
-        from .llm.local_profile import local_available
+        from .clients.embedded import local_available
     except ImportError:
         return False
     return local_available()

@@ -126,7 +126,9 @@ class AgentMagics(Magics):
         s.max_retries = self.max_retries
         s.retry_base_delay = self.retry_base_delay
         s.fallback_models = list(self.fallback_models)
-        config.clear_client_cache()
+        from .clients.factory import clear_client_cache
+
+        clear_client_cache()
 
     # ---------------------------------------------------------------- helpers
     def _ns(self) -> dict[str, Any]:

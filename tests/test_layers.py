@@ -53,14 +53,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("runtime", ["runtime/"]),  # policy data: named agents, modes, intent, permissions, catalog
     ("clients", [
         "clients/",             # model name -> client, failover, record/replay wrappers
-        "config.py",            # settings and make_client (target: clients/)
-        "replay/",              # cassettes and the record/replay clients (target: clients/)
+        "replay/",              # the record/replay mode switch
     ]),
     ("loop", ["loop/"]),        # the kernel, its hooks, compression
     ("tools", ["tools/"]),      # @tool registry, schemas, built-ins, MCP
     ("llm", ["llm/"]),          # the OpenAI-compatible client, streaming, usage, tool protocols
     ("session", ["session/"]),  # the SQLite store
-    ("ground", ["events.py", "errors.py", "secrets.py", "_*.py"]),
+    ("ground", ["events.py", "errors.py", "secrets.py", "answers.py", "config.py", "_*.py"]),
 ]
 
 GUI_PACKAGES = ("IPython", "ipywidgets", "anywidget")

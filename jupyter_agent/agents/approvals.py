@@ -59,14 +59,13 @@ def approval_suspender(p: Prepared, setup: Any, user_message: dict[str, Any],
             return
         waiting = _in_call_order(waiting, result.assistant_messages)
         first = waiting[0]
-        client = p.client
         pending = {
             "kind": KIND,
             "call_id": first["call_id"],
             "ask": first["ask"],
             "approvals": waiting,
             "messages": result.messages,
-            "model": getattr(client, "answered_profile", None) or p.run.model,
+            "model": p.turn_client.answered_profile() or p.run.model,
             "tools": [t.name for t in setup.tools],
             "options": dict(options),
             "state": setup.state(),
@@ -97,8 +96,6 @@ def resume_toolloop(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run
     from .toolloop import MAX_ROUNDS, loop_parts
     from .turn import restore_turn
 
-    if hasattr(p.client, "answered_profile"):
-        p.client.emit = p.recorder.emit  # a failover shows as a warning in the run
     setup = restore_turn(pending.get("state") or {}, p)
     tools = {t.name: t for t in setup.tools}
     pending = dict(pending, messages=list(pending["messages"]),

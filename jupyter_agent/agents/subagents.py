@@ -29,7 +29,7 @@ from ..tools.registry import Tool, ToolResult
 from .run import Run
 
 if TYPE_CHECKING:
-    from ..llm.client import ModelClient
+    from ..llm.protocol import ModelClient
 
 __all__ = ["Agent", "SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
            "model_tool", "run_agent_task"]
@@ -111,7 +111,6 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
     opt = TurnOptions(model=agent.model, session=None, store=None, history=0, stream=False,
                       client=client)
     parent_run = run_module.last_run()
-    emit_before = getattr(client, "emit", None)
     try:
         p = prepare("toolloop", task, opt, mode="agent", agent=agent.name)
         prof = p.client.profile
@@ -122,12 +121,10 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
                                 max_tokens=None, stream=False, permissions=permissions)
         return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1)
     finally:
-        # The sub-run is not the user's "last run", and a shared failover client must keep
-        # reporting to the parent run.
+        # The sub-run is not the user's "last run". (A shared failover client reports to the
+        # parent run again by itself: ``drive`` routes its warnings only while it runs.)
         if parent_run is not None:
             run_module._LAST["run"] = parent_run
-        if client is not None and hasattr(client, "emit"):
-            client.emit = emit_before
 
 
 class Agent(AgentProfile):

@@ -130,6 +130,7 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
         raise MagicUsageError("The cell is empty: write the task below %%toolloop.")
     check_parameters(options, max_rounds=max_rounds)
     from .approvals import approval_suspender
+    from .resume import settle
     from .turn import setup_turn
 
     opt = TurnOptions(**options)
@@ -151,5 +152,6 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
     options_saved = {"parallel": parallel, "max_rounds": max_rounds,
                      "temperature": opt.temperature, "max_tokens": opt.max_tokens,
                      "stream": opt.stream}
-    return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
-                 on_result=approval_suspender(p, setup, messages[-1], options_saved))
+    run = drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
+                on_result=approval_suspender(p, setup, messages[-1], options_saved))
+    return settle(p, run)  # a replay answers the approvals that were clicked

@@ -154,7 +154,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
 
     Side effects: a user-chosen agent is bound to the session (``store.bind_agent``), and
-    ``opt.model`` takes the agent's model when the cell gave none.
+    ``opt.agent_model`` takes the agent's model (a cell's ``--model`` still wins: see
+    :mod:`jupyter_agent.clients.factory`).
 
     Args:
         kind: ``toolloop`` or ``plan``.
@@ -187,8 +188,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     workspace = _default_workspace(agent, record.workspace if record is not None else None)
     if source == "user" and store is not None and opt.session:
         store.bind_agent(opt.session, agent.name, agent.workspace)  # type: ignore[union-attr]
-    if agent is not None and agent.model and not opt.model:
-        opt.model = agent.model
+    if agent is not None and agent.model:
+        opt.agent_model = agent.model
     permissions = PermissionContext(
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),

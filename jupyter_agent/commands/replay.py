@@ -42,10 +42,10 @@ def _cmd_record(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
     c = start("record", args.path, model=args.model, append=args.append,
               keep_store=args.keep_store)
-    from ..config import choose_model
+    from ..clients.factory import resolve_model
 
-    print(f"Recording model calls ({choose_model()}) and answers into {_shown(args.path, c)}. "
-          "`%agent live` stops.")
+    print(f"Recording model calls ({resolve_model().name}) and answers into "
+          f"{_shown(args.path, c)}. `%agent live` stops.")
 
 
 @TABLE.command("replay", "Replay recorded model calls, no key needed: replay [PATH] [--timing recorded].")

@@ -88,11 +88,12 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("model", "Show the active model, or set it for the following cells: model [NAME].")
 def _cmd_model(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..config import choose_model, settings
-    from ..llm.profiles import resolve_profile
+    from .. import config
+    from ..clients.embedded import profile_for
+    from ..clients.factory import resolve_model
 
     if args.name:
-        settings.active_model = args.name
-    name = choose_model()
-    prof = resolve_profile(name)
+        config.settings.active_model = args.name
+    name = resolve_model().name
+    prof = profile_for(name)
     print(f"model: {name} (id {prof.model}, context {prof.max_context:,} tokens)")

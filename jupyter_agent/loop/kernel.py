@@ -474,7 +474,7 @@ def run_loop(client: Any, messages: list[Message], cfg: LoopConfig, hooks: LoopH
     """Run the multi-round loop.
 
     Args:
-        client: A :class:`~jupyter_agent.llm.client.ModelClient` (anything with ``complete``
+        client: A :class:`~jupyter_agent.llm.protocol.ModelClient` (anything with ``complete``
             and ``cost``).
         messages: The request messages to start from (copied, never modified).
         cfg: Model, tools, limits and sampling.

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..clients.storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
 from ..errors import ConfigError
 from .notebooks import (
     cassette_of,
@@ -28,7 +29,6 @@ from .notebooks import (
     scrub_folder,
     set_cassette_line,
 )
-from .storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
 
 __all__ = ["rerecord", "main"]
 
@@ -45,7 +45,7 @@ def rerecord(notebook: str | Path, *, model: str | None = None,
         timeout: Seconds allowed per cell.
 
     Returns:
-        The new :class:`~jupyter_agent.replay.cassette.Cassette`.
+        The new :class:`~jupyter_agent.clients.cassette.Cassette`.
 
     Raises:
         ValueError: the notebook has no cassette line.

@@ -27,6 +27,16 @@ displays: dict[str, LiveDisplay] = {}
 """Live displays by run id, so a resume finds the widget of its run."""
 
 
+def show_hint(run: Any, text: str) -> None:
+    """How to answer a waiting run, shown under its output (cleared when it is answered);
+    printed when the run has no live display."""
+    live = displays.get(run.run_id)
+    if live is not None:
+        live.show_hint(text)
+    else:
+        print(text)
+
+
 class LiveDisplay:
     """The live output of one run (widget when possible, markdown otherwise)."""
 
@@ -112,11 +122,3 @@ class LiveDisplay:
             self.handle.update(self._bundle(final=True), metadata=output_metadata(self.run.view),
                                raw=True)
 
-
-def show_hint(run: Any, text: str) -> None:
-    """How to answer a waiting run, shown under its output (cleared when it is answered)."""
-    live = displays.get(run.run_id)
-    if live is not None:
-        live.show_hint(text)
-    else:
-        print(text)

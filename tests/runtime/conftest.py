@@ -18,7 +18,8 @@ if _HERE not in sys.path:
 @pytest.fixture(autouse=True)
 def _clean_runtime() -> Iterator[None]:
     from jupyter_agent.agents import turn
-    from jupyter_agent.runtime import agents, failover
+    from jupyter_agent.clients import failover
+    from jupyter_agent.runtime import agents
 
     agents.AGENTS.clear()
     failover.clear_marks()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...events import BaseEvent, PlanUpdated
-from ...llm.client import ModelClient
+from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
 from ...loop.compress.checkpoint import compress_request_messages
 from ...loop.hooks import (

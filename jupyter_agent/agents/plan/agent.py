@@ -28,7 +28,7 @@ from ...tools.registry import REGISTRY, Tool
 from .._base import Prepared, TurnOptions, _store, drive, prepare
 from .._params import check_parameters
 from ..context import TOOL_SEPARATOR, apply_knowledge, join_system
-from ..resume import Answer, register_resumer, resume, suspend
+from ..resume import Answer, register_resumer, resume, settle, suspend
 from ..run import Run, RunRecorder
 from ._hooks import PlanHooks
 from .ask import AskAnswer, AskRequest, format_answer_for_model
@@ -115,6 +115,7 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
                       stream=opt.stream, max_rounds=max_rounds)
     run = _drive_plan(p, messages, catalog, by_name, state, lo, user_message=user_message,
                       produced=[], persist_prefix=None, runtime=rt)
+    run = settle(p, run)  # a replay answers the asks that were clicked
     return _answer_up_front(p, run, answer, option, auto_answer)
 
 
@@ -302,7 +303,8 @@ def _resume_now(p: Prepared, run: Run, a: Answer) -> Run:
     recorder = RunRecorder(run, None, listeners)
     recorder.emit(a.event(pending["call_id"], list(pending["ask"].get("options") or [])))
     run.status = "running"
-    q = Prepared(client=p.client, run=run, recorder=recorder, store=None, turn_id=None, history=[])
+    q = Prepared(turn_client=p.turn_client, run=run, recorder=recorder, store=None,
+                 turn_id=None, history=[])
     return resume_plan(q, pending, a)
 
 
