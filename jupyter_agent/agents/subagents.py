@@ -100,7 +100,8 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
     from .context import TOOL_SEPARATOR, join_system
     from .toolloop import loop_parts
 
-    workspace = Workspace(agent.workspace or os.getcwd(), read_only=agent.read_only)
+    workspace = Workspace(agent.workspace or os.getcwd(), read_only=agent.read_only,
+                          allow_network=agent.allow_network)
     specs = agent.tools
     if specs is not None:
         specs = [s for s in specs if not (isinstance(s, str) and s.strip() == SPAWN_TOOL_NAME)]

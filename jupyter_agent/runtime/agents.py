@@ -41,6 +41,8 @@ class Agent(BaseModel):
         permissions: Overrides of the permission policy, tool name (or ``"*"``) to ``allow``,
             ``ask`` or ``deny``.
         read_only: The workspace may not be written (``write_file`` and ``bash`` are denied).
+        allow_network: ``bash`` keeps network access inside its sandbox (off by default; see
+            docs/sandbox.md).
         intents: Intent categories this agent is the role for; when neither the user nor the
             session chose an agent, a recognised intent (confidence >= 0.5) may pick it.
         description: One line shown by ``%agent agents``.
@@ -55,6 +57,7 @@ class Agent(BaseModel):
     workspace: str | None = None
     permissions: dict[str, Decision] = Field(default_factory=dict)
     read_only: bool = False
+    allow_network: bool = False
     intents: list[str] = Field(default_factory=list)
     description: str = ""
 

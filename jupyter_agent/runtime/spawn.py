@@ -81,7 +81,8 @@ def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",
     root = parent.workspace.resolve(cwd or ".")
     if not root.is_dir():
         raise WorkspaceError(f"{cwd!r} is not a folder of the workspace.")
-    sub_ws = Workspace(root, read_only=parent.workspace.read_only)
+    sub_ws = Workspace(root, read_only=parent.workspace.read_only,
+                       allow_network=parent.workspace.allow_network)
     tools = rebind_builtins([t for t in parent.tools if t.name != SPAWN_TOOL_NAME], sub_ws)
     permissions = parent.permissions.child()
     permissions.cwd = str(root)

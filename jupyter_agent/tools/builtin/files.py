@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import regex
+
 from jupyter_agent.errors import ToolError
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, cap_output
 from jupyter_agent.tools.builtin._globwalk import walk_glob
+from jupyter_agent.tools.builtin._safeopen import open_regular
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
 __all__ = [
     "MAX_GLOB_RESULTS",
     "MAX_SEARCH_MATCHES",
+    "SEARCH_TIMEOUT",
     "SKIPPED_DIRS",
     "glob_files",
     "read_file",
@@ -37,6 +41,13 @@ MAX_LINE_CHARS = 300
 """A matching line longer than this is shortened in search results."""
 MAX_SEARCH_FILE_BYTES = 10_000_000
 """Files larger than this are skipped by ``search_files``."""
+SEARCH_TIMEOUT = 15.0
+"""Seconds one ``search_files`` call may spend; the regex matching itself is bounded by it, so
+a catastrophic pattern (``^(a+)+$``) stops with a clear message instead of hanging."""
+MAX_LINE_BYTES = 1_000_000
+"""``read_file`` keeps at most this much of one line (the rest is skipped, not loaded)."""
+COUNT_BUDGET_BYTES = 64_000_000
+"""Past the lines it shows, ``read_file`` reads at most this much more to count lines."""
 _GLOB_SCAN_LIMIT = 10_000
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv",
@@ -73,32 +84,18 @@ def read_file(workspace: Workspace, path: str, offset: int = 0, limit: int | Non
     shown = workspace.relative(target)
     if target.is_dir():
         raise WorkspaceError(f"{shown!r} is a directory; use glob_files to list it.")
-    if not target.exists():
+    if not os.path.lexists(target):
         raise WorkspaceError(f"File not found: {shown!r}.")
-    # O_NOFOLLOW: resolve() returned a symlink-free path; refuse it if it was swapped since.
-    fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with open(fd, "rb") as raw:
+    # Opened without following a swapped symlink and refused unless it is a regular file: a
+    # FIFO would block forever, /dev/zero would never end.
+    with open(open_regular(workspace, target, shown), "rb") as raw:
         if _looks_binary(raw.read(_SNIFF_BYTES)):
             size = os.fstat(raw.fileno()).st_size
             raise WorkspaceError(
                 f"{shown!r} looks like a binary file ({size:,} bytes); read_file only reads text."
             )
         raw.seek(0)
-        lines: list[str] = []
-        used = 0
-        total = 0
-        stopped_at: int | None = None  # line index where the character cap stopped us
-        for total, line in enumerate(_decoded_lines(raw), start=1):
-            index = total - 1
-            if index < offset or stopped_at is not None:
-                continue
-            if limit is not None and len(lines) >= limit:
-                continue
-            if used + len(line) > DEFAULT_LIMIT and lines:
-                stopped_at = index
-                continue
-            lines.append(line)
-            used += len(line)
+        lines, total, counted = _take_lines(raw, offset, limit)
     text = "".join(lines)
     if not lines:
         if total == 0:
@@ -107,18 +104,60 @@ def read_file(workspace: Workspace, path: str, offset: int = 0, limit: int | Non
     last = offset + len(lines)
     # Only a single huge line can still exceed the cap here; cut it, but keep the note intact.
     text = cap_output(text, DEFAULT_LIMIT, head_ratio=1.0)
-    if last < total:
+    if last < total or not counted:
+        of = f"{total}" if counted else f"more than {total:,} (too long to count)"
         text += (
-            f"\n[... showing lines {offset + 1}-{last} of {total}; "
+            f"\n[... showing lines {offset + 1}-{last} of {of}; "
             f"call read_file with offset={last} to read more]"
         )
     return text
 
 
+def _take_lines(raw: BinaryIO, offset: int, limit: int | None) -> tuple[list[str], int, bool]:
+    """The lines to show, the number of lines seen, and whether that is the whole file."""
+    lines: list[str] = []
+    used = 0
+    total = 0
+    stopped = False  # the character cap or ``limit`` ended what is shown
+    budget_end = None  # byte position where counting gives up
+    for total, line in enumerate(_decoded_lines(raw), start=1):
+        index = total - 1
+        if index < offset:
+            continue
+        if not stopped and (limit is None or len(lines) < limit) and \
+                (used + len(line) <= DEFAULT_LIMIT or not lines):
+            lines.append(line)
+            used += len(line)
+            continue
+        if not stopped:
+            stopped = True
+            budget_end = raw.tell() + COUNT_BUDGET_BYTES
+        elif budget_end is not None and raw.tell() > budget_end:
+            return lines, total, False
+    return lines, total, True
+
+
 def _decoded_lines(raw: BinaryIO) -> Iterator[str]:
-    """Lines of a binary file object, decoded as UTF-8 with bad bytes replaced."""
-    for line in raw:
-        yield line.decode("utf-8", "replace")
+    """Lines of a binary file object, decoded as UTF-8 with bad bytes replaced.
+
+    A line longer than :data:`MAX_LINE_BYTES` keeps its start; the rest is skipped unread into
+    memory (a one-line file of gigabytes must not fill it).
+    """
+    while True:
+        chunk = raw.readline(MAX_LINE_BYTES)
+        if not chunk:
+            return
+        if not chunk.endswith(b"\n"):
+            skipped = 0
+            while (more := raw.readline(MAX_LINE_BYTES)) and not more.endswith(b"\n"):
+                skipped += len(more)
+            ended = more.endswith(b"\n")
+            skipped += len(more) - ended
+            if skipped:
+                chunk += f" [... {skipped:,} more bytes of this line skipped]".encode()
+            if ended:
+                chunk += b"\n"
+        yield chunk.decode("utf-8", "replace")
 
 
 def write_file(workspace: Workspace, path: str, content: str) -> str:
@@ -176,27 +215,41 @@ def search_files(workspace: Workspace, pattern: str, path: str = ".",
         nothing matched.
     """
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
+        compiled = regex.compile(pattern)
+    except (regex.error, OverflowError, RecursionError) as exc:
         raise ToolError(f"Invalid regular expression {pattern!r}: {exc}") from None
     start = workspace.resolve(path)
     if not start.exists():
         raise WorkspaceError(f"Path not found: {workspace.relative(start)!r}.")
     results: list[str] = []
     more = False
-    for file in _walk_files(workspace, start):
-        rel = workspace.relative(file)
-        if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(rel, glob)):
-            continue
-        for number, text in _search_one(file, regex):
-            if len(results) >= MAX_SEARCH_MATCHES:
-                more = True
+    deadline = time.monotonic() + SEARCH_TIMEOUT
+    try:
+        for file in _walk_files(workspace, start):
+            rel = workspace.relative(file)
+            if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(rel, glob)):
+                continue
+            for number, text in _search_one(workspace, file, compiled, deadline):
+                if len(results) >= MAX_SEARCH_MATCHES:
+                    more = True
+                    break
+                if len(text) > MAX_LINE_CHARS:
+                    text = text[:MAX_LINE_CHARS] + " [...]"
+                results.append(f"{rel}:{number}: {text}")
+            if more:
                 break
-            if len(text) > MAX_LINE_CHARS:
-                text = text[:MAX_LINE_CHARS] + " [...]"
-            results.append(f"{rel}:{number}: {text}")
-        if more:
-            break
+            if time.monotonic() > deadline:
+                raise _SearchTimeout(rel, None)
+    except _SearchTimeout as stop:
+        if stop.line is not None:
+            why = (f"the pattern is too slow on line {stop.line} of {stop.rel} (nested repeats "
+                   "such as (a+)+ can backtrack without end); simplify the pattern")
+        else:
+            why = f"time ran out at {stop.rel}; narrow the path, the glob or the pattern"
+        note = f"[search stopped after {SEARCH_TIMEOUT:g} s: {why}]"
+        if not results:
+            raise ToolError(f"No match found before the search stopped. {note}") from None
+        return cap_output("\n".join(results), DEFAULT_LIMIT - 400, head_ratio=1.0) + "\n" + note
     if not results:
         where = workspace.relative(start)
         return f"No matches for {pattern!r} in {where}" + (f" (files matching {glob!r})" if glob
@@ -206,6 +259,15 @@ def search_files(workspace: Workspace, pattern: str, path: str = ".",
         out += (f"\n[... more than {MAX_SEARCH_MATCHES} matches; "
                 "narrow the pattern, the path or the glob]")
     return cap_output(out, DEFAULT_LIMIT, head_ratio=1.0)
+
+
+class _SearchTimeout(Exception):
+    """The search's time budget ran out: in the regex engine on ``line``, or between files."""
+
+    def __init__(self, rel: str, line: int | None) -> None:
+        super().__init__(rel)
+        self.rel = rel
+        self.line = line
 
 
 def _walk_files(workspace: Workspace, start: Path) -> Iterator[Path]:
@@ -225,21 +287,39 @@ def _walk_files(workspace: Workspace, start: Path) -> Iterator[Path]:
             yield Path(full)
 
 
-def _search_one(file: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
-    """(line number, line) for each matching line of a text file; binary files yield nothing."""
+def _search_one(workspace: Workspace, file: Path, compiled: regex.Pattern[str],
+                deadline: float) -> Iterator[tuple[int, str]]:
+    """(line number, line) for each matching line of a text file; binary files, and files that
+    are not regular or changed into a link since the walk, yield nothing.
+
+    Raises:
+        _SearchTimeout: the deadline passed, in the regex engine or between lines.
+    """
+    rel = workspace.relative(file)
     try:
-        if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
-            return
-        with open(file, "rb") as raw:
-            if _looks_binary(raw.read(_SNIFF_BYTES)):
+        fd = open_regular(workspace, Path(os.path.realpath(file)), rel)
+    except WorkspaceError:
+        return
+    with open(fd, "rb") as raw:
+        try:
+            if os.fstat(fd).st_size > MAX_SEARCH_FILE_BYTES or \
+                    _looks_binary(raw.read(_SNIFF_BYTES)):
                 return
             raw.seek(0)
-            for number, line in enumerate(raw, start=1):
+            lines = enumerate(raw, start=1)
+            for number, line in lines:
                 text = line.decode("utf-8", "replace").rstrip("\r\n")
-                if regex.search(text):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _SearchTimeout(rel, None)
+                try:
+                    found = compiled.search(text, timeout=left)
+                except TimeoutError:
+                    raise _SearchTimeout(rel, number) from None
+                if found:
                     yield number, text
-    except OSError:
-        return  # unreadable file: skip it rather than fail the whole search
+        except OSError:
+            return  # unreadable file: skip it rather than fail the whole search
 
 
 def glob_files(workspace: Workspace, pattern: str) -> str:
