@@ -79,7 +79,7 @@ def resolve_timeout(timeout: float | None) -> float | None:
 def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
     """Make ``thread`` raise ``exc`` at its next Python instruction (best effort)."""
     ident = thread.ident
-    if ident is None or not thread.is_alive():
+    if ident is None:
         return
     hit = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc))
     if hit > 1:  # never happens for a valid id; undo rather than hit other threads
@@ -101,31 +101,39 @@ def call_with_deadline(fn: Callable[..., Any], kwargs: dict[str, Any], limit: fl
         return fn(**kwargs)
     box: dict[str, Any] = {}
     ctx = contextvars.copy_context()  # usage sinks and other context vars reach the thread
+    done = threading.Event()
 
     def target() -> None:
         try:
             box["value"] = ctx.run(fn, **kwargs)
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
+        finally:
+            done.set()
 
     # A daemon thread: an abandoned call must not keep the interpreter from exiting.
     thread = threading.Thread(target=target, name=f"jupyter-agent-tool-{name}", daemon=True)
     thread.start()
-    _wait(thread, limit, lambda: _raise_in(thread, KeyboardInterrupt))
-    if thread.is_alive():
+    _wait(done, limit, lambda: _raise_in(thread, KeyboardInterrupt))
+    if not done.is_set():
         _raise_in(thread, ToolAbandoned)
         raise ToolTimeout(limit, "abandoned")
     return _unbox(box)
 
 
-def _wait(thread: threading.Thread, limit: float | None, interrupt: Callable[[], None]) -> None:
-    """Join ``thread`` for up to ``limit`` s; on Ctrl-C pass it on, give the tool time to clean
-    up, and re-raise."""
+def _wait(done: threading.Event, limit: float | None, interrupt: Callable[[], None]) -> None:
+    """Wait up to ``limit`` s for the call to be ``done``; on Ctrl-C pass the interrupt on,
+    give the tool time to clean up, and re-raise.
+
+    An Event, not ``Thread.join``: a join interrupted by Ctrl-C can leave the thread looking
+    finished while it still runs (CPython before 3.13).
+    """
     try:
-        thread.join(limit)
+        done.wait(limit)
     except KeyboardInterrupt:
-        interrupt()
-        thread.join(_INTERRUPT_GRACE)
+        if not done.is_set():
+            interrupt()
+            done.wait(_INTERRUPT_GRACE)
         raise
 
 
@@ -153,6 +161,8 @@ def _call_async(coro: Coroutine[Any, Any, Any], limit: float | None, name: str) 
         box["deadline"] = True
         task.cancel()
 
+    done = threading.Event()
+
     def target() -> None:
         handle = loop.call_later(limit, hit_deadline) if limit is not None else None
         try:
@@ -166,13 +176,14 @@ def _call_async(coro: Coroutine[Any, Any, Any], limit: float | None, name: str) 
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 loop.close()
+                done.set()
 
     thread = threading.Thread(target=target, name=f"jupyter-agent-async-tool-{name}",
                               daemon=True)
     thread.start()
     wait = None if limit is None else limit + _CANCEL_GRACE
-    _wait(thread, wait, lambda: _cancel(loop, task))
-    if thread.is_alive():  # the coroutine blocks its loop (a sync call inside): abandon it
+    _wait(done, wait, lambda: _cancel(loop, task))
+    if not done.is_set():  # the coroutine blocks its loop (a sync call inside): abandon it
         _raise_in(thread, ToolAbandoned)
         raise ToolTimeout(limit or 0.0, "abandoned")
     if box.get("deadline") and isinstance(box.get("error"), asyncio.CancelledError):

@@ -157,14 +157,19 @@ class Tool(Generic[F]):
         The call is bounded by :meth:`deadline`; a call past it becomes the result
         ``Tool error: timed out after N s`` and the run goes on. A result longer than
         :data:`MAX_OUTPUT_CHARS` is cut.
+
+        Raises:
+            ConfigError: ``JUPYTER_AGENT_TOOL_TIMEOUT`` is malformed.
+            KeyboardInterrupt: the kernel was interrupted during the call.
         """
         start = time.perf_counter()
+        limit = self.deadline()  # a malformed setting is the user's to fix: raised, not hidden
         try:
             kwargs = self.parse_arguments(arguments)
         except ToolError as exc:
             return _failed(str(exc), start)
         try:
-            value = call_with_deadline(self.fn, kwargs, self.deadline(), is_async=self.is_async,
+            value = call_with_deadline(self.fn, kwargs, limit, is_async=self.is_async,
                                        name=self.name)
         except StopRun as exc:
             text = str(exc) or "Stopped."

@@ -85,7 +85,12 @@ class Workspace:
         if not _is_within(lexical, root):
             raise WorkspaceError(self._outside_message(text))
         # Then the real location, through every symlink, including a dangling last component.
-        real = os.path.realpath(lexical)
+        try:
+            real = os.path.realpath(lexical)
+        except OSError:  # a component changed (or vanished) while it was being followed
+            raise WorkspaceError(
+                f"Path {text!r} changed while it was being resolved; it was refused."
+            ) from None
         if not _is_within(real, root):
             raise WorkspaceError(
                 f"Path {text!r} leads through a symlink to outside the workspace; it was refused."
