@@ -35,7 +35,8 @@ class Agent(BaseModel):
             ``"spawn_agent"``), :class:`~jupyter_agent.tools.registry.Tool` objects or plain
             functions; ``None`` means the cell's default (every ``@tool`` function).
         model: Model or profile name, used unless the cell says ``--model``.
-        workspace: The folder the built-in tools are confined to (relative paths are taken
+        workspace: The folder the file tools are confined to and ``bash`` runs in (sandboxed
+            when bubblewrap is available, docs/sandbox.md; relative paths are taken
             from the current directory when the agent is created); default: the current
             directory at the time of the turn.
         permissions: Overrides of the permission policy, tool name (or ``"*"``) to ``allow``,

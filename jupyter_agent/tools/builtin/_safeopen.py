@@ -17,7 +17,15 @@ from pathlib import Path
 
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
-__all__ = ["open_regular"]
+__all__ = ["SNIFF_BYTES", "looks_binary", "open_regular"]
+
+SNIFF_BYTES = 8192
+"""How much of a file's start decides whether it is text."""
+
+
+def looks_binary(head: bytes) -> bool:
+    """A NUL byte in the first few KB is the same test git and grep use."""
+    return b"\x00" in head
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
