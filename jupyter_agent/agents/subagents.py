@@ -24,7 +24,7 @@ from ..errors import ConfigError, ToolError
 from ..events import UsageRecorded
 from ..llm.types import Usage
 from ..llm.usage_context import report_usage
-from ..tools.registry import Tool, ToolResult
+from ..tools.registry import NO_DEADLINE, Tool, ToolResult
 from .run import Run
 
 if TYPE_CHECKING:
@@ -178,8 +178,10 @@ def agent_tool(agent: Agent, name: str | None = None, description: str | None = 
             raise ToolError(f"The sub-agent {tool_name} failed: {run.error}")
         return run
 
+    # No tool deadline: the round limit and the model client's timeout bound a sub-agent, and an
+    # abandoned one would keep calling the model in the background.
     return AgentTool(run_sub_agent, name=tool_name, description=description, batchable=False,
-                     requires_approval=requires_approval)
+                     requires_approval=requires_approval, timeout=NO_DEADLINE)
 
 
 def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
@@ -221,4 +223,5 @@ def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
         result = call_model(tool_name, messages, model=model, client=client)
         return result.text.strip() or "(the model gave no answer)"
 
-    return Tool(ask, name=tool_name, description=description)
+    # One model call, bounded by the client's own timeout (no tool deadline on top).
+    return Tool(ask, name=tool_name, description=description, timeout=NO_DEADLINE)

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ToolError
 from ..llm.usage_context import report_usage
 from ..tools.builtin import Workspace, WorkspaceError
-from ..tools.registry import Tool
+from ..tools.registry import NO_DEADLINE, Tool
 from .catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
 from .policy import PermissionContext
 
@@ -62,7 +62,10 @@ def make_spawn_tool(parent: SpawnParent) -> Tool[Any]:
         """
         return run_sub_agent(parent, task, cwd)
 
-    return tag(Tool(spawn_agent, name=SPAWN_TOOL_NAME, batchable=False), "spawn")
+    # No tool deadline: the sub-agent's round limit and the model client's timeout bound it,
+    # and an abandoned sub-agent would keep calling the model in the background.
+    return tag(Tool(spawn_agent, name=SPAWN_TOOL_NAME, batchable=False, timeout=NO_DEADLINE),
+               "spawn")
 
 
 def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",

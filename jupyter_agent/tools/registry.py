@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import threading
 import time
 from typing import Any, Callable, Generic, TypeVar, overload
@@ -17,9 +18,13 @@ from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema
 
 __all__ = ["Tool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry", "format_validation_error",
-           "MAX_OUTPUT_CHARS"]
+           "MAX_OUTPUT_CHARS", "NO_DEADLINE"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+NO_DEADLINE = math.inf
+"""``timeout=NO_DEADLINE``: the tool runs in the calling thread with no deadline (for tools that
+bound themselves, like a sub-agent with its round limit, or that need the main thread)."""
 
 MAX_OUTPUT_CHARS = 200_000
 """A tool result longer than this is cut (head and tail kept) before the loop sees it: a
@@ -291,8 +296,8 @@ def tool(
         batchable: May run in parallel with neighbouring calls (``%%toolloop --parallel``).
         timeout: Seconds the call may take before it is reported to the model as timed out
             (a sync function is abandoned, a coroutine cancelled). Default: the package
-            default, 300 s or ``JUPYTER_AGENT_TOOL_TIMEOUT``; ``math.inf``: no deadline (the
-            function then runs in the calling thread).
+            default, 300 s or ``JUPYTER_AGENT_TOOL_TIMEOUT``; :data:`NO_DEADLINE`
+            (``math.inf``): none, and the function runs in the calling thread.
         requires_approval: Ask the user before each call (an approval card).
         register: Add to the global registry (the default).
     """
