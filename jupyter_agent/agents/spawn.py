@@ -18,7 +18,7 @@ from ..llm.usage_context import report_usage
 from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace, WorkspaceError
-from ..tools.registry import Tool
+from ..tools.registry import NO_DEADLINE, Tool
 
 __all__ = ["SPAWN_MAX_ROUNDS", "SUB_AGENT_PROMPT", "SpawnParent", "make_spawn_tool",
            "run_sub_agent"]
@@ -62,7 +62,10 @@ def make_spawn_tool(parent: SpawnParent) -> Tool[Any]:
         """
         return run_sub_agent(parent, task, cwd)
 
-    return tag(Tool(spawn_agent, name=SPAWN_TOOL_NAME, batchable=False), "spawn")
+    # No tool deadline: the sub-agent's round limit and the model client's timeout bound it,
+    # and an abandoned sub-agent would keep calling the model in the background.
+    return tag(Tool(spawn_agent, name=SPAWN_TOOL_NAME, batchable=False, timeout=NO_DEADLINE),
+               "spawn")
 
 
 def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",
@@ -81,7 +84,8 @@ def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",
     root = parent.workspace.resolve(cwd or ".")
     if not root.is_dir():
         raise WorkspaceError(f"{cwd!r} is not a folder of the workspace.")
-    sub_ws = Workspace(root, read_only=parent.workspace.read_only)
+    sub_ws = Workspace(root, read_only=parent.workspace.read_only,
+                       allow_network=parent.workspace.allow_network)
     tools = rebind_builtins([t for t in parent.tools if t.name != SPAWN_TOOL_NAME], sub_ws)
     permissions = parent.permissions.child()
     permissions.cwd = str(root)

@@ -25,7 +25,7 @@ from ..events import UsageRecorded
 from ..llm.types import Usage
 from ..llm.usage_context import report_usage
 from ..runtime.agents import Agent as AgentProfile
-from ..tools.registry import Tool, ToolResult
+from ..tools.registry import NO_DEADLINE, Tool, ToolResult
 from .run import Run
 
 if TYPE_CHECKING:
@@ -100,7 +100,8 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
     from .context import TOOL_SEPARATOR, join_system
     from .toolloop import loop_parts
 
-    workspace = Workspace(agent.workspace or os.getcwd(), read_only=agent.read_only)
+    workspace = Workspace(agent.workspace or os.getcwd(), read_only=agent.read_only,
+                          allow_network=agent.allow_network)
     specs = agent.tools
     if specs is not None:
         specs = [s for s in specs if not (isinstance(s, str) and s.strip() == SPAWN_TOOL_NAME)]
@@ -188,8 +189,10 @@ def agent_tool(agent: AgentProfile | str, name: str | None = None, description: 
             raise ToolError(f"The sub-agent {tool_name} failed: {run.error}")
         return run
 
+    # No tool deadline: the round limit and the model client's timeout bound a sub-agent, and an
+    # abandoned one would keep calling the model in the background.
     return AgentTool(run_sub_agent, name=tool_name, description=description, batchable=False,
-                     requires_approval=requires_approval)
+                     requires_approval=requires_approval, timeout=NO_DEADLINE)
 
 
 def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
@@ -231,4 +234,5 @@ def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
         result = call_model(tool_name, messages, model=model, client=client)
         return result.text.strip() or "(the model gave no answer)"
 
-    return Tool(ask, name=tool_name, description=description)
+    # One model call, bounded by the client's own timeout (no tool deadline on top).
+    return Tool(ask, name=tool_name, description=description, timeout=NO_DEADLINE)

@@ -100,6 +100,7 @@ class TurnSetup:
             "agent_source": self.agent_source,
             "workspace": str(self.workspace.root),
             "read_only": self.workspace.read_only,
+            "allow_network": self.workspace.allow_network,
             "overrides": dict(self.permissions.overrides),
             "auto_approve": self.permissions.auto_approve,
             "tools": [t.name for t in self.tools],
@@ -121,7 +122,8 @@ def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Wo
     elif session_workspace:
         root = session_workspace
     read_only = bool(agent.read_only) if agent is not None else False
-    return Workspace(root or os.getcwd(), read_only=read_only)
+    network = bool(agent.allow_network) if agent is not None else False
+    return Workspace(root or os.getcwd(), read_only=read_only, allow_network=network)
 
 
 def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext, *,
@@ -210,7 +212,8 @@ def restore_turn(state: dict[str, Any], p: Any) -> TurnSetup:
         except ConfigError:
             agent = None  # its overrides were saved; its instructions are in the messages
     workspace = Workspace(state.get("workspace") or os.getcwd(),
-                          read_only=bool(state.get("read_only")))
+                          read_only=bool(state.get("read_only")),
+                          allow_network=bool(state.get("allow_network")))
     permissions = PermissionContext(overrides=dict(state.get("overrides") or {}),
                                     read_only=workspace.read_only, cwd=str(workspace.root),
                                     auto_approve=bool(state.get("auto_approve")))

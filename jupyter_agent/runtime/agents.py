@@ -35,12 +35,15 @@ class Agent(BaseModel):
             ``"spawn_agent"``), :class:`~jupyter_agent.tools.registry.Tool` objects or plain
             functions; ``None`` means the cell's default (every ``@tool`` function).
         model: Model or profile name, used unless the cell says ``--model``.
-        workspace: The folder the built-in tools are confined to (relative paths are taken
+        workspace: The folder the file tools are confined to and ``bash`` runs in (sandboxed
+            when bubblewrap is available, docs/sandbox.md; relative paths are taken
             from the current directory when the agent is created); default: the current
             directory at the time of the turn.
         permissions: Overrides of the permission policy, tool name (or ``"*"``) to ``allow``,
             ``ask`` or ``deny``.
         read_only: The workspace may not be written (``write_file`` and ``bash`` are denied).
+        allow_network: ``bash`` keeps network access inside its sandbox (off by default; see
+            docs/sandbox.md).
         intents: Intent categories this agent is the role for; when neither the user nor the
             session chose an agent, a recognised intent (confidence >= 0.5) may pick it.
         description: One line shown by ``%agent agents``.
@@ -55,6 +58,7 @@ class Agent(BaseModel):
     workspace: str | None = None
     permissions: dict[str, Decision] = Field(default_factory=dict)
     read_only: bool = False
+    allow_network: bool = False
     intents: list[str] = Field(default_factory=list)
     description: str = ""
 
