@@ -12,9 +12,10 @@ import os
 import threading
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
 from .llm.profiles import DEFAULT_MODEL, ModelProfile, resolve_profile
+from .secrets import register_secret
 
 __all__ = ["Settings", "settings", "choose_model", "make_client", "default_client"]
 
@@ -43,6 +44,14 @@ class Settings(BaseModel):
     cassette at ``cassette_path`` (see ``jupyter_agent.replay``)."""
     cassette_path: str | None = None
     cassette_timing: Literal["fast", "recorded"] = "fast"
+
+    @field_validator("api_key")
+    @classmethod
+    def _known_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        # ``%config AgentMagics.api_key`` lands here: from now on it is masked everywhere.
+        if value is not None:
+            register_secret(value.get_secret_value())
+        return value
 
 
 settings = Settings()

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import MissingKeyError
+from ..secrets import mask, register_secret
 from ._stream import StreamAssembler
 from .profiles import ModelProfile, resolve_profile
 from .tokens import count_messages_tokens, count_text_tokens, count_tools_tokens
@@ -78,7 +79,7 @@ def estimate_usage(request: ChatRequest, text: str, reasoning: str, calls: list[
 
 class _Retryable(Exception):
     def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
-        super().__init__(message)
+        super().__init__(mask(message))  # a server may echo the key; this text is shown
         self.status = status
         self.retry_after = retry_after
 
@@ -109,6 +110,7 @@ class ModelClient:
         key = api_key or self.profile.api_key()
         if not key:
             raise MissingKeyError(self.profile.api_key_env)
+        register_secret(key)  # whatever it came from, it is masked in every output
         self.base_url = base_url or self.profile.base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
@@ -354,12 +356,12 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 class _Fatal(Exception):
     def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
+        super().__init__(mask(message))
         self.status = status
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    text = mask(str(exc)) or type(exc).__name__  # mask before cutting: no half key is left
     return text.splitlines()[0][:200]
 
 
@@ -368,7 +370,7 @@ def _error_message(exc: Any) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:300]
+            return mask(str(err["message"]))[:300]
     return _short(exc)
 
 
