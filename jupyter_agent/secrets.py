@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -113,6 +114,8 @@ class _EnvCache:
     """What the last scan of ``os.environ`` found, and what tells that it is still true."""
 
     def __init__(self) -> None:
+        self.environ: Any = None  # the os.environ object scanned, and its ``_data`` dict
+        self.data: dict[Any, Any] = {}
         self.keys: tuple[Any, ...] | None = None
         self.watched: tuple[Any, ...] = ()  # raw keys whose values hold secrets
         self.values: tuple[Any, ...] = ()  # their raw values at the last scan
@@ -146,22 +149,21 @@ def _env_secrets() -> frozenset[str]:
     ``os.environ`` (a plain dict) falls back to a full scan.
     """
     global _env
-    env = os.environ
+    env, cache = os.environ, _env
+    if env is cache.environ:  # the usual case: skip looking the internals up again
+        data = cache.data
+        keys = tuple(data)
+        if keys == cache.keys and tuple(map(data.get, cache.watched)) == cache.values:
+            return cache.secrets
     data = getattr(env, "_data", None)
     encodekey = getattr(env, "encodekey", None)
     if not isinstance(data, dict) or encodekey is None:
         return _secrets_in(env)[1]
-    keys = tuple(data)
-    cache = _env
-    if keys == cache.keys:
-        values = tuple(data.get(k) for k in cache.watched)
-        if values == cache.values:
-            return cache.secrets
     names, found = _secrets_in(env)
     fresh = _EnvCache()
-    fresh.keys = keys
+    fresh.environ, fresh.data, fresh.keys = env, data, tuple(data)
     fresh.watched = tuple(encodekey(n) for n in names)
-    fresh.values = tuple(data.get(k) for k in fresh.watched)
+    fresh.values = tuple(map(data.get, fresh.watched))
     fresh.secrets = found
     _env = fresh  # one assignment: readers on other threads see the old scan or the new
     return found
@@ -204,8 +206,9 @@ class _Rules:
     when the anchor is in the text: text without secrets costs one fast scan per secret.
     """
 
-    def __init__(self, secrets: frozenset[str]) -> None:
+    def __init__(self, secrets: frozenset[str], version: int = 0) -> None:
         self.secrets = secrets
+        self.version = version  # the registration count these rules include
         groups: list[tuple[str, tuple[str, ...]]] = []
         every: set[str] = set()
         for s in secrets:
@@ -218,6 +221,10 @@ class _Rules:
         groups.sort(key=lambda g: len(g[1][0]) if g[1] else 0, reverse=True)
         self.groups = tuple(groups)
         self.forms = _longest_first(every)
+        self.longest = len(self.forms[0]) if every else 0
+        self.by_first: dict[str, list[str]] = {}
+        for f in self.forms:
+            self.by_first.setdefault(f[0], []).append(f)
         self.pattern = (re.compile("|".join(re.escape(f) for f in self.forms))
                         if every else None)
 
@@ -246,7 +253,7 @@ def _current() -> _Rules:
     state = _state
     if key == state[0]:
         return state[1]
-    rules = _Rules(known_secrets())
+    rules = _Rules(known_secrets(), key[1])
     _state = (key, rules)
     return rules
 
@@ -277,20 +284,23 @@ def mask_obj(obj: Any) -> Any:
 
 
 def mask_json(text: str) -> str:
-    """JSON ``text`` with every secret masked, still valid JSON.
+    """JSON ``text`` with every secret masked, meaning the same as before but for the secrets.
 
-    One pass over the text catches the escaped forms too; in the rare case where a secret
-    with quotes spans two JSON strings the result no longer parses, and the decoded value is
-    masked string by string instead.
+    One pass over the text catches the escaped forms too. When it changed something, the
+    result is checked against masking the decoded value string by string: a secret with
+    quotes in it can also match across two JSON strings (``"a","b"``), where replacing the
+    text would merge them; the decoded value masked string by string is used then.
     """
     masked = mask(text)
-    if masked is text or masked == text:
+    if masked == text:
         return text
+    expected = mask_obj(json.loads(text))
     try:
-        json.loads(masked)
+        if json.loads(masked) == expected:
+            return masked
     except ValueError:
-        return json.dumps(mask_obj(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
-    return masked
+        pass
+    return json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
 
 
 # -- text that arrives in pieces -----------------------------------------------------------
@@ -307,6 +317,8 @@ class StreamMasker:
 
     def __init__(self) -> None:
         self._held = ""
+        self._rules: _Rules | None = None
+        self._checked = 0.0
 
     @property
     def held(self) -> str:
@@ -316,7 +328,12 @@ class StreamMasker:
     def feed(self, piece: str) -> str:
         """The masked text that is safe to show now, given the next ``piece``."""
         text = self._held + piece
-        rules = _current()
+        rules, now = self._rules, time.monotonic()
+        # A stream sends hundreds of pieces a second: the environment is checked again every
+        # 50 ms (a new registration at once), not on every piece.
+        if rules is None or now - self._checked > 0.05 or rules.version != _registered_version:
+            rules = _current()
+            self._rules, self._checked = rules, now
         if rules.pattern is None:
             self._held = ""
             return text
@@ -336,18 +353,15 @@ def _safe_cut(text: str, rules: _Rules) -> int:
     assert rules.pattern is not None
     n = len(text)
     cut = n
-    for form in rules.forms:
-        first, start = form[0], max(0, n - len(form) + 1)
-        while True:
-            i = text.find(first, start, cut)
-            if i < 0:
-                break
-            if form.startswith(text[i:]):
-                cut = i  # the longest suffix that could grow into this form
-                break
-            start = i + 1
+    by_first = rules.by_first
+    # Leftmost first: the first position whose rest could grow into a form is the cut.
+    for i in range(max(0, n - rules.longest + 1), n):
+        forms = by_first.get(text[i])
+        if forms and any(f.startswith(text[i:]) for f in forms):
+            cut = i
+            break
     if cut < n:
-        for m in rules.pattern.finditer(text, max(0, cut - len(rules.forms[0])), n):
+        for m in rules.pattern.finditer(text, max(0, cut - rules.longest), n):
             if m.start() < cut < m.end():
                 cut = m.start()
     return cut

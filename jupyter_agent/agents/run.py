@@ -144,17 +144,20 @@ class RunRecorder:
         with self._lock:
             if self._stdio is None:
                 self._hold_stdio()
-            field = _DELTA_FIELDS.get(event.type)  # type: ignore[attr-defined]
+            d = event.__dict__  # plain dict reads: this runs for every streamed token
+            field = _DELTA_FIELDS.get(d["type"])
             if field is None:
                 self._release_streams()
                 self._emit(masked_event(event))
                 return
-            key = (event.type, getattr(event, "round", None),  # type: ignore[attr-defined]
-                   getattr(event, "call_id", None))
-            masker = self._streams[key][0] if key in self._streams else StreamMasker()
+            key = (d["type"], d["round"], d.get("call_id"))
+            stream = self._streams.get(key)
+            masker = stream[0] if stream is not None else StreamMasker()
             self._streams[key] = (masker, event)
-            text = masker.feed(getattr(event, field))
-            if text:
+            text = masker.feed(d[field])
+            if text == d[field]:
+                self._emit(event)
+            elif text:
                 self._emit(event.model_copy(update={field: text}))
 
     def _release_streams(self) -> None:
