@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
+
+from .secrets import register_secret
 
 __all__ = ["Settings", "settings", "CassetteMode", "CassetteTiming"]
 
@@ -47,6 +49,14 @@ class Settings(BaseModel):
     cassette at ``cassette_path`` (see ``jupyter_agent.replay``)."""
     cassette_path: str | None = None
     cassette_timing: CassetteTiming = "fast"
+
+    @field_validator("api_key")
+    @classmethod
+    def _known_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        # ``%config AgentMagics.api_key`` lands here: from now on it is masked everywhere.
+        if value is not None:
+            register_secret(value.get_secret_value())
+        return value
 
 
 settings = Settings()

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import MissingKeyError
+from ..secrets import mask, register_secret
 from ._stream import StreamAssembler
 from .profiles import ModelProfile, resolve_profile
 from .protocol import Reply, Transport, TransportError
@@ -82,7 +83,7 @@ def estimate_usage(request: ChatRequest, text: str, reasoning: str, calls: list[
 
 class _Retryable(TransportError):
     def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
-        super().__init__(message, status, retryable=True, retry_after=retry_after)
+        super().__init__(mask(message), status, retryable=True, retry_after=retry_after)
 
 
 class OpenAIClient:
@@ -119,6 +120,7 @@ class OpenAIClient:
             key = api_key or self.profile.api_key()
             if not key:
                 raise MissingKeyError(self.profile.api_key_env)
+            register_secret(key)  # whatever it came from, it is masked in every output
             transport = HttpTransport(key, self.base_url, timeout)
         self.transport: Transport = transport
 
@@ -402,11 +404,11 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 class _Fatal(TransportError):
     def __init__(self, message: str, status: int | None = None):
-        super().__init__(message, status)
+        super().__init__(mask(message), status)
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    text = mask(str(exc)) or type(exc).__name__  # mask before cutting: no half key is left
     return text.splitlines()[0][:200]
 
 
@@ -415,7 +417,7 @@ def _error_message(exc: Any) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:300]
+            return mask(str(err["message"]))[:300]
     return _short(exc)
 
 
