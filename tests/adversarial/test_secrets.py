@@ -212,6 +212,9 @@ def test_approved_bash_reading_proc_environ_and_env(server: ScriptedOpenAI, work
     hf = "hf_SecondTokenForEnv9999"
     monkeypatch.setenv("GITHUB_TOKEN", secret)  # the kernel knows both keys
     monkeypatch.setenv("HF_TOKEN", hf)
+    # The worst case for masking: bash unconfined (inside bubblewrap the other process's /proc
+    # entry is not even visible; tests/adversarial/test_sandbox.py checks that).
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "off")
     # A process started with the keys in its environment, as the kernel is: its environ
     # file holds them whatever the bash tool leaves out of its own child's environment.
     holder = subprocess.Popen(["sleep", "60"], env={**os.environ})
@@ -518,6 +521,7 @@ def test_a_saved_notebook_holds_no_secret(server: ScriptedOpenAI, tmp_path: Path
     # The kernel starts with the token in its environment, so its /proc/<pid>/environ holds
     # it: what an unconfined bash reads through /proc/$PPID/environ.
     monkeypatch.setenv("GITHUB_TOKEN", secret)
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "off")  # unconfined: the worst case for masking
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     command = "tr '\\0' '\\n' < /proc/$PPID/environ | grep -E '^GITHUB_TOKEN='"
