@@ -1,10 +1,15 @@
 """Running one tool call under a total deadline (docs/sandbox.md, "Deadlines").
 
-A Python function cannot be killed from outside. So a call with a deadline runs in a daemon
-thread and the caller waits at most that long: a sync tool still running then is *abandoned*
-(the caller reports the timeout and moves on; an exception is raised inside it at its next
-Python instruction, which ends a busy loop but not a blocking system call); an async tool is
-*cancelled* on its private event loop. A kernel interrupt (Ctrl-C) reaches the waiting thread
+A sync tool called on the main thread (a cell running a tool loop: the usual case) runs right
+there, as a plain call, under a ``SIGALRM`` timer: at the deadline the timer raises inside the
+tool, which also breaks a blocking ``sleep`` or read. Keeping the main thread matters in a
+notebook: matplotlib figures, SQLite connections made in another cell and widgets all expect it.
+
+Elsewhere (a parallel batch in worker threads, or a timer already in use) a Python function
+cannot be stopped from outside, so the call runs in a daemon thread and the caller waits at
+most that long: a sync tool still running then is *abandoned* (the caller reports the timeout
+and moves on; an exception is raised inside it at its next Python instruction, which ends a busy
+loop but not a blocking system call); an async tool is *cancelled* on its private event loop. A kernel interrupt (Ctrl-C) reaches the waiting thread
 and is passed on to the tool the same way, so a tool that cleans up (``bash`` stops its
 processes) gets a few seconds to do so.
 
@@ -19,6 +24,7 @@ import contextvars
 import ctypes
 import math
 import os
+import signal
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -43,7 +49,8 @@ class ToolTimeout(Exception):
         super().__init__(f"timed out after {seconds:g} s")
         self.seconds = seconds
         self.how = how
-        """``abandoned`` (a sync function left running) or ``cancelled`` (a coroutine)."""
+        """``interrupted`` (a main-thread call stopped by its timer), ``abandoned`` (a sync
+        function left running in its thread) or ``cancelled`` (a coroutine)."""
 
 
 class ToolAbandoned(BaseException):
@@ -99,6 +106,8 @@ def call_with_deadline(fn: Callable[..., Any], kwargs: dict[str, Any], limit: fl
         return _call_async(fn(**kwargs), limit, name)
     if limit is None:
         return fn(**kwargs)
+    if _alarm_free():
+        return _call_on_main_thread(fn, kwargs, limit)
     box: dict[str, Any] = {}
     ctx = contextvars.copy_context()  # usage sinks and other context vars reach the thread
     done = threading.Event()
@@ -119,6 +128,40 @@ def call_with_deadline(fn: Callable[..., Any], kwargs: dict[str, Any], limit: fl
         _raise_in(thread, ToolAbandoned)
         raise ToolTimeout(limit, "abandoned")
     return _unbox(box)
+
+
+class _DeadlineHit(BaseException):
+    """Raised inside a main-thread tool by its timer (a BaseException: ``except Exception``
+    in the tool does not swallow it)."""
+
+
+def _alarm_free() -> bool:
+    """True on the main thread when nothing else uses ``SIGALRM`` (nor an outer tool call)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        return False
+    return signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+
+
+def _call_on_main_thread(fn: Callable[..., Any], kwargs: dict[str, Any], limit: float) -> Any:
+    armed = [True]
+
+    def hit(signum: int, frame: Any) -> None:
+        if not armed[0]:  # the call already ended: never raise into our own cleanup
+            return
+        # If the tool swallows it, fire again a little later.
+        signal.setitimer(signal.ITIMER_REAL, _CANCEL_GRACE)
+        raise _DeadlineHit()
+
+    previous = signal.signal(signal.SIGALRM, hit)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return fn(**kwargs)
+    except _DeadlineHit:
+        raise ToolTimeout(limit, "interrupted") from None
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _wait(done: threading.Event, limit: float | None, interrupt: Callable[[], None]) -> None:

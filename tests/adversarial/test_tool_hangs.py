@@ -417,6 +417,42 @@ def test_no_deadline_runs_in_the_callers_thread() -> None:
     assert seen == [threading.current_thread().name]
 
 
+def test_on_the_main_thread_a_tool_keeps_it_and_a_blocking_sleep_is_interrupted() -> None:
+    # A cell runs its tool loop on the kernel's main thread: tools stay there (matplotlib,
+    # SQLite connections, widgets expect it) and the deadline breaks even a blocking sleep.
+    assert threading.current_thread() is threading.main_thread()
+    seen: list[bool] = []
+
+    @tool(timeout=0.5)
+    def sleeper() -> str:
+        """Sleeps far past its deadline, swallowing ordinary exceptions."""
+        seen.append(threading.current_thread() is threading.main_thread())
+        try:
+            time.sleep(60)
+        except Exception:  # noqa: BLE001 - the deadline is not an Exception: it still ends
+            time.sleep(60)
+        return "unreachable"
+
+    started = time.monotonic()
+    r = sleeper.invoke("{}")
+    assert r.output == ("Tool error: timed out after 0.5 s (sleeper did not finish and was "
+                        "interrupted)")
+    assert seen == [True]
+    assert time.monotonic() - started < GENEROUS
+    # The timer is gone and the handler restored: a later call is not hit by a stray alarm.
+    import signal
+
+    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+
+    @tool(timeout=5)
+    def quick() -> str:
+        """Returns at once."""
+        return "ok"
+
+    assert quick.invoke("{}").output == "ok"
+    time.sleep(0.6)  # past where the first call's timer would have fired
+
+
 def test_a_huge_result_is_cut_before_the_model_sees_it() -> None:
     @tool
     def flood() -> str:

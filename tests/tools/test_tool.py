@@ -246,7 +246,7 @@ def test_sync_timeout_reports_and_moves_on() -> None:
         r = slow.invoke("{}")
     finally:
         release.set()
-    assert r.output == "Tool error: timed out after 0.05 s (slow did not finish and was abandoned)"
+    assert r.output == "Tool error: timed out after 0.05 s (slow did not finish and was interrupted)"
     assert r.error == r.output and r.value is None
 
 
