@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from .llm.profiles import DEFAULT_MODEL, ModelProfile, resolve_profile
 
@@ -34,6 +34,9 @@ class Settings(BaseModel):
     retry_base_delay: float = 0.5
     retry_max_delay: float = 8.0
     timeout: float = 600.0
+    request_deadline: float = Field(default=900.0, gt=0)
+    """Seconds one model call may take in all, retries included, however the server keeps the
+    connection busy (``%config AgentMagics.request_deadline``)."""
     fallback_models: list[str] = []
     """Profiles to fail over to, in order, when a request fails (issue: model failover)."""
     session: str = "default"
@@ -119,7 +122,7 @@ def make_client(model: str | ModelProfile | None = None, *, cassette: str | None
     # The cache key holds a hash of the key, never the key itself.
     cache_key = (profile.name, profile.model, base_url, hash(key), settings.max_retries,
                  settings.retry_base_delay, settings.retry_max_delay, settings.timeout,
-                 mode, settings.cassette_path if mode == "record" else None)
+                 settings.request_deadline, mode, settings.cassette_path if mode == "record" else None)
     with _clients_lock:
         client = _clients.get(cache_key)
         if client is None:
@@ -138,6 +141,7 @@ def make_client(model: str | ModelProfile | None = None, *, cassette: str | None
                 retry=RetryPolicy(settings.max_retries, settings.retry_base_delay,
                                   settings.retry_max_delay),
                 timeout=settings.timeout,
+                deadline=settings.request_deadline,
             )
             _clients[cache_key] = client
     return client

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from ..llm.client import ModelClient, RetryPolicy
+from ..llm.client import DEFAULT_DEADLINE, ModelClient, RetryPolicy
 from ..llm.profiles import ModelProfile, resolve_profile
 from ..llm.types import ChatRequest, ChatResponse, StreamCallback
 from .cassette import Cassette, Chunk, Interaction
@@ -136,6 +136,7 @@ class ReplayClient(ModelClient):
         self.base_url = None
         self.retry = RetryPolicy(0)
         self.timeout = 0.0
+        self.deadline = DEFAULT_DEADLINE
         self._lock = threading.Lock()
         self._openai = _NoSDK
         self._transport_errors: tuple[type[BaseException], ...] = ()
@@ -153,7 +154,7 @@ class ReplayClient(ModelClient):
             profile = (cassette.profile(name) if name else None) or resolve_profile(name)
         return cls(profile, cassette=cassette, timing=timing)
 
-    def _post(self, body: dict[str, Any], stream: bool) -> Any:
+    def _post(self, body: dict[str, Any]) -> Any:
         raise RuntimeError("a replay never makes HTTP requests")  # pragma: no cover
 
     def _attempt(self, request: ChatRequest, body: dict[str, Any],
