@@ -44,6 +44,9 @@ def _parser() -> _Parser:
     g.add_argument("--dismiss", action="store_true")
     pend = sub.add_parser("pending")
     pend.add_argument("--session")
+    runs = sub.add_parser("runs")
+    runs.add_argument("--session")
+    runs.add_argument("-n", "--last", type=int, default=20)
     m = sub.add_parser("model")
     m.add_argument("name", nargs="?")
     for extra in _EXTRA_PARSERS:
@@ -103,6 +106,22 @@ def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         ask = (r.pending or {}).get("ask") or {}
         opts = " | ".join(f"{i}. {o}" for i, o in enumerate(ask.get("options") or [], start=1))
         print(f"{r.run_id} ({r.kind}, session {r.session}): {ask.get('question', '')}\n    {opts}")
+
+
+@command("runs", "The latest runs and how they ended: runs [--session NAME] [-n N].")
+def _cmd_runs(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    import time
+
+    from .session import default_store
+
+    rows = default_store().list_runs(args.session)[-max(1, args.last):]
+    if not rows:
+        print("No runs yet.")
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created))
+        # A run whose process died is "interrupted"; the store found it when it was opened.
+        why = f": {r.error}" if r.error and r.status in ("error", "interrupted") else ""
+        print(f"{r.run_id} {when} {r.kind} (session {r.session}) {r.status}{why}")
 
 
 @command("resume", "Answer a waiting run: RUN_ID --option N | --answer TEXT | --dismiss.")

@@ -214,32 +214,28 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     hooks = dataclasses.replace(
         hooks, on_round_end=on_round_end,
         is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted()))
-    try:
+    # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
+    with recorder.finishing(lambda status: _finish_turn(p, status)):
         result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
-    except BaseException as exc:  # never leave a run "running" in the store
-        recorder.finish("error", error=f"{type(exc).__name__}: {exc}")
-        _finish_turn(p, "error")
-        raise
-    run.messages = result.messages
-    run.tool_values.update(result.tool_values)
-    run.tool_records.extend(result.tool_records)
-    run.input_tokens += result.input_tokens
-    run.output_tokens += result.output_tokens
-    run.cost += result.cost
-    run.rounds += result.rounds
-    if on_result is not None:
-        on_result(result)  # may suspend the run (plan ask, approvals)
-    if result.status != "ask":
-        persist(result.assistant_messages)
-    elif p.store is not None and run.pending is not None and written:
-        # The resume will save head + output again: tell it how much is already there.
-        run.pending["persisted"] = written
-        p.store.suspend(run.run_id, run.pending, call_id=run.pending.get("call_id"))
-    status = result.status
-    recorder.finish(status, answer=result.answer if status != "error" else "",
-                    error=result.error, finish_reason=result.finish_reason)
-    if p.store is not None and status != "ask":  # an ask was saved by ``suspend``
-        p.store.set_status(run.run_id, status)
+        run.messages = result.messages
+        run.tool_values.update(result.tool_values)
+        run.tool_records.extend(result.tool_records)
+        run.input_tokens += result.input_tokens
+        run.output_tokens += result.output_tokens
+        run.cost += result.cost
+        run.rounds += result.rounds
+        if on_result is not None:
+            on_result(result)  # may suspend the run (plan ask, approvals)
+        if result.status != "ask":
+            persist(result.assistant_messages)
+        elif p.store is not None and run.pending is not None and written:
+            # The resume will save head + output again: tell it how much is already there.
+            run.pending["persisted"] = written
+            p.store.suspend(run.run_id, run.pending, call_id=run.pending.get("call_id"))
+        status = result.status
+        # Also writes the status to the store (an ask was saved by ``suspend``).
+        recorder.finish(status, answer=result.answer if status != "error" else "",
+                        error=result.error, finish_reason=result.finish_reason)
     _finish_turn(p, status)
     hook = getattr(p.client, "on_suspended", None)
     if status == "ask" and hook is not None:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal
 from ..errors import ResumeError
 from ..events import EVENT_ADAPTER, AskAnswered, BaseEvent
 from ..ui.view import new_view, reduce_event
-from ._base import Prepared
+from ._base import Prepared, _finish_turn
 from .run import Run, RunRecorder
 
 __all__ = ["Answer", "RESUMERS", "RESUME_CLIENTS", "register_resumer", "suspend", "resume",
@@ -167,31 +167,39 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
     if resumer is None:
         store.suspend(run_id, pending)  # put it back: nothing was lost
         raise ResumeError(f"Runs of kind {kind!r} cannot be resumed.")
-    if run is None:
-        run = _rebuild_run(store, run_id, pending)
-    run.pending = None
-    recorder = RunRecorder(run, store, listeners or [])
     try:
+        if run is None:
+            run = _rebuild_run(store, run_id, pending)
         if client is None:
             from ..runtime.failover import client_for  # with the configured fallbacks
 
             client = RESUME_CLIENTS.pop(run_id, None) or client_for(pending.get("model"))
-    except Exception:
+    except BaseException:
         store.suspend(run_id, pending)  # a missing key must not lose the question
         raise
-    turn_id = None
-    if run.session:
-        turn_id = store.start_turn(run.session, mode="agent", run_id=run_id, agent=kind,
-                                   model=pending.get("model"), profile=client.profile.name)
-    p = Prepared(client=client, run=run, recorder=recorder, store=store, turn_id=turn_id,
-                 history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost),
-                 persisted=int(pending.get("persisted", 0)))
-    recorder.emit(answer.event(pending["call_id"], options))
-    keep = getattr(client, "record_answer", None)  # a recording client keeps it for replays
-    if keep is not None:
-        keep(pending, answer, via="click" if expected_call_id else "code")
-    run.status = "running"
-    return resumer(p, pending, answer)
+    run.pending = None
+    recorder = RunRecorder(run, store, listeners or [])
+    p: Prepared | None = None
+
+    def finish_turn(status: str) -> None:
+        if p is not None:
+            _finish_turn(p, status)
+
+    # From here the run is ours and "running": whatever raises ends it "error"/"aborted".
+    with recorder.finishing(finish_turn):
+        turn_id = None
+        if run.session:
+            turn_id = store.start_turn(run.session, mode="agent", run_id=run_id, agent=kind,
+                                       model=pending.get("model"), profile=client.profile.name)
+        p = Prepared(client=client, run=run, recorder=recorder, store=store, turn_id=turn_id,
+                     history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost),
+                     persisted=int(pending.get("persisted", 0)))
+        recorder.emit(answer.event(pending["call_id"], options))
+        keep = getattr(client, "record_answer", None)  # a recording client keeps it for replays
+        if keep is not None:
+            keep(pending, answer, via="click" if expected_call_id else "code")
+        run.status = "running"
+        return resumer(p, pending, answer)
 
 
 def _load_resumers() -> None:
