@@ -359,7 +359,7 @@ class ModelClient:
         server would likely send it again, and the partial answer is withdrawn).
         """
         for payload in sse_payloads(http.iter_bytes(), _deadline()):
-            if payload == "[DONE]":
+            if payload == "[DONE]" or not payload:  # an empty data line is a heartbeat
                 continue  # keep reading to the end of the body: the connection is reused
             chunk = decode_json(payload)
             problem = chunk_problem(chunk)

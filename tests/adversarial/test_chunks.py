@@ -78,6 +78,14 @@ def test_a_bad_chunk_after_good_ones_is_one_line_and_not_retried(
     assert resp.text == "" and resp.tool_calls == []  # nothing half-read is kept
 
 
+def test_empty_data_lines_are_heartbeats_not_errors(
+        server: ScriptedOpenAI, client: ModelClient) -> None:
+    last = json.dumps({"choices": [{"delta": {"content": "done."}, "finish_reason": "stop"}]})
+    server.enqueue(raw(GOOD, "", "   ", last))
+    resp, _ = ask(client)
+    assert resp.error is None and resp.text == "Partial done."
+
+
 def test_a_50_mb_chunk_is_refused_without_reading_it_whole(server: ScriptedOpenAI,
                                                          client: ModelClient) -> None:
     huge = json.dumps({"choices": [{"delta": {"content": "x" * (50 * 1024 * 1024)}}]})

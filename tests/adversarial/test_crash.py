@@ -227,6 +227,42 @@ def test_a_live_owner_keeps_its_run_and_a_reused_pid_does_not(tmp_path: Path) ->
         child.stderr.close()  # type: ignore[union-attr]
 
 
+CLAIMER = '''
+import sys, time
+from jupyter_agent.session import Store
+store = Store(sys.argv[1])
+assert store.claim_pending("asked", "call-1") is not None
+print("CLAIMED", flush=True)
+time.sleep(600)
+'''
+
+
+def test_a_resume_killed_mid_way_is_interrupted_not_left_to_its_first_owner(
+        tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    with Store(path) as store:  # this (live) process starts the run and suspends it on an ask
+        store.create_run("asked", "s", "plan")
+        store.suspend("asked", {"call_id": "call-1", "ask": {"question": "Which?"}})
+    child = _spawn(CLAIMER, str(path))
+    try:
+        assert child.stdout.readline().strip() == b"CLAIMED"  # type: ignore[union-attr]
+        with Store(path) as store:
+            run = store.get_run("asked")
+            assert run is not None and run.status == "running" and run.owner_pid == child.pid
+        child.kill()
+        child.wait(timeout=30)
+        with Store(path) as store:  # the claimer died: its run ends, although we still live
+            assert store.recovered_runs == ["asked"]
+            run = store.get_run("asked")
+            assert run is not None and run.status == "interrupted" and run.pending is None
+            assert store.claim_pending("asked", "call-1") is None  # cannot be answered twice
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+        child.stdout.close()  # type: ignore[union-attr]
+        child.stderr.close()  # type: ignore[union-attr]
+
+
 def test_runs_of_another_host_are_never_judged(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
     with Store(path) as store:
