@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from .secrets import register_secret
 
@@ -40,6 +40,9 @@ class Settings(BaseModel):
     retry_base_delay: float = 0.5
     retry_max_delay: float = 8.0
     timeout: float = 600.0
+    request_deadline: float = Field(default=900.0, gt=0)
+    """Seconds one model call may take in all, retries included, however the server keeps the
+    connection busy (``%config AgentMagics.request_deadline``)."""
     fallback_models: list[str] = []
     """Profiles to fail over to, in order, when a request fails (issue: model failover)."""
     session: str = "default"

@@ -20,7 +20,8 @@ from .errors import JupyterAgentError, ResumeError
 __all__ = ["AgentMagics", "interpolate"]
 
 _MASK = "********"
-_SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models")
+_SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
+           "request_deadline")
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -97,6 +98,7 @@ class AgentMagics(Magics):
     base_url = Unicode("", help="OpenAI-compatible base URL (else OPENAI_BASE_URL).").tag(config=True)
     max_retries = Int(3, help="Retries of 429/5xx/connection errors.").tag(config=True)
     retry_base_delay = Float(0.5, help="First retry delay in seconds (doubles each time).").tag(config=True)
+    request_deadline = Float(900.0, min=1.0, help="Seconds one model call may take in all (retries included).").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else markdown only).").tag(config=True)
     fallback_models = List(Unicode(), help="Profiles to fail over to, in order.").tag(config=True)
 
@@ -125,6 +127,7 @@ class AgentMagics(Magics):
         s.base_url = self.base_url or None
         s.max_retries = self.max_retries
         s.retry_base_delay = self.retry_base_delay
+        s.request_deadline = self.request_deadline
         s.fallback_models = list(self.fallback_models)
         from .clients.factory import clear_client_cache
 

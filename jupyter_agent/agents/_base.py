@@ -227,33 +227,29 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)
     if used:
         cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
-    try:
+    # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
+    with recorder.finishing(lambda status: _finish_turn(p, status)):
         with p.turn_client.reporting_to(recorder.emit):  # a failover shows as a warning
             result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
-    except BaseException as exc:  # never leave a run "running" in the store
-        recorder.finish("error", error=f"{type(exc).__name__}: {exc}")
-        _finish_turn(p, "error")
-        raise
-    run.messages = result.messages
-    run.tool_values.update(result.tool_values)
-    run.tool_records.extend(result.tool_records)
-    run.input_tokens += result.input_tokens
-    run.output_tokens += result.output_tokens
-    run.cost += result.cost
-    run.rounds += result.rounds
-    if on_result is not None:
-        on_result(result)  # may suspend the run (plan ask, approvals)
-    if result.status != "ask":
-        persist(result.assistant_messages)
-    elif p.store is not None and run.pending is not None and written:
-        # The resume will save head + output again: tell it how much is already there.
-        run.pending["persisted"] = written
-        p.store.suspend(run.run_id, run.pending, call_id=run.pending.get("call_id"))
-    status = result.status
-    recorder.finish(status, answer=result.answer if status != "error" else "",
-                    error=result.error, finish_reason=result.finish_reason)
-    if p.store is not None and status != "ask":  # an ask was saved by ``suspend``
-        p.store.set_status(run.run_id, status)
+        run.messages = result.messages
+        run.tool_values.update(result.tool_values)
+        run.tool_records.extend(result.tool_records)
+        run.input_tokens += result.input_tokens
+        run.output_tokens += result.output_tokens
+        run.cost += result.cost
+        run.rounds += result.rounds
+        if on_result is not None:
+            on_result(result)  # may suspend the run (plan ask, approvals)
+        if result.status != "ask":
+            persist(result.assistant_messages)
+        elif p.store is not None and run.pending is not None and written:
+            # The resume will save head + output again: tell it how much is already there.
+            run.pending["persisted"] = written
+            p.store.suspend(run.run_id, run.pending, call_id=run.pending.get("call_id"))
+        status = result.status
+        # Also writes the status to the store (an ask was saved by ``suspend``).
+        recorder.finish(status, answer=result.answer if status != "error" else "",
+                        error=result.error, finish_reason=result.finish_reason)
     _finish_turn(p, status)
     return run
 

@@ -30,7 +30,7 @@ from ..errors import ResumeError
 from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
 from ..view.state import new_view, reduce_event
-from ._base import Prepared
+from ._base import Prepared, _finish_turn
 from .run import Run, RunRecorder
 
 if TYPE_CHECKING:
@@ -180,33 +180,42 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
     if resumer is None:
         store.suspend(run_id, pending)  # put it back: nothing was lost
         raise ResumeError(f"Runs of kind {kind!r} cannot be resumed.")
-    if run is None:
-        run = _rebuild_run(store, run_id, pending)
-    run.pending = None
-    recorder = RunRecorder(run, store, listeners or [])
     held = RESUME_CLIENTS.pop(run_id, None)
     try:
+        if run is None:
+            run = _rebuild_run(store, run_id, pending)
         if client is not None:
             tc = bind_client(client, pending.get("model"))
         else:  # the client the run was suspended on, else one with the configured fallbacks
             tc = held or turn_client(pending.get("model"))
-    except Exception:
+    except BaseException:
         store.suspend(run_id, pending)  # a missing key must not lose the question
         raise
     if answers is not None:
         tc = dataclasses.replace(tc, answers=answers)
-    turn_id = None
-    if run.session:
-        turn_id = store.start_turn(run.session, mode="agent", run_id=run_id, agent=kind,
-                                   model=pending.get("model"), profile=tc.client.profile.name)
-    p = Prepared(turn_client=tc, run=run, recorder=recorder, store=store, turn_id=turn_id,
-                 history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost),
-                 persisted=int(pending.get("persisted", 0)))
-    recorder.emit(answer.event(pending["call_id"], options))
-    if tc.answer_log is not None:  # a recording keeps the answer for its replay
-        tc.answer_log.keep(pending, answer, "click" if expected_call_id else "code")
-    run.status = "running"
-    return p, resumer(p, pending, answer)
+    run.pending = None
+    recorder = RunRecorder(run, store, listeners or [])
+    p: Prepared | None = None
+
+    def finish_turn(status: str) -> None:
+        if p is not None:
+            _finish_turn(p, status)
+
+    # From here the run is ours and "running": whatever raises ends it "error"/"aborted".
+    with recorder.finishing(finish_turn):
+        turn_id = None
+        if run.session:
+            turn_id = store.start_turn(run.session, mode="agent", run_id=run_id, agent=kind,
+                                       model=pending.get("model"),
+                                       profile=tc.client.profile.name)
+        p = Prepared(turn_client=tc, run=run, recorder=recorder, store=store, turn_id=turn_id,
+                     history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost),
+                     persisted=int(pending.get("persisted", 0)))
+        recorder.emit(answer.event(pending["call_id"], options))
+        if tc.answer_log is not None:  # a recording keeps the answer for its replay
+            tc.answer_log.keep(pending, answer, "click" if expected_call_id else "code")
+        run.status = "running"
+        return p, resumer(p, pending, answer)
 
 
 def _refusal(store: Any, run_id: str, expected_call_id: str | None) -> str:

@@ -6,6 +6,8 @@ import secrets
 import threading
 import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
@@ -138,6 +140,7 @@ class RunRecorder:
         # Per streamed part (kind, round, call id): its masker and its last event.
         self._streams: dict[tuple[Any, ...], tuple[StreamMasker, BaseEvent]] = {}
         self._stdio: Any = None
+        self.finished = False  # set by finish(); a resume gets a new recorder
 
     def emit(self, event: BaseEvent) -> None:
         """Record ``event`` (secrets masked) and pass it on (thread-safe)."""
@@ -200,16 +203,46 @@ class RunRecorder:
 
     def finish(self, status: str, *, answer: str = "", error: str | None = None,
                finish_reason: str | None = None) -> None:
-        """Emit ``run_finished`` with the run's totals and update the Run object."""
+        """Emit ``run_finished`` with the run's totals, update the Run object and write the
+        final status to the store (``ask`` is written by the store's ``suspend``)."""
+        self.finished = True
         r = self.run
         seconds = time.perf_counter() - self._t0
         r.seconds += seconds
         r.status, r.answer, r.error = status, mask(answer), None if error is None else mask(error)
-        self.emit(RunFinished(status=status, answer=answer, rounds=r.rounds,  # type: ignore[arg-type]
-                              input_tokens=r.input_tokens, output_tokens=r.output_tokens,
-                              cost=r.cost, seconds=round(seconds, 3), finish_reason=finish_reason,
-                              error=error))
-        self.flush()
-        if self._stdio is not None:
-            self._stdio()  # stop masking print output (once; later calls do nothing)
+        try:
+            self.emit(RunFinished(status=status, answer=answer, rounds=r.rounds,  # type: ignore[arg-type]
+                                  input_tokens=r.input_tokens, output_tokens=r.output_tokens,
+                                  cost=r.cost, seconds=round(seconds, 3),
+                                  finish_reason=finish_reason, error=error))
+            self.flush()
+        finally:  # a listener or the event write failing must not leave the row "running"
+            if self.store is not None and status != "ask":
+                self.store.set_status(r.run_id, status, error=r.error)  # type: ignore[arg-type]
+            if self._stdio is not None:
+                self._stdio()  # stop masking print output (once; later calls do nothing)
+
+    @contextmanager
+    def finishing(self, after: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Guard the body of a run: if it raises before :meth:`finish`, the run ends
+        ``aborted`` (KeyboardInterrupt) or ``error`` (with a one-line message), ``after(status)``
+        records the turn, and the exception goes on. So no exception leaves a run ``running``.
+        """
+        try:
+            yield
+        except BaseException as exc:
+            if not self.finished:
+                status = "aborted" if isinstance(exc, KeyboardInterrupt) else "error"
+                self.finish(status, error=_one_line(exc))
+                if after is not None:
+                    after(status)
+            raise
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (at most 300 characters)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "Interrupted by the user."
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 

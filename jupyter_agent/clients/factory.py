@@ -114,14 +114,15 @@ def make_client(model: str | ModelProfile | None = None, *,
         base_url, key = local_endpoint()  # the embedded model: its server, started on first use
     # The cache key holds a hash of the key, never the key itself.
     cache_key = (profile.name, profile.model, base_url, hash(key), s.max_retries,
-                 s.retry_base_delay, s.retry_max_delay, s.timeout,
+                 s.retry_base_delay, s.retry_max_delay, s.timeout, s.request_deadline,
                  mode, s.cassette_path if mode == "record" else None)
     with _clients_lock:
         client = _clients.get(cache_key)
         if client is None:
             base = OpenAIClient(profile, api_key=key, base_url=base_url, timeout=s.timeout,
                                 retry=RetryPolicy(s.max_retries, s.retry_base_delay,
-                                                  s.retry_max_delay))
+                                                  s.retry_max_delay),
+                                deadline=s.request_deadline)
             if mode == "record":
                 tape = active_cassette()
                 client = remember(RecordingClient(base, tape), "record", tape)

@@ -28,6 +28,9 @@ def _parsers(sub: Any) -> None:
     g.add_argument("--dismiss", action="store_true")
     pend = sub.add_parser("pending")
     pend.add_argument("--session", type=text)
+    runs = sub.add_parser("runs")
+    runs.add_argument("--session", type=text)
+    runs.add_argument("-n", "--last", type=integer(1), default=20)
     m = sub.add_parser("model")
     m.add_argument("name", nargs="?", type=text)
 
@@ -43,6 +46,22 @@ def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         ask = (r.pending or {}).get("ask") or {}
         opts = " | ".join(f"{i}. {o}" for i, o in enumerate(ask.get("options") or [], start=1))
         print(f"{r.run_id} ({r.kind}, session {r.session}): {ask.get('question', '')}\n    {opts}")
+
+
+@TABLE.command("runs", "The latest runs and how they ended: runs [--session NAME] [-n N].")
+def _cmd_runs(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    import time
+
+    from ..session import default_store
+
+    rows = default_store().list_runs(args.session)[-args.last:]
+    if not rows:
+        print("No runs yet.")
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created))
+        # A run whose process died is "interrupted"; the store found it when it was opened.
+        why = f": {r.error}" if r.error and r.status in ("error", "interrupted") else ""
+        print(f"{r.run_id} {when} {r.kind} (session {r.session}) {r.status}{why}")
 
 
 @TABLE.command("resume", "Answer a waiting run: RUN_ID --option N | --answer TEXT | --dismiss.")

@@ -8,6 +8,13 @@ costs a new connection (a TLS handshake against a real API) on every streamed ro
 
 Retries are ours (the SDK's are turned off) so they are bounded, visible and interruptible.
 
+Every call also has a total wall-clock deadline (``deadline``, default 900 s): the SDK's
+timeout is per read, so a server dripping keep-alive comments would otherwise never time out.
+The deadline covers every attempt and every backoff of one call; when it passes the call ends
+with the error ``Model request exceeded its N s deadline`` and is not retried (a retry would
+get no time). Body bytes are read by us, never by the SDK, so the deadline applies to them
+(see :mod:`jupyter_agent.llm._sse`).
+
 Where a request goes is a :class:`~.protocol.Transport`: :class:`HttpTransport` by default;
 a replay passes one that reads a cassette (:mod:`jupyter_agent.clients.replay`), so request
 building, tool protocols, retries and stream assembly are the same code either way.
@@ -15,24 +22,36 @@ building, tool protocols, retries and stream assembly are the same code either w
 
 from __future__ import annotations
 
-import json
 import random
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import MissingKeyError
 from ..secrets import mask, register_secret
+from ._sse import (
+    Deadline,
+    DeadlineExceeded,
+    StreamProblem,
+    Watchdog,
+    chunk_problem,
+    completion_chunk,
+    decode_json,
+    sse_payloads,
+)
 from ._stream import StreamAssembler
 from .profiles import ModelProfile, resolve_profile
 from .protocol import Reply, Transport, TransportError
 from .tokens import count_messages_tokens, count_text_tokens, count_tools_tokens
 from .types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usage
 
-__all__ = ["OpenAIClient", "HttpTransport", "RetryPolicy", "wire_messages", "estimate_usage"]
+__all__ = ["DEFAULT_DEADLINE", "OpenAIClient", "HttpTransport", "RetryPolicy", "wire_messages", "estimate_usage"]
 
 _WIRE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+DEFAULT_DEADLINE = 900.0
+"""Seconds one call may take in all, retries included (``%config AgentMagics.request_deadline``)."""
 
 
 class RetryPolicy:
@@ -86,6 +105,16 @@ class _Retryable(TransportError):
         super().__init__(mask(message), status, retryable=True, retry_after=retry_after)
 
 
+_CALL = threading.local()
+"""``deadline``: the :class:`Deadline` of the call this thread is making, read by the transport
+(a :class:`Transport` has no deadline parameter: a replay's needs none)."""
+
+
+def _deadline() -> Deadline:
+    current = getattr(_CALL, "deadline", None)
+    return current if current is not None else Deadline(DEFAULT_DEADLINE)
+
+
 class OpenAIClient:
     """Makes model calls for one profile (a :class:`~.protocol.ModelClient`). Create once and
     reuse: it pools connections.
@@ -95,7 +124,9 @@ class OpenAIClient:
         api_key: Overrides the profile's environment variable. Never logged or stored.
         base_url: Overrides ``OPENAI_BASE_URL`` and the profile's URL.
         retry: Backoff policy for 429, 5xx and connection errors.
-        timeout: Seconds for one request.
+        timeout: Seconds one network read (or connect) may wait.
+        deadline: Seconds one call may take in all, whatever the server sends meanwhile
+            (retries and backoff included; never retried once passed).
         transport: Where requests go instead of HTTP (a replay): no key is needed then, and
             the SDK is never loaded.
     """
@@ -109,9 +140,13 @@ class OpenAIClient:
         retry: RetryPolicy | None = None,
         timeout: float = 600.0,
         transport: Transport | None = None,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         import os
 
+        if not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
+        self.deadline = deadline
         self.profile = profile if isinstance(profile, ModelProfile) else resolve_profile(profile)
         self.base_url = base_url or self.profile.base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.retry = retry or RetryPolicy()
@@ -128,7 +163,7 @@ class OpenAIClient:
         """A client like this one (profile, URL, retries, timeout) that sends through
         ``transport`` (a recording wraps this client's own transport)."""
         return OpenAIClient(self.profile, base_url=self.base_url, retry=self.retry,
-                            timeout=self.timeout, transport=transport)
+                            timeout=self.timeout, transport=transport, deadline=self.deadline)
 
     # ------------------------------------------------------------------ public
     def cost(self, usage: Usage) -> float:
@@ -223,12 +258,27 @@ class OpenAIClient:
                         on_delta: StreamCallback | None = None) -> ChatResponse:
         body = self.build_body(request)
         start = time.perf_counter()
+        deadline = Deadline(self.deadline)
+        outer, _CALL.deadline = getattr(_CALL, "deadline", None), deadline
+        try:
+            return self._attempts(request, body, on_delta, deadline, start)
+        finally:
+            _CALL.deadline = outer
+
+    def _attempts(self, request: ChatRequest, body: dict[str, Any],
+                  on_delta: StreamCallback | None, deadline: Deadline,
+                  start: float) -> ChatResponse:
+        """Attempt the call, retrying per the policy within the deadline."""
         attempt = 0
         while True:
             try:
                 resp = self._attempt(request, body, on_delta)
                 resp.seconds = time.perf_counter() - start
                 return resp
+            except DeadlineExceeded:
+                return ChatResponse(error=deadline.message(), seconds=time.perf_counter() - start)
+            except StreamProblem as exc:
+                return ChatResponse(error=str(exc), seconds=time.perf_counter() - start)
             except TransportError as exc:
                 if not exc.retryable:
                     return ChatResponse(error=str(exc), status_code=exc.status,
@@ -239,9 +289,14 @@ class OpenAIClient:
                         status_code=exc.status,
                         seconds=time.perf_counter() - start,
                     )
+                pause = self.retry.delay(attempt, exc.retry_after)
+                if pause >= deadline.remaining():  # no time left for another attempt
+                    return ChatResponse(
+                        error=f"{deadline.message()} (after {attempt + 1} attempts; last: {exc})",
+                        status_code=exc.status, seconds=time.perf_counter() - start)
                 if on_delta is not None:
                     on_delta("retry", {"attempt": attempt + 1, "reason": str(exc)})
-                time.sleep(self.retry.delay(attempt, exc.retry_after))
+                time.sleep(pause)
                 attempt += 1
 
     # ----------------------------------------------------------------- private
@@ -289,12 +344,11 @@ class OpenAIClient:
                    on_delta: StreamCallback | None) -> ChatResponse:
         # Re-use the stream assembler so non-stream answers get the same <think> splitting.
         asm = StreamAssembler(on_delta, split_think=True)
-        choice = (data.get("choices") or [{}])[0]
-        msg = choice.get("message") or {}
-        delta = {"content": msg.get("content"), "reasoning_content": msg.get("reasoning_content"),
-                 "tool_calls": [dict(tc, index=i) for i, tc in enumerate(msg.get("tool_calls") or [])]}
-        asm.add_chunk({"id": data.get("id"), "usage": data.get("usage"),
-                       "choices": [{"delta": delta, "finish_reason": choice.get("finish_reason")}]})
+        chunk = completion_chunk(data)
+        problem = chunk_problem(chunk)
+        if problem:
+            raise StreamProblem(f"Model response is malformed: {problem}")
+        asm.add_chunk(chunk)
         asm.finish()
         return self._response(request, asm)
 
@@ -305,7 +359,7 @@ class HttpTransport:
     Args:
         api_key: The key sent with every request. Never logged or stored.
         base_url: ``None`` means the provider default.
-        timeout: Seconds for one request.
+        timeout: Seconds one network read may wait (the call's deadline may cut it shorter).
     """
 
     def __init__(self, api_key: str, base_url: str | None, timeout: float) -> None:
@@ -314,27 +368,42 @@ class HttpTransport:
         self._openai = openai
         self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                   timeout=timeout)
+        self._timeout = timeout
         self._response_type = _httpx_module().Response
         self._transport_errors = _transport_errors()
 
     def send(self, body: dict[str, Any], stream: bool) -> Reply:
-        """Post ``body``; the decoded JSON answer, or the stream of decoded chunks."""
-        http = self._post(body, stream)
+        """Post ``body``; the decoded JSON answer, or the stream of decoded chunks. Both are
+        read under the current call's deadline, with a watchdog for a read that blocks."""
+        http = self._post(body)
+        deadline = _deadline()
+        watchdog = Watchdog(http, deadline)
         if not stream:
             try:
-                data = http.json()
-            except ValueError as exc:
-                raise _Retryable(f"invalid JSON response: {_short(exc)}") from None
-            if not isinstance(data, dict):
-                raise _Retryable(f"invalid JSON response: a {type(data).__name__}, not an object")
+                data = self._read_json(http, deadline)
+            finally:
+                watchdog.cancel()
+                http.close()
+            if not isinstance(data, dict):  # a shape problem: never retried (same answer again)
+                raise StreamProblem(
+                    f"Model response is a JSON {type(data).__name__}, not an object")
             return data
-        return _SSEStream(self, http)
+        return _SSEStream(self, http, watchdog)
 
-    def _post(self, body: dict[str, Any], stream: bool) -> Any:
+    def _post(self, body: dict[str, Any]) -> Any:
+        """Send the request; returns the response once its headers are in, body unread.
+
+        Body reading is always left to us (``stream=True`` to the SDK, also for non-streamed
+        requests), so it happens under the deadline's watchdog. Until the headers arrive, each
+        read waits at most the per-read timeout or the time left, whichever is shorter.
+        """
         oa = self._openai
+        deadline = _deadline()
+        deadline.check()
+        wait = max(0.001, min(self._timeout, deadline.remaining()))
         try:
             return self._sdk.post("/chat/completions", body=body, cast_to=self._response_type,
-                                  stream=stream)
+                                  stream=True, options={"timeout": wait})
         except oa.APIStatusError as exc:
             status = exc.status_code
             msg = _error_message(exc)
@@ -342,22 +411,48 @@ class HttpTransport:
                 raise _Retryable(f"HTTP {status}: {msg}", status, _retry_after(exc)) from None
             raise _Fatal(f"HTTP {status}: {msg}", status) from None
         except (oa.APIConnectionError, *self._transport_errors) as exc:
+            deadline.check(_GRACE)  # a read timeout cut short by the deadline: not retried
             raise _Retryable(f"connection error: {_short(exc)}") from None
 
-    def _stream_chunks(self, http: Any) -> Iterator[dict[str, Any]]:
-        """The decoded SSE chunks of a streamed response, read to the end of the body."""
+    def _read_json(self, http: Any, deadline: Deadline) -> Any:
+        """The decoded body of a non-streamed response (read under the deadline)."""
+        raw = bytearray()
         try:
-            for line in http.iter_lines():
-                if not line.startswith("data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == "[DONE]":
-                    continue  # keep reading to the end of the body: the connection is reused
-                try:
-                    yield json.loads(payload)
-                except ValueError:
-                    continue
+            for piece in http.iter_bytes():
+                deadline.check()
+                raw += piece
+                if len(raw) > _MAX_BODY_BYTES:
+                    raise StreamProblem(f"Model response is over {_MAX_BODY_BYTES >> 20} MiB")
         except (*self._transport_errors, self._openai.APIConnectionError) as exc:
+            deadline.check(_GRACE)
+            raise _Retryable(f"connection lost while reading the response: {_short(exc)}") from None
+        deadline.check()
+        try:
+            return decode_json(bytes(raw), "body")
+        except StreamProblem as exc:
+            if exc.retryable:  # e.g. a proxy's HTML error page: the next attempt may be fine
+                raise _Retryable(f"invalid JSON response: {exc}") from None
+            raise
+
+    def _stream_chunks(self, http: Any) -> Iterator[dict[str, Any]]:
+        """The decoded SSE chunks of a streamed response, read to the end of the body.
+
+        The deadline is checked on every read, keep-alive comments included; a malformed,
+        too deep or too large chunk raises :class:`StreamProblem` (never retried: the same
+        server would likely send it again, and the partial answer is withdrawn).
+        """
+        deadline = _deadline()
+        try:
+            for payload in sse_payloads(http.iter_bytes(), deadline):
+                if payload == "[DONE]" or not payload:  # an empty data line is a heartbeat
+                    continue  # keep reading to the end of the body: the connection is reused
+                chunk = decode_json(payload)
+                problem = chunk_problem(chunk)
+                if problem:
+                    raise StreamProblem(f"Model stream sent a malformed chunk: {problem}")
+                yield chunk
+        except (*self._transport_errors, self._openai.APIConnectionError) as exc:
+            deadline.check(_GRACE)  # the watchdog cut the connection: not a retryable loss
             raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
 
 
@@ -365,15 +460,23 @@ class _SSEStream:
     """One streamed response: its chunks, and ``close`` to release the connection (even when
     the chunks were never read)."""
 
-    def __init__(self, transport: HttpTransport, http: Any) -> None:
+    def __init__(self, transport: HttpTransport, http: Any, watchdog: Watchdog) -> None:
         self._transport = transport
         self._http = http
+        self._watchdog = watchdog
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self._transport._stream_chunks(self._http)
 
     def close(self) -> None:
+        self._watchdog.cancel()
         self._http.close()
+
+
+_GRACE = 0.05
+"""A transport error this close to the deadline is the deadline's doing (clamped timeout)."""
+_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Largest non-streamed response body read (a whole answer, so larger than one SSE chunk)."""
 
 
 def _httpx_module() -> Any:

@@ -14,19 +14,31 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from ..secrets import mask
 from ._db import Database, dumps, loads
+from ._liveness import current_owner
 from ._sessions import ensure_session_row
 from .models import TERMINAL_RUN_STATUSES, RunRecord, StoredRunStatus
 
 __all__ = ["RunsMixin"]
 
 _RUN_COLUMNS = (
-    "run_id, session, kind, status, created, updated, pending, pending_call_id, pending_version"
+    "run_id, session, kind, status, created, updated, pending, pending_call_id, pending_version,"
+    " error, owner_pid, owner_host"
 )
+_SET_OWNER = "owner_pid = ?, owner_host = ?, owner_boot = ?, owner_start = ?"
+"""The SET clause that makes the calling process a run's owner (see ``_liveness``)."""
+
+
+def owner_values() -> tuple[Any, ...]:
+    """Parameters for ``_SET_OWNER``: this process's identity."""
+    me = current_owner()
+    return (me.pid, me.host, me.boot, me.start)
 
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
-    run_id, session, kind, status, created, updated, pending, call_id, version = row
+    (run_id, session, kind, status, created, updated, pending, call_id, version, error,
+     owner_pid, owner_host) = row
     return RunRecord(
         run_id=run_id,
         session=session,
@@ -37,6 +49,9 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         pending=loads(pending),
         pending_call_id=call_id,
         pending_version=version,
+        error=error,
+        owner_pid=owner_pid,
+        owner_host=owner_host,
     )
 
 
@@ -48,7 +63,11 @@ class RunsMixin:
     def create_run(
         self, run_id: str, session: str | None, kind: str, *, status: StoredRunStatus = "running"
     ) -> RunRecord:
-        """Record a new run (of ``session``, created if needed); the id must be new."""
+        """Record a new run (of ``session``, created if needed); the id must be new.
+
+        The calling process is recorded as the run's owner: if it dies while the run is
+        ``running``, the next store opened marks the run ``interrupted``.
+        """
         if status not in get_args(StoredRunStatus) or status == "ask":
             raise ValueError(f"a new run cannot start with status {status!r}")
         now = time.time()
@@ -57,13 +76,15 @@ class RunsMixin:
                 ensure_session_row(conn, session)
             if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise ValueError(f"run {run_id!r} already exists")
+            owner = owner_values()
             conn.execute(
-                "INSERT INTO runs (run_id, session, kind, status, created, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, session, kind, status, now, now),
+                "INSERT INTO runs (run_id, session, kind, status, created, updated, owner_pid,"
+                " owner_host, owner_boot, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, session, kind, status, now, now, *owner),
             )
         return RunRecord(
-            run_id=run_id, session=session, kind=kind, status=status, created=now, updated=now
+            run_id=run_id, session=session, kind=kind, status=status, created=now, updated=now,
+            owner_pid=owner[0], owner_host=owner[1],
         )
 
     def get_run(self, run_id: str) -> RunRecord | None:
@@ -115,8 +136,11 @@ class RunsMixin:
 
     # -- status and pending state ----------------------------------------------------------
 
-    def set_status(self, run_id: str, status: StoredRunStatus) -> bool:
-        """Set the run's status; a final status drops its pending state.
+    def set_status(
+        self, run_id: str, status: StoredRunStatus, *, error: str | None = None
+    ) -> bool:
+        """Set the run's status (and its one-line ``error``); a final status drops its
+        pending state.
 
         Use ``suspend`` to enter ``ask`` and ``claim_pending`` to leave it. Returns False when
         there is no such run.
@@ -130,9 +154,10 @@ class RunsMixin:
             changed = conn.execute(
                 "UPDATE runs SET status = ?, updated = ?, pending_version = pending_version + 1,"
                 " pending = CASE WHEN ? THEN NULL ELSE pending END,"
-                " pending_call_id = CASE WHEN ? THEN NULL ELSE pending_call_id END"
-                " WHERE run_id = ?",
-                (status, time.time(), clear, clear, run_id),
+                " pending_call_id = CASE WHEN ? THEN NULL ELSE pending_call_id END,"
+                " error = ? WHERE run_id = ?",
+                (status, time.time(), clear, clear,
+                 None if error is None else mask(error), run_id),
             ).rowcount
         return changed > 0
 
@@ -174,7 +199,8 @@ class RunsMixin:
     def claim_pending(
         self, run_id: str, expected_call_id: str | None = None
     ) -> dict[str, Any] | None:
-        """Atomically take a suspended run's state and mark it ``running``.
+        """Atomically take a suspended run's state and mark it ``running``, owned by the
+        calling process.
 
         Returns the pending dict to the one caller that wins, or ``None`` when the run is no
         longer waiting (answered, superseded, finished, missing) or waits on another call id
@@ -197,8 +223,9 @@ class RunsMixin:
             # even if someone later relaxes the transaction mode.
             claimed = conn.execute(
                 "UPDATE runs SET status = 'running', pending_version = pending_version + 1,"
-                " updated = ? WHERE run_id = ? AND status = 'ask' AND pending_version = ?",
-                (time.time(), run_id, version),
+                f" updated = ?, error = NULL, {_SET_OWNER}"
+                " WHERE run_id = ? AND status = 'ask' AND pending_version = ?",
+                (time.time(), *owner_values(), run_id, version),
             ).rowcount
         return loads(pending) if claimed == 1 else None
 

@@ -84,7 +84,19 @@ CREATE TABLE IF NOT EXISTS permissions (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str] = [_V1]
+# Run liveness: which process owns a running run (pid, host, boot id, process start time), so
+# a store opened after that process died can mark the run ``interrupted``; ``error`` keeps the
+# one-line reason of an ``error``/``interrupted`` ending.
+_V2 = """
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+ALTER TABLE runs ADD COLUMN owner_host TEXT;
+ALTER TABLE runs ADD COLUMN owner_boot TEXT;
+ALTER TABLE runs ADD COLUMN owner_start TEXT;
+ALTER TABLE runs ADD COLUMN error TEXT;
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 """``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -30,13 +30,16 @@ PermissionDecision = Literal["allow", "ask", "deny"]
 """A remembered permission decision for one tool in one session."""
 
 StoredRunStatus = Literal[
-    "running", "ask", "done", "aborted", "error", "max_rounds", "incomplete", "superseded"
+    "running", "ask", "done", "aborted", "error", "max_rounds", "incomplete", "superseded",
+    "interrupted",
 ]
-"""Every status a stored run can have: the event ``RunStatus`` values plus ``superseded``
-(an ask that a later run of the same session replaced; it can no longer be answered)."""
+"""Every status a stored run can have: the event ``RunStatus`` values plus two the store sets
+by itself: ``superseded`` (an ask that a later run of the same session replaced; it can no
+longer be answered) and ``interrupted`` (the process running it died, e.g. a killed kernel;
+found and marked when a store is next opened, see ``Store.recover_interrupted_runs``)."""
 
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(
-    {"done", "aborted", "error", "max_rounds", "incomplete", "superseded"}
+    {"done", "aborted", "error", "max_rounds", "incomplete", "superseded", "interrupted"}
 )
 """Statuses after which a run never changes again (its pending state is dropped)."""
 
@@ -102,6 +105,13 @@ class RunRecord(BaseModel):
     """The tool-call id the pending ask waits on (checked by ``claim_pending``)."""
     pending_version: int = 0
     """Bumped on every suspend, claim, supersede and status change: a stale reader loses."""
+    error: str | None = None
+    """One-line reason for ``error`` and ``interrupted`` endings (never a key)."""
+    owner_pid: int | None = None
+    """Process id of the process running (or last running) the run; ``None`` for rows written
+    by a release that did not record owners."""
+    owner_host: str | None = None
+    """Host name of that process."""
 
 
 class UsageTotals(BaseModel):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._db import Database
+from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
 from ._schema import SCHEMA_VERSION
 from ._sessions import SessionsMixin
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
 __all__ = ["Store", "default_store", "reset_default_store", "swap_default_store"]
 
 
-class Store(SessionsMixin, TurnsMixin, RunsMixin, TranscriptMixin):
+class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin):
     """A session store backed by the SQLite file at ``path``.
 
     ``path`` defaults to ``<data dir>/store.sqlite3`` (see ``paths.default_data_dir``). The
-    file and its directory are created, and the schema migrated, on open.
+    file and its directory are created, and the schema migrated, on open. Opening also marks
+    ``interrupted`` every run whose process died while it was ``running`` (see
+    ``recover_interrupted_runs``).
     """
 
     schema_version = SCHEMA_VERSION
@@ -43,6 +46,8 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, TranscriptMixin):
     def __init__(self, path: str | Path | None = None, *, busy_timeout: float = 10.0) -> None:
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self._db = Database(self.path, busy_timeout=busy_timeout)
+        # Run ids this open marked ``interrupted`` (their process had died).
+        self.recovered_runs: list[str] = self.recover_interrupted_runs()
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"

@@ -47,8 +47,10 @@ from urllib.parse import urlsplit
 from tests.fakes.turns import (
     AUTO_ID,
     DisconnectTurn,
+    DripTurn,
     ErrorTurn,
     HangTurn,
+    RawTurn,
     ScriptedCall,
     TextTurn,
     ToolCallsTurn,
@@ -57,10 +59,12 @@ from tests.fakes.turns import (
     call,
     completion_message,
     disconnect,
+    drip,
     empty,
     error,
     hang,
     pieces,
+    raw,
     stream_deltas,
     text,
     tool_calls,
@@ -75,6 +79,7 @@ __all__ = [  # the turn builders are re-exported: tests import everything from h
     "AUTO_ID", "NO_TURN_MESSAGE", "DisconnectTurn", "ErrorTurn", "HangTurn", "ScriptedCall",
     "ScriptedOpenAI", "TextTurn", "ToolCallsTurn", "Turn", "TurnLike", "call", "disconnect",
     "empty", "error", "hang", "main", "text", "tool_calls", "turn_from_json",
+    "DripTurn", "RawTurn", "drip", "raw",
 ]
 
 NO_TURN_MESSAGE = "scripted server: no turn queued"
@@ -174,6 +179,10 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(turn, ErrorTurn):
             extra = {"Retry-After": f"{turn.retry_after:g}"} if turn.retry_after is not None else {}
             return self._send_json(turn.status, _error_body(turn.status, turn.message), extra)
+        if isinstance(turn, DripTurn):
+            return self._drip(turn, body, stream)
+        if isinstance(turn, RawTurn):
+            return self._raw(turn, stream)
         if isinstance(turn, DisconnectTurn):
             if stream:
                 self._start_stream()
@@ -199,6 +208,57 @@ class _Handler(BaseHTTPRequestHandler):
                               "choices": [], "usage": usage})
         self._write_chunked(b"data: [DONE]\n\n")
         self._write_chunked(b"")  # zero-length chunk: the body ends, the connection stays usable
+
+    def _drip(self, turn: DripTurn, body: dict[str, Any], stream: bool) -> None:
+        stopping = self.server.owner._stopping
+        if stream:
+            self._start_stream()
+            for piece in pieces(turn.before, 8) if turn.before else ():
+                self._send_chunk(self._chunk(body, {"content": piece}))
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+        end = time.monotonic() + turn.seconds
+        while (left := end - time.monotonic()) > 0:
+            if stopping.wait(min(left, turn.interval or left)):
+                raise _Dropped
+            if turn.interval is not None and time.monotonic() < end:
+                self._write_chunked(b": keep-alive\n\n" if stream else b" ")
+        if turn.stall and stopping.wait(turn.stall):
+            raise _Dropped
+        if not isinstance(turn.then, (TextTurn, ToolCallsTurn)):  # nothing (else) to say
+            self._write_chunked(b"data: [DONE]\n\n" if stream else b"{}")
+            self._write_chunked(b"")
+            return
+        if not stream:
+            message = completion_message(turn.then, f"call_{self._number}")
+            completion = {**self._envelope(body, "chat.completion"), "choices": [
+                {"index": 0, "message": message, "finish_reason": turn.then.finish_reason}]}
+            self._write_chunked(json.dumps(completion).encode())
+            self._write_chunked(b"")
+            return
+        for delta in stream_deltas(turn.then, f"call_{self._number}"):
+            self._send_chunk(self._chunk(body, delta))
+        self._send_chunk(self._chunk(body, {}, turn.then.finish_reason))
+        self._write_chunked(b"data: [DONE]\n\n")
+        self._write_chunked(b"")
+
+    def _raw(self, turn: RawTurn, stream: bool) -> None:
+        if not stream:
+            data = "".join(turn.payloads).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self._start_stream()
+        for payload in turn.payloads:
+            self._write_chunked(b"data: " + payload.encode() + b"\n\n")
+        self._write_chunked(b"data: [DONE]\n\n")
+        self._write_chunked(b"")
 
     def _envelope(self, body: dict[str, Any], obj: str) -> dict[str, Any]:
         model = body.get("model") or self.server.owner.model

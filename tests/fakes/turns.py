@@ -24,6 +24,7 @@ __all__ = [
     "ToolCallsTurn", "Turn", "TurnLike", "call", "completion_message", "disconnect", "empty",
     "error", "hang", "pieces", "stream_deltas", "text", "tool_calls", "turn_from_json",
     "usage_for",
+    "DripTurn", "RawTurn", "drip", "raw",
 ]
 
 
@@ -109,13 +110,42 @@ class HangTurn(_Model):
     then: Turn | None = None
 
 
+class DripTurn(_Model):
+    """Start a 200 reply, then keep the connection busy without answering for ``seconds``.
+
+    Streamed: the SSE stream opens, ``before`` is sent as content chunks, then an SSE comment
+    line (``: keep-alive``) every ``interval`` seconds (``None``: total silence). Not streamed:
+    a chunked JSON body that drips a space every ``interval``. Then ``stall`` seconds of total
+    silence, then ``then`` is answered on the same stream or body (default: nothing more; the
+    body just ends).
+    """
+
+    kind: Literal["drip"] = "drip"
+    seconds: float
+    interval: float | None = 1.0
+    before: str = ""
+    stall: float = 0.0
+    then: Turn | None = None
+
+
+class RawTurn(_Model):
+    """Send ``payloads`` verbatim: streamed, each as one ``data:`` line (then ``[DONE]``); not
+    streamed, their concatenation as the JSON body. For garbage, truncated, nested or huge
+    chunks."""
+
+    kind: Literal["raw"] = "raw"
+    payloads: list[str]
+
+
 Turn = Annotated[
-    TextTurn | ToolCallsTurn | ErrorTurn | DisconnectTurn | HangTurn,
+    TextTurn | ToolCallsTurn | ErrorTurn | DisconnectTurn | HangTurn | DripTurn | RawTurn,
     Field(discriminator="kind"),
 ]
 """Any JSON-serialisable scripted turn."""
 HangTurn.model_rebuild()
-TurnLike = TextTurn | ToolCallsTurn | ErrorTurn | DisconnectTurn | HangTurn | Callable[[dict], Any]
+DripTurn.model_rebuild()
+TurnLike = (TextTurn | ToolCallsTurn | ErrorTurn | DisconnectTurn | HangTurn | DripTurn | RawTurn
+            | Callable[[dict], Any])
 """A turn, or ``fn(request_body) -> turn`` evaluated when the request arrives."""
 _TURN_ADAPTER: TypeAdapter[Any] = TypeAdapter(Turn)
 
@@ -174,6 +204,18 @@ def empty(*, usage: bool | dict[str, Any] = True) -> TextTurn:
 def hang(seconds: float, then: Turn | None = None) -> HangTurn:
     """Answer only after ``seconds`` (for interrupt and timeout tests)."""
     return HangTurn(seconds=seconds, then=then)
+
+
+def drip(seconds: float, interval: float | None = 1.0, *, before: str = "", stall: float = 0.0,
+         then: Turn | None = None) -> DripTurn:
+    """Keep-alive comments every ``interval`` s (``None``: silence) for ``seconds``, then
+    ``stall`` s of silence; no answer unless ``then``."""
+    return DripTurn(seconds=seconds, interval=interval, before=before, stall=stall, then=then)
+
+
+def raw(*payloads: str) -> RawTurn:
+    """``data:`` lines sent verbatim (malformed on purpose), one per payload."""
+    return RawTurn(payloads=list(payloads))
 
 
 def pieces(s: str, size: int) -> list[str]:

@@ -109,13 +109,15 @@ def test_a_kernel_killed_mid_turn_loses_nothing_written(server: ScriptedOpenAI, 
         assert history[0]["content"] == "First task" and history[3]["content"] == "first done"
         assert history[4]["content"] == "Second task" and history[6]["content"] == "quick result"
         first, second = store.list_runs("crash")
-        assert first.status == "done" and second.status == "running"
+        # Opening the store found the killed kernel's run and ended it.
+        assert first.status == "done" and second.status == "interrupted"
         events = store.get_events(second.run_id)
         # Everything of the finished first round was flushed before the second round began.
         assert [e["output"] for e in events if e["type"] == "tool_returned"] == ["quick result"]
         assert [e["round"] for e in events if e["type"] == "round_started"] == [1, 2]
+        assert events[-1]["type"] == "run_failed"
         turns = store.list_turns("crash")
-        assert [t.status for t in turns] == ["done", "running"]
+        assert [t.status for t in turns] == ["done", "interrupted"]
     # The session goes on in another process, with the history written before the kill.
     server.enqueue(text("still here"))
     chat("Are you there?", session="crash")

@@ -24,6 +24,8 @@ __all__ = [
     "CHECKPOINT_START_TAG",
     "CHUNK_CONCURRENCY",
     "CHUNK_SIZE_RATIO",
+    "COMPRESSION_MAX_CHUNKS",
+    "COMPRESSION_MAX_REQUESTS",
     "COMPRESSION_MIN_TOKEN_LIMIT",
     "DATASET_SEARCH_SELECTION_RATIO",
     "DEPENDS_ON_THRESHOLD_RATIO",
@@ -61,6 +63,8 @@ __all__ = [
     "TOKEN_RATIO_CHAR_BUDGET_FACTOR",
     "TOOL_MEMORY_RESULT_CHARS",
     "TOOL_MEMORY_USER_CHARS",
+    "TOOL_RESULT_CAP_MARKER",
+    "TOOL_RESULT_MAX_CHARS",
     "TOOL_RESPONSE_DIRECT_RETURN_CONTEXT_RATIO",
     "TOOL_RESPONSE_LIGHT_PROCESS_CONTEXT_RATIO",
     "TRUNCATION_MARKER",
@@ -98,6 +102,17 @@ MERGED_COMPRESSION_LOW_GAIN_RATIO = 0.95
 """A merge round leaving the text at this share of its previous length or more is not worth
 repeating: switch to deterministic truncation."""
 PER_CHUNK_BUDGET_RATIO = 0.65
+COMPRESSION_MAX_CHUNKS = 5
+"""Most chunk calls of one compression (one parallel wave at ``CHUNK_CONCURRENCY``): a text
+longer than this many chunks is cut head-and-tail to fit them before chunking. Without the cap
+a 50 MB tool result made hundreds of requests."""
+COMPRESSION_MAX_REQUESTS = COMPRESSION_MAX_CHUNKS + MERGED_COMPRESSION_MAX_ROUNDS
+"""Most model calls one tool result's compression makes (chunks, then merge rounds): 7. Each
+call may still be retried by the client's retry policy on an HTTP or connection error."""
+TOOL_RESULT_MAX_CHARS = 2_000_000
+"""A tool result longer than this is cut head-and-tail (``TOOL_RESULT_CAP_MARKER``) before any
+processing: cleaning up and counting tokens of 50 MB alone takes many seconds, and what is cut
+could never reach the model's window anyway (2 M characters is about 670 k tokens)."""
 SHRINK_ROUNDS = 8
 SHRINK_BUDGET_FACTOR = 0.82
 CHAR_CUT_START_RATIO = 0.75
@@ -150,6 +165,7 @@ FILE_READ_RESPONSE_MAX_RATIO = 0.5
 DATASET_SEARCH_SELECTION_RATIO = 0.2
 
 TRUNCATION_MARKER = "\n\n... [content truncated: middle omitted to fit token budget] ...\n\n"
+TOOL_RESULT_CAP_MARKER = "\n\n... [tool result too long: {omitted:,} characters omitted] ...\n\n"
 CHECKPOINT_START_TAG = "<context_checkpoint>"
 CHECKPOINT_END_TAG = "</context_checkpoint>"
 ACTIVE_PLAN_START_TAG = "<active_plan>"

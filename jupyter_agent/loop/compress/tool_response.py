@@ -4,6 +4,11 @@ Three tiers, cheapest first: a small result passes untouched; a larger one gets 
 processing (JSON minify or structural summary, or lossy text cleanup); only a result still over
 half the window goes through chunked LLM compression (:func:`compress_large_content`), whose
 chunks run in parallel threads (a cell magic runs inside the kernel's event loop, so no asyncio).
+
+Bounded on purpose (the reference is not): a result over ``TOOL_RESULT_MAX_CHARS`` is cut
+head-and-tail before anything reads it, and one compression makes at most
+``COMPRESSION_MAX_REQUESTS`` model calls (``COMPRESSION_MAX_CHUNKS`` chunks, then the merge
+rounds), whatever the size of the result.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from jupyter_agent.loop.compress.cleanup import (
 from jupyter_agent.loop.compress.constants import (
     CHUNK_CONCURRENCY,
     CHUNK_SIZE_RATIO,
+    COMPRESSION_MAX_CHUNKS,
     EXCERPT_MIN_REMAINING_TOKENS,
     EXCERPT_ROOM_RATIO,
     EXCERPT_SKIP_RATIO,
@@ -45,11 +51,14 @@ from jupyter_agent.loop.compress.constants import (
     SOURCE_ANCHOR_TOTAL_CEILING_RATIO,
     TOOL_RESPONSE_DIRECT_RETURN_CONTEXT_RATIO,
     TOOL_RESPONSE_LIGHT_PROCESS_CONTEXT_RATIO,
+    TOOL_RESULT_MAX_CHARS,
     ratio_limit,
 )
 from jupyter_agent.loop.compress.truncate import (
+    cap_chars,
     char_budget,
     shrink_to_token_budget,
+    truncate_by_chars,
     truncate_head_tail,
 )
 from jupyter_agent.loop.compress.types import (
@@ -119,8 +128,13 @@ def compress_tool_response(
     llm: CompressLLM | None = None,
     *,
     count_tokens: TokenCounter = count_text_tokens,
+    max_chars: int = TOOL_RESULT_MAX_CHARS,
 ) -> ToolResponseCompression:
     """Fit one tool result into ``max_context``'s tool-result budget (spec 6.3).
+
+    A result longer than ``max_chars`` characters is first cut to that length (head and tail
+    around a marker naming how much was left out), so a huge result costs no more than one of
+    ``max_chars``.
 
     At or below 20% of the window (``direct``) the text is returned unchanged. Above it, JSON
     (that parses to a truthy value) is minified, or summarised structurally when minifying is
@@ -130,11 +144,15 @@ def compress_tool_response(
     that last step truncates head and tail instead.
     """
     start = time.perf_counter()
+    capped = len(text) > max_chars
+    if capped:
+        text = cap_chars(text, max_chars)
     tokens = count_tokens(text) if text else 0
     direct = ratio_limit(max_context, TOOL_RESPONSE_DIRECT_RETURN_CONTEXT_RATIO)
     if not text or tokens <= direct:
         return ToolResponseCompression(
-            text=text, tokens_before=tokens, tokens_after=tokens, seconds=_since(start)
+            text=text, method="truncate" if capped else "unchanged", tokens_before=tokens,
+            tokens_after=tokens, seconds=_since(start)
         )
 
     is_json, value = parse_json_truthy(text)
@@ -242,6 +260,9 @@ def _chunk_and_compress(
         math.floor(max_context * CHUNK_SIZE_RATIO), max(1, math.floor((max_context - limit) / 2))
     )
     size = max(1, char_budget(chunk_tokens))
+    # At most COMPRESSION_MAX_CHUNKS calls: a longer text loses its middle first (the cut is
+    # marked), so the number of requests never grows with the size of the result.
+    content = truncate_by_chars(content, size * COMPRESSION_MAX_CHUNKS)
     chunks = [content[i : i + size] for i in range(0, len(content), size)]
     per_chunk = max(1, math.floor(limit * PER_CHUNK_BUDGET_RATIO / max(1, len(chunks))))
     merged = "\n\n".join(_compress_chunks(chunks, per_chunk, llm, module, usages))

@@ -19,11 +19,13 @@ from jupyter_agent.loop.compress.constants import (
     SHRINK_BUDGET_FACTOR,
     SHRINK_ROUNDS,
     TOKEN_RATIO_CHAR_BUDGET_FACTOR,
+    TOOL_RESULT_CAP_MARKER,
     TRUNCATION_MARKER,
 )
 from jupyter_agent.loop.compress.types import TokenCounter
 
-__all__ = ["char_budget", "shrink_to_token_budget", "truncate_by_chars", "truncate_head_tail"]
+__all__ = ["cap_chars", "char_budget", "shrink_to_token_budget", "truncate_by_chars",
+           "truncate_head_tail"]
 
 _PARAGRAPH_BREAK = re.compile(r"\n{2,}")
 
@@ -47,6 +49,21 @@ def truncate_by_chars(content: str, budget: int) -> str:
     tail_len = available - head_len
     parts = [content[:head_len].strip(), content[len(content) - tail_len :].strip()]
     return TRUNCATION_MARKER.join(p for p in parts if p)
+
+
+def cap_chars(content: str, max_chars: int) -> str:
+    """``content`` cut to at most ``max_chars`` characters: the first 60% and the last 40%
+    around a marker that says how many characters were left out. Cheap on any size (two
+    slices), so it runs before anything else reads a huge text."""
+    if len(content) <= max_chars:
+        return content
+    marker = TOOL_RESULT_CAP_MARKER.format(omitted=len(content))  # longest the count can be
+    available = max(0, max_chars - len(marker))
+    head_len = math.floor(available * FINAL_HEAD_RATIO)
+    tail_len = available - head_len
+    omitted = len(content) - head_len - tail_len
+    tail = content[len(content) - tail_len:] if tail_len else ""
+    return content[:head_len] + TOOL_RESULT_CAP_MARKER.format(omitted=omitted) + tail
 
 
 def truncate_head_tail(content: str, token_limit: int, current_tokens: int | None = None) -> str:
