@@ -1,0 +1,228 @@
+"""Time limits for code that runs in the caller's own thread (the kernel's main thread).
+
+Code the model asks to run, or a hostile ``__repr__``, runs where the notebook's variables
+live: in the kernel, usually in its main thread. It cannot be moved to a thread we could
+abandon (the user's objects are not thread-safe and the result must land in the namespace),
+so the limit interrupts the thread itself:
+
+- in the main thread, a watchdog thread sends it a real ``SIGINT`` (``pthread_kill``). A real
+  signal also wakes a blocking call (``time.sleep``, a socket read), which
+  ``_thread.interrupt_main`` alone would not. While a limit is armed our handler turns that
+  signal into :class:`TimeLimitExceeded`; a user's own Ctrl-C still reaches the previous
+  handler and stays a plain ``KeyboardInterrupt``;
+- in any other thread, ``PyThreadState_SetAsyncExc`` raises the exception at the thread's
+  next bytecode (a blocking C call is not woken; it is interrupted when it returns).
+
+Code that swallows the interrupt is interrupted again every :data:`REFIRE_SECONDS`, at most
+:data:`MAX_FIRES` times. An interrupt that arrives after the code finished is absorbed before
+the limit is lifted, so it can never hit the caller's own code later.
+
+One watchdog thread serves every limit, so arming one costs a lock and a notify. Limits nest
+(a 1 s repr inside a 10 s inspection): each interrupt carries its limit, so an inner limit
+catches only its own and an outer one unwinds through the inner ones.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+__all__ = ["MAX_FIRES", "REFIRE_SECONDS", "TimeLimitExceeded", "call_with_limit", "time_limit"]
+
+T = TypeVar("T")
+
+REFIRE_SECONDS = 0.5
+"""Seconds between repeated interrupts of code that swallowed the first one."""
+MAX_FIRES = 6
+"""Interrupts sent to one over-time call before the watchdog gives up on it."""
+_ABSORB_SECONDS = 1.0
+
+
+class TimeLimitExceeded(KeyboardInterrupt):
+    """Raised inside code whose time limit ran out; ``limit`` says which limit it was.
+
+    A ``KeyboardInterrupt`` on purpose: ``except Exception`` in the user's code does not
+    swallow it, and should one ever escape, the agent loop treats it like the user's interrupt.
+    """
+
+    limit: Any = None
+
+
+class _Limit:
+    """One armed limit: which thread, when, and how many interrupts were sent/arrived."""
+
+    __slots__ = ("thread_id", "deadline", "seconds", "use_signal", "fired", "delivered",
+                 "done", "_exc_class")
+
+    def __init__(self, seconds: float, use_signal: bool) -> None:
+        self.thread_id = threading.get_ident()
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.use_signal = use_signal
+        self.fired = 0
+        self.delivered = 0
+        self.done = False
+        self._exc_class: type[TimeLimitExceeded] | None = None
+
+    def owns(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is this limit's interrupt (not an outer limit's)."""
+        return isinstance(exc, TimeLimitExceeded) and exc.limit is self
+
+    def exception(self) -> TimeLimitExceeded:
+        exc = TimeLimitExceeded(f"time limit of {self.seconds:g} s reached")
+        exc.limit = self
+        return exc
+
+    def fire(self) -> None:
+        """Interrupt the limited thread (called by the watchdog, under its lock)."""
+        self.fired += 1
+        if self.use_signal:
+            signal.pthread_kill(self.thread_id, signal.SIGINT)
+            return
+        if self._exc_class is None:
+            # The interpreter instantiates the class without arguments: the limit rides on it.
+            self._exc_class = type("TimeLimitExceeded", (TimeLimitExceeded,), {"limit": self})
+        _async_raise(self.thread_id, self._exc_class)
+
+
+class _Stack(threading.local):
+    """The limits active in this thread, outermost first, and the SIGINT handler they
+    replaced (main thread)."""
+
+    def __init__(self) -> None:
+        self.limits: list[_Limit] = []
+        self.previous: Any = None
+
+
+_stack = _Stack()
+
+
+def _handler(signum: int, frame: Any) -> None:
+    """SIGINT while a limit is armed in the main thread."""
+    for limit in _stack.limits:  # outermost first: its interrupt unwinds the inner ones too
+        if limit.delivered < limit.fired:
+            limit.delivered += 1
+            raise limit.exception()
+    previous = _stack.previous
+    if callable(previous):  # the user's own Ctrl-C: whatever it did before
+        previous(signum, frame)
+    elif previous != signal.SIG_IGN:
+        raise KeyboardInterrupt
+
+
+def _async_raise(thread_id: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exc) if exc else None)
+
+
+class _Watchdog:
+    """A daemon thread that fires every armed limit whose deadline has passed."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._limits: set[_Limit] = set()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, limit: _Limit) -> None:
+        with self._cond:
+            self._limits.add(limit)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="jupyter-agent-time-limit")
+                self._thread.start()
+            self._cond.notify()
+
+    def disarm(self, limit: _Limit) -> None:
+        with self._cond:
+            limit.done = True
+            self._limits.discard(limit)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for limit in [lim for lim in self._limits if lim.deadline <= now]:
+                    limit.fire()
+                    limit.deadline = now + REFIRE_SECONDS
+                    if limit.fired >= MAX_FIRES:
+                        self._limits.discard(limit)
+                wait = min((lim.deadline for lim in self._limits), default=now + 60) - now
+                self._cond.wait(max(wait, 0.0))
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _can_use_signal() -> bool:
+    return (threading.current_thread() is threading.main_thread()
+            and hasattr(signal, "pthread_kill"))
+
+
+def _absorb(limit: _Limit) -> None:
+    """Swallow this limit's interrupts that were sent but have not arrived yet (the code
+    finished first). Another limit's interrupt propagates."""
+    if not limit.use_signal:
+        _async_raise(limit.thread_id, None)  # clears a pending async exception, if any
+        return
+    end = time.monotonic() + _ABSORB_SECONDS
+    while limit.delivered < limit.fired and time.monotonic() < end:
+        try:
+            time.sleep(0.001)  # a pending signal's handler runs here
+        except TimeLimitExceeded as exc:
+            if not limit.owns(exc):
+                raise
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[_Limit | None]:
+    """Interrupt the body with :class:`TimeLimitExceeded` after ``seconds``.
+
+    Yields the limit (``limit.owns(exc)`` tells its interrupt from an outer limit's), or None
+    when ``seconds`` is None or not positive (no limit). Limits nest: each interrupts at its
+    own deadline, and an outer limit's interrupt unwinds through the inner ones.
+    """
+    if not seconds or seconds <= 0:
+        yield None
+        return
+    limit = _Limit(seconds, _can_use_signal())
+    if limit.use_signal and not any(lim.use_signal for lim in _stack.limits):
+        _stack.previous = signal.signal(signal.SIGINT, _handler)
+    _stack.limits.append(limit)
+    _WATCHDOG.arm(limit)
+    late: BaseException | None = None
+    try:
+        yield limit
+    finally:
+        while True:  # a late interrupt may land in this cleanup itself: just clean up again
+            try:
+                _WATCHDOG.disarm(limit)
+                _absorb(limit)
+                break
+            except TimeLimitExceeded as exc:
+                if not limit.owns(exc):
+                    late = exc  # an outer limit's: raise it once we are cleaned up
+        _stack.limits.remove(limit)
+        if limit.use_signal and not any(lim.use_signal for lim in _stack.limits):
+            signal.signal(signal.SIGINT, _stack.previous)
+            _stack.previous = None
+    if late is not None:
+        raise late
+
+
+def call_with_limit(fn: Callable[[], T], seconds: float) -> tuple[bool, T | None]:
+    """``(True, fn())``, or ``(False, None)`` when ``fn`` ran out of its ``seconds``.
+
+    Exceptions of ``fn`` propagate, and so does an outer limit's interrupt.
+    """
+    with time_limit(seconds) as limit:
+        try:
+            return True, fn()
+        except TimeLimitExceeded as exc:
+            if limit is None or not limit.owns(exc):
+                raise
+    return False, None
