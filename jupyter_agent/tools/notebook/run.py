@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ...secrets import mask
-from ._capture import Capture, Figure, collect_figures, figure_state
 from . import _limits
+from ._capture import Capture, Figure, collect_figures, figure_state
 from ._limits import TimeLimitExceeded, time_limit
 from ._text import cap, safe_repr
 from .variables import VariableError
