@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...secrets import mask
-from ._text import cap, one_line
+from ._text import cap, head, one_line, tail
 
 __all__ = ["Figure", "Capture", "figure_state", "collect_figures"]
 
@@ -36,10 +36,12 @@ class Figure(BaseModel):
 
 
 class _Sink:
-    """Text of any length, keeping only the first and last ``keep`` characters."""
+    """Text of any length, keeping only the first and last ``keep`` characters (and a
+    margin, so a secret cut at either edge is still recognised and masked)."""
 
     def __init__(self, keep: int) -> None:
-        self.keep = keep
+        self.show = keep
+        self.keep = keep + 256
         self.parts: list[str] = []
         self.size = 0
         self.total = 0
@@ -56,13 +58,13 @@ class _Sink:
             self.parts, self.size = [tail], len(tail)
 
     def text(self) -> str:
+        """The kept text, secrets masked; the middle of a long output is cut."""
         whole = self.head + "".join(self.parts)
-        if self.total <= 2 * self.keep and len(whole) == self.total:
-            return whole
-        head = whole[: self.keep]
-        tail = whole[-self.keep:] if len(whole) > self.keep else ""
-        cut = self.total - len(head) - len(tail)
-        return f"{head}\n[… {cut:,} characters cut (output was {self.total:,}) …]\n{tail}"
+        if self.total <= 2 * self.show and len(whole) == self.total:
+            return mask(whole)
+        first, last = head(whole, self.show), tail(whole, self.show)
+        cut = self.total - 2 * self.show
+        return f"{first}\n[… {cut:,} characters cut (output was {self.total:,}) …]\n{last}"
 
 
 class _Stream(io.TextIOBase):

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...secrets import mask
+from ...secrets import MASK, is_secret_name, mask
 from ._text import cap, table
 
 __all__ = ["SAMPLE_ROWS", "SAMPLE_RUN", "SHOW_COLUMNS", "ColumnInfo", "FrameInfo",
@@ -145,6 +145,17 @@ def _columns_text(info: FrameInfo, keys: tuple[str, ...]) -> str:
     return text
 
 
+def _hide_secret_columns(info: FrameInfo) -> None:
+    """Values of columns named like secrets (``password``, ``api_key``) are never shown."""
+    for col in info.columns:
+        if is_secret_name(col.name):
+            col.stats = {k: MASK for k in col.stats if k in ("top", "min", "max")}
+    hidden = [i for i, name in enumerate(info.head_names) if is_secret_name(name)]
+    for row in (*info.head, *info.tail):
+        for i in hidden:
+            row[i] = MASK
+
+
 def render_frame(info: FrameInfo, max_chars: int = 3800, rows: int = 3) -> str:
     """The summary text of ``info`` in at most ``max_chars`` characters (secrets masked)."""
     shape = f"{info.rows:,} rows" + (f" × {info.cols:,} columns" if info.cols is not None else "")
@@ -153,6 +164,7 @@ def render_frame(info: FrameInfo, max_chars: int = 3800, rows: int = 3) -> str:
         top.append(f"index: {info.index}")
     if info.dtype_counts:
         top.append(f"dtypes: {info.dtype_counts}")
+    _hide_secret_columns(info)
     head_text = "\n".join(top)
     notes = "\n".join(info.notes)
     extra = "\n".join(info.extra)

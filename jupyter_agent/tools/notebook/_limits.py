@@ -5,13 +5,15 @@ live: in the kernel, usually in its main thread. It cannot be moved to a thread 
 abandon (the user's objects are not thread-safe and the result must land in the namespace),
 so the limit interrupts the thread itself:
 
-- in the main thread, a watchdog thread sends it a real ``SIGINT`` (``pthread_kill``). A real
-  signal also wakes a blocking call (``time.sleep``, a socket read), which
-  ``_thread.interrupt_main`` alone would not. While a limit is armed our handler turns that
-  signal into :class:`TimeLimitExceeded`; a user's own Ctrl-C still reaches the previous
-  handler and stays a plain ``KeyboardInterrupt``;
-- in any other thread, ``PyThreadState_SetAsyncExc`` raises the exception at the thread's
-  next bytecode (a blocking C call is not woken; it is interrupted when it returns).
+- in the main thread, a watchdog thread sends it a real signal (``pthread_kill``) whose
+  handler raises :class:`TimeLimitExceeded`. A real signal also wakes a blocking call
+  (``time.sleep``, a socket read), which ``_thread.interrupt_main`` alone would not. The
+  signal is :data:`LIMIT_SIGNAL` (``SIGUSR2``), not ``SIGINT``: the user's Ctrl-C (the
+  kernel's stop button) stays untouched and a plain ``KeyboardInterrupt``, and code that
+  ignores ``SIGINT`` (many libraries do) is still stopped;
+- in any other thread, or when the code replaced our handler, ``PyThreadState_SetAsyncExc``
+  raises the exception at the thread's next bytecode (a blocking C call is not woken; it is
+  interrupted when it returns).
 
 Code that swallows the interrupt is interrupted again every :data:`REFIRE_SECONDS`, at most
 :data:`MAX_FIRES` times. An interrupt that arrives after the code finished is absorbed before
@@ -32,10 +34,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["MAX_FIRES", "REFIRE_SECONDS", "TimeLimitExceeded", "call_with_limit", "time_limit"]
+__all__ = ["LIMIT_SIGNAL", "MAX_FIRES", "REFIRE_SECONDS", "TimeLimitExceeded",
+           "call_with_limit", "time_limit"]
 
 T = TypeVar("T")
 
+LIMIT_SIGNAL: int | None = getattr(signal, "SIGUSR2", None)
+"""The signal that interrupts the main thread (None where the platform has none)."""
 REFIRE_SECONDS = 0.5
 """Seconds between repeated interrupts of code that swallowed the first one."""
 MAX_FIRES = 6
@@ -56,16 +61,20 @@ class TimeLimitExceeded(KeyboardInterrupt):
 class _Limit:
     """One armed limit: which thread, when, and how many interrupts were sent/arrived."""
 
-    __slots__ = ("thread_id", "deadline", "seconds", "use_signal", "fired", "delivered",
-                 "done", "_exc_class")
+    __slots__ = ("thread_id", "deadline", "seconds", "use_signal", "sent", "fired",
+                 "delivered", "async_sent", "done", "_exc_class")
 
     def __init__(self, seconds: float, use_signal: bool) -> None:
         self.thread_id = threading.get_ident()
         self.seconds = seconds
         self.deadline = time.monotonic() + seconds
         self.use_signal = use_signal
+        self.sent = 0
+        """Interrupts sent, by either means."""
         self.fired = 0
+        """Signals sent; ``delivered`` counts those whose handler ran."""
         self.delivered = 0
+        self.async_sent = False
         self.done = False
         self._exc_class: type[TimeLimitExceeded] | None = None
 
@@ -80,18 +89,21 @@ class _Limit:
 
     def fire(self) -> None:
         """Interrupt the limited thread (called by the watchdog, under its lock)."""
-        self.fired += 1
-        if self.use_signal:
-            signal.pthread_kill(self.thread_id, signal.SIGINT)
+        self.sent += 1
+        if self.use_signal and signal.getsignal(LIMIT_SIGNAL) is _handler:  # type: ignore[arg-type]
+            self.fired += 1
+            signal.pthread_kill(self.thread_id, LIMIT_SIGNAL)  # type: ignore[arg-type]
             return
+        # Another thread, or the code replaced our handler: raise at its next bytecode.
         if self._exc_class is None:
             # The interpreter instantiates the class without arguments: the limit rides on it.
             self._exc_class = type("TimeLimitExceeded", (TimeLimitExceeded,), {"limit": self})
+        self.async_sent = True
         _async_raise(self.thread_id, self._exc_class)
 
 
 class _Stack(threading.local):
-    """The limits active in this thread, outermost first, and the SIGINT handler they
+    """The limits active in this thread, outermost first, and the signal handler they
     replaced (main thread)."""
 
     def __init__(self) -> None:
@@ -103,16 +115,12 @@ _stack = _Stack()
 
 
 def _handler(signum: int, frame: Any) -> None:
-    """SIGINT while a limit is armed in the main thread."""
+    """:data:`LIMIT_SIGNAL` in the main thread: the due limit's interrupt (a stray one is
+    ignored: its limit already ended)."""
     for limit in _stack.limits:  # outermost first: its interrupt unwinds the inner ones too
         if limit.delivered < limit.fired:
             limit.delivered += 1
             raise limit.exception()
-    previous = _stack.previous
-    if callable(previous):  # the user's own Ctrl-C: whatever it did before
-        previous(signum, frame)
-    elif previous != signal.SIG_IGN:
-        raise KeyboardInterrupt
 
 
 def _async_raise(thread_id: int, exc: type[BaseException] | None) -> None:
@@ -149,7 +157,7 @@ class _Watchdog:
                 for limit in [lim for lim in self._limits if lim.deadline <= now]:
                     limit.fire()
                     limit.deadline = now + REFIRE_SECONDS
-                    if limit.fired >= MAX_FIRES:
+                    if limit.sent >= MAX_FIRES:
                         self._limits.discard(limit)
                 wait = min((lim.deadline for lim in self._limits), default=now + 60) - now
                 self._cond.wait(max(wait, 0.0))
@@ -159,16 +167,18 @@ _WATCHDOG = _Watchdog()
 
 
 def _can_use_signal() -> bool:
-    return (threading.current_thread() is threading.main_thread()
-            and hasattr(signal, "pthread_kill"))
+    if (LIMIT_SIGNAL is None or not hasattr(signal, "pthread_kill")
+            or threading.current_thread() is not threading.main_thread()):
+        return False
+    # A handler installed from C (faulthandler) could not be put back: leave it alone.
+    return signal.getsignal(LIMIT_SIGNAL) is not None
 
 
 def _absorb(limit: _Limit) -> None:
     """Swallow this limit's interrupts that were sent but have not arrived yet (the code
     finished first). Another limit's interrupt propagates."""
-    if not limit.use_signal:
+    if limit.async_sent:
         _async_raise(limit.thread_id, None)  # clears a pending async exception, if any
-        return
     end = time.monotonic() + _ABSORB_SECONDS
     while limit.delivered < limit.fired and time.monotonic() < end:
         try:
@@ -176,6 +186,20 @@ def _absorb(limit: _Limit) -> None:
         except TimeLimitExceeded as exc:
             if not limit.owns(exc):
                 raise
+
+
+def _stray(signum: int, frame: Any) -> None:
+    """Stands in for the default action of :data:`LIMIT_SIGNAL` (ending the process)."""
+
+
+def _restore(previous: Any) -> None:
+    # The default action of SIGUSR2 ends the process: should an interrupt still be on its
+    # way, it must meet a Python handler, not kill the kernel. A Python handler (unlike
+    # SIG_IGN) is reset to the default in child processes, so they are unaffected.
+    if previous in (signal.SIG_DFL, None) and signal.getsignal(LIMIT_SIGNAL) is _handler:  # type: ignore[arg-type]
+        previous = _stray
+    if signal.getsignal(LIMIT_SIGNAL) is _handler:  # type: ignore[arg-type]
+        signal.signal(LIMIT_SIGNAL, previous)  # type: ignore[arg-type]
 
 
 @contextmanager
@@ -191,7 +215,7 @@ def time_limit(seconds: float | None) -> Iterator[_Limit | None]:
         return
     limit = _Limit(seconds, _can_use_signal())
     if limit.use_signal and not any(lim.use_signal for lim in _stack.limits):
-        _stack.previous = signal.signal(signal.SIGINT, _handler)
+        _stack.previous = signal.signal(LIMIT_SIGNAL, _handler)  # type: ignore[arg-type]
     _stack.limits.append(limit)
     _WATCHDOG.arm(limit)
     late: BaseException | None = None
@@ -208,7 +232,7 @@ def time_limit(seconds: float | None) -> Iterator[_Limit | None]:
                     late = exc  # an outer limit's: raise it once we are cleaned up
         _stack.limits.remove(limit)
         if limit.use_signal and not any(lim.use_signal for lim in _stack.limits):
-            signal.signal(signal.SIGINT, _stack.previous)
+            _restore(_stack.previous)
             _stack.previous = None
     if late is not None:
         raise late

@@ -12,14 +12,15 @@ import decimal
 import itertools
 import math
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
-from ...secrets import MASK, is_secret_name, mask
+from ...secrets import MASK, is_secret_name, known_secrets, mask
 from ._limits import call_with_limit
 
-__all__ = ["REPR_SECONDS", "cap", "cell_text", "fmt_num", "one_line", "preview", "redact_source",
-           "safe_repr", "table", "type_name"]
+__all__ = ["REPR_SECONDS", "cap", "cell_text", "fmt_num", "head", "one_line", "preview",
+           "redact_source", "safe_repr", "table", "tail", "type_name"]
 
 REPR_SECONDS = 1.0
 """How long one object's ``__repr__`` may take before it is given up."""
@@ -41,16 +42,39 @@ def _class(obj: Any) -> str:
     return getattr(type(obj), "__name__", "object")
 
 
+def _margin() -> int:
+    return max(map(len, known_secrets()), default=0)
+
+
+# Cutting first and masking afterwards would leak the first half of a secret that straddles
+# the cut. These two mask a window one secret-length wider than they keep, then cut.
+def head(text: str, n: int) -> str:
+    """The first ``n`` characters of ``text``, secrets masked."""
+    if len(text) <= n:
+        return mask(text)
+    return mask(text[: max(n, 0) + _margin()])[: max(n, 0)]
+
+
+def tail(text: str, n: int) -> str:
+    """The last ``n`` characters of ``text``, secrets masked."""
+    if n <= 0:
+        return ""
+    if len(text) <= n:
+        return mask(text)
+    masked = mask(text[len(text) - n - _margin():])
+    return masked[len(masked) - n:]
+
+
 def cap(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters, saying how much was left out."""
+    """``text`` masked and cut to about ``limit`` characters, saying how much was left out."""
     if len(text) <= limit:
-        return text
-    return f"{text[:max(limit, 0)]}… [{len(text) - limit:,} more characters]"
+        return mask(text)
+    return f"{head(text, limit)}… [{len(text) - limit:,} more characters]"
 
 
 def one_line(text: str, limit: int) -> str:
-    """``text`` on one line (runs of whitespace become one space), cut with ``…``."""
-    flat = " ".join(text[: limit * 4 + 64].split()) if text else ""
+    """``text`` masked, on one line (runs of whitespace become one space), cut with ``…``."""
+    flat = " ".join(head(text, limit * 4 + 64).split()) if text else ""
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
 
 
@@ -90,11 +114,11 @@ def safe_repr(obj: Any, limit: int = 300, seconds: float = REPR_SECONDS) -> str:
     than ``seconds`` gives ``<Type object: repr took over 1 s>``.
     """
     if isinstance(obj, str):
-        return repr(str.__getitem__(obj, slice(0, limit))) + ("…" if len(obj) > limit else "")
+        return repr(head(str.__str__(obj), limit)) + ("…" if len(obj) > limit else "")
     if isinstance(obj, (bytes, bytearray)):
         base: Any = bytes if isinstance(obj, bytes) else bytearray
-        head = bytes(base.__getitem__(obj, slice(0, limit)))
-        return repr(head) + ("…" if base.__len__(obj) > limit else "")
+        first = bytes(base.__getitem__(obj, slice(0, limit + _margin())))
+        return head(repr(first), limit + 3) + ("…" if base.__len__(obj) > limit else "")
     if isinstance(obj, int) and not isinstance(obj, bool) and int.bit_length(obj) > 4000:
         return f"<int with about {int(int.bit_length(obj) * 0.30103):,} digits>"
     try:
@@ -116,16 +140,26 @@ def _items(obj: Any) -> tuple[Iterable[Any], int]:
     return base.__iter__(obj), base.__len__(obj)
 
 
-def preview(obj: Any, limit: int = 200, *, max_items: int = 8, depth: int = 3) -> str:
+def preview(obj: Any, limit: int = 200, *, max_items: int = 8, depth: int = 3,
+            deadline: float | None = None) -> str:
     """A short repr-like text of ``obj``: at most ``max_items`` items per container, nesting
-    shown ``depth`` levels deep, cycles as ``[...]``, values of secret-named keys masked."""
+    shown ``depth`` levels deep, cycles as ``[...]``, values of secret-named keys masked.
+
+    Reprs of the items share one time budget (until ``deadline``, a ``time.monotonic()``
+    value; default 1.5 s from now): a list of slow objects costs the budget, not one second
+    per item. Items past the budget show their type only.
+    """
     seen: set[int] = set()
+    end = time.monotonic() + 1.5 if deadline is None else deadline
 
     def walk(o: Any, level: int, room: int) -> str:
         if isinstance(o, _PLAIN):
             return repr(o)
         if isinstance(o, (str, int)) or not isinstance(o, _CONTAINERS):
-            return safe_repr(o, max(room, 16))
+            left = min(REPR_SECONDS, end - time.monotonic())
+            if left <= 0.01 and not isinstance(o, (str, int)):
+                return f"<{_class(o)}>"
+            return safe_repr(o, max(room, 16), seconds=max(left, 0.01))
         is_dict = isinstance(o, dict)
         opener, closer = ("{", "}") if is_dict or isinstance(o, (set, frozenset)) else (
             ("(", ")") if isinstance(o, tuple) else ("[", "]"))
@@ -162,7 +196,7 @@ def table(header: list[str], rows: list[list[str]], width: int = 16) -> str:
     """An aligned text table; each cell cut to ``width`` characters."""
     def cell(s: str) -> str:
         s = " ".join(str(s).split())
-        return s if len(s) <= width else s[: width - 1] + "…"
+        return mask(s) if len(s) <= width else head(s, width - 1) + "…"
 
     grid = [[cell(h) for h in header]] + [[cell(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in grid if i < len(r)) for i in range(len(header))]

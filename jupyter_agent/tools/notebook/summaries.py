@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import sys
+import time
 import types
 from collections import Counter
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from ...secrets import mask
 from ._frame_text import SAMPLE_ROWS, fmt_bytes
 from ._limits import call_with_limit
-from ._text import cap, fmt_num, one_line, preview, safe_repr, type_name
+from ._text import cap, fmt_num, head, one_line, preview, safe_repr, tail, type_name
 
 __all__ = ["DEFAULT_MAX_CHARS", "summarize", "summary_line"]
 
@@ -77,7 +78,7 @@ def _array_summary(arr: Any, max_chars: int) -> str:
     if arr.dtype.kind == "O" or arr.dtype.names:
         # array2string would call every element's repr: preview a few items ourselves.
         first = [arr.flat[i] for i in range(min(arr.size, 8))]
-        lines.append("first items: " + preview(first, 600))
+        lines.append("first items: " + preview(first, 600, depth=2))
     else:
         text = np.array2string(arr, threshold=60, edgeitems=3, max_line_width=100,
                                precision=4)
@@ -93,13 +94,13 @@ def _array_line(arr: Any) -> str:
 def _string_summary(s: str, max_chars: int) -> str:
     n = len(s)
     lines = s.count("\n") + 1 if s else 0
-    head = f"str: {n:,} characters, {lines:,} lines"
+    title = f"str: {n:,} characters, {lines:,} lines"
     if n <= max_chars - 100:
-        return mask(f"{head}\n{s}")
+        return mask(f"{title}\n{s}")
     keep_head = (max_chars - 150) * 3 // 4
     keep_tail = max_chars - 150 - keep_head
-    return mask(f"{head}\n{s[:keep_head]}\n[… {n - keep_head - keep_tail:,} characters "
-                f"cut …]\n{s[n - keep_tail:]}")
+    return (f"{title}\n{head(s, keep_head)}\n[… {n - keep_head - keep_tail:,} characters "
+            f"cut …]\n{tail(s, keep_tail)}")
 
 
 def _type_counts(items: list[Any]) -> str:
@@ -112,6 +113,7 @@ def _container_summary(obj: Any, max_chars: int) -> str:
     base = next(b for b in _CONTAINERS if isinstance(obj, b))
     n = base.__len__(obj)
     kind = type_name(obj)
+    end = time.monotonic() + 2.0  # one repr budget for every previewed item
     many = " in the first 1,000" if n > 1000 else ""
     if base is dict:
         keys = list(itertools.islice(dict.keys(obj), 1000))
@@ -119,7 +121,7 @@ def _container_summary(obj: Any, max_chars: int) -> str:
         items = list(itertools.islice(dict.items(obj), 30))
         budget = max(60, (max_chars - 200) // max(len(items), 1))
         for k, v in items:
-            lines.append(cap(preview({k: v}, budget)[1:-1], budget))
+            lines.append(cap(preview({k: v}, budget, deadline=end)[1:-1], budget))
         if n > len(items):
             lines.append(f"… {n - len(items):,} more keys")
         return mask(cap("\n".join(lines), max_chars))
@@ -127,10 +129,10 @@ def _container_summary(obj: Any, max_chars: int) -> str:
     lines = [f"{kind}: {n:,} items (types: {_type_counts(first)}{many})"]
     shown = first[:20]
     budget = max(60, (max_chars - 200) // (len(shown) + 3))
-    lines.extend(f"[{i}] {preview(v, budget)}" for i, v in enumerate(shown))
+    lines.extend(f"[{i}] {preview(v, budget, deadline=end)}" for i, v in enumerate(shown))
     if base in (list, tuple) and n > 23:
         lines.append(f"… {n - 23:,} more items …")
-        lines.extend(f"[{i}] {preview(base.__getitem__(obj, i), budget)}"
+        lines.extend(f"[{i}] {preview(base.__getitem__(obj, i), budget, deadline=end)}"
                      for i in range(n - 3, n))
     elif n > len(shown):
         lines.append(f"… {n - len(shown):,} more items")

@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import ToolError
 from ...secrets import is_secret_name, mask
 from ._limits import call_with_limit
-from ._text import one_line, type_name
+from ._text import one_line, safe_repr, type_name
 from .summaries import DEFAULT_MAX_CHARS, summarize, summary_line
 
 __all__ = ["Namespace", "VariableError", "resolve_namespace", "variable_summaries"]
@@ -165,6 +165,9 @@ class Namespace:
                 seconds)
         except KeyError as exc:  # an unknown column: the message lists the real ones
             raise VariableError(str(exc.args[0]) if exc.args else str(exc)) from None
+        except Exception as exc:  # an object that lies about its type, a broken library
+            ok, text = True, (f"type: {type_name(value)} (no summary: {type(exc).__name__}: "
+                              f"{one_line(str(exc), 200)})\nrepr: {safe_repr(value, 500)}")
         if not ok:
             text = f"type: {type_name(value)} (the summary took longer than {seconds:g} s)"
         return mask(f"{name}: {text}")
