@@ -8,7 +8,8 @@
 chosen variables into a prompt. Secret-looking variables are never shown, and every text
 passes through :func:`jupyter_agent.secrets.mask`.
 
-Nothing here imports IPython, pandas, polars, numpy or matplotlib at import time.
+Nothing here imports IPython, pandas, polars, numpy or matplotlib at import time. The
+behaviour and its reasons are described in docs/notebook-tools.md.
 """
 
 from .cells import Cell, NotebookCells, load_cells

@@ -117,10 +117,12 @@ _stack = _Stack()
 def _handler(signum: int, frame: Any) -> None:
     """:data:`LIMIT_SIGNAL` in the main thread: the due limit's interrupt (a stray one is
     ignored: its limit already ended)."""
-    for limit in _stack.limits:  # outermost first: its interrupt unwinds the inner ones too
-        if limit.delivered < limit.fired:
-            limit.delivered += 1
-            raise limit.exception()
+    due = [lim for lim in _stack.limits if lim.delivered < lim.fired]
+    # Signals sent close together arrive as one: this delivery settles every pending one.
+    for limit in due:
+        limit.delivered = limit.fired
+    if due:  # the outermost: its interrupt unwinds the inner ones too
+        raise due[0].exception()
 
 
 def _async_raise(thread_id: int, exc: type[BaseException] | None) -> None:

@@ -182,3 +182,26 @@ def test_display_calls_and_ipython_syntax_in_a_real_shell(shell: Any) -> None:
     from IPython.core.displaypub import DisplayPublisher
 
     assert isinstance(shell.display_pub, DisplayPublisher)  # the real publisher is back
+
+
+def test_nested_limits_each_catch_their_own() -> None:
+    from jupyter_agent.tools.notebook._limits import call_with_limit
+
+    def inner_times_out() -> str:
+        ok, _ = call_with_limit(lambda: time.sleep(30), 0.2)
+        return "inner timed out" if not ok else "inner finished"
+
+    start = time.perf_counter()
+    assert call_with_limit(inner_times_out, 10) == (True, "inner timed out")
+    assert time.perf_counter() - start < 5
+
+    def outer_wins() -> None:
+        call_with_limit(lambda: time.sleep(30), 20)  # the inner limit must not catch it
+
+    start = time.perf_counter()
+    assert call_with_limit(outer_wins, 0.3) == (False, None)
+    assert time.perf_counter() - start < 5
+    for _ in range(20):  # limits that expire together: nothing stray is left behind
+        call_with_limit(lambda: call_with_limit(lambda: time.sleep(1), 0.05), 0.05)
+    time.sleep(0.2)
+    assert run_code("1", {}).result == "1"
