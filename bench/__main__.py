@@ -14,11 +14,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import bench_import, bench_loop, bench_plan, bench_stream  # noqa: E402
+from bench import (  # noqa: E402
+    bench_import,
+    bench_loop,
+    bench_notebook,
+    bench_plan,
+    bench_stream,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the import, loop, streaming and planning benchmarks in turn."""
+    """Run the import, loop, streaming, planning and notebook-tool benchmarks in turn."""
     parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
     args = parser.parse_args(argv)
@@ -30,6 +36,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_stream.main(["--tokens", "5000", "--runs", "1"] if args.quick else [])
     print("=" * 78)
     bench_plan.main(["--repeat", "2"] if args.quick else [])
+    print("=" * 78)
+    bench_notebook.main(["--quick"] if args.quick else [])
 
 
 if __name__ == "__main__":

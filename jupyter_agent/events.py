@@ -33,6 +33,7 @@ __all__ = [
     "StopGateFeedback",
     "ContextCompressed",
     "Warning_",
+    "CellProposed",
     "RunFinished",
     "RunFailed",
     "RunEvent",
@@ -199,6 +200,15 @@ class Warning_(BaseEvent):
     message: str
 
 
+class CellProposed(BaseEvent):
+    type: Literal["cell_proposed"] = "cell_proposed"
+    round: int = 0
+    call_id: str = ""
+    """The ``insert_cell`` call that proposed the cell."""
+    proposal: dict[str, Any]
+    """The proposal as JSON: ``id``, ``source``, ``kind``, ``explanation``, ``status``."""
+
+
 class RunFinished(BaseEvent):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -236,6 +246,7 @@ RunEvent = Annotated[
         StopGateFeedback,
         ContextCompressed,
         Warning_,
+        CellProposed,
         RunFinished,
         RunFailed,
     ],

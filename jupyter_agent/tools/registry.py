@@ -102,6 +102,7 @@ class Tool(Generic[F]):
         batchable: bool = True,
         timeout: float | None = None,
         requires_approval: bool = False,
+        display: dict[str, str] | None = None,
     ) -> None:
         tool_name = name or getattr(fn, "__name__", None)
         if not tool_name or tool_name == "<lambda>":
@@ -116,6 +117,8 @@ class Tool(Generic[F]):
         self.batchable = batchable
         self.timeout = timeout
         self.requires_approval = requires_approval
+        self.display: dict[str, str] = dict(display or {})
+        """How a card shows an argument: ``{"code": "python"}`` highlights ``code`` as Python."""
         self.is_async = inspect.iscoroutinefunction(fn)
         self.args_model = build_args_model(fn, tool_name, param_docs)
         self.parameters = strict_schema(self.args_model)
@@ -268,6 +271,7 @@ def tool(
     batchable: bool = True,
     timeout: float | None = None,
     requires_approval: bool = False,
+    display: dict[str, str] | None = None,
     register: bool = True,
 ) -> Callable[[F], Tool[F]]: ...
 
@@ -281,6 +285,7 @@ def tool(
     batchable: bool = True,
     timeout: float | None = None,
     requires_approval: bool = False,
+    display: dict[str, str] | None = None,
     register: bool = True,
 ) -> Tool[F] | Callable[[F], Tool[F]]:
     """Mark a function as a tool the model may call.
@@ -298,12 +303,14 @@ def tool(
             default, 300 s or ``JUPYTER_AGENT_TOOL_TIMEOUT``; :data:`NO_DEADLINE`
             (``math.inf``): none, and the function runs in the calling thread.
         requires_approval: Ask the user before each call (an approval card).
+        display: Argument name -> language, so a card highlights it (``{"code": "python"}``).
         register: Add to the global registry (the default).
     """
 
     def wrap(f: F) -> Tool[F]:
         t: Tool[F] = Tool(f, name=name, description=description, batchable=batchable,
-                          timeout=timeout, requires_approval=requires_approval)
+                          timeout=timeout, requires_approval=requires_approval,
+                          display=display)
         if register:
             REGISTRY.register(t)
         return t

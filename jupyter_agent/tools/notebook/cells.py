@@ -1,0 +1,167 @@
+"""``read_notebook`` and ``read_cells``: the notebook's cells as the agent reads them.
+
+The cells come from the saved notebook file when the kernel knows it (a Jupyter server puts
+the notebook's path in ``JPY_SESSION_NAME``), else from IPython's history: the cells this
+kernel executed (``In``) and their values (``Out``). Unsaved edits are not visible in the file;
+the live front end's view comes later. Sources have secret-looking assignments masked and
+every text passes through :func:`jupyter_agent.secrets.mask`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ...events import RUN_MIME_TYPE
+from ...secrets import mask
+from ._text import cap, one_line, redact_source, safe_repr
+from .variables import VariableError
+
+__all__ = ["Cell", "NotebookCells", "load_cells", "notebook_path", "outline", "cells_text"]
+
+MAX_NOTEBOOK_BYTES = 50_000_000
+
+
+class Cell(BaseModel):
+    """One cell: 1-based index, kind, source and one line per output."""
+
+    index: int
+    kind: str
+    source: str
+    execution_count: int | None = None
+    outputs: list[str] = Field(default_factory=list)
+
+
+class NotebookCells(BaseModel):
+    """The cells and where they came from."""
+
+    origin: str
+    """``file <path>`` or ``kernel history``."""
+    cells: list[Cell]
+
+
+def notebook_path() -> Path | None:
+    """The notebook file of this kernel (``JPY_SESSION_NAME``), when it exists."""
+    name = os.environ.get("JPY_SESSION_NAME", "")
+    if not name.endswith(".ipynb"):
+        return None
+    candidates = [Path(name), Path.cwd() / name, Path.cwd() / Path(name).name]
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def _output_line(out: dict[str, Any]) -> str:
+    kind = out.get("output_type", "")
+    if kind == "stream":
+        text = "".join(out.get("text", "")) if isinstance(out.get("text"), list) \
+            else str(out.get("text", ""))
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        return f"{out.get('name', 'stream')}: {one_line(text, 160)}" + (
+            f" ({lines} lines)" if lines > 1 else "")
+    if kind == "error":
+        return f"error: {out.get('ename', '')}: {one_line(str(out.get('evalue', '')), 200)}"
+    data = out.get("data") or {}
+    if RUN_MIME_TYPE in data:
+        plain = data.get("text/plain", "")
+        plain = "".join(plain) if isinstance(plain, list) else str(plain)
+        return f"[jupyter-agent run] {one_line(plain, 160)}"
+    plain = data.get("text/plain", "")
+    plain = "".join(plain) if isinstance(plain, list) else str(plain)
+    rich = [k for k in data if k != "text/plain"]
+    label = "result" if kind == "execute_result" else "display"
+    text = f"{label}: {one_line(plain, 200)}" if plain else label
+    return text + (f" [{', '.join(rich)}]" if rich else "")
+
+
+def _from_file(path: Path) -> NotebookCells:
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise VariableError(f"The notebook file is larger than {MAX_NOTEBOOK_BYTES:,} bytes.")
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise VariableError(f"Could not read the notebook {path.name}: {exc}") from None
+    cells = []
+    for i, c in enumerate(nb.get("cells") or [], start=1):
+        src = c.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        outputs = [_output_line(o) for o in c.get("outputs") or [] if isinstance(o, dict)]
+        cells.append(Cell(index=i, kind=str(c.get("cell_type", "code")), source=src,
+                          execution_count=c.get("execution_count"), outputs=outputs))
+    return NotebookCells(origin=f"file {path.name} (as last saved)", cells=cells)
+
+
+def _from_history(shell: Any) -> NotebookCells:
+    if shell is None:
+        raise VariableError("No notebook file is known (JPY_SESSION_NAME is not set) and "
+                            "no IPython shell is running.")
+    inputs = list(getattr(shell.history_manager, "input_hist_raw", []) or [])
+    outputs = shell.user_ns.get("Out", {}) if isinstance(shell.user_ns.get("Out"), dict) else {}
+    cells = []
+    for count, src in enumerate(inputs):
+        if count == 0 or not str(src).strip():
+            continue
+        out = [f"result: {one_line(safe_repr(outputs[count], 300), 200)}"] \
+            if count in outputs else []
+        cells.append(Cell(index=len(cells) + 1, kind="code", source=str(src),
+                          execution_count=count, outputs=out))
+    return NotebookCells(origin="kernel history (cells executed in this kernel)", cells=cells)
+
+
+def load_cells(path: str | os.PathLike[str] | None = None, shell: Any = None) -> NotebookCells:
+    """The notebook's cells: from ``path``, else the kernel's notebook file, else history."""
+    file = Path(path) if path is not None else notebook_path()
+    if file is not None:
+        return _from_file(file)
+    return _from_history(shell)
+
+
+def _source(cell: Cell, limit: int) -> str:
+    return cap(redact_source(cell.source), limit)
+
+
+def _cell_text(cell: Cell, src_limit: int, outputs: int) -> str:
+    count = f", executed [{cell.execution_count}]" if cell.execution_count else ""
+    lines = [f"--- cell {cell.index} ({cell.kind}{count}) ---", _source(cell, src_limit)]
+    for o in cell.outputs[:outputs]:
+        lines.append(f"  → {o}")
+    if len(cell.outputs) > outputs:
+        lines.append(f"  → … {len(cell.outputs) - outputs} more outputs")
+    return "\n".join(lines)
+
+
+def outline(nb: NotebookCells, max_chars: int = 8000) -> str:
+    """Every cell shortly (source head, output lines) within ``max_chars``."""
+    header = f"Notebook from {nb.origin}: {len(nb.cells)} cells. Read one in full with read_cells."
+    if not nb.cells:
+        return header
+    for src_limit, outs in ((400, 3), (200, 2), (100, 1), (60, 1)):
+        body = "\n".join(_cell_text(c, src_limit, outs) for c in nb.cells)
+        if len(body) + len(header) < max_chars:
+            return mask(f"{header}\n{body}")
+    # Still too long: the first and the last cells, which frame the work.
+    keep = max(1, (max_chars - len(header)) // 200)
+    first, last = nb.cells[: keep // 2], nb.cells[-(keep - keep // 2):]
+    skipped = len(nb.cells) - len(first) - len(last)
+    body = "\n".join([*(_cell_text(c, 60, 1) for c in first),
+                      f"… {skipped} cells not shown (read_cells reads any range) …",
+                      *(_cell_text(c, 60, 1) for c in last)])
+    return mask(cap(f"{header}\n{body}", max_chars))
+
+
+def cells_text(nb: NotebookCells, start: int, end: int | None = None,
+               max_chars: int = 12000) -> str:
+    """Cells ``start``..``end`` (1-based, inclusive) in full, within ``max_chars``."""
+    n = len(nb.cells)
+    end = start if end is None else end
+    if n == 0:
+        return f"Notebook from {nb.origin}: no cells."
+    if not (1 <= start <= n) or end < start:
+        raise VariableError(f"No cells {start}..{end}: the notebook has cells 1..{n}.")
+    picked = nb.cells[start - 1: min(end, n)]
+    per_cell = max(500, max_chars // len(picked))
+    body = "\n".join(_cell_text(c, per_cell, 20) for c in picked)
+    more = f"\n(the notebook has {n} cells)" if min(end, n) < n else ""
+    return mask(cap(body, max_chars) + more)
