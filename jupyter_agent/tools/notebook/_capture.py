@@ -177,7 +177,10 @@ def figure_state() -> dict[int, int]:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return {}
-    from matplotlib._pylab_helpers import Gcf
+    helpers = sys.modules.get("matplotlib._pylab_helpers")  # loaded with pyplot
+    if helpers is None:
+        return {}
+    Gcf = helpers.Gcf
 
     return {m.num: id(m.canvas.figure) for m in Gcf.get_all_fig_managers()}
 
@@ -213,7 +216,10 @@ def collect_figures(before: dict[int, int], start: int) -> tuple[list[Figure], l
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return [], []
-    from matplotlib._pylab_helpers import Gcf
+    helpers = sys.modules.get("matplotlib._pylab_helpers")  # loaded with pyplot
+    if helpers is None:
+        return [], []
+    Gcf = helpers.Gcf
 
     figures: list[Figure] = []
     problems: list[str] = []

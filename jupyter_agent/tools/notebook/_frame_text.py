@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...secrets import MASK, is_secret_name, mask
+from ._modules import loaded
 from ._text import cap, table
 
 __all__ = ["SAMPLE_ROWS", "SAMPLE_RUN", "SHOW_COLUMNS", "ColumnInfo", "FrameInfo",
@@ -89,7 +90,7 @@ def sample_positions(n: int, size: int = SAMPLE_ROWS) -> Any:
     starts = sample_runs(n, size)
     if starts is None:
         return None
-    import numpy as np
+    np = loaded("numpy")
 
     return (np.asarray(starts, dtype=np.int64)[:, None] + np.arange(SAMPLE_RUN)).ravel()
 

@@ -21,6 +21,7 @@ from ._frame_text import (
     sample_positions,
     shown_positions,
 )
+from ._modules import loaded
 from ._text import cell_text as _cell
 from ._text import fmt_num, one_line
 
@@ -28,7 +29,7 @@ __all__ = ["summarize_pandas", "pandas_line"]
 
 
 def _median(values: Any, exact: bool) -> float:
-    import numpy as np
+    np = loaded("numpy")
 
     # A sample's median needs no more than 25,000 of its values (partitioning is the cost).
     if not exact and values.size > 25_000:
@@ -38,9 +39,9 @@ def _median(values: Any, exact: bool) -> float:
 
 def _column(name: Any, col: Any, picks: Any) -> ColumnInfo:
     """Describe one column; ``picks`` are the sampled row positions (None: every row)."""
-    import numpy as np
-    import pandas as pd
-    from pandas.api import types as pt
+    np = loaded("numpy")
+    pd = loaded("pandas")
+    pt = loaded("pandas.api.types")
 
     dtype = col.dtype
     exact = picks is None
@@ -85,7 +86,7 @@ def _column(name: Any, col: Any, picks: Any) -> ColumnInfo:
 
 
 def _index_text(index: Any) -> str:
-    import pandas as pd
+    pd = loaded("pandas")
 
     name = f" {index.name!r}" if index.name is not None else ""
     if isinstance(index, pd.RangeIndex):
@@ -105,7 +106,7 @@ def _memory(obj: Any) -> str:
         total = float(usage.sum()) if hasattr(usage, "sum") else float(usage)
     except Exception:  # an exotic extension array: memory is a nicety
         return ""
-    import pandas as pd
+    pd = loaded("pandas")
 
     shallow = list(obj.dtypes) if isinstance(obj, pd.DataFrame) else [obj.dtype]
     note = " (object values not counted)" if any(str(d) == "object" for d in shallow) else ""
@@ -115,7 +116,7 @@ def _memory(obj: Any) -> str:
 def summarize_pandas(obj: Any, *, rows: int = 3, columns: list[str] | None = None,
                      max_chars: int = 3800) -> str:
     """The summary text of a pandas DataFrame or Series (see the module docstring)."""
-    import pandas as pd
+    pd = loaded("pandas")
 
     is_series = isinstance(obj, pd.Series)
     frame = obj.to_frame(name=obj.name if obj.name is not None else "value") if is_series \
@@ -164,7 +165,7 @@ def summarize_pandas(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
 
 def pandas_line(obj: Any) -> str:
     """One line: shape and the first dtypes."""
-    import pandas as pd
+    pd = loaded("pandas")
 
     if isinstance(obj, pd.Series):
         name = f" {obj.name!r}" if obj.name is not None else ""

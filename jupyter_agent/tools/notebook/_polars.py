@@ -20,6 +20,7 @@ from ._frame_text import (
     sample_runs,
     shown_positions,
 )
+from ._modules import loaded
 from ._text import cell_text as _cell
 from ._text import fmt_num, one_line
 
@@ -27,7 +28,7 @@ __all__ = ["summarize_polars", "polars_line"]
 
 
 def _column(s: Any, sample: Any, exact: bool) -> ColumnInfo:
-    import polars as pl
+    pl = loaded("polars")
 
     dtype = s.dtype
     info = ColumnInfo(name=one_line(s.name, 40), dtype=str(dtype), nulls=f"{s.null_count():,}")
@@ -60,7 +61,7 @@ def _column(s: Any, sample: Any, exact: bool) -> ColumnInfo:
 def summarize_polars(obj: Any, *, rows: int = 3, columns: list[str] | None = None,
                      max_chars: int = 3800) -> str:
     """The summary text of a polars DataFrame, Series or LazyFrame."""
-    import polars as pl
+    pl = loaded("polars")
 
     if isinstance(obj, pl.LazyFrame):
         schema = obj.collect_schema()
@@ -116,7 +117,7 @@ def summarize_polars(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
 
 def polars_line(obj: Any) -> str:
     """One line: shape and the first dtypes (a LazyFrame: its columns, not collected)."""
-    import polars as pl
+    pl = loaded("polars")
 
     if isinstance(obj, pl.Series):
         return f"polars Series {obj.name!r}: {len(obj):,} values, dtype {obj.dtype}"

@@ -20,6 +20,7 @@ from typing import Any
 from ...secrets import mask
 from ._frame_text import SAMPLE_ROWS, fmt_bytes
 from ._limits import call_with_limit
+from ._modules import loaded
 from ._text import cap, fmt_num, head, one_line, preview, safe_repr, tail, type_name
 
 __all__ = ["DEFAULT_MAX_CHARS", "summarize", "summary_line"]
@@ -47,7 +48,7 @@ def _is_ndarray(obj: Any) -> bool:
 
 # --------------------------------------------------------------------------- numpy
 def _array_summary(arr: Any, max_chars: int) -> str:
-    import numpy as np
+    np = loaded("numpy")
 
     lines = [f"numpy.ndarray: shape {arr.shape}, dtype {arr.dtype}, {fmt_bytes(arr.nbytes)}"]
     if arr.dtype.names:

@@ -42,9 +42,8 @@ def resolve_namespace(shell: Any = None) -> tuple[Any, Mapping[str, Any]]:
     if isinstance(shell, Mapping):
         return None, shell
     if shell is None and "IPython" in sys.modules:
-        from IPython import get_ipython
-
-        shell = get_ipython()
+        # The running shell, without importing IPython here (it is loaded: we run in it).
+        shell = sys.modules["IPython"].get_ipython()
     if shell is None:
         return None, sys.modules["__main__"].__dict__
     return shell, shell.user_ns
