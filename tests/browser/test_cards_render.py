@@ -220,6 +220,11 @@ def test_unknown_counts_and_prices_read_unknown_not_zero(open_run: OpenRun) -> N
     known["footer"]["output_tokens"] = None
     page.evaluate("v => window.redraw(v)", known)
     assert page.inner_text('.ja-footer [data-part="tokens"]') == "12 in / — out tokens"
+    # Before the first call is accounted (the view starts at 0 in / 0 out, cost 0.0), the
+    # counts are not known yet: no call has 0 input tokens.
+    page = open_run(_running(1))
+    footer = " ".join(page.inner_text(".ja-footer").split())
+    assert footer == "gpt-test · 1 round · tokens unknown · cost unknown"
 
 
 # ------------------------------------------------------------------ when it is done

@@ -170,18 +170,18 @@ function renderFooter(view) {
   const foot = h("footer", "ja-footer");
   const rounds = Number(f.rounds) || 0;
   const count = (n) => (isKnown(n) && f.estimated ? "~" : "") + formatInt(n);
-  const tokensKnown = isKnown(f.input_tokens) || isKnown(f.output_tokens);
+  // Every model call has input tokens, so 0 in and 0 out means no call was accounted (none
+  // answered yet, or an interrupted one): not known, not zero. So is the cost of no call.
+  const accounted = Number(f.input_tokens) > 0 || Number(f.output_tokens) > 0;
   const parts = [
     ["model", f.model || view.model || "", ""],
     ["rounds", `${rounds} round${rounds === 1 ? "" : "s"}`, ""],
-    tokensKnown
+    accounted
       ? ["tokens", `${count(f.input_tokens)} in / ${count(f.output_tokens)} out tokens`, ""]
-      : ["tokens", "tokens unknown", "The provider reported no token counts"],
-    [
-      "cost",
-      `cost ${formatCost(f.cost)}`,
-      isKnown(f.cost) ? "" : "No price is known for this model",
-    ],
+      : ["tokens", "tokens unknown", "No token counts were reported yet"],
+    accounted && isKnown(f.cost)
+      ? ["cost", `cost ${formatCost(f.cost)}`, ""]
+      : ["cost", "cost unknown", "No price is known for this model or these calls"],
     // A live run's time ticks in the header; here it shows once the run ends.
     ["time", view.status !== "running" && isKnown(f.seconds) ? formatSeconds(f.seconds) : "", ""],
   ].filter((p) => p[1]);
