@@ -33,7 +33,14 @@ from jupyter_agent.events import (
 from jupyter_agent.ui._esm import bundle_esm
 from jupyter_agent.ui.view import reduce_events
 
-from .render_harness import ARTIFACTS_DIR, STATIC_DIR, chromium_path, launch_browser, serve, write_page
+from .render_harness import (
+    ARTIFACTS_DIR,
+    STATIC_DIR,
+    chromium_path,
+    launch_browser,
+    serve,
+    write_page,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -170,19 +177,25 @@ def test_tool_states_say_queued_running_and_interrupted_truthfully(open_run: Ope
         _tool("d", "error", error="interrupted", seconds=0.0,
               output="Tool error: interrupted by the user before it finished."),
         _tool("e", "interrupted", seconds=2.5),
+        # Denied: an error that took no time at all never ran.
+        _tool("f", "error", seconds=0.0, error="Permission denied by the user: bash was not run.",
+              output="Permission denied by the user: bash was not run."),
     ]
     page = open_run(view)
     times = {cid: page.inner_text(f'.ja-tool[data-call-id="{cid}"] .ja-tool-time')
-             for cid in "abcde"}
+             for cid in "abcdef"}
     states = page.eval_on_selector_all(".ja-tool", "els => els.map(e => e.dataset.state)")
-    assert states == ["done", "running", "queued", "interrupted", "interrupted"]
+    assert states == ["done", "running", "queued", "interrupted", "interrupted", "error"]
     assert times["a"] == "1.25 s"
     assert times["b"] in ("running 3 s", "running 4 s")
     assert times["c"] == "queued"
     assert times["d"] == "interrupted"
     assert times["e"] == "interrupted after 2.50 s"
+    assert times["f"] == "not run"
     assert "0.00 s" not in page.inner_text(".ja-items")
     page.click('.ja-tool[data-call-id="d"] > summary')
+    # The body is built on the (asynchronous) toggle event.
+    expect(page.locator('.ja-tool[data-call-id="d"]')).to_contain_text("interrupted by the user")
     body = page.inner_text('.ja-tool[data-call-id="d"]')
     assert "interrupted by the user" in body and "ERROR" not in body.upper().split("OUTPUT")[0]
 
@@ -191,7 +204,7 @@ def test_tool_states_say_queued_running_and_interrupted_truthfully(open_run: Ope
     ended["status"] = "aborted"
     page.evaluate("v => window.redraw(v)", ended)
     states = page.eval_on_selector_all(".ja-tool", "els => els.map(e => e.dataset.state)")
-    assert states == ["done", "interrupted", "interrupted", "interrupted", "interrupted"]
+    assert states == ["done", "interrupted", "interrupted", "interrupted", "interrupted", "error"]
     assert "running" not in page.inner_text(".ja-items")
     page.screenshot(path=str(ARTIFACTS_DIR / "cards-tool-states.png"))
 

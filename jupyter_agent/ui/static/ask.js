@@ -244,7 +244,10 @@ function approvalVerdict(ask, answered) {
 
 const TONE_ICONS = { allow: "✓", deny: "✕", dismissed: "–" };
 
-/** The one line an answered ask folds to. */
+/**
+ * The one line an answered ask folds to. Inline parts with spaces between them, so the line
+ * reads (and copies) as one sentence: "✓ Allowed for this session: bash grep -c '' *.csv".
+ */
 function foldedLine(ask, answered) {
   let tone;
   const parts = [];
@@ -258,13 +261,16 @@ function foldedLine(ask, answered) {
     if (subject) parts.push(h("code", "ja-ask-subject", subject));
   } else {
     tone = answered.how === "dismissed" ? "dismissed" : "allow";
-    parts.push(h("span", "ja-ask-verdict", clip(ask.question || "Question", 90)));
+    // Short enough that the answer after it stays in view.
+    parts.push(h("span", "ja-ask-verdict", clip(firstLine(ask.question) || "Question", 60)));
     parts.push(h("span", "ja-ask-arrow", "→"));
     const answer =
       answered.how === "dismissed" ? "dismissed" : clip(firstLine(answered.answer || ""), 80);
     parts.push(h("span", `ja-ask-given${answered.how === "dismissed" ? " ja-dim" : ""}`, answer));
   }
-  return [h("span", `ja-ask-icon ja-tone-${tone}`, TONE_ICONS[tone]), ...parts];
+  const line = [h("span", `ja-ask-icon ja-tone-${tone}`, TONE_ICONS[tone])];
+  for (const part of parts) line.push(" ", part);
+  return line;
 }
 
 /**

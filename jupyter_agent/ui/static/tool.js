@@ -5,7 +5,8 @@
 //   queued       the call waits for an earlier one of its round to finish
 //   running      the call runs now (with a ticking time when the view gives `started_at`)
 //   waiting      an ask or approval card is about this call: it has not run
-//   done, error  finished, with its duration
+//   done, error  finished, with its duration ("not run" for an error that took no time at all:
+//                a denied call, one over the round limit)
 //   interrupted  stopped by the user (with its real duration when the view gives it), or
 //                left unfinished by a run that ended: never "0.00 s"
 
@@ -67,6 +68,9 @@ function timeLabel(item, st, live) {
     const s = Number(item.seconds);
     node.textContent =
       isKnown(item.seconds) && s > 0 ? `interrupted after ${formatSeconds(s)}` : "interrupted";
+  } else if (st === "error" && isKnown(item.seconds) && Number(item.seconds) === 0) {
+    // Only a call that never ran has no time at all (denied, over the round limit).
+    node.textContent = "not run";
   } else node.textContent = isKnown(item.seconds) ? formatSeconds(item.seconds) : "";
   return node;
 }
