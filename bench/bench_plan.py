@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: t
 from jupyter_agent.agents.plan import build_main_system_prompt, normalize_catalog, plan  # noqa: E402
 from jupyter_agent.agents.plan._hooks import PlanHooks  # noqa: E402
 from jupyter_agent.agents.run import RunRecorder, last_run  # noqa: E402
-from jupyter_agent.llm.client import ModelClient, RetryPolicy  # noqa: E402
+from jupyter_agent.llm.client import OpenAIClient, RetryPolicy  # noqa: E402
 from jupyter_agent.loop.hooks import LoopHooks, ToolOutcome  # noqa: E402
 from jupyter_agent.loop.kernel import LoopConfig, run_loop  # noqa: E402
 from jupyter_agent.session import Store  # noqa: E402
@@ -66,9 +66,9 @@ def _script(steps: int, name: str) -> list[Any]:
     return turns
 
 
-def _client(srv: ScriptedOpenAI) -> ModelClient:
-    return ModelClient("gpt-4.1-mini", api_key="bench", base_url=srv.base_url,
-                       retry=RetryPolicy(0))
+def _client(srv: ScriptedOpenAI) -> OpenAIClient:
+    return OpenAIClient("gpt-4.1-mini", api_key="bench", base_url=srv.base_url,
+                        retry=RetryPolicy(0))
 
 
 # ---------------------------------------------------------------------------- the two runs

@@ -37,6 +37,7 @@ __all__ = [
     "ToolError",
     "ModelBehaviorError",
     "ResumeError",
+    "register_secret",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
@@ -55,7 +56,7 @@ _LAZY = {
     "classify": ("jupyter_agent.agents.helpers", "classify"),
     "extract": ("jupyter_agent.agents.helpers", "extract"),
     "expand_query": ("jupyter_agent.agents.helpers", "expand_query"),
-    "Agent": ("jupyter_agent.runtime.agents", "Agent"),
+    "Agent": ("jupyter_agent.agents.subagents", "Agent"),
     "agent_tool": ("jupyter_agent.agents.subagents", "agent_tool"),
     "model_tool": ("jupyter_agent.agents.subagents", "model_tool"),
     "attach_files": ("jupyter_agent.agents.attachments", "attach_files"),
@@ -67,6 +68,7 @@ _LAZY = {
     "ToolError": ("jupyter_agent.errors", "ToolError"),
     "ModelBehaviorError": ("jupyter_agent.errors", "ModelBehaviorError"),
     "ResumeError": ("jupyter_agent.errors", "ResumeError"),
+    "register_secret": ("jupyter_agent.secrets", "register_secret"),
 }
 
 if TYPE_CHECKING:
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .events import RunEvent
+    from .secrets import register_secret
     from .tools.registry import StopRun, Tool, tool
 
 

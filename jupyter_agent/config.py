@@ -1,22 +1,26 @@
-"""Where settings come from, and the one place that turns them into a model client.
+"""The process-wide settings, as data: the magics' traitlets and ``%agent`` commands write
+them, the layers below read them.
 
-Order for the model of a turn: explicit ``--model`` > the session's bound model > ``%agent
-model`` > ``JUPYTER_AGENT_MODEL`` > ``%config AgentMagics.model`` > the built-in default (the
-embedded ``local`` model when no key is configured and it is installed). The key: ``%config
-AgentMagics.api_key`` > the profile's environment variable (``OPENAI_API_KEY``).
+This module decides nothing: which model a turn uses and which client serves it is
+:mod:`jupyter_agent.clients.factory` (the order is documented there). Read the settings as
+``config.settings`` at the moment they are needed, never keep a reference: tests replace the
+object.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
-from .llm.profiles import DEFAULT_MODEL, ModelProfile, resolve_profile
+from .secrets import register_secret
 
-__all__ = ["Settings", "settings", "choose_model", "make_client", "default_client"]
+__all__ = ["Settings", "settings", "CassetteMode", "CassetteTiming"]
+
+CassetteMode = Literal["live", "record", "replay"]
+CassetteTiming = Literal["fast", "recorded"]
+"""``fast``: replayed chunks as fast as they can be assembled; ``recorded``: with the recorded
+delays."""
 
 
 class Settings(BaseModel):
@@ -29,6 +33,8 @@ class Settings(BaseModel):
     active_model: str | None = None
     """The model chosen with ``%agent model NAME`` (wins over the environment)."""
     api_key: SecretStr | None = None
+    """``%config AgentMagics.api_key``; wins over the profile's environment variable
+    (``OPENAI_API_KEY``) for profiles that read that one."""
     base_url: str | None = None
     max_retries: int = 3
     retry_base_delay: float = 0.5
@@ -38,117 +44,19 @@ class Settings(BaseModel):
     """Profiles to fail over to, in order, when a request fails (issue: model failover)."""
     session: str = "default"
     """The session magics use when a cell gives no ``--session`` (``%agent session NAME``)."""
-    cassette_mode: Literal["live", "record", "replay"] = "live"
+    cassette_mode: CassetteMode = "live"
     """``%agent record`` / ``%agent replay``: model calls are recorded to, or served from, the
     cassette at ``cassette_path`` (see ``jupyter_agent.replay``)."""
     cassette_path: str | None = None
-    cassette_timing: Literal["fast", "recorded"] = "fast"
+    cassette_timing: CassetteTiming = "fast"
+
+    @field_validator("api_key")
+    @classmethod
+    def _known_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        # ``%config AgentMagics.api_key`` lands here: from now on it is masked everywhere.
+        if value is not None:
+            register_secret(value.get_secret_value())
+        return value
 
 
 settings = Settings()
-_clients: dict[tuple[Any, ...], Any] = {}
-_clients_lock = threading.Lock()
-_local_notice_shown = False
-
-
-def _local_default_possible() -> bool:
-    try:
-        from .llm.local_profile import local_available
-    except ImportError:
-        return False
-    return local_available()
-
-
-def choose_model(explicit: str | None = None, session_model: str | None = None) -> str:
-    """The model name for a turn, following the documented order."""
-    for name in (explicit, session_model, settings.active_model,
-                 os.environ.get("JUPYTER_AGENT_MODEL"), settings.model):
-        if name:
-            return name
-    key = settings.api_key.get_secret_value() if settings.api_key else None
-    if not (key or os.environ.get("OPENAI_API_KEY")) and _local_default_possible():
-        return "local"
-    return DEFAULT_MODEL
-
-
-def local_default_notice(model: str) -> str | None:
-    """A one-line notice the first time the embedded model is picked as the default."""
-    global _local_notice_shown
-    if model != "local" or _local_notice_shown:
-        return None
-    _local_notice_shown = True
-    return ("No API key configured: using the embedded local model (SmolLM2-135M). "
-            "Set OPENAI_API_KEY or JUPYTER_AGENT_MODEL to use another model.")
-
-
-def make_client(model: str | ModelProfile | None = None, *, cassette: str | None = None) -> Any:
-    """A cached :class:`~jupyter_agent.llm.client.ModelClient` for ``model``.
-
-    ``cassette`` (``live``/``record``/``replay``) overrides ``settings.cassette_mode`` for
-    this client (a cell's ``--record``/``--replay``). A replaying client needs no key.
-
-    Raises :class:`~jupyter_agent.errors.MissingKeyError` naming the variable when no key is
-    configured.
-    """
-    from .llm.client import ModelClient, RetryPolicy
-
-    mode = cassette or settings.cassette_mode
-    if mode == "replay":  # before the profile: replay uses the recorded one, starts no server
-        from .replay.mode import replay_client
-
-        key_r = ("replay", settings.cassette_path, settings.cassette_timing,
-                 model.name if isinstance(model, ModelProfile) else model or choose_model())
-        with _clients_lock:
-            if key_r not in _clients:
-                _clients[key_r] = replay_client(model or key_r[3])
-            return _clients[key_r]
-    profile = model if isinstance(model, ModelProfile) else resolve_profile(model or choose_model())
-    key = settings.api_key.get_secret_value() if settings.api_key else None
-    if profile.api_key_env != "OPENAI_API_KEY":
-        key = None  # a profile with its own variable (e.g. another provider) reads that one
-    key = key or profile.api_key()
-    base_url = settings.base_url if profile.base_url is None else profile.base_url
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-    if profile.name == "local":
-        # The embedded model: start (or reuse) its server on a loopback port, on first use.
-        from .llm.local import get_local_server
-        from .llm.local_profile import LOCAL_API_KEY
-
-        base_url = get_local_server().base_url
-        key = LOCAL_API_KEY
-    # The cache key holds a hash of the key, never the key itself.
-    cache_key = (profile.name, profile.model, base_url, hash(key), settings.max_retries,
-                 settings.retry_base_delay, settings.retry_max_delay, settings.timeout,
-                 mode, settings.cassette_path if mode == "record" else None)
-    with _clients_lock:
-        client = _clients.get(cache_key)
-        if client is None:
-            extra: dict[str, Any] = {}
-            cls: Any = ModelClient
-            if mode == "record":
-                from .replay.client import RecordingClient
-                from .replay.mode import active_cassette
-
-                cls, extra = RecordingClient, {"cassette": active_cassette()}
-            client = cls(
-                profile,
-                **extra,
-                api_key=key,
-                base_url=base_url,
-                retry=RetryPolicy(settings.max_retries, settings.retry_base_delay,
-                                  settings.retry_max_delay),
-                timeout=settings.timeout,
-            )
-            _clients[cache_key] = client
-    return client
-
-
-def default_client(model: str | None = None) -> Any:
-    """The client for ``model`` (or the default model); alias of :func:`make_client`."""
-    return make_client(model)
-
-
-def clear_client_cache() -> None:
-    """Forget cached clients (after a key or URL change, and between tests)."""
-    with _clients_lock:
-        _clients.clear()

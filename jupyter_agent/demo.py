@@ -40,7 +40,7 @@ def _notebooks_folder() -> Path:
 
 def _local_available() -> bool:
     try:
-        from .llm.local_profile import local_available
+        from .clients.embedded import local_available
     except ImportError:
         return False
     return local_available()
@@ -125,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="Replay 01 from its cassette too, even with the embedded model.")
     parser.add_argument("only", nargs="*", help="Tutorial numbers or names (default: all).")
     args = parser.parse_args(argv)
+    from .errors import ConfigError
+    from .replay.notebooks import require_notebook_tools
+
+    try:
+        require_notebook_tools()
+    except ConfigError as exc:  # a plain install: one line, the extra to install
+        raise SystemExit(str(exc)) from None
     source = args.notebooks or _notebooks_folder()
     print(f"Executing the tutorials of {source.name}/ into {args.output}/ ...", flush=True)
     results = run_demo(source, args.output, live_local=False if args.replay_only else None,

@@ -3,9 +3,16 @@
 User mistakes (bad magic arguments, missing key, unknown tool name on the command line) are
 raised; the magics turn them into one line without a traceback. Model mistakes are normally fed
 back to the model as a tool result, so they rarely reach the user.
+
+Every message is masked (:func:`jupyter_agent.secrets.mask`) when the error is made: a server
+error that echoes the key never shows it, in a traceback, ``str(exc)`` or ``run.error``.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from .secrets import mask
 
 __all__ = [
     "JupyterAgentError",
@@ -13,6 +20,7 @@ __all__ = [
     "MissingKeyError",
     "ToolError",
     "MagicUsageError",
+    "ParameterError",
     "ModelRequestError",
     "ModelBehaviorError",
     "MaxRoundsExceeded",
@@ -21,7 +29,14 @@ __all__ = [
 
 
 class JupyterAgentError(Exception):
-    """Base class of every error raised by jupyter_agent."""
+    """Base class of every error raised by jupyter_agent (its message never holds a secret)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(mask(a) if isinstance(a, str) else a for a in args))
+
+    def __str__(self) -> str:
+        # Also masks a secret registered after the error was made.
+        return mask(super().__str__())
 
 
 class ConfigError(JupyterAgentError):
@@ -44,6 +59,10 @@ class ToolError(JupyterAgentError):
 
 class MagicUsageError(JupyterAgentError):
     """A magic was called with bad arguments or an empty body."""
+
+
+class ParameterError(JupyterAgentError, ValueError):
+    """A Python caller passed a parameter outside its range (the message names the parameter)."""
 
 
 class ModelRequestError(JupyterAgentError):

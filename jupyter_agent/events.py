@@ -99,7 +99,8 @@ class ToolCalled(BaseEvent):
     type: Literal["tool_called"] = "tool_called"
     round: int
     call_id: str
-    """The provider's tool-call id (generated only when the provider sends none)."""
+    """The run's tool-call id: the provider's, unless empty or already used by another call of
+    the run (then a fresh one; ``loop/call_ids.py``)."""
     name: str
     arguments: str = ""
     """The raw JSON arguments text as the model sent it."""

@@ -14,7 +14,8 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
-from .errors import JupyterAgentError
+from . import flags
+from .errors import JupyterAgentError, ResumeError
 
 __all__ = ["AgentMagics", "interpolate"]
 
@@ -45,30 +46,25 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         raise UsageError(f"Could not fill the cell's {{...}} fields: {exc}") from None
 
 
-def _unquote(args: Any) -> None:
-    """Strip one pair of matching quotes from string options, in place.
-
-    IPython splits magic lines without removing quotes, so ``--system "Be brief."`` would
-    otherwise send the quotes to the model.
-    """
-    for name, value in vars(args).items():
-        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            setattr(args, name, value[1:-1])
-
-
 def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options every agent magic takes (applied below ``@magic_arguments``)."""
     for decorator in reversed([
-        argument("-m", "--model", help="Model or profile name for this cell."),
-        argument("-s", "--system", help="Extra system prompt text."),
-        argument("-o", "--out", help="Store the answer text in this notebook variable."),
-        argument("--session", help="Session whose history is used (default: the current "
-                                   "session, see %%agent session)."),
-        argument("--history", type=int, default=6, help="Rounds of history to send (default 6)."),
+        argument("-m", "--model", type=flags.text,
+                 help="Model or profile name for this cell."),
+        argument("-s", "--system", type=flags.text, help="Extra system prompt text."),
+        argument("-o", "--out", type=flags.identifier,
+                 help="Store the answer text in this notebook variable."),
+        argument("--session", type=flags.text,
+                 help="Session whose history is used (default: the current session, see "
+                      "%%agent session)."),
+        argument("--history", type=flags.integer(0), default=6,
+                 help="Rounds of history to send (default 6; 0 sends none)."),
         argument("--no-history", action="store_true", help="Send no history."),
-        argument("--temperature", type=float, help="Sampling temperature."),
-        argument("--max-tokens", type=int, help="Cap on the answer's tokens."),
-        argument("-k", "--knowledge", help="Variable holding documents or a retriever function."),
+        argument("--temperature", type=flags.number(0, 2),
+                 help="Sampling temperature, 0 to 2 (clamped to the model's range)."),
+        argument("--max-tokens", type=flags.integer(1), help="Cap on the answer's tokens."),
+        argument("-k", "--knowledge", type=flags.text,
+                 help="Variable holding documents or a retriever function."),
         argument("--no-stream", action="store_true", help="Wait for the whole answer."),
         argument("--record", action="store_true",
                  help="Record this cell's model calls into the cassette (see %%agent record)."),
@@ -81,9 +77,12 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
     for decorator in reversed([
-        argument("-t", "--tools", help="Comma-separated tool names (default: all registered)."),
-        argument("--max-rounds", type=int, help="Model requests before the final answer."),
-        argument("--agent", help="Named agent profile (or a variable holding an Agent)."),
+        argument("-t", "--tools", type=flags.name_list,
+                 help="Comma-separated tool names (default: all registered)."),
+        argument("--max-rounds", type=flags.integer(1),
+                 help="Model requests before the final answer (1 or more)."),
+        argument("--agent", type=flags.text,
+                 help="Named agent profile (or a variable holding an Agent)."),
     ]):
         fn = decorator(fn)
     return fn
@@ -127,7 +126,9 @@ class AgentMagics(Magics):
         s.max_retries = self.max_retries
         s.retry_base_delay = self.retry_base_delay
         s.fallback_models = list(self.fallback_models)
-        config.clear_client_cache()
+        from .clients.factory import clear_client_cache
+
+        clear_client_cache()
 
     # ---------------------------------------------------------------- helpers
     def _ns(self) -> dict[str, Any]:
@@ -136,7 +137,6 @@ class AgentMagics(Magics):
     def _common(self, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
         from . import config
 
-        _unquote(args)
         if not cell or not cell.strip():
             raise UsageError("The cell is empty: write your message below the magic line.")
         prompt = interpolate(cell.strip(), self._ns())
@@ -222,7 +222,8 @@ class AgentMagics(Magics):
     @_shared_arguments
     @_tool_arguments
     @argument("--parallel", action="store_true", help="Run batchable tool calls in parallel.")
-    @argument("--tool-choice", help="Force the first request: a tool name, required or none.")
+    @argument("--tool-choice", type=flags.text,
+              help="Force the first request: a tool name, auto, required or none.")
     @cell_magic
     def toolloop(self, line: str, cell: str) -> None:
         """Let the model call your @tool functions until it answers."""
@@ -232,20 +233,24 @@ class AgentMagics(Magics):
         from .agents.toolloop import MAX_ROUNDS, toolloop
 
         self._run(args, lambda listeners: toolloop(
-            prompt, tools=tools, parallel=args.parallel, max_rounds=args.max_rounds or MAX_ROUNDS,
+            prompt, tools=tools, parallel=args.parallel, max_rounds=_or(args.max_rounds, MAX_ROUNDS),
             tool_choice=args.tool_choice, agent=self._agent(args), listeners=listeners, **opts))
         run = self._ns().get("_agent_run")
         if run is not None and run.status == "ask":  # waiting on an approval card
             from .agents.approvals import approval_hint
+            from .ui.live import show_hint
 
-            _show_hint(run, approval_hint(run))
+            show_hint(run, approval_hint(run))
 
     @magic_arguments()
     @_shared_arguments
     @_tool_arguments
-    @argument("--answer", help="Answer the first question up front (headless runs).")
-    @argument("--option", type=int, help="Answer the first question with option N (from 1).")
-    @argument("--auto-answer", choices=["first"], help="Answer every question with option 1.")
+    @argument("--answer", type=flags.text,
+              help="Answer the first question up front (headless runs).")
+    @argument("--option", type=flags.integer(1),
+              help="Answer the first question with option N (from 1).")
+    @argument("--auto-answer", type=flags.text, choices=["first"],
+              help="Answer every question with option 1.")
     @cell_magic
     def plan(self, line: str, cell: str) -> None:
         """Run the planning agent: a live plan, questions as buttons, a stop gate."""
@@ -259,7 +264,7 @@ class AgentMagics(Magics):
         run_box: dict[str, Any] = {}
 
         def start(listeners: list[Any]) -> Any:
-            run = plan(prompt, tools=tools, max_rounds=args.max_rounds or MAX_ROUNDS,
+            run = plan(prompt, tools=tools, max_rounds=_or(args.max_rounds, MAX_ROUNDS),
                        answer=args.answer, option=args.option, auto_answer=args.auto_answer,
                        agent=self._agent(args), listeners=listeners, **opts)
             run_box["run"] = run
@@ -268,7 +273,9 @@ class AgentMagics(Magics):
         self._run(args, start)
         run = run_box.get("run")
         if run is not None and run.status == "ask":
-            _show_hint(run, resume_hint(run))
+            from .ui.live import show_hint
+
+            show_hint(run, resume_hint(run))
 
     @line_magic
     def agent(self, line: str) -> Any:
@@ -279,6 +286,11 @@ class AgentMagics(Magics):
             return run_command(line, self._ns())
         except JupyterAgentError as exc:
             raise UsageError(str(exc)) from None
+
+
+def _or(value: int | None, default: int) -> int:
+    """A flag's value, or the default when the flag was not given (0 is a value, not "unset")."""
+    return default if value is None else value
 
 
 class _Starter:
@@ -298,17 +310,6 @@ class _Starter:
         self.listener(event)
 
 
-def _show_hint(run: Any, text: str) -> None:
-    """How to answer a waiting run, shown under its output (cleared when it is answered)."""
-    from .ui.live import displays
-
-    live = displays.get(run.run_id)
-    if live is not None:
-        live.show_hint(text)
-    else:
-        print(text)
-
-
 def _on_click(run: Any, msg: dict[str, Any]) -> None:
     """A click on an ask or approval card: resume the run in the same output.
 
@@ -320,8 +321,13 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
     live = displays.get(run.run_id)
     listeners = [live.on_event] if live is not None else []
     try:
+        call_id = msg.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            # A click answers the card it came from; one naming no card must not answer
+            # whatever happens to be waiting.
+            raise ResumeError("The click named no card (no call id); nothing changed.")
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
-               expected_call_id=msg.get("call_id"))
+               expected_call_id=call_id)
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         run.view["items"].append({"kind": "warning", "message": str(exc)})
         if live is not None:

@@ -4,28 +4,43 @@ Ground floor: imports nothing of the package, so every layer (tools, llm, sessio
 replay) masks with the same rules. A secret is known when it is
 
 - the value of an environment variable whose name looks secret (:func:`is_secret_name`),
-- registered with :func:`register_secret` (the ``%config`` key, a profile's key, a user's own).
+- the password of a ``scheme://user:password@host`` URL held in any environment variable,
+- registered with :func:`register_secret` (the ``%config`` key, a client's key, a user's own).
 
-Values shorter than :data:`MIN_SECRET_LENGTH` are ignored: masking "1" or "local" would mangle
-ordinary text and protect nothing.
+Each secret is also recognised in the forms it takes on its way to an output: escaped inside
+JSON (once or twice), in a Python ``repr``, URL-encoded and HTML-escaped. Values shorter than
+:data:`MIN_SECRET_LENGTH` are ignored: masking "1" or "local" would mangle ordinary text and
+protect nothing.
+
+:func:`mask` runs on every event and every write, so its bookkeeping is cached: the
+environment is re-read only when its set of names or a watched value changes (about a
+microsecond per call, measured in ``tests/adversarial/test_secrets.py``).
 """
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
+import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
     "SECRET_ENV_ALLOW",
+    "StreamMasker",
     "is_secret_name",
     "known_secrets",
     "mask",
+    "mask_json",
     "mask_obj",
+    "masked_stdio",
     "register_secret",
     "scrub_env",
 ]
@@ -41,21 +56,26 @@ MIN_SECRET_LENGTH = 8
 SECRET_ENV_ALLOW = "JUPYTER_AGENT_ENV_ALLOW"
 
 # Words that make a variable name secret-looking, matched as whole underscore-separated parts
-# or as suffixes ("APIKEY", "PRIVATEKEY"), plus prefixes of cloud credentials.
+# or as suffixes ("APIKEY", "PGPASSWORD").
 _SECRET_WORDS = re.compile(
-    r"(^|_)(KEY|KEYS|APIKEY|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|"
+    r"(^|_)(KEY|KEYS|APIKEY|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|PWD|PASSPHRASE|"
     r"CREDENTIAL|CREDENTIALS|AUTH|PRIVATE|COOKIE|DSN)(_|$)|"
-    r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$",
+    r"(KEY|TOKEN|SECRET|PASSWORD|PASSPHRASE|CREDENTIALS?)$",
     re.IGNORECASE,
 )
-_SECRET_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS", "GCP_", "HF_", "HUGGING")
+# Cloud-credential prefixes: their other variables (profile names, credential file paths) stay
+# out of a child's environment, but their values are not masked: "us-east-1" or a cache
+# folder is no secret, and masking it would mangle ordinary output.
+_CHILD_ENV_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS", "GCP_", "HF_",
+                       "HUGGING")
 # Names that match the words above but carry no secret and that programs need.
 _NEVER_SECRET = frozenset({"PWD", "OLDPWD", "XAUTHORITY", "SSH_AUTH_SOCK", "KEYMAP"})
+# ``scheme://user:password@host``: the password is a secret whatever the variable is called.
+_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@", re.IGNORECASE)
 
 _lock = threading.Lock()
 _registered: set[str] = set()
-_env_cache: tuple[int, frozenset[str]] = (-1, frozenset())
-_pattern_cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+_registered_version = 0
 
 
 def _allowed_names() -> frozenset[str]:
@@ -66,37 +86,86 @@ def _allowed_names() -> frozenset[str]:
 def is_secret_name(name: str) -> bool:
     """True when an environment variable (or notebook variable) name looks like a secret.
 
-    Matches names containing ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL`` (as
-    words or suffixes) and cloud-provider prefixes (``AWS_``, ``AZURE_``, ``GCP_``, ``HF_``…).
+    Matches names containing ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``,
+    ``AUTH`` … as words or suffixes: ``OPENAI_API_KEY``, ``GITHUB_TOKEN``,
+    ``AWS_SECRET_ACCESS_KEY``, ``HF_TOKEN``, ``PGPASSWORD``; not ``PWD`` or ``SSH_AUTH_SOCK``.
     """
     upper = name.upper()
     if upper in _NEVER_SECRET:
         return False
-    if upper.startswith(_SECRET_PREFIXES):
-        return True
     return bool(_SECRET_WORDS.search(upper))
 
 
 def register_secret(value: str | None) -> None:
-    """Treat ``value`` as a secret from now on (masked in every output channel)."""
-    if value and len(value) >= MIN_SECRET_LENGTH:
+    """Treat ``value`` as a secret from now on: it is masked in every output channel (tool
+    results sent to the model, events, the live view, saved notebooks, error messages, the
+    session store, cassettes and exports). Values shorter than 8 characters are ignored."""
+    global _registered_version
+    if value and len(value) >= MIN_SECRET_LENGTH and value not in _registered:
         with _lock:
             _registered.add(value)
+            _registered_version += 1
+
+
+# -- the environment, watched cheaply ------------------------------------------------------
+
+
+class _EnvCache:
+    """What the last scan of ``os.environ`` found, and what tells that it is still true."""
+
+    def __init__(self) -> None:
+        self.environ: Any = None  # the os.environ object scanned, and its ``_data`` dict
+        self.data: dict[Any, Any] = {}
+        self.keys: tuple[Any, ...] | None = None
+        self.watched: tuple[Any, ...] = ()  # raw keys whose values hold secrets
+        self.values: tuple[Any, ...] = ()  # their raw values at the last scan
+        self.secrets: frozenset[str] = frozenset()
+
+
+_env = _EnvCache()
+
+
+def _secrets_in(env: Mapping[str, str]) -> tuple[list[str], frozenset[str]]:
+    """Names worth watching and the secrets their values hold."""
+    names, found = [], set()
+    for k, v in env.items():
+        if len(v) >= MIN_SECRET_LENGTH and is_secret_name(k):
+            names.append(k)
+            found.add(v)
+        elif "://" in v and "@" in v:
+            passwords = [p for p in _URL_PASSWORD.findall(v) if len(p) >= MIN_SECRET_LENGTH]
+            if passwords:
+                names.append(k)
+                found.update(passwords)
+    return names, frozenset(found)
 
 
 def _env_secrets() -> frozenset[str]:
-    """Secret-looking environment values; rescanned only when the environment's size changes
-    or a value changed (``%env KEY=...`` after start), cheap enough for every write."""
-    global _env_cache
-    env = os.environ
-    # A fingerprint of names and values: hashing the items is ~µs for a normal environment.
-    stamp = hash(tuple(sorted(env.items())))
-    if stamp == _env_cache[0]:
-        return _env_cache[1]
-    found = frozenset(
-        v for k, v in env.items() if len(v) >= MIN_SECRET_LENGTH and is_secret_name(k)
-    )
-    _env_cache = (stamp, found)
+    """Secrets held by the environment, rescanned only when it changed.
+
+    ``os.environ`` keeps its encoded items in ``_data``; the tuple of its keys (the same
+    objects each time, so comparing is cheap) tells whether a name came or went, and the raw
+    values of the watched names whether ``%env KEY=...`` changed one. A replaced
+    ``os.environ`` (a plain dict) falls back to a full scan.
+    """
+    global _env
+    env, cache = os.environ, _env
+    if env is cache.environ:  # the usual case: skip looking the internals up again
+        data = cache.data
+        keys = tuple(data)
+        if keys == cache.keys and tuple(map(data.get, cache.watched)) == cache.values:
+            return cache.secrets
+    data = getattr(env, "_data", None)
+    encodekey = getattr(env, "encodekey", None)
+    if not isinstance(data, dict) or encodekey is None:
+        return _secrets_in(env)[1]
+    names, found = _secrets_in(env)
+    fresh = _EnvCache()
+    fresh.environ, fresh.data, fresh.keys = env, data, tuple(data)
+    fresh.watched = tuple(encodekey(n) for n in names)
+    fresh.values = tuple(map(data.get, fresh.watched))
+    fresh.secrets = found
+    _env = fresh  # one assignment: readers on other threads see the old scan or the new
     return found
 
 
@@ -107,30 +176,100 @@ def known_secrets() -> frozenset[str]:
     return _env_secrets() | registered
 
 
-def _pattern() -> re.Pattern[str] | None:
-    global _pattern_cache
-    secrets = known_secrets()
-    if secrets == _pattern_cache[0]:
-        return _pattern_cache[1]
-    forms: set[str] = set()
-    for s in secrets:
-        forms.add(s)
-        # The same key as it appears inside JSON text or a repr.
-        forms.add(s.encode("unicode_escape").decode("ascii"))
-    ordered = sorted(forms, key=len, reverse=True)  # longest first: no partial leftovers
-    pattern = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
-    _pattern_cache = (secrets, pattern)
-    return pattern
+# -- the forms a secret takes on its way out -----------------------------------------------
+
+
+def _forms(secret: str) -> set[str]:
+    """``secret`` as it appears in JSON (once and twice escaped, with or without ``\\/`` and
+    ``\\uXXXX``), a Python repr, a URL and HTML."""
+    forms = {secret, secret.encode("unicode_escape").decode("ascii"), repr(secret)[1:-1],
+             quote(secret, safe=""), quote(secret), quote_plus(secret),
+             html.escape(secret), html.escape(secret, quote=False)}
+    once = {json.dumps(secret, ensure_ascii=a)[1:-1] for a in (False, True)}
+    for text in (secret, *once):
+        for ascii_only in (False, True):
+            escaped = json.dumps(text, ensure_ascii=ascii_only)[1:-1]
+            forms.update((escaped, escaped.replace("/", "\\/")))
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+# Characters no encoding above changes: a run of them is found verbatim in every form.
+_PLAIN_RUN = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+class _Rules:
+    """The matchers for one set of known secrets.
+
+    ``str.__contains__`` and ``str.replace`` scan text many times faster than a regex
+    alternation, so each secret carries an *anchor* (its longest run of characters that no
+    encoding changes, found verbatim in each of its forms) and its forms are looked for only
+    when the anchor is in the text: text without secrets costs one fast scan per secret.
+    """
+
+    def __init__(self, secrets: frozenset[str], version: int = 0) -> None:
+        self.secrets = secrets
+        self.version = version  # the registration count these rules include
+        groups: list[tuple[str, tuple[str, ...]]] = []
+        every: set[str] = set()
+        for s in secrets:
+            forms = _forms(s)
+            every |= forms
+            anchor = max(_PLAIN_RUN.findall(s), key=len, default="")
+            groups.append((anchor if len(anchor) >= 4 else "", _longest_first(forms)))
+        # Longest first, within and across secrets: a secret that contains another is
+        # replaced whole, leaving no part of it behind.
+        groups.sort(key=lambda g: len(g[1][0]) if g[1] else 0, reverse=True)
+        self.groups = tuple(groups)
+        self.forms = _longest_first(every)
+        self.longest = len(self.forms[0]) if every else 0
+        self.by_first: dict[str, list[str]] = {}
+        for f in self.forms:
+            self.by_first.setdefault(f[0], []).append(f)
+        self.pattern = (re.compile("|".join(re.escape(f) for f in self.forms))
+                        if every else None)
+
+    def sub(self, text: str) -> str:
+        """``text`` with every form of every secret replaced."""
+        for anchor, forms in self.groups:
+            if anchor in text:
+                for form in forms:
+                    if form in text:
+                        text = text.replace(form, MASK)
+        return text
+
+
+def _longest_first(forms: set[str]) -> tuple[str, ...]:
+    return tuple(sorted(forms, key=lambda f: (-len(f), f)))
+
+
+# (environment secrets, registration count) -> their rules; one tuple, swapped whole, so a
+# reader on another thread never pairs new secrets with old rules.
+_state: tuple[tuple[frozenset[str], int], _Rules] = ((frozenset(), 0), _Rules(frozenset()))
+
+
+def _current() -> _Rules:
+    global _state
+    key = (_env_secrets(), _registered_version)
+    state = _state
+    if key == state[0]:
+        return state[1]
+    rules = _Rules(known_secrets(), key[1])
+    _state = (key, rules)
+    return rules
 
 
 def mask(text: str) -> str:
-    """``text`` with every known secret replaced by :data:`MASK`."""
+    """``text`` with every known secret (in any of its escaped forms) replaced by ``[redacted]``.
+
+    Mask before cutting: a preview or a truncation of unmasked text can keep half a key,
+    which no rule recognises any more.
+    """
     if not text:
         return text
-    pattern = _pattern()
-    if pattern is None:
+    rules = _current()
+    if rules.pattern is None:
         return text
-    return pattern.sub(MASK, text)
+    return rules.sub(text)
 
 
 def mask_obj(obj: Any) -> Any:
@@ -144,19 +283,196 @@ def mask_obj(obj: Any) -> Any:
     return obj
 
 
+def mask_json(text: str) -> str:
+    """JSON ``text`` with every secret masked, meaning the same as before but for the secrets.
+
+    One pass over the text catches the escaped forms too. When it changed something, the
+    result is checked against masking the decoded value string by string: a secret with
+    quotes in it can also match across two JSON strings (``"a","b"``), where replacing the
+    text would merge them; the decoded value masked string by string is used then.
+    """
+    masked = mask(text)
+    if masked == text:
+        return text
+    expected = mask_obj(json.loads(text))
+    try:
+        if json.loads(masked) == expected:
+            return masked
+    except ValueError:
+        pass
+    return json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- text that arrives in pieces -----------------------------------------------------------
+
+
+class StreamMasker:
+    """Masks a text that arrives in pieces (streamed deltas, ``write`` calls).
+
+    A secret split across two pieces is masked by neither alone, so :meth:`feed` holds back
+    the end of the text seen so far when it could be the start of a secret (only then: an
+    ordinary piece passes through whole, at once). :meth:`flush` releases what is held, at
+    the end of the stream or when something else must be shown first.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._rules: _Rules | None = None
+        self._checked = 0.0
+
+    @property
+    def held(self) -> str:
+        """The text held back so far (never shown yet)."""
+        return self._held
+
+    def feed(self, piece: str) -> str:
+        """The masked text that is safe to show now, given the next ``piece``."""
+        text = self._held + piece
+        rules, now = self._rules, time.monotonic()
+        # A stream sends hundreds of pieces a second: the environment is checked again every
+        # 50 ms (a new registration at once), not on every piece.
+        if rules is None or now - self._checked > 0.05 or rules.version != _registered_version:
+            rules = _current()
+            self._rules, self._checked = rules, now
+        if rules.pattern is None:
+            self._held = ""
+            return text
+        cut = _safe_cut(text, rules)
+        self._held = text[cut:]
+        return rules.sub(text[:cut])
+
+    def flush(self) -> str:
+        """Everything held back, masked; the stream starts afresh."""
+        text, self._held = self._held, ""
+        return mask(text)
+
+
+def _safe_cut(text: str, rules: _Rules) -> int:
+    """Where ``text`` may be cut: nothing after the cut could start a secret, and no secret
+    spans the cut."""
+    assert rules.pattern is not None
+    n = len(text)
+    cut = n
+    by_first = rules.by_first
+    # Leftmost first: the first position whose rest could grow into a form is the cut.
+    for i in range(max(0, n - rules.longest + 1), n):
+        forms = by_first.get(text[i])
+        if forms and any(f.startswith(text[i:]) for f in forms):
+            cut = i
+            break
+    if cut < n:
+        for m in rules.pattern.finditer(text, max(0, cut - rules.longest), n):
+            if m.start() < cut < m.end():
+                cut = m.start()
+    return cut
+
+
+# -- stdout and stderr during a run ----------------------------------------------------------
+
+
+class _MaskedStream:
+    """A file-like wrapper that masks what is written (``print`` inside a tool)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._masker = StreamMasker()
+        self._lock = threading.Lock()
+
+    def write(self, s: str) -> int:
+        if not isinstance(s, str):
+            return self.inner.write(s)
+        with self._lock:
+            out = self._masker.feed(s)
+        if out:
+            self.inner.write(out)
+        return len(s)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            out = self._masker.flush()
+        if out:
+            self.inner.write(out)
+        self.inner.flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, set_parent (ipykernel) …
+        return getattr(self.inner, name)
+
+
+_stdio_lock = threading.Lock()
+_stdio_users = 0
+
+
+def _acquire_stdio() -> None:
+    global _stdio_users
+    with _stdio_lock:
+        _stdio_users += 1
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if stream is not None and not isinstance(stream, _MaskedStream):
+                setattr(sys, name, _MaskedStream(stream))
+
+
+def _release_stdio() -> None:
+    global _stdio_users
+    with _stdio_lock:
+        _stdio_users = max(0, _stdio_users - 1)
+        if _stdio_users:
+            return
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if isinstance(stream, _MaskedStream):
+                stream.flush()
+                setattr(sys, name, stream.inner)
+
+
+class masked_stdio:  # noqa: N801 - used like a function: ``with masked_stdio():``
+    """While active (in any thread), ``sys.stdout`` and ``sys.stderr`` mask secrets.
+
+    A run holds it from its first event to its end, so a tool that prints a key prints
+    ``[redacted]``. Counted: overlapping runs and threads share one wrapper, removed when the
+    last one ends. Output written straight to the file descriptors (a child process that
+    inherits them) does not pass through it.
+    """
+
+    def __init__(self) -> None:
+        self._active = False
+
+    def __enter__(self) -> masked_stdio:
+        if not self._active:
+            self._active = True
+            _acquire_stdio()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._active:
+            self._active = False
+            _release_stdio()
+
+
+# -- child processes -----------------------------------------------------------------------
+
+
 def scrub_env(env: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
-    """``env`` without secret-looking variables, except names in ``allow`` or in the
-    ``JUPYTER_AGENT_ENV_ALLOW`` setting."""
+    """``env`` without secret-looking variables (and cloud-credential ones such as
+    ``AWS_PROFILE``), except names in ``allow`` or in the ``JUPYTER_AGENT_ENV_ALLOW``
+    setting."""
     allowed = _allowed_names() | {a.upper() for a in allow}
     return {
-        k: v for k, v in env.items() if k.upper() in allowed or not is_secret_name(k)
+        k: v for k, v in env.items()
+        if k.upper() in allowed
+        or not (is_secret_name(k) or k.upper().startswith(_CHILD_ENV_PREFIXES))
     }
 
 
 def _reset_for_tests() -> None:
     """Forget registered secrets (test isolation)."""
-    global _env_cache, _pattern_cache
+    global _registered_version, _state, _env
     with _lock:
         _registered.clear()
-    _env_cache = (-1, frozenset())
-    _pattern_cache = (frozenset(), None)
+        _registered_version += 1
+    _env = _EnvCache()
+    _state = ((frozenset(), -1), _Rules(frozenset()))

@@ -39,17 +39,18 @@ def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setenv("JUPYTER_AGENT_HOME", str(tmp_path_factory.mktemp("agent-home")))
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     from jupyter_agent import config
+    from jupyter_agent.clients.factory import clear_client_cache
     from jupyter_agent.session import reset_default_store
     from jupyter_agent.tools.registry import REGISTRY
 
     reset_default_store()
-    config.clear_client_cache()
+    clear_client_cache()
     saved = config.settings.model_copy()
     REGISTRY.clear()
     yield
     REGISTRY.clear()
     config.settings = saved
-    config.clear_client_cache()
+    clear_client_cache()
     reset_default_store()
 
 
@@ -66,8 +67,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAI]:
 def fast_retries() -> Iterator[None]:
     """Retries with millisecond backoff, so error-path tests stay quick."""
     from jupyter_agent import config
+    from jupyter_agent.clients.factory import clear_client_cache
 
     config.settings.retry_base_delay = 0.01
     config.settings.retry_max_delay = 0.02
-    config.clear_client_cache()
+    clear_client_cache()
     yield

@@ -38,10 +38,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("edge", [
         "__init__.py",          # the public API, imported lazily
         "magics.py",            # %%chat, %%toolloop, %%plan, %agent
-        "commands.py",          # the %agent command registry (target: commands/)
+        "flags.py",             # value checks of magic flags
         "commands/",            # every %agent command
-        "runtime/commands.py",  # %agent session commands (target: commands/)
-        "replay/commands.py",   # %agent record/replay commands (target: commands/)
         "replay/notebooks.py",  # tutorial helpers: run notebooks in kernels,
         "replay/rerecord.py",   # re-record their cassettes,
         "replay/compare.py",    # compare saved outputs
@@ -51,20 +49,17 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("ui", ["ui/"]),            # widgets and the live display; draw what view/ computes
     ("view", [
         "view/",                # events -> view state -> MIME bundle, pure Python
-        "ui/view.py",           # (today in ui/; target: view/)
-        "ui/bundle.py",         # (today in ui/; target: view/)
     ]),
     ("runtime", ["runtime/"]),  # policy data: named agents, modes, intent, permissions, catalog
     ("clients", [
         "clients/",             # model name -> client, failover, record/replay wrappers
-        "config.py",            # settings and make_client (target: clients/)
-        "replay/",              # cassettes and the record/replay clients (target: clients/)
+        "replay/",              # the record/replay mode switch
     ]),
     ("loop", ["loop/"]),        # the kernel, its hooks, compression
     ("tools", ["tools/"]),      # @tool registry, schemas, built-ins, MCP
     ("llm", ["llm/"]),          # the OpenAI-compatible client, streaming, usage, tool protocols
     ("session", ["session/"]),  # the SQLite store
-    ("ground", ["events.py", "errors.py", "secrets.py", "_*.py"]),
+    ("ground", ["events.py", "errors.py", "secrets.py", "answers.py", "config.py", "_*.py"]),
 ]
 
 GUI_PACKAGES = ("IPython", "ipywidgets", "anywidget")

@@ -2,22 +2,26 @@
 
 An agent module (chat, toolloop, plan) builds its messages and hooks, then calls
 :func:`drive`, which runs the kernel, maps its result onto the :class:`Run`, persists the turn
-and emits ``run_finished``.
+and emits ``run_finished``. The model and its client come from the client factory
+(:func:`jupyter_agent.clients.factory.turn_client`), once per turn; the loop only ever sees
+the :class:`~jupyter_agent.llm.protocol.ModelClient` protocol.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..config import choose_model
-from ..events import BaseEvent, Warning_
-from ..llm.client import ModelClient
+from ..events import BaseEvent, ToolCalled, Warning_
+from ..llm.protocol import ModelClient
 from ..llm.types import Usage
 from ..loop.hooks import ContextFit, LoopHooks, UsageItem
 from ..loop.kernel import LoopConfig, LoopResult, run_loop
 from .run import Run, RunRecorder
+
+if TYPE_CHECKING:
+    from ..clients.turn import TurnClient
 
 __all__ = ["TurnOptions", "Prepared", "prepare", "drive", "window_fitter", "tool_output_processor",
            "compress_llm"]
@@ -44,6 +48,9 @@ class TurnOptions:
     agent: Any = None
     """A named agent (:class:`~jupyter_agent.runtime.agents.Agent` or its name); ``%%toolloop``
     and ``%%plan`` only."""
+    agent_model: str | None = None
+    """The named agent's model, set by the runtime when it picks the agent (it comes after
+    ``model`` in the model order of :mod:`jupyter_agent.clients.factory`)."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
 
@@ -52,7 +59,8 @@ class TurnOptions:
 class Prepared:
     """A run ready to start: client, Run, recorder and store resolved."""
 
-    client: ModelClient
+    turn_client: TurnClient
+    """The client and what comes with it (failover, a cassette's answers)."""
     run: Run
     recorder: RunRecorder
     store: Any
@@ -62,6 +70,11 @@ class Prepared:
     """The run's tokens and cost before this turn (a resumed run): the turn records the rest."""
     persisted: int = 0
     """Leading messages of this turn already in the session (written before a suspension)."""
+
+    @property
+    def client(self) -> ModelClient:
+        """The model client of the run."""
+        return self.turn_client.client
 
 
 def _store(opt: TurnOptions) -> Any:
@@ -79,19 +92,19 @@ def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask", inte
 
     ``intent`` (an ``IntentResult``) and ``agent`` (the role's name) go into the turn record.
     """
+    from ..clients.factory import local_default_notice, turn_client
+    from ..clients.turn import bind_client
+
     store = _store(opt)
     session_model = None
     if store is not None and opt.session:
         rec = store.get_session(opt.session)
         session_model = rec.model if rec is not None else None
     if opt.client is not None:
-        client = opt.client
-        model = opt.model or client.profile.name
-    else:
-        from ..runtime.failover import client_for
-
-        model = choose_model(opt.model, session_model)
-        client = client_for(model)  # a FailoverClient when fallback profiles are configured
+        tc = bind_client(opt.client, opt.model or opt.agent_model)
+    else:  # with a failover when fallback profiles are configured
+        tc = turn_client(opt.model, agent=opt.agent_model, session=session_model)
+    model, client = tc.model, tc.client
     run = Run(agent=kind, model=model, prompt=prompt, session=opt.session)
     recorder = RunRecorder(run, store, opt.listeners)
     turn_id = None
@@ -106,17 +119,12 @@ def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask", inte
             turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id,  # type: ignore[arg-type]
                                        agent=agent or kind, intent=intent, model=model,
                                        profile=client.profile.name)
-    if hasattr(client, "answered_profile"):
-        client.emit = recorder.emit  # a failover shows as a warning in the run
-    from ..config import local_default_notice
-
     recorder.start()
     # Only when nothing chose the model: an explicit `--model local` needs no explanation.
-    explicit = opt.model or session_model or opt.client is not None
-    notice = None if explicit else local_default_notice(model)
+    notice = local_default_notice(tc)
     if notice:
         recorder.emit(Warning_(message=notice))
-    return Prepared(client, run, recorder, store, turn_id, history)
+    return Prepared(tc, run, recorder, store, turn_id, history)
 
 
 def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
@@ -214,8 +222,14 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     hooks = dataclasses.replace(
         hooks, on_round_end=on_round_end,
         is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted()))
+    # A resumed run's earlier calls keep their ids: a new call never takes one of them, even
+    # when context fitting dropped the message that carried it.
+    used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)
+    if used:
+        cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
     try:
-        result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+        with p.turn_client.reporting_to(recorder.emit):  # a failover shows as a warning
+            result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
     except BaseException as exc:  # never leave a run "running" in the store
         recorder.finish("error", error=f"{type(exc).__name__}: {exc}")
         _finish_turn(p, "error")
@@ -241,9 +255,6 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     if p.store is not None and status != "ask":  # an ask was saved by ``suspend``
         p.store.set_status(run.run_id, status)
     _finish_turn(p, status)
-    hook = getattr(p.client, "on_suspended", None)
-    if status == "ask" and hook is not None:
-        return hook(p)  # record/replay: keep the client; a replay answers from its cassette
     return run
 
 
@@ -253,7 +264,7 @@ def _finish_turn(p: Prepared, status: str) -> None:
     r = p.run
     base_in, base_out, base_cost = p.turn_base
     # After a failover the turn records the profile that answered, not the one it started on.
-    answered = getattr(p.client, "answered_profile", None)
+    answered = p.turn_client.answered_profile()
     p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
                         output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
                         duration=r.seconds, model=answered, profile=answered)

@@ -4,7 +4,7 @@ A round whose calls need approval ends the loop (the kernel suspends after the r
 other calls of that round have already run and have their results. The run is saved as a
 ``pending`` dict of kind ``toolloop`` (format: :mod:`jupyter_agent.agents.resume`) with the
 waiting calls in ``approvals``, oldest first, and the first one's card in ``ask``.
-:func:`resume_toolloop` applies the answer (``runtime.approval``), asks the next card if a
+:func:`resume_toolloop` applies the answer (``agents.approval_calls``), asks the next card if a
 call still waits, and otherwise continues the loop where it stopped.
 """
 
@@ -47,7 +47,7 @@ def approval_suspender(p: Prepared, setup: Any, user_message: dict[str, Any],
 
     Args:
         p: The prepared run.
-        setup: Its :class:`~jupyter_agent.runtime.turn.TurnSetup`.
+        setup: Its :class:`~jupyter_agent.agents.turn.TurnSetup`.
         user_message: The turn's user message (first of what the session gets).
         options: Loop options a resume needs again (``max_rounds``, ``parallel``, ...).
         prefix: Messages of the turn from before this loop part (a resumed run).
@@ -59,14 +59,13 @@ def approval_suspender(p: Prepared, setup: Any, user_message: dict[str, Any],
             return
         waiting = _in_call_order(waiting, result.assistant_messages)
         first = waiting[0]
-        client = p.client
         pending = {
             "kind": KIND,
             "call_id": first["call_id"],
             "ask": first["ask"],
             "approvals": waiting,
             "messages": result.messages,
-            "model": getattr(client, "answered_profile", None) or p.run.model,
+            "model": p.turn_client.answered_profile() or p.run.model,
             "tools": [t.name for t in setup.tools],
             "options": dict(options),
             "state": setup.state(),
@@ -93,12 +92,10 @@ def approval_hint(run: Run) -> str:
 
 def resume_toolloop(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:
     """Continue a ``%%toolloop`` run after an approval card was answered."""
-    from ..runtime.approval import settle_approvals
-    from ..runtime.turn import restore_turn
+    from .approval_calls import settle_approvals
     from .toolloop import MAX_ROUNDS, loop_parts
+    from .turn import restore_turn
 
-    if hasattr(p.client, "answered_profile"):
-        p.client.emit = p.recorder.emit  # a failover shows as a warning in the run
     setup = restore_turn(pending.get("state") or {}, p)
     tools = {t.name: t for t in setup.tools}
     pending = dict(pending, messages=list(pending["messages"]),

@@ -9,6 +9,7 @@ from ..llm.profiles import map_temperature
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig
 from ._base import TurnOptions, drive, prepare, window_fitter
+from ._params import check_parameters
 from .context import CHAT_SEPARATOR, apply_knowledge, join_system
 from .run import Run
 
@@ -38,9 +39,11 @@ def chat(prompt: str, **options: Any) -> Run:
     """
     if not prompt or not prompt.strip():
         raise MagicUsageError("The cell is empty: write the message to send below %%chat.")
+    check_parameters(options)
     opt = TurnOptions(**options)
     mode = "search" if opt.knowledge is not None else "ask"
-    from ..runtime.intent import intent_system_text, recognize_intent
+    from ..runtime.intent import intent_system_text
+    from .intent import recognize_intent
 
     intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode
     p = prepare("chat", prompt, opt, mode=mode, intent=intent)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Literal
 
 from ..errors import MagicUsageError
 from ..llm.tokens import count_text_tokens
+from ..runtime.modes import MODE_KNOWLEDGE_LIMITS
 
 __all__ = [
     "CHAT_SEPARATOR",
@@ -45,9 +46,6 @@ USER_QUOTE_PROMPT = (
     "relevant. If it does not answer the question, say so instead of guessing.\n\n"
     "<knowledge>\n{{quote}}\n</knowledge>\n\nQuestion: {{question}}"
 )
-
-MODE_KNOWLEDGE_LIMITS: dict[str, int | None] = {"ask": None, "search": 8, "agent": 3}
-"""Knowledge items injected per mode (agent-runtime spec: 8 in search, 3 in agent)."""
 
 Knowledge = Iterable[Any] | Callable[[str], Iterable[Any]]
 

@@ -7,6 +7,12 @@ store as one ``pending`` dict. An answer (a click, ``%agent resume``, a headless
 to the resumer registered for the run's kind. Because the record is data, a new kernel can
 resume it too: tools are looked up again by name.
 
+An answer can also come from an :class:`~jupyter_agent.answers.AnswerSource` instead of the
+user: a replayed cassette answers the asks that were clicked while recording. :func:`settle`
+is that seam (the entry points call it after their first drive, :func:`resume` after each
+resumed part), and ``resume(answers=...)`` hands the source on to the resumed run. A recording
+keeps every answer given through the turn client's :class:`~jupyter_agent.answers.AnswerLog`.
+
 The ``pending`` dict holds at least::
 
     {"kind": "plan" | "toolloop", "call_id": str, "ask": {...AskPending fields...},
@@ -16,57 +22,30 @@ The ``pending`` dict holds at least::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Literal
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable
 
+from ..answers import Answer, AnswerSource
 from ..errors import ResumeError
-from ..events import EVENT_ADAPTER, AskAnswered, BaseEvent
-from ..ui.view import new_view, reduce_event
+from ..events import EVENT_ADAPTER, BaseEvent
+from ..llm.protocol import ModelClient
+from ..view.state import new_view, reduce_event
 from ._base import Prepared
 from .run import Run, RunRecorder
 
+if TYPE_CHECKING:
+    from ..clients.turn import TurnClient
+
 __all__ = ["Answer", "RESUMERS", "RESUME_CLIENTS", "register_resumer", "suspend", "resume",
-           "pending_runs", "answer_text_for_approval"]
-
-
-@dataclass
-class Answer:
-    """How the user answered: an option (1-based), free text ("Other"), or a dismissal."""
-
-    how: Literal["option", "other", "dismissed"]
-    option_index: int | None = None
-    text: str = ""
-
-    @classmethod
-    def from_message(cls, msg: dict[str, Any]) -> Answer:
-        """From the widget's click message ``{type:"answer", how, option_index, answer}``."""
-        how = msg.get("how")
-        if how == "option":
-            return cls("option", option_index=int(msg.get("option_index") or 0))
-        if how == "other":
-            return cls("other", text=str(msg.get("answer") or ""))
-        if how == "dismissed":
-            return cls("dismissed")
-        raise ResumeError(f"Unknown answer kind {how!r}.")
-
-    def label(self, options: list[str]) -> str:
-        """The answer as text (the chosen option's label, the typed text, or empty)."""
-        if self.how == "option" and self.option_index and 1 <= self.option_index <= len(options):
-            return options[self.option_index - 1]
-        return self.text
-
-    def event(self, call_id: str, options: list[str]) -> AskAnswered:
-        """The ``ask_answered`` event."""
-        return AskAnswered(call_id=call_id, how=self.how, answer=self.label(options),
-                           option_index=self.option_index if self.how == "option" else None)
-
+           "settle", "pending_runs", "answer_text_for_approval"]
 
 Resumer = Callable[[Prepared, dict[str, Any], Answer], Run]
 RESUMERS: dict[str, Resumer] = {}
 """Resume functions by run kind; each continues the loop from the saved ``pending`` dict."""
-RESUME_CLIENTS: dict[str, Any] = {}
-"""Clients that must continue a suspended run (a cell recorded or replayed with ``--record`` /
-``--replay``), by run id; set by the client's ``on_suspended`` hook, taken by ``resume``."""
+RESUME_CLIENTS: dict[str, TurnClient] = {}
+"""Turn clients that must continue a suspended run (it records into or replays a cassette,
+e.g. a cell run with ``--record`` / ``--replay``), by run id; set by :func:`settle`, taken by
+:func:`resume`."""
 
 
 def register_resumer(kind: str, fn: Resumer) -> Resumer:
@@ -114,9 +93,30 @@ def _rebuild_run(store: Any, run_id: str, pending: dict[str, Any]) -> Run:
     return run
 
 
+def settle(p: Prepared, run: Run) -> Run:
+    """After ``run`` stopped: if it waits for an answer while a cassette is in use, keep its
+    turn client for the resume, and answer it from the turn's answer source (a replay) as long
+    as the source has the answer. Returns the run as it stands then."""
+    tc = p.turn_client
+    while (run.status == "ask" and run.pending is not None and tc.keeps_client
+           and p.store is not None):
+        RESUME_CLIENTS[run.run_id] = tc
+        pending = run.pending
+        answer = tc.answers.answer_for(pending) if tc.answers is not None else None
+        if answer is None:
+            break  # the user (or the notebook's own `%agent resume` cell) answers it
+        p, run = _resume(run.run_id, answer, run=run, store=p.store,
+                         listeners=list(p.recorder.listeners),
+                         expected_call_id=pending.get("call_id"), client=None,
+                         answers=tc.answers)
+        tc = p.turn_client
+    return run
+
+
 def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store: Any = "default",
            listeners: list[Callable[[BaseEvent], None]] | None = None,
-           expected_call_id: str | None = None, client: Any = None) -> Run:
+           expected_call_id: str | None = None, client: ModelClient | None = None,
+           answers: AnswerSource | None = None) -> Run:
     """Answer a suspended run and continue it.
 
     Args:
@@ -129,11 +129,26 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         expected_call_id: Refuse unless the run still waits on this tool call (a click on an
             old card).
         client: A model client to use instead of resolving one from the saved model name.
+        answers: Answers the resumed run's further asks without the user, when it can (a
+            replay); by default the source of the client the run was suspended on.
 
     Raises:
         ResumeError: nothing is pending under that id (answered, superseded, unknown), or the
             answer does not fit the question. Nothing changes in that case.
     """
+    p, run = _resume(run_id, answer, run=run, store=store, listeners=listeners,
+                     expected_call_id=expected_call_id, client=client, answers=answers)
+    return settle(p, run)
+
+
+def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
+            listeners: list[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
+            client: ModelClient | None, answers: AnswerSource | None
+            ) -> tuple[Prepared, Run]:
+    """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
+    from ..clients.factory import turn_client
+    from ..clients.turn import bind_client
+
     if store == "default":
         from ..session import default_store
 
@@ -156,9 +171,7 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         raise ResumeError(f"--option must be between 1 and {len(options)}; nothing changed.")
     pending = store.claim_pending(run_id, expected_call_id)
     if pending is None:
-        status = record.status if record.status != "ask" else "answered"
-        raise ResumeError(f"Run {run_id} is not waiting for an answer any more ({status}); "
-                          "nothing changed.")
+        raise ResumeError(_refusal(store, run_id, expected_call_id))
     kind = pending.get("kind", record.kind)
     resumer = RESUMERS.get(kind)
     if resumer is None:
@@ -171,27 +184,41 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
         run = _rebuild_run(store, run_id, pending)
     run.pending = None
     recorder = RunRecorder(run, store, listeners or [])
+    held = RESUME_CLIENTS.pop(run_id, None)
     try:
-        if client is None:
-            from ..runtime.failover import client_for  # with the configured fallbacks
-
-            client = RESUME_CLIENTS.pop(run_id, None) or client_for(pending.get("model"))
+        if client is not None:
+            tc = bind_client(client, pending.get("model"))
+        else:  # the client the run was suspended on, else one with the configured fallbacks
+            tc = held or turn_client(pending.get("model"))
     except Exception:
         store.suspend(run_id, pending)  # a missing key must not lose the question
         raise
+    if answers is not None:
+        tc = dataclasses.replace(tc, answers=answers)
     turn_id = None
     if run.session:
         turn_id = store.start_turn(run.session, mode="agent", run_id=run_id, agent=kind,
-                                   model=pending.get("model"), profile=client.profile.name)
-    p = Prepared(client=client, run=run, recorder=recorder, store=store, turn_id=turn_id,
+                                   model=pending.get("model"), profile=tc.client.profile.name)
+    p = Prepared(turn_client=tc, run=run, recorder=recorder, store=store, turn_id=turn_id,
                  history=[], turn_base=(run.input_tokens, run.output_tokens, run.cost),
                  persisted=int(pending.get("persisted", 0)))
     recorder.emit(answer.event(pending["call_id"], options))
-    keep = getattr(client, "record_answer", None)  # a recording client keeps it for replays
-    if keep is not None:
-        keep(pending, answer, via="click" if expected_call_id else "code")
+    if tc.answer_log is not None:  # a recording keeps the answer for its replay
+        tc.answer_log.keep(pending, answer, "click" if expected_call_id else "code")
     run.status = "running"
-    return resumer(p, pending, answer)
+    return p, resumer(p, pending, answer)
+
+
+def _refusal(store: Any, run_id: str, expected_call_id: str | None) -> str:
+    """Why an answer was refused (read after the failed claim, so a race reports the winner)."""
+    record = store.get_run(run_id)
+    if (record is not None and record.status == "ask" and expected_call_id is not None
+            and record.pending_call_id != expected_call_id):
+        # A card answered already (or replaced by a later one): the run waits on another call.
+        return (f"That card (call {expected_call_id}) is no longer waiting: run {run_id} now "
+                f"waits on call {record.pending_call_id}; nothing changed.")
+    status = record.status if record is not None and record.status != "ask" else "answered"
+    return f"Run {run_id} is not waiting for an answer any more ({status}); nothing changed."
 
 
 def _load_resumers() -> None:

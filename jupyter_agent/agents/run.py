@@ -5,10 +5,12 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+import weakref
 from typing import Any, Callable
 
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
-from ..ui.view import new_view, reduce_event
+from ..secrets import StreamMasker, mask, mask_obj, masked_stdio
+from ..view.state import new_view, reduce_event
 
 __all__ = ["Run", "RunRecorder", "new_run_id", "last_run"]
 
@@ -83,9 +85,29 @@ class Run:
                 f"tokens={self.input_tokens}/{self.output_tokens}>")
 
     def _repr_markdown_(self) -> str:
-        from ..ui.bundle import render_markdown
+        from ..view.bundle import render_markdown
 
         return render_markdown(self.view)
+
+
+# The text field of each streamed delta event.
+_DELTA_FIELDS = {"text_delta": "text", "reasoning_delta": "text", "tool_args_delta": "delta"}
+
+
+def masked_event(event: BaseEvent) -> BaseEvent:
+    """``event`` with every known secret masked in its text fields (the same object when
+    there was nothing to mask)."""
+    changes: dict[str, Any] = {}
+    for name, value in event.__dict__.items():
+        if isinstance(value, str):
+            masked = mask(value)
+        elif isinstance(value, (dict, list)):
+            masked = mask_obj(value)
+        else:
+            continue
+        if masked != value:
+            changes[name] = masked
+    return event.model_copy(update=changes) if changes else event
 
 
 class RunRecorder:
@@ -93,6 +115,12 @@ class RunRecorder:
 
     Events are written to the store in batches at round boundaries and at the end, so a
     streamed token costs no disk write, while a crash loses at most the current round.
+
+    This is the one door of a run's events, so secrets are masked here, before the view, the
+    live display, the store or ``Run.events`` see them (docs/security.md). A streamed delta
+    whose end could be the start of a secret is held back until the next delta of the same
+    part shows whether it is, or until any other event, which releases it first. From the
+    first event to the end of the run, ``print`` output is masked too.
     """
 
     # Once per round (plus the ends of a run): one small transaction per model request.
@@ -107,11 +135,45 @@ class RunRecorder:
         self._t0 = time.perf_counter()
         # Parallel tools report from worker threads; one event at a time keeps the view whole.
         self._lock = threading.RLock()
+        # Per streamed part (kind, round, call id): its masker and its last event.
+        self._streams: dict[tuple[Any, ...], tuple[StreamMasker, BaseEvent]] = {}
+        self._stdio: Any = None
 
     def emit(self, event: BaseEvent) -> None:
-        """Record ``event`` and pass it on (thread-safe)."""
+        """Record ``event`` (secrets masked) and pass it on (thread-safe)."""
         with self._lock:
-            self._emit(event)
+            if self._stdio is None:
+                self._hold_stdio()
+            d = event.__dict__  # plain dict reads: this runs for every streamed token
+            field = _DELTA_FIELDS.get(d["type"])
+            if field is None:
+                self._release_streams()
+                self._emit(masked_event(event))
+                return
+            key = (d["type"], d["round"], d.get("call_id"))
+            stream = self._streams.get(key)
+            masker = stream[0] if stream is not None else StreamMasker()
+            self._streams[key] = (masker, event)
+            text = masker.feed(d[field])
+            if text == d[field]:
+                self._emit(event)
+            elif text:
+                self._emit(event.model_copy(update={field: text}))
+
+    def _release_streams(self) -> None:
+        """Show what the stream maskers hold back (something else happens now)."""
+        streams, self._streams = self._streams, {}
+        for masker, last in streams.values():
+            text = masker.flush()
+            if text:
+                self._emit(last.model_copy(  # type: ignore[attr-defined]
+                    update={_DELTA_FIELDS[last.type]: text}))  # type: ignore[attr-defined]
+
+    def _hold_stdio(self) -> None:
+        # Released by finish(), or when the recorder is dropped unfinished (a run that failed
+        # before its loop started), so a stray recorder never leaves the wrapper behind.
+        guard = masked_stdio().__enter__()
+        self._stdio = weakref.finalize(self, guard.__exit__, None, None, None)
 
     def _emit(self, event: BaseEvent) -> None:
         run = self.run
@@ -142,10 +204,12 @@ class RunRecorder:
         r = self.run
         seconds = time.perf_counter() - self._t0
         r.seconds += seconds
-        r.status, r.answer, r.error = status, answer, error
+        r.status, r.answer, r.error = status, mask(answer), None if error is None else mask(error)
         self.emit(RunFinished(status=status, answer=answer, rounds=r.rounds,  # type: ignore[arg-type]
                               input_tokens=r.input_tokens, output_tokens=r.output_tokens,
                               cost=r.cost, seconds=round(seconds, 3), finish_reason=finish_reason,
                               error=error))
         self.flush()
+        if self._stdio is not None:
+            self._stdio()  # stop masking print output (once; later calls do nothing)
 

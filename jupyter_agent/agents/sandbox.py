@@ -1,10 +1,11 @@
 """A sandboxed Python code tool: each call runs the code in a fresh, separate process.
 
 ``python_sandbox("data/")`` returns a ``run_python`` tool. The code runs as ``python -I`` (no
-user site, no ``PYTHONPATH``) with the workspace as working directory, stdin closed, API keys
-removed from the environment, a wall-clock timeout after which the process and everything it
-started are killed, and an address-space limit (``RLIMIT_AS``, Unix) so a runaway allocation
-fails with ``MemoryError`` instead of taking the machine down. Like a notebook cell, the value
+user site, no ``PYTHONPATH``) with the workspace as working directory, stdin closed, every
+secret-looking variable removed from the environment (the rule ``bash`` follows:
+:func:`jupyter_agent.secrets.scrub_env`), a wall-clock timeout after which the process and
+everything it started are killed, and an address-space limit (``RLIMIT_AS``, Unix) so a runaway
+allocation fails with ``MemoryError`` instead of taking the machine down. Like a notebook cell, the value
 of the last line, when it is an expression, comes back as ``result`` (its ``repr``).
 
 This confines time, memory and the working directory, not the file system or the network: the
@@ -241,7 +242,8 @@ def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEF
         return run_python_code(code, workspace=root, timeout=timeout, memory_mb=memory_mb,
                                limit=limit)
 
+    # The tool's deadline leaves the call's own timeout room to kill the process first.
     t = _SandboxTool(run_python, name=name, description=description, batchable=False,
-                     requires_approval=requires_approval)
+                     requires_approval=requires_approval, timeout=timeout + 30.0)
     t.workspace = root  # type: ignore[attr-defined]
     return t

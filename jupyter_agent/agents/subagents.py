@@ -24,14 +24,14 @@ from ..errors import ConfigError, ToolError
 from ..events import UsageRecorded
 from ..llm.types import Usage
 from ..llm.usage_context import report_usage
-from ..tools.registry import Tool, ToolResult
+from ..runtime.agents import Agent as AgentProfile
+from ..tools.registry import NO_DEADLINE, Tool, ToolResult
 from .run import Run
 
 if TYPE_CHECKING:
-    from ..llm.client import ModelClient
-    from ..runtime.agents import Agent
+    from ..llm.protocol import ModelClient
 
-__all__ = ["SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
+__all__ = ["Agent", "SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
            "model_tool", "run_agent_task"]
 
 SUB_AGENT_MAX_ROUNDS = 30
@@ -100,7 +100,8 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
     from .context import TOOL_SEPARATOR, join_system
     from .toolloop import loop_parts
 
-    workspace = Workspace(agent.workspace or os.getcwd(), read_only=agent.read_only)
+    workspace = Workspace(agent.workspace or os.getcwd(), read_only=agent.read_only,
+                          allow_network=agent.allow_network)
     specs = agent.tools
     if specs is not None:
         specs = [s for s in specs if not (isinstance(s, str) and s.strip() == SPAWN_TOOL_NAME)]
@@ -111,7 +112,6 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
     opt = TurnOptions(model=agent.model, session=None, store=None, history=0, stream=False,
                       client=client)
     parent_run = run_module.last_run()
-    emit_before = getattr(client, "emit", None)
     try:
         p = prepare("toolloop", task, opt, mode="agent", agent=agent.name)
         prof = p.client.profile
@@ -122,15 +122,27 @@ def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None
                                 max_tokens=None, stream=False, permissions=permissions)
         return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1)
     finally:
-        # The sub-run is not the user's "last run", and a shared failover client must keep
-        # reporting to the parent run.
+        # The sub-run is not the user's "last run". (A shared failover client reports to the
+        # parent run again by itself: ``drive`` routes its warnings only while it runs.)
         if parent_run is not None:
             run_module._LAST["run"] = parent_run
-        if client is not None and hasattr(client, "emit"):
-            client.emit = emit_before
 
 
-def agent_tool(agent: Agent, name: str | None = None, description: str | None = None, *,
+class Agent(AgentProfile):
+    """A named agent profile (see :class:`~jupyter_agent.runtime.agents.Agent` for the fields)
+    that can also be handed to another run as a tool.
+
+    The profile itself is policy data in ``runtime/``; running it as a tool is this layer's
+    job, so the method lives here and ``runtime/`` never imports ``agents/``.
+    """
+
+    def as_tool(self, name: str | None = None, description: str | None = None,
+                **options: Any) -> AgentTool:
+        """This agent as a tool of another run (``options``: see :func:`agent_tool`)."""
+        return agent_tool(self, name=name, description=description, **options)
+
+
+def agent_tool(agent: AgentProfile | str, name: str | None = None, description: str | None = None, *,
                client: ModelClient | None = None, max_rounds: int = SUB_AGENT_MAX_ROUNDS,
                requires_approval: bool = True) -> AgentTool:
     """``agent`` as a tool of another run: the model hands it a task and gets its answer.
@@ -177,8 +189,10 @@ def agent_tool(agent: Agent, name: str | None = None, description: str | None = 
             raise ToolError(f"The sub-agent {tool_name} failed: {run.error}")
         return run
 
+    # No tool deadline: the round limit and the model client's timeout bound a sub-agent, and an
+    # abandoned one would keep calling the model in the background.
     return AgentTool(run_sub_agent, name=tool_name, description=description, batchable=False,
-                     requires_approval=requires_approval)
+                     requires_approval=requires_approval, timeout=NO_DEADLINE)
 
 
 def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
@@ -220,4 +234,5 @@ def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
         result = call_model(tool_name, messages, model=model, client=client)
         return result.text.strip() or "(the model gave no answer)"
 
-    return Tool(ask, name=tool_name, description=description)
+    # One model call, bounded by the client's own timeout (no tool deadline on top).
+    return Tool(ask, name=tool_name, description=description, timeout=NO_DEADLINE)

@@ -19,6 +19,7 @@ from ._base import (
     tool_output_processor,
     window_fitter,
 )
+from ._params import check_parameters
 from .context import TOOL_SEPARATOR, apply_knowledge, join_system
 from .run import Run
 
@@ -127,10 +128,10 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
     """
     if not prompt or not prompt.strip():
         raise MagicUsageError("The cell is empty: write the task below %%toolloop.")
-    if max_rounds < 1:
-        raise MagicUsageError("--max-rounds must be at least 1.")
-    from ..runtime.turn import setup_turn
+    check_parameters(options, max_rounds=max_rounds)
     from .approvals import approval_suspender
+    from .resume import settle
+    from .turn import setup_turn
 
     opt = TurnOptions(**options)
     # Agent, intent, workspace and tools first: an unknown tool fails before anything is saved.
@@ -151,5 +152,6 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
     options_saved = {"parallel": parallel, "max_rounds": max_rounds,
                      "temperature": opt.temperature, "max_tokens": opt.max_tokens,
                      "stream": opt.stream}
-    return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
-                 on_result=approval_suspender(p, setup, messages[-1], options_saved))
+    run = drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
+                on_result=approval_suspender(p, setup, messages[-1], options_saved))
+    return settle(p, run)  # a replay answers the approvals that were clicked

@@ -92,6 +92,9 @@ class StreamAssembler:
         self.request_id: str | None = None
         self.emitted = False
         self._splitter = ThinkSplitter() if split_think else None
+        self._ids: set[str] = set()
+        """Call ids given out in this response: each call gets its own."""
+        self._last_index = 0
         self._saw_reasoning_field = False
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
@@ -132,14 +135,15 @@ class StreamAssembler:
                 self._add_tool_delta(tc)
 
     def _add_tool_delta(self, tc: dict[str, Any]) -> None:
-        index = tc.get("index", 0)
+        index = self._index_of(tc)
         fn = tc.get("function") or {}
         call = self.calls.get(index)
         if call is None:
-            call = self.calls[index] = {"id": tc.get("id") or None, "name": "", "arguments": "",
-                                        "announced": False}
-        elif not call["id"] and tc.get("id"):
-            call["id"] = tc["id"]
+            call = self.calls[index] = {"id": None, "wire_id": tc.get("id") or None, "name": "",
+                                        "arguments": "", "announced": False}
+        elif not call["wire_id"] and tc.get("id"):
+            call["wire_id"] = tc["id"]
+        # else: the same id repeated in every chunk of one call (llama.cpp): taken once
         name = fn.get("name")
         if name:
             if not call["name"]:
@@ -149,16 +153,42 @@ class StreamAssembler:
             # else: the whole name repeated in every chunk (llama.cpp): keep the first
         args = fn.get("arguments")
         if args:
-            # Announce once arguments start: by then the name is complete.
-            self._announce(index, call)
             call["arguments"] += args
-            self._emit("tool_args", {"index": index, "id": call["id"], "delta": args})
+            if call["announced"]:
+                self._emit("tool_args", {"index": index, "id": call["id"], "delta": args})
+            else:
+                # Announce once arguments start: by then the name is complete.
+                self._announce(index, call)
+
+    def _index_of(self, tc: dict[str, Any]) -> int:
+        """The call a delta belongs to. Without an ``index`` (some servers omit it) a delta
+        continues the last call, unless it names another id: then it opens a new call, so
+        two calls are never merged into one."""
+        index = tc.get("index")
+        if not isinstance(index, int):
+            index = self._last_index
+            cur = self.calls.get(index)
+            if cur is not None and tc.get("id") and cur["wire_id"] and tc["id"] != cur["wire_id"]:
+                index = max(self.calls) + 1
+        self._last_index = index
+        return index
+
+    def _settle_id(self, call: dict[str, Any]) -> str:
+        """The call's id: the provider's, unless it is empty or another call of this response
+        already has it (a model repeating one id for two calls); then a fresh one."""
+        if call["id"] is None:
+            wire = call["wire_id"]
+            call["id"] = wire if wire and wire not in self._ids else new_call_id()
+            self._ids.add(call["id"])
+        return call["id"]
 
     def _announce(self, index: int, call: dict[str, Any]) -> None:
         if not call["announced"] and call["name"]:
-            call["id"] = call["id"] or new_call_id()
             call["announced"] = True
-            self._emit("tool_call", {"index": index, "id": call["id"], "name": call["name"]})
+            cid = self._settle_id(call)
+            self._emit("tool_call", {"index": index, "id": cid, "name": call["name"]})
+            if call["arguments"]:  # arguments that came before the name
+                self._emit("tool_args", {"index": index, "id": cid, "delta": call["arguments"]})
 
     def finish(self) -> None:
         """Flush held-back text at the end of the stream."""
@@ -171,7 +201,7 @@ class StreamAssembler:
     def tool_calls(self) -> list[ToolCall]:
         """The assembled calls, in index order."""
         return [
-            ToolCall(id=c["id"] or new_call_id(), name=c["name"], arguments=c["arguments"])
+            ToolCall(id=self._settle_id(c), name=c["name"], arguments=c["arguments"])
             for _, c in sorted(self.calls.items())
             if c["name"]
         ]

@@ -7,24 +7,29 @@ the body, so the connection goes back to the pool: the SDK's own stream closes i
 costs a new connection (a TLS handshake against a real API) on every streamed round.
 
 Retries are ours (the SDK's are turned off) so they are bounded, visible and interruptible.
+
+Where a request goes is a :class:`~.protocol.Transport`: :class:`HttpTransport` by default;
+a replay passes one that reads a cassette (:mod:`jupyter_agent.clients.replay`), so request
+building, tool protocols, retries and stream assembly are the same code either way.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import MissingKeyError
+from ..secrets import mask, register_secret
 from ._stream import StreamAssembler
 from .profiles import ModelProfile, resolve_profile
+from .protocol import Reply, Transport, TransportError
 from .tokens import count_messages_tokens, count_text_tokens, count_tools_tokens
 from .types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usage
 
-__all__ = ["ModelClient", "RetryPolicy", "wire_messages", "estimate_usage"]
+__all__ = ["OpenAIClient", "HttpTransport", "RetryPolicy", "wire_messages", "estimate_usage"]
 
 _WIRE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -76,50 +81,54 @@ def estimate_usage(request: ChatRequest, text: str, reasoning: str, calls: list[
     )
 
 
-class _Retryable(Exception):
+class _Retryable(TransportError):
     def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
+        super().__init__(mask(message), status, retryable=True, retry_after=retry_after)
 
 
-class ModelClient:
-    """Makes model calls for one profile. Create once and reuse: it pools connections.
+class OpenAIClient:
+    """Makes model calls for one profile (a :class:`~.protocol.ModelClient`). Create once and
+    reuse: it pools connections.
 
     Args:
-        profile: The model profile (or its name).
+        profile: The model profile (or the name of a registered one).
         api_key: Overrides the profile's environment variable. Never logged or stored.
         base_url: Overrides ``OPENAI_BASE_URL`` and the profile's URL.
         retry: Backoff policy for 429, 5xx and connection errors.
         timeout: Seconds for one request.
+        transport: Where requests go instead of HTTP (a replay): no key is needed then, and
+            the SDK is never loaded.
     """
 
     def __init__(
         self,
-        profile: ModelProfile | str | None = None,
+        profile: ModelProfile | str,
         *,
         api_key: str | None = None,
         base_url: str | None = None,
         retry: RetryPolicy | None = None,
         timeout: float = 600.0,
+        transport: Transport | None = None,
     ) -> None:
         import os
 
         self.profile = profile if isinstance(profile, ModelProfile) else resolve_profile(profile)
-        key = api_key or self.profile.api_key()
-        if not key:
-            raise MissingKeyError(self.profile.api_key_env)
         self.base_url = base_url or self.profile.base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
-        import openai  # imported here: ~300 ms that `%load_ext` should not pay
+        if transport is None:
+            key = api_key or self.profile.api_key()
+            if not key:
+                raise MissingKeyError(self.profile.api_key_env)
+            register_secret(key)  # whatever it came from, it is masked in every output
+            transport = HttpTransport(key, self.base_url, timeout)
+        self.transport: Transport = transport
 
-        self._openai = openai
-        self._sdk = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=0,
-                                  timeout=timeout)
-        self._lock = threading.Lock()
-        self._response_type = _httpx_module().Response
-        self._transport_errors = _transport_errors()
+    def with_transport(self, transport: Transport) -> OpenAIClient:
+        """A client like this one (profile, URL, retries, timeout) that sends through
+        ``transport`` (a recording wraps this client's own transport)."""
+        return OpenAIClient(self.profile, base_url=self.base_url, retry=self.retry,
+                            timeout=self.timeout, transport=transport)
 
     # ------------------------------------------------------------------ public
     def cost(self, usage: Usage) -> float:
@@ -164,7 +173,7 @@ class ModelClient:
 
         For models without reliable native tool calls (``capabilities.tools`` False) the tools
         are offered through a JSON schema the server enforces, so every reply is either an
-        answer or one well-formed call (see :mod:`jupyter_agent.llm.prompt_tools`).
+        answer or one well-formed call (see :mod:`jupyter_agent.llm.constrained`).
         """
         if request.tools and not self.profile.capabilities.tools:
             return self._complete_constrained(request, on_delta)
@@ -172,13 +181,8 @@ class ModelClient:
 
     def _complete_constrained(self, request: ChatRequest,
                               on_delta: StreamCallback | None) -> ChatResponse:
-        from .prompt_tools import (
-            ConstrainedStreamGate,
-            parse_constrained_output,
-            rewrite_history,
-            tool_call_grammar,
-            with_tool_prompt,
-        )
+        from .constrained import ConstrainedStreamGate, parse_constrained_output, tool_call_grammar
+        from .tool_prompt import rewrite_history, with_tool_prompt
 
         messages = with_tool_prompt(rewrite_history(request.messages, "json"), request.tools,
                                     "json")
@@ -225,7 +229,10 @@ class ModelClient:
                 resp = self._attempt(request, body, on_delta)
                 resp.seconds = time.perf_counter() - start
                 return resp
-            except _Retryable as exc:
+            except TransportError as exc:
+                if not exc.retryable:
+                    return ChatResponse(error=str(exc), status_code=exc.status,
+                                        seconds=time.perf_counter() - start)
                 if attempt >= self.retry.max_retries:
                     return ChatResponse(
                         error=f"Model request failed after {attempt + 1} attempts: {exc}",
@@ -236,55 +243,21 @@ class ModelClient:
                     on_delta("retry", {"attempt": attempt + 1, "reason": str(exc)})
                 time.sleep(self.retry.delay(attempt, exc.retry_after))
                 attempt += 1
-            except _Fatal as exc:
-                return ChatResponse(error=str(exc), status_code=exc.status,
-                                    seconds=time.perf_counter() - start)
 
     # ----------------------------------------------------------------- private
-    def _post(self, body: dict[str, Any], stream: bool) -> Any:
-        oa = self._openai
-        try:
-            return self._sdk.post("/chat/completions", body=body, cast_to=self._response_type,
-                                  stream=stream)
-        except oa.APIStatusError as exc:
-            status = exc.status_code
-            msg = _error_message(exc)
-            if status in _RETRY_STATUS or status >= 500:
-                raise _Retryable(f"HTTP {status}: {msg}", status, _retry_after(exc)) from None
-            raise _Fatal(f"HTTP {status}: {msg}", status) from None
-        except (oa.APIConnectionError, *self._transport_errors) as exc:
-            raise _Retryable(f"connection error: {_short(exc)}") from None
-
     def _attempt(self, request: ChatRequest, body: dict[str, Any],
                  on_delta: StreamCallback | None) -> ChatResponse:
-        http = self._post(body, request.stream)
-        if not request.stream:
-            try:
-                data = http.json()
-            except ValueError as exc:
-                raise _Retryable(f"invalid JSON response: {_short(exc)}") from None
-            return self._from_json(request, data, on_delta)
+        reply = self.transport.send(body, request.stream)
+        if isinstance(reply, dict):
+            return self._from_json(request, reply, on_delta)
         try:
-            return self._assemble(request, self._stream_chunks(http), on_delta)
+            return self._assemble(request, reply, on_delta)
         finally:
-            http.close()
-
-    def _stream_chunks(self, http: Any) -> Iterator[dict[str, Any]]:
-        """The decoded SSE chunks of a streamed response, read to the end of the body."""
-        for line in http.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                continue  # keep reading to the end of the body: the connection is reused
-            try:
-                yield json.loads(payload)
-            except ValueError:
-                continue
+            reply.close()
 
     def _assemble(self, request: ChatRequest, chunks: Iterable[dict[str, Any]],
                   on_delta: StreamCallback | None) -> ChatResponse:
-        """Feed decoded chunks (from the wire, or recorded: ``jupyter_agent.replay``) into one
+        """Feed decoded chunks (from the wire, or recorded: a replay's transport) into one
         :class:`StreamAssembler` and build the response."""
         asm = StreamAssembler(on_delta, split_think=True)
         try:
@@ -296,10 +269,10 @@ class ModelClient:
         except KeyboardInterrupt:
             asm.finish()
             return self._response(request, asm, aborted=True)
-        except (*self._transport_errors, self._openai.APIConnectionError) as exc:
-            if asm.emitted and on_delta is not None:
+        except TransportError as exc:
+            if exc.retryable and asm.emitted and on_delta is not None:
                 on_delta("reset", {})  # the partial round is withdrawn before the retry
-            raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
+            raise
         asm.finish()
         return self._response(request, asm)
 
@@ -324,6 +297,83 @@ class ModelClient:
                        "choices": [{"delta": delta, "finish_reason": choice.get("finish_reason")}]})
         asm.finish()
         return self._response(request, asm)
+
+
+class HttpTransport:
+    """Requests over HTTP with the sync ``openai`` client's ``post`` (see the module doc).
+
+    Args:
+        api_key: The key sent with every request. Never logged or stored.
+        base_url: ``None`` means the provider default.
+        timeout: Seconds for one request.
+    """
+
+    def __init__(self, api_key: str, base_url: str | None, timeout: float) -> None:
+        import openai  # imported here: ~300 ms that `%load_ext` should not pay
+
+        self._openai = openai
+        self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                                  timeout=timeout)
+        self._response_type = _httpx_module().Response
+        self._transport_errors = _transport_errors()
+
+    def send(self, body: dict[str, Any], stream: bool) -> Reply:
+        """Post ``body``; the decoded JSON answer, or the stream of decoded chunks."""
+        http = self._post(body, stream)
+        if not stream:
+            try:
+                data = http.json()
+            except ValueError as exc:
+                raise _Retryable(f"invalid JSON response: {_short(exc)}") from None
+            if not isinstance(data, dict):
+                raise _Retryable(f"invalid JSON response: a {type(data).__name__}, not an object")
+            return data
+        return _SSEStream(self, http)
+
+    def _post(self, body: dict[str, Any], stream: bool) -> Any:
+        oa = self._openai
+        try:
+            return self._sdk.post("/chat/completions", body=body, cast_to=self._response_type,
+                                  stream=stream)
+        except oa.APIStatusError as exc:
+            status = exc.status_code
+            msg = _error_message(exc)
+            if status in _RETRY_STATUS or status >= 500:
+                raise _Retryable(f"HTTP {status}: {msg}", status, _retry_after(exc)) from None
+            raise _Fatal(f"HTTP {status}: {msg}", status) from None
+        except (oa.APIConnectionError, *self._transport_errors) as exc:
+            raise _Retryable(f"connection error: {_short(exc)}") from None
+
+    def _stream_chunks(self, http: Any) -> Iterator[dict[str, Any]]:
+        """The decoded SSE chunks of a streamed response, read to the end of the body."""
+        try:
+            for line in http.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    continue  # keep reading to the end of the body: the connection is reused
+                try:
+                    yield json.loads(payload)
+                except ValueError:
+                    continue
+        except (*self._transport_errors, self._openai.APIConnectionError) as exc:
+            raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
+
+
+class _SSEStream:
+    """One streamed response: its chunks, and ``close`` to release the connection (even when
+    the chunks were never read)."""
+
+    def __init__(self, transport: HttpTransport, http: Any) -> None:
+        self._transport = transport
+        self._http = http
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self._transport._stream_chunks(self._http)
+
+    def close(self) -> None:
+        self._http.close()
 
 
 def _httpx_module() -> Any:
@@ -352,14 +402,13 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(errs)
 
 
-class _Fatal(Exception):
+class _Fatal(TransportError):
     def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.status = status
+        super().__init__(mask(message), status)
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    text = mask(str(exc)) or type(exc).__name__  # mask before cutting: no half key is left
     return text.splitlines()[0][:200]
 
 
@@ -368,7 +417,7 @@ def _error_message(exc: Any) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:300]
+            return mask(str(err["message"]))[:300]
     return _short(exc)
 
 

@@ -2,8 +2,8 @@
 
 For models without reliable native tool calls (the embedded SmolLM2 on llama.cpp): the reply is
 forced to be ``{"answer": "..."}`` or ``{"tool": NAME, "arguments": {...}}``, so it is always
-either an answer or one well-formed call. The text protocol of spec 4.6 is in
-:mod:`jupyter_agent.llm.prompt_tools`.
+either an answer or one well-formed call. The tool prompt and the history
+rewrite are shared with the text protocol of spec 4.6 (:mod:`jupyter_agent.llm.tool_prompt`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Literal
 import json5
 
 from jupyter_agent.errors import ToolError
-from jupyter_agent.llm.prompt_tools import _make_call, tool_functions
+from jupyter_agent.llm.tool_prompt import make_call, tool_functions
 from jupyter_agent.llm.types import ToolCall
 
 __all__ = ["tool_call_grammar", "parse_constrained_output", "ConstrainedStreamGate"]
@@ -113,7 +113,7 @@ def parse_constrained_output(text: str) -> tuple[str | None, ToolCall | None]:
     obj = _loads_lenient(text)
     if isinstance(obj, dict):
         if isinstance(obj.get("tool"), str) and obj["tool"]:
-            return None, _make_call(obj["tool"], obj.get("arguments"))
+            return None, make_call(obj["tool"], obj.get("arguments"))
         if isinstance(obj.get("answer"), str):
             return obj["answer"], None
     match = _ANSWER_PREFIX.match(text)

@@ -79,7 +79,7 @@ def local_profile() -> dict[str, Any]:
     ``profile`` holds ModelProfile keyword arguments (``base_url`` is known only once the
     server runs: ``get_local_server().base_url``; any non-empty api key works). ``tool_mode``
     says how tools are offered: ``grammar``, i.e. the schema-constrained protocol of
-    ``prompt_tools``. ``quirks`` are the server's OpenAI deviations, checked against the
+    ``llm.constrained``. ``quirks`` are the server's OpenAI deviations, checked against the
     installed llama-cpp-python.
     """
     return {

@@ -101,8 +101,6 @@ BUILTIN_PROFILES: dict[str, ModelProfile] = {
     ]
 }
 
-DEFAULT_MODEL = "gpt-4.1-mini"
-
 
 def register_profile(profile: ModelProfile) -> ModelProfile:
     """Add or replace a profile by name (e.g. a local server or a custom price list)."""
@@ -110,18 +108,15 @@ def register_profile(profile: ModelProfile) -> ModelProfile:
     return profile
 
 
-def resolve_profile(name: str | None = None) -> ModelProfile:
-    """The profile called ``name``; an unknown name gets a generic profile for that model id.
+def resolve_profile(name: str) -> ModelProfile:
+    """The registered profile called ``name``; an unknown name gets a generic profile for that
+    model id.
 
-    ``None`` resolves ``JUPYTER_AGENT_MODEL``, then the built-in default.
+    Which model a turn uses, and the embedded ``local`` profile, are decided in one place
+    above this layer: :mod:`jupyter_agent.clients.factory`.
     """
-    name = name or os.environ.get("JUPYTER_AGENT_MODEL") or DEFAULT_MODEL
     if name in BUILTIN_PROFILES:
         return BUILTIN_PROFILES[name]
-    if name == "local":
-        from .local_profile import local_model_profile  # only when asked: it probes packages
-
-        return register_profile(local_model_profile())
     return ModelProfile(name=name, model=name)
 
 

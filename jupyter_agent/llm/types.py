@@ -29,7 +29,8 @@ class ToolCall(BaseModel):
     """One tool call of an assistant message."""
 
     id: str
-    """The provider's id; generated locally only when the provider sent none."""
+    """The provider's id, unless it was empty or another call of the run already had it: then
+    a fresh one (see ``jupyter_agent/loop/call_ids.py``)."""
     name: str
     arguments: str = ""
     """Raw JSON text of the arguments, exactly as the model produced it."""

@@ -11,13 +11,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from .types import Usage
 
-__all__ = ["UsageSink", "current_usage_sink", "report_usage", "usage_sink"]
+__all__ = ["UsageItem", "UsageSink", "current_usage_sink", "report_usage", "usage_sink"]
 
 UsageSink = Callable[[str, str, Usage, float], None]
 """``sink(module, model, usage, cost)``; ``module`` says what the call was for (``classify``)."""
+
+
+
+@dataclass
+class UsageItem:
+    """A model call made outside the main request (compression, a helper inside a tool)."""
+
+    module: str
+    model: str
+    usage: Usage
+    cost: float
+
 
 _SINK: ContextVar[UsageSink | None] = ContextVar("jupyter_agent_usage_sink", default=None)
 

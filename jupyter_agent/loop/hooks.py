@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from ..llm.types import Message, ToolCall, Usage
+from ..llm.types import Message, ToolCall
+from ..llm.usage_context import UsageItem
+from ..secrets import mask
 
 __all__ = [
     "ToolOutcome",
@@ -16,16 +18,6 @@ __all__ = [
     "UsageItem",
     "LoopHooks",
 ]
-
-
-@dataclass
-class UsageItem:
-    """A model call made outside the main request (compression, a helper inside a tool)."""
-
-    module: str
-    model: str
-    usage: Usage
-    cost: float
 
 
 @dataclass
@@ -45,6 +37,14 @@ class ToolOutcome:
     skip_compress: bool = False
     internal: bool = False
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        # Every tool result is built here (a tool's answer, an error, a denial, a hook that
+        # raised), so this is where a key a tool printed is masked: before the compressor,
+        # the model, the events and the store see it (docs/security.md).
+        self.output = mask(self.output)
+        if self.error:
+            self.error = mask(self.error)
 
 
 @dataclass

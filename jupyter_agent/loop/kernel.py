@@ -28,6 +28,7 @@ from ..events import (
 )
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
 from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
+from .call_ids import CallIds, ids_in_messages
 from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem
 
 __all__ = ["LoopConfig", "LoopResult", "run_loop", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
@@ -63,6 +64,8 @@ class LoopConfig:
     """README item 4: at ``max_rounds`` make one last ``tool_choice='none'`` request."""
     round_offset: int = 0
     """Rounds already made before (a resumed run numbers its rounds on from there)."""
+    reserved_ids: frozenset[str] = frozenset()
+    """Tool-call ids the run used before (a resumed run): no new call gets one of them."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,6 +113,8 @@ class _Run:
         self.emit = emit
         # Start-up (1.3): keep only id, type and function on every tool call.
         self.messages: list[Message] = [_clean_calls(m) for m in messages]
+        # Ids already in the history are taken: a model reusing one gets a fresh id.
+        self.ids = CallIds(ids_in_messages(self.messages) | cfg.reserved_ids)
         self.result = LoopResult(status="done")
         self.tokens: int | None = None
         self.tools_tokens = count_tools_tokens(cfg.tools)
@@ -226,7 +231,10 @@ class _Run:
         )
         rnd = self.round
         emit = self.emit
-        announced: set[str] = set()
+        ids = self.ids
+        # The response's id of each call announced while streaming -> the run's id for it
+        # (the stream assembler makes ids unique within one response).
+        renamed: dict[str, str] = {}
 
         is_aborted = self.hooks.is_aborted
 
@@ -240,12 +248,17 @@ class _Run:
             elif kind == "reasoning":
                 emit(ReasoningDelta(round=rnd, text=data["text"]))
             elif kind == "tool_call":
-                announced.add(data["id"])
-                emit(ToolCalled(round=rnd, call_id=data["id"], name=data["name"]))
+                cid = renamed.get(data["id"])
+                if cid is None:
+                    cid = renamed[data["id"]] = ids.claim(data["id"])
+                emit(ToolCalled(round=rnd, call_id=cid, name=data["name"]))
             elif kind == "tool_args":
-                emit(ToolArgsDelta(round=rnd, call_id=data["id"], delta=data["delta"]))
+                cid = renamed.get(data["id"])
+                if cid is not None:
+                    emit(ToolArgsDelta(round=rnd, call_id=cid, delta=data["delta"]))
             elif kind == "reset":
-                announced.clear()
+                ids.release(renamed.values())  # the withdrawn attempt's calls are gone
+                renamed.clear()
                 emit(RoundRetried(round=rnd, reason="connection lost mid-stream"))
 
         try:
@@ -256,11 +269,16 @@ class _Run:
             self.result.request_ids.append(resp.request_id)
         if resp.finish_reason:
             self.result.finish_reason = resp.finish_reason
-        # Calls parsed after the fact (prompt/grammar tool mode) were never announced.
+        calls: list[ToolCall] = []
         for call in resp.tool_calls:
-            if call.id not in announced:
-                emit(ToolCalled(round=rnd, call_id=call.id, name=call.name,
+            cid = renamed.pop(call.id, None)
+            if cid is None:
+                # Parsed after the fact (prompt/grammar tool mode): never announced.
+                cid = ids.claim(call.id)
+                emit(ToolCalled(round=rnd, call_id=cid, name=call.name,
                                 arguments=call.arguments))
+            calls.append(call if cid == call.id else call.model_copy(update={"id": cid}))
+        resp.tool_calls = calls
         return resp
 
     def _account(self, resp: ChatResponse) -> None:
@@ -456,7 +474,7 @@ def run_loop(client: Any, messages: list[Message], cfg: LoopConfig, hooks: LoopH
     """Run the multi-round loop.
 
     Args:
-        client: A :class:`~jupyter_agent.llm.client.ModelClient` (anything with ``complete``
+        client: A :class:`~jupyter_agent.llm.protocol.ModelClient` (anything with ``complete``
             and ``cost``).
         messages: The request messages to start from (copied, never modified).
         cfg: Model, tools, limits and sampling.

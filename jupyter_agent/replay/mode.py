@@ -1,9 +1,10 @@
 """The process-wide record/replay mode (``%agent record`` / ``%agent replay`` / ``%agent live``).
 
-``config.make_client`` consults ``settings.cassette_mode``: in ``record`` mode it builds
-:class:`~.client.RecordingClient` objects, in ``replay`` mode :class:`~.client.ReplayClient`
-ones, both on the cassette at ``settings.cassette_path`` (one cassette object per file,
-shared by every client of the process).
+The client factory (:func:`jupyter_agent.clients.factory.make_client`) consults
+``settings.cassette_mode``: in ``record`` mode it builds recording clients, in ``replay`` mode
+replaying ones, both on the cassette at ``settings.cassette_path`` (one cassette object per
+file, shared by every client of the process: :mod:`jupyter_agent.clients.cassettes`). This
+module switches the mode.
 
 Record and replay run on a scratch session store (an empty temporary one) unless told to keep
 the real one: a replay must start from the same empty sessions as its recording, or the
@@ -21,66 +22,39 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import config
+from ..clients.cassette import Cassette
+from ..clients.cassettes import active_cassette, cassette_at, resolve_cassette_path
+from ..clients.factory import clear_client_cache, make_client, resolve_model
+from ..config import CassetteMode, CassetteTiming
 from ..errors import MagicUsageError
-from .cassette import Cassette
-from .client import ReplayClient, Timing
-from .storage import default_cassette_path, load_cassette
+from ..llm.protocol import ModelClient
 
-__all__ = ["Mode", "start", "go_live", "active_cassette", "cassette_at", "replay_client",
-           "cell_client", "describe"]
+__all__ = ["Mode", "start", "go_live", "cell_client", "describe"]
 
-Mode = Literal["live", "record", "replay"]
+Mode = CassetteMode
 
 _lock = threading.RLock()
-_cassettes: dict[str, Cassette] = {}
 _state: dict[str, Any] = {}
 """What ``go_live`` restores: ``store`` (the previous default store), ``scratch`` (the scratch
 directory), ``model`` (the previous ``settings.active_model``, when replay/record changed it)."""
 
 
-def _resolve(path: str | Path | None) -> Path:
-    return Path(path if path else default_cassette_path()).expanduser().resolve()
-
-
-def cassette_at(path: str | Path | None, *, reload: bool = False) -> Cassette:
-    """The cassette stored at ``path`` (default: :func:`~.storage.default_cassette_path`),
-    loaded once per process and shared."""
-    p = _resolve(path)
-    with _lock:
-        c = _cassettes.get(str(p))
-        if c is None or reload:
-            c = _cassettes[str(p)] = load_cassette(p)
-        return c
-
-
-def active_cassette() -> Cassette:
-    """The cassette of the current mode (``settings.cassette_path``, else the default one)."""
-    return cassette_at(config.settings.cassette_path)
-
-
-def replay_client(model: Any) -> ReplayClient:
-    """A replay client on the active cassette (``config.make_client`` caches it)."""
-    return ReplayClient.for_model(model, active_cassette(), config.settings.cassette_timing)
-
-
-def cell_client(mode: Literal["record", "replay"], model: str | None) -> Any:
+def cell_client(mode: Literal["record", "replay"], model: str | None) -> ModelClient:
     """The client for one cell's ``--record`` / ``--replay`` (whatever the process mode).
 
     A replayed cell uses the cassette's recorded model unless ``--model`` names one.
     """
-    from ..config import make_client
-
     if mode == "replay":
         cassette = active_cassette()
         if not cassette.interactions:
             raise MagicUsageError(f"--replay: nothing recorded in {Path(cassette.location).name}"
                                   " yet; record the cell first with --record.")
-        return make_client(model or cassette.model or config.choose_model(), cassette="replay")
-    return make_client(model or config.choose_model(), cassette="record")
+        return make_client(model or cassette.model or resolve_model().name, cassette="replay")
+    return make_client(model or resolve_model().name, cassette="record")
 
 
 def start(mode: Literal["record", "replay"], path: str | Path | None = None, *,
-          model: str | None = None, timing: Timing = "fast", append: bool = False,
+          model: str | None = None, timing: CassetteTiming = "fast", append: bool = False,
           keep_store: bool = False) -> Cassette:
     """Switch the process to recording into, or replaying from, the cassette at ``path``.
 
@@ -98,7 +72,7 @@ def start(mode: Literal["record", "replay"], path: str | Path | None = None, *,
         MagicUsageError: replaying a cassette that holds nothing.
     """
     with _lock:
-        p = _resolve(path)
+        p = resolve_cassette_path(path)
         cassette = cassette_at(p, reload=True)
         if mode == "replay" and not (cassette.interactions or cassette.answers):
             raise MagicUsageError(f"Nothing recorded in {p.name}: record it first "
@@ -115,7 +89,7 @@ def start(mode: Literal["record", "replay"], path: str | Path | None = None, *,
         config.settings.cassette_mode = mode
         config.settings.cassette_path = str(p)
         config.settings.cassette_timing = timing
-        config.clear_client_cache()
+        clear_client_cache()
         return cassette
 
 
@@ -128,7 +102,7 @@ def go_live() -> Cassette | None:
         config.settings.cassette_mode = "live"
         config.settings.cassette_path = None
         config.settings.cassette_timing = "fast"
-        config.clear_client_cache()
+        clear_client_cache()
         return was
 
 

@@ -21,12 +21,35 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CASSETTE_LINE", "find_cassette_line", "set_cassette_line", "cassette_of",
-           "execute_notebook",
+           "execute_notebook", "require_notebook_tools",
            "kernel_manager", "run_outputs", "scrub_folder"]
 
 CASSETTE_LINE = re.compile(r"^%agent\s+(replay|record|live)\b.*$", re.MULTILINE)
 """The line of a tutorial that chooses live, record or replay mode."""
 _KERNEL_NAME = "jupyter-agent-python"
+
+
+def require_notebook_tools() -> None:
+    """Raise one clear ``ConfigError`` when the ``notebooks`` extra is not installed.
+
+    Running notebooks needs nbclient, nbconvert, jupyter_client and ipykernel, which a plain
+    ``pip install jupyter-agent`` does not bring (``pyproject.toml``, extra ``notebooks``).
+    """
+    import importlib.util
+
+    from ..errors import ConfigError
+
+    try:
+        import jupyter_client  # noqa: F401
+        import nbclient  # noqa: F401
+        import nbconvert  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"Running notebooks needs {exc.name}: "
+                          "pip install 'jupyter-agent[notebooks]'") from None
+    # The kernel is started as `python -m ipykernel_launcher`: nothing here imports it.
+    if importlib.util.find_spec("ipykernel") is None:
+        raise ConfigError("Running notebooks needs ipykernel: "
+                          "pip install 'jupyter-agent[notebooks]'")
 
 
 def find_cassette_line(nb: Any) -> tuple[int, str] | None:
@@ -90,6 +113,7 @@ def execute_notebook(nb: Any, cwd: str | Path, *, env: dict[str, str] | None = N
     Raises:
         nbclient.exceptions.CellExecutionError: a cell failed (unless ``allow_errors``).
     """
+    require_notebook_tools()
     from nbclient import NotebookClient
 
     kernel_env = {**os.environ, **(env or {})}

@@ -19,14 +19,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..clients.storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
+from ..errors import ConfigError
 from .notebooks import (
     cassette_of,
     execute_notebook,
     find_cassette_line,
+    require_notebook_tools,
     scrub_folder,
     set_cassette_line,
 )
-from .storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
 
 __all__ = ["rerecord", "main"]
 
@@ -43,7 +45,7 @@ def rerecord(notebook: str | Path, *, model: str | None = None,
         timeout: Seconds allowed per cell.
 
     Returns:
-        The new :class:`~jupyter_agent.replay.cassette.Cassette`.
+        The new :class:`~jupyter_agent.clients.cassette.Cassette`.
 
     Raises:
         ValueError: the notebook has no cassette line.
@@ -94,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", help="OpenAI-compatible base URL (else OPENAI_BASE_URL).")
     parser.add_argument("--timeout", type=int, default=600, help="Seconds allowed per cell.")
     args = parser.parse_args(argv)
+    try:
+        require_notebook_tools()
+    except ConfigError as exc:  # a plain install: one line, the extra to install
+        raise SystemExit(str(exc)) from None
     env = {"OPENAI_BASE_URL": args.base_url} if args.base_url else None
     for nb in args.notebooks:
         cassette = rerecord(nb, model=args.model, env=env, timeout=args.timeout)

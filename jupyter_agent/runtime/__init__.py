@@ -1,5 +1,5 @@
-"""The agent runtime: named agents, modes, intent, permissions, workspace and MCP tools,
-``spawn_agent``, model failover, and the session subcommands of ``%agent``.
+"""The agent runtime's policy data: named agents, modes, intent, permissions and the tool
+catalog. What runs a turn lives in ``agents/`` (the turn driver); MCP tools in ``tools/``.
 
 Each concept is one small module; importing this package loads none of them (PEP 562).
 """
@@ -15,16 +15,10 @@ __all__ = [
     "IntentResult",
     "IntentRules",
     "INTENT_RULES",
-    "recognize_intent",
     "parse_mode",
     "mode_rules",
     "check_permission",
     "PermissionContext",
-    "FailoverClient",
-    "connect_mcp",
-    "disconnect_mcp",
-    "mcp_servers",
-    "export_session",
     "current_session",
     "set_current_session",
 ]
@@ -36,16 +30,10 @@ _LAZY = {
     "IntentResult": "intent",
     "IntentRules": "intent",
     "INTENT_RULES": "intent",
-    "recognize_intent": "intent",
     "parse_mode": "modes",
     "mode_rules": "modes",
     "check_permission": "policy",
     "PermissionContext": "policy",
-    "FailoverClient": "failover",
-    "connect_mcp": "mcp",
-    "disconnect_mcp": "mcp",
-    "mcp_servers": "mcp",
-    "export_session": "export",
     "current_session": "sessions",
     "set_current_session": "sessions",
 }

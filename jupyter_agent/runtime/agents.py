@@ -35,12 +35,15 @@ class Agent(BaseModel):
             ``"spawn_agent"``), :class:`~jupyter_agent.tools.registry.Tool` objects or plain
             functions; ``None`` means the cell's default (every ``@tool`` function).
         model: Model or profile name, used unless the cell says ``--model``.
-        workspace: The folder the built-in tools are confined to (relative paths are taken
+        workspace: The folder the file tools are confined to and ``bash`` runs in (sandboxed
+            when bubblewrap is available, docs/sandbox.md; relative paths are taken
             from the current directory when the agent is created); default: the current
             directory at the time of the turn.
         permissions: Overrides of the permission policy, tool name (or ``"*"``) to ``allow``,
             ``ask`` or ``deny``.
         read_only: The workspace may not be written (``write_file`` and ``bash`` are denied).
+        allow_network: ``bash`` keeps network access inside its sandbox (off by default; see
+            docs/sandbox.md).
         intents: Intent categories this agent is the role for; when neither the user nor the
             session chose an agent, a recognised intent (confidence >= 0.5) may pick it.
         description: One line shown by ``%agent agents``.
@@ -55,6 +58,7 @@ class Agent(BaseModel):
     workspace: str | None = None
     permissions: dict[str, Decision] = Field(default_factory=dict)
     read_only: bool = False
+    allow_network: bool = False
     intents: list[str] = Field(default_factory=list)
     description: str = ""
 
@@ -93,14 +97,6 @@ class Agent(BaseModel):
         for t in self.tools or []:
             out.append(t if isinstance(t, str) else getattr(t, "name", getattr(t, "__name__", "?")))
         return out
-
-    def as_tool(self, name: str | None = None, description: str | None = None,
-                **options: Any) -> Any:
-        """This agent as a tool of another run (see
-        :func:`~jupyter_agent.agents.subagents.agent_tool` for ``options``)."""
-        from ..agents.subagents import agent_tool
-
-        return agent_tool(self, name=name, description=description, **options)
 
     def __repr__(self) -> str:
         return f"<Agent {self.name}: model={self.model}, tools={self.tool_names()}>"

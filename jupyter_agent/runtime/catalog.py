@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ToolError
-from ..tools.builtin import BUILTIN_TOOL_NAMES, Workspace, make_builtin_functions
+from ..tools.builtin import BUILTIN_TIMEOUTS, BUILTIN_TOOL_NAMES, Workspace, make_builtin_functions
 from ..tools.registry import REGISTRY, Tool
 
 __all__ = ["BUILTIN_TOOL_NAMES", "READ_ONLY_BUILTINS", "builtin_tools", "resolve_tool_specs",
@@ -37,7 +37,8 @@ def builtin_tools(workspace: Workspace) -> dict[str, Tool[Any]]:
     """The six built-in tools bound to ``workspace``, as ``Tool`` objects by name."""
     out: dict[str, Tool[Any]] = {}
     for name, fn in make_builtin_functions(workspace).items():
-        out[name] = tag(Tool(fn, name=name, batchable=name in READ_ONLY_BUILTINS), "builtin")
+        out[name] = tag(Tool(fn, name=name, batchable=name in READ_ONLY_BUILTINS,
+                             timeout=BUILTIN_TIMEOUTS.get(name)), "builtin")
     return out
 
 
@@ -56,14 +57,14 @@ def rebind_builtins(tools: Sequence[Tool[Any]], workspace: Workspace) -> list[To
 
 def _mcp_lookup(name: str) -> list[Tool[Any]] | None:
     try:
-        from .mcp import find_mcp_tools
+        from ..tools.mcp import find_mcp_tools
     except ImportError:  # the mcp package is an optional extra
         return None
     return find_mcp_tools(name)
 
 
 def _unknown(name: str) -> ToolError:
-    from .mcp import mcp_tool_names
+    from ..tools.mcp import mcp_tool_names
 
     user = ", ".join(REGISTRY.names()) or "none"
     mcp = ", ".join(mcp_tool_names()) or "none connected"

@@ -15,12 +15,12 @@ too: ``base * (best - second + 1) / (best + 1)``. No match gives ``unknown`` at 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 __all__ = ["Category", "CATEGORIES", "IntentResult", "IntentRules", "INTENT_RULES",
-           "DEFAULT_KEYWORDS", "recognize_intent", "intent_by_rules", "intent_by_model",
+           "DEFAULT_KEYWORDS", "CATEGORY_DESCRIPTIONS", "intent_by_rules",
            "intent_system_text"]
 
 Category = Literal["chat", "tool_execution", "content_publishing", "account_query", "unknown"]
@@ -126,7 +126,7 @@ def intent_by_rules(text: str, rules: IntentRules | None = None) -> IntentResult
                         source="rules", needs_tools=category in rules.needs_tools)
 
 
-_DESCRIPTIONS = {
+CATEGORY_DESCRIPTIONS = {
     "tool_execution": "The user wants something done with tools: run commands, read or write "
                       "files, fetch or compute data.",
     "content_publishing": "The user wants content written for or published to a channel.",
@@ -134,39 +134,6 @@ _DESCRIPTIONS = {
     "chat": "Conversation, explanation or opinion; no action needed.",
     "unknown": "None of the above.",
 }
-
-
-def intent_by_model(text: str, rules: IntentRules | None = None, *, model: str | None = None,
-                    client: Any = None) -> IntentResult:
-    """Recognise the intent with one ``classify`` call (its usage goes to the current run).
-
-    The model gives no confidence: a named category counts 0.8, the fallback (``unknown``) 0.
-    The rule keywords found in the text are still reported.
-    """
-    from ..agents.helpers import classify
-
-    rules = rules or INTENT_RULES
-    result = classify(text, {c: _DESCRIPTIONS[c] for c in CATEGORIES}, model=model, client=client)
-    category = "unknown" if result.fallback else result.category
-    hits = rules.matches(text).get(category, [])
-    return IntentResult(category=category, confidence=0.0 if category == "unknown" else 0.8,  # type: ignore[arg-type]
-                        keywords=hits, source="model",
-                        needs_tools=category in rules.needs_tools)
-
-
-def recognize_intent(text: str, rules: IntentRules | None = None, *, use_model: bool | None = None,
-                     model: str | None = None, client: Any = None) -> IntentResult:
-    """The intent of the user's raw ``text`` (never the mode), by rules or by the model.
-
-    ``use_model`` defaults to ``rules.use_model``; when the model call fails the rules answer.
-    """
-    rules = rules or INTENT_RULES
-    if use_model if use_model is not None else rules.use_model:
-        try:
-            return intent_by_model(text, rules, model=model, client=client)
-        except Exception:  # a hint is not worth failing the turn for
-            pass
-    return intent_by_rules(text, rules)
 
 
 def intent_system_text(intent: IntentResult | None, mode: str,

@@ -17,13 +17,15 @@ from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel
 
-from ..agents.context import MODE_KNOWLEDGE_LIMITS
 from ..errors import ConfigError
 
-__all__ = ["Mode", "ModeRules", "MODES", "parse_mode", "mode_rules", "mode_for_kind",
+__all__ = ["MODE_KNOWLEDGE_LIMITS", "Mode", "ModeRules", "MODES", "parse_mode", "mode_rules", "mode_for_kind",
            "tools_for_mode", "knowledge_for_mode"]
 
 Mode = Literal["ask", "search", "agent"]
+
+MODE_KNOWLEDGE_LIMITS: dict[str, int | None] = {"ask": None, "search": 8, "agent": 3}
+"""Knowledge items a turn may inject, by mode (``None``: no knowledge in ``ask`` mode)."""
 T = TypeVar("T")
 
 

@@ -25,6 +25,7 @@ from ..session.permissions import (
     PermissionVerdict,
     denial_message,
 )
+from ..tools.builtin import sandbox_status
 
 __all__ = ["PermissionContext", "check_permission", "approval_ask", "tool_origin",
            "WAITING_FOR_APPROVAL", "NO_PROMPTS_REASON"]
@@ -136,6 +137,11 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None) -> dict[str, A
             if isinstance(args.get(key), str):
                 detail[key] = args[key]
     question = _QUESTIONS.get(tool_name, f"Allow the tool {tool_name} to run?")
+    sandbox = sandbox_status() if tool_name == "bash" else None
+    warning = sandbox.card_note() if sandbox is not None else None
+    if sandbox is not None and warning:  # nothing confines the command: say so plainly
+        question = f"{question} {warning}"
+        detail["sandbox"] = f"none: {sandbox.reason}"
     event = AskPending(call_id=call.id, kind="approval", question=question,
                        options=list(APPROVAL_OPTIONS), allow_other=False, detail=detail)
     return event.model_dump(mode="json", exclude={"t", "type"})

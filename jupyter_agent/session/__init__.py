@@ -7,7 +7,7 @@ asks and remembered permissions in one file shared safely by threads and kernels
 
 from __future__ import annotations
 
-from ._db import register_secret
+from ..secrets import register_secret
 from .models import (
     TERMINAL_RUN_STATUSES,
     Mode,

@@ -1,4 +1,4 @@
-"""SQLite plumbing: one connection per thread, explicit transactions, JSON with key redaction.
+"""SQLite plumbing: one connection per thread, explicit transactions, JSON with secrets masked.
 
 Why the settings are what they are:
 
@@ -26,49 +26,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..secrets import mask_json
 from ._schema import migrate
 
-__all__ = ["REDACTED", "Database", "dumps", "loads", "redact", "register_secret"]
-
-REDACTED = "[redacted]"
-_MIN_SECRET_LEN = 8
-_registered_secrets: set[str] = set()
-
-
-def register_secret(value: str) -> None:
-    """Never let ``value`` (an API key given in code, not in the environment) reach the store."""
-    if value and len(value) >= _MIN_SECRET_LEN:
-        _registered_secrets.add(value)
-
-
-_names_cache: tuple[tuple[Any, ...], list[str]] = ((), [])
-
-
-def _key_names() -> list[str]:
-    """Names of the ``*API_KEY`` variables; rescanned only when the set of variables changes
-    (values are always read fresh). Scanning all of ``os.environ`` on every write cost more
-    than the write itself."""
-    global _names_cache
-    data = getattr(os.environ, "_data", None)
-    keys = tuple(data) if data is not None else tuple(os.environ)
-    if keys != _names_cache[0]:
-        names = [n for n in os.environ if n.upper().endswith("API_KEY")]
-        _names_cache = (keys, names)
-    return _names_cache[1]
-
-
-def _secret_values() -> list[str]:
-    """API keys that must never be written: ``*API_KEY`` variables plus registered values.
-
-    Read on every write because ``%env OPENAI_API_KEY=...`` can set a key after the store opened.
-    """
-    found = set(_registered_secrets)
-    for name in _key_names():
-        value = os.environ.get(name, "")
-        if len(value) >= _MIN_SECRET_LEN:
-            found.add(value)
-    # Longest first, so a key that contains another key is replaced whole.
-    return sorted(found, key=len, reverse=True)
+__all__ = ["Database", "dumps", "loads"]
 
 
 def _json_default(obj: Any) -> Any:
@@ -82,22 +43,10 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store a {type(obj).__name__} in the session store (not JSON)")
 
 
-def redact(text: str, secrets: list[str] | None = None) -> str:
-    """``text`` with every known API key replaced by ``[redacted]``.
-
-    ``secrets`` is ``_secret_values()`` computed once by a caller writing many values.
-    """
-    for secret in _secret_values() if secrets is None else secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
-
-
-def dumps(obj: Any, secrets: list[str] | None = None) -> str:
-    """JSON text of ``obj`` with every known API key replaced by ``[redacted]``."""
-    # Keys are ASCII letters, digits, '-' and '_', so JSON escaping never hides one.
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default)
-    return redact(text, secrets)
+def dumps(obj: Any) -> str:
+    """JSON text of ``obj`` with every known secret masked (docs/security.md)."""
+    return mask_json(
+        json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default))
 
 
 def loads(text: str | None) -> Any:

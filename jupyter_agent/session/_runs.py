@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from ._db import Database, _secret_values, dumps, loads
+from ._db import Database, dumps, loads
 from ._sessions import ensure_session_row
 from .models import TERMINAL_RUN_STATUSES, RunRecord, StoredRunStatus
 
@@ -92,8 +92,7 @@ class RunsMixin:
 
         Returns the sequence number of the last event (0 when ``events`` is empty).
         """
-        secrets = _secret_values()  # once per batch: reading the environment is not free
-        rows = [dumps(event, secrets) for event in events]
+        rows = [dumps(event) for event in events]
         with self._db.write() as conn:
             if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise KeyError(f"run {run_id!r} does not exist")

@@ -8,7 +8,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from ._db import Database, dumps, loads, redact
+from ..secrets import mask
+from ._db import Database, dumps, loads
 from ._sessions import ensure_session_row
 from .models import Mode, TurnRecord, UsageTotals
 
@@ -102,7 +103,7 @@ class TurnsMixin:
                     model,
                     profile,
                     max(0.0, now - row[0]) if duration is None else float(duration),
-                    None if error is None else redact(error),
+                    None if error is None else mask(error),
                     turn_id,
                 ),
             )

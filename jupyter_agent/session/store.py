@@ -2,9 +2,10 @@
 
 Holds sessions (history, bindings, remembered permissions), turn records, runs with their
 event logs, and the pending state of suspended asks. Safe to use from several threads of one
-kernel and from several kernels (processes) on the same file at once. API keys never reach
-the file: every JSON value written is scrubbed of ``*API_KEY`` environment values and of keys
-given to ``register_secret``.
+kernel and from several kernels (processes) on the same file at once. Secrets never reach
+the file: every JSON value and error text written is masked by
+:func:`jupyter_agent.secrets.mask` (secret-looking environment values, the configured key,
+values given to ``register_secret``; docs/security.md).
 """
 
 from __future__ import annotations

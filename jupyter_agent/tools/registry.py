@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 import inspect
 import json
+import math
 import threading
 import time
 from typing import Any, Callable, Generic, TypeVar, overload
@@ -15,12 +13,22 @@ import json5
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ToolError
+from ._deadline import ToolTimeout, call_with_deadline, resolve_timeout
 from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema
 
-__all__ = ["Tool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry", "format_validation_error"]
+__all__ = ["Tool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry", "format_validation_error",
+           "MAX_OUTPUT_CHARS", "NO_DEADLINE"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+NO_DEADLINE = math.inf
+"""``timeout=NO_DEADLINE``: the tool runs in the calling thread with no deadline (for tools that
+bound themselves, like a sub-agent with its round limit, or that need the main thread)."""
+
+MAX_OUTPUT_CHARS = 200_000
+"""A tool result longer than this is cut (head and tail kept) before the loop sees it: a
+function returning megabytes must not flood memory, the store or the compression step."""
 
 
 class StopRun(Exception):
@@ -73,8 +81,7 @@ def decode_json_object(arguments: str) -> dict[str, Any]:
 def invoke_with_usage(t: Tool[Any], arguments: str) -> tuple[ToolResult, list[Any]]:
     """Invoke ``t`` and collect the usage that helpers inside it report (classify, a
     sub-agent, …) as loop ``UsageItem``s, so the run's tokens and cost include them."""
-    from ..llm.usage_context import usage_sink
-    from ..loop.hooks import UsageItem
+    from ..llm.usage_context import UsageItem, usage_sink
 
     usages: list[UsageItem] = []
     with usage_sink(lambda module, model, usage, cost: usages.append(
@@ -99,6 +106,9 @@ class Tool(Generic[F]):
         tool_name = name or getattr(fn, "__name__", None)
         if not tool_name or tool_name == "<lambda>":
             raise ToolError("A lambda needs a name: use tool(fn, name='...').")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ToolError(f"Tool {tool_name!r}: timeout must be a positive number of seconds "
+                            f"(math.inf for no deadline), not {timeout!r}.")
         doc_desc, param_docs = parse_docstring(fn.__doc__)
         self.fn = fn
         self.name: str = tool_name
@@ -137,76 +147,63 @@ class Tool(Generic[F]):
         # Keep nested pydantic models as models: the function's annotations ask for them.
         return {k: getattr(model, k) for k in type(model).model_fields}
 
+    def deadline(self) -> float | None:
+        """Seconds a call may take: ``timeout``, else the package default (None: no deadline).
+
+        Raises:
+            ConfigError: ``JUPYTER_AGENT_TOOL_TIMEOUT`` is malformed.
+        """
+        return resolve_timeout(self.timeout)
+
     def invoke(self, arguments: str) -> ToolResult:
-        """Run the tool on the model's raw arguments; never raises for tool failures."""
+        """Run the tool on the model's raw arguments; never raises for tool failures.
+
+        The call is bounded by :meth:`deadline`; a call past it becomes the result
+        ``Tool error: timed out after N s`` and the run goes on. A result longer than
+        :data:`MAX_OUTPUT_CHARS` is cut.
+
+        Raises:
+            ConfigError: ``JUPYTER_AGENT_TOOL_TIMEOUT`` is malformed.
+            KeyboardInterrupt: the kernel was interrupted during the call.
+        """
         start = time.perf_counter()
+        limit = self.deadline()  # a malformed setting is the user's to fix: raised, not hidden
         try:
             kwargs = self.parse_arguments(arguments)
         except ToolError as exc:
-            return ToolResult(output=str(exc), error=str(exc), seconds=time.perf_counter() - start)
+            return _failed(str(exc), start)
         try:
-            value = self._run(kwargs)
+            value = call_with_deadline(self.fn, kwargs, limit, is_async=self.is_async,
+                                       name=self.name)
         except StopRun as exc:
             text = str(exc) or "Stopped."
-            return ToolResult(output=text, value=None, stop=True,
+            return ToolResult(output=_capped(text), value=None, stop=True,
                               seconds=time.perf_counter() - start)
-        except concurrent.futures.TimeoutError:
-            msg = f"Tool error: TimeoutError: {self.name} did not finish within {self.timeout} s"
-            return ToolResult(output=msg, error=msg, seconds=time.perf_counter() - start)
+        except ToolTimeout as exc:
+            return _failed(f"Tool error: {exc} ({self.name} did not finish and was {exc.how})",
+                           start)
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # the model caused it, or the tool is buggy: tell the model
-            msg = f"Tool error: {type(exc).__name__}: {exc}"
-            return ToolResult(output=msg, error=msg, exception=exc,
-                              seconds=time.perf_counter() - start)
+            return _failed(f"Tool error: {type(exc).__name__}: {exc}", start, exc)
         stop = isinstance(value, StopRun)
         text = (str(value) or "Stopped.") if stop else result_to_text(value)
-        return ToolResult(output=text, value=None if stop else value, stop=stop,
+        return ToolResult(output=_capped(text), value=None if stop else value, stop=stop,
                           seconds=time.perf_counter() - start)
 
-    def _run(self, kwargs: dict[str, Any]) -> Any:
-        if self.is_async:
-            return _run_coroutine(self.fn(**kwargs), self.timeout)
-        if self.timeout is None:
-            return self.fn(**kwargs)
-        # A sync function cannot be killed from outside; we stop waiting and report the timeout.
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"tool-{self.name}")
-        try:
-            # copy_context: usage sinks and other context vars must reach the worker thread
-            ctx = contextvars.copy_context()
-            return pool.submit(ctx.run, self.fn, **kwargs).result(timeout=self.timeout)
-        finally:
-            pool.shutdown(wait=False)
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    from .builtin._cap import cap_output  # only for long results: keeps the import light
+
+    return cap_output(text, MAX_OUTPUT_CHARS)
 
 
-def _run_coroutine(coro: Any, timeout: float | None) -> Any:
-    """Run a coroutine to completion from sync code, even inside a running event loop.
-
-    The kernel's loop is already running in this thread, so the coroutine runs on a private
-    loop in a helper thread (no nest_asyncio).
-    """
-    if timeout is not None:
-        coro = asyncio.wait_for(coro, timeout)
-    box: dict[str, Any] = {}
-
-    def runner() -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            box["value"] = loop.run_until_complete(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-        finally:
-            loop.close()
-
-    t = threading.Thread(target=runner, name="jupyter-agent-async-tool", daemon=True)
-    t.start()
-    t.join()
-    if "error" in box:
-        err = box["error"]
-        if isinstance(err, asyncio.TimeoutError):
-            raise concurrent.futures.TimeoutError() from None
-        raise err
-    return box.get("value")
+def _failed(message: str, start: float, exc: BaseException | None = None) -> ToolResult:
+    message = _capped(message)
+    return ToolResult(output=message, error=message, exception=exc,
+                      seconds=time.perf_counter() - start)
 
 
 class ToolRegistry:
@@ -296,7 +293,10 @@ def tool(
         name: Tool name (defaults to the function's name).
         description: Overrides the docstring.
         batchable: May run in parallel with neighbouring calls (``%%toolloop --parallel``).
-        timeout: Seconds before the call is reported to the model as timed out.
+        timeout: Seconds the call may take before it is reported to the model as timed out
+            (a sync function is abandoned, a coroutine cancelled). Default: the package
+            default, 300 s or ``JUPYTER_AGENT_TOOL_TIMEOUT``; :data:`NO_DEADLINE`
+            (``math.inf``): none, and the function runs in the calling thread.
         requires_approval: Ask the user before each call (an approval card).
         register: Add to the global registry (the default).
     """

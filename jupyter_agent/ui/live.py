@@ -12,9 +12,9 @@ import time
 from typing import Any, Callable
 
 from ..events import BaseEvent
-from .bundle import build_bundle, output_metadata
+from ..view.bundle import build_bundle, output_metadata
 
-__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "displays"]
+__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "displays", "show_hint"]
 
 MAX_UPDATES_PER_SECOND = 30
 # Pushed at once: the kernel is about to wait (a model request, an answer from the user), or
@@ -25,6 +25,16 @@ _INTERNAL_TOOLS = frozenset({"update_plan", "ask_agent"})
 
 displays: dict[str, LiveDisplay] = {}
 """Live displays by run id, so a resume finds the widget of its run."""
+
+
+def show_hint(run: Any, text: str) -> None:
+    """How to answer a waiting run, shown under its output (cleared when it is answered);
+    printed when the run has no live display."""
+    live = displays.get(run.run_id)
+    if live is not None:
+        live.show_hint(text)
+    else:
+        print(text)
 
 
 class LiveDisplay:
@@ -111,3 +121,4 @@ class LiveDisplay:
         if self.handle is not None:
             self.handle.update(self._bundle(final=True), metadata=output_metadata(self.run.view),
                                raw=True)
+

@@ -1,6 +1,6 @@
 """The live anywidget view of a run.
 
-Its only synced state is ``view`` (see :mod:`jupyter_agent.ui.view`); clicks come back as
+Its only synced state is ``view`` (see :mod:`jupyter_agent.view.state`); clicks come back as
 custom messages ``{type: "answer", call_id, how, option_index, answer}``. The view dict is
 mutated in place by the run's reducer and pushed with ``send_state`` at a throttled rate,
 so a streamed token costs no copy of the whole state.

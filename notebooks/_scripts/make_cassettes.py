@@ -198,7 +198,7 @@ def record_scripted(name: str, turns: list[Any]) -> None:
 
 def record_local(name: str) -> None:
     """Execute ``name`` in record mode against the embedded model."""
-    from jupyter_agent.llm.local_profile import local_available
+    from jupyter_agent.clients.embedded import local_available
 
     if not local_available():
         print(f"{name}: skipped, the embedded model needs the `local` extra "

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from jupyter_agent.llm.local_profile import local_available
+from jupyter_agent.clients.embedded import local_available
 
 pytestmark = [
     pytest.mark.local_model,
@@ -51,11 +51,11 @@ def test_toolloop_forced_tool_call_is_valid_and_fed_back() -> None:
 
 
 def test_with_no_key_the_embedded_model_is_the_default_and_says_so_once() -> None:
-    from jupyter_agent import chat, config
-    from jupyter_agent.config import choose_model
+    from jupyter_agent import chat
+    from jupyter_agent.clients import factory
 
-    config._local_notice_shown = False
-    assert choose_model() == "local"
+    factory._local_notice_shown = False
+    assert factory.resolve_model() == factory.ModelChoice("local", "embedded")
     first = chat("Say hi.", max_tokens=8)
     second = chat("Say hi again.", max_tokens=8)
     notices = [e.message for e in first.events if e.type == "warning"]
@@ -67,16 +67,16 @@ def test_with_no_key_the_embedded_model_is_the_default_and_says_so_once() -> Non
 def test_an_explicit_model_without_a_key_is_an_error_even_with_the_local_model(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from jupyter_agent import MissingKeyError, chat
-    from jupyter_agent.config import choose_model
+    from jupyter_agent.clients.factory import resolve_model
 
     monkeypatch.setenv("JUPYTER_AGENT_MODEL", "gpt-4.1-mini")
-    assert choose_model() == "gpt-4.1-mini"
+    assert resolve_model().name == "gpt-4.1-mini"
     with pytest.raises(MissingKeyError, match="OPENAI_API_KEY"):
         chat("hi")
 
 
 def test_a_key_makes_the_hosted_default_win(monkeypatch: pytest.MonkeyPatch) -> None:
-    from jupyter_agent.config import choose_model
+    from jupyter_agent.clients.factory import resolve_model
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-    assert choose_model() == "gpt-4.1-mini"
+    assert resolve_model().name == "gpt-4.1-mini"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import config
+from jupyter_agent.clients.factory import make_client
 from jupyter_agent.errors import MissingKeyError
-from jupyter_agent.llm.client import ModelClient, RetryPolicy, wire_messages
+from jupyter_agent.llm.client import OpenAIClient, RetryPolicy, wire_messages
 from jupyter_agent.llm.types import ChatRequest, ChatResponse
 from tests.fakes.openai_server import (
     ScriptedOpenAI,
@@ -44,19 +44,19 @@ class Deltas:
 
 
 @pytest.fixture
-def client(server: ScriptedOpenAI) -> Iterator[ModelClient]:
-    yield ModelClient("gpt-4.1-mini", api_key=KEY, base_url=server.base_url,
-                      retry=RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002),
-                      timeout=20)
+def client(server: ScriptedOpenAI) -> Iterator[OpenAIClient]:
+    yield OpenAIClient("gpt-4.1-mini", api_key=KEY, base_url=server.base_url,
+                       retry=RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002),
+                       timeout=20)
 
 
-def ask(client: ModelClient, *, stream: bool = True, on_delta: Any = None,
+def ask(client: OpenAIClient, *, stream: bool = True, on_delta: Any = None,
         messages: list[dict[str, Any]] | None = None) -> ChatResponse:
     return client.complete(ChatRequest(model="m", messages=messages or HI, stream=stream),
                            on_delta)
 
 
-def test_streamed_text_answer(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_streamed_text_answer(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(text("Hello there!"))
     resp = ask(client)
     assert resp.text == "Hello there!"
@@ -66,7 +66,7 @@ def test_streamed_text_answer(server: ScriptedOpenAI, client: ModelClient) -> No
     assert server.requests[0]["messages"] == HI
 
 
-def test_reasoning_content_streams_before_text(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_reasoning_content_streams_before_text(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(text("The answer is 42.", reasoning="Let me think it over.", chunk_size=4))
     deltas = Deltas()
     resp = ask(client, on_delta=deltas)
@@ -81,7 +81,7 @@ def test_reasoning_content_streams_before_text(server: ScriptedOpenAI, client: M
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 8, 100])
 def test_think_tags_split_whatever_the_chunk_boundaries(
-        server: ScriptedOpenAI, client: ModelClient, chunk_size: int) -> None:
+        server: ScriptedOpenAI, client: OpenAIClient, chunk_size: int) -> None:
     server.enqueue(text("Paris.", reasoning="The capital of France", think_tags=True,
                         chunk_size=chunk_size))
     deltas = Deltas()
@@ -95,7 +95,7 @@ def test_think_tags_split_whatever_the_chunk_boundaries(
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 100])
 def test_newlines_after_think_block_dropped_at_any_chunk_size(
-        server: ScriptedOpenAI, client: ModelClient, chunk_size: int) -> None:
+        server: ScriptedOpenAI, client: OpenAIClient, chunk_size: int) -> None:
     server.enqueue(text("\n\nParis.", reasoning="hmm", think_tags=True, chunk_size=chunk_size))
     resp = ask(client)
     assert (resp.reasoning, resp.text) == ("hmm", "Paris.")
@@ -103,14 +103,14 @@ def test_newlines_after_think_block_dropped_at_any_chunk_size(
 
 @pytest.mark.parametrize("chunk_size", [1, 3])
 def test_text_that_only_looks_like_a_tag_stays_text(
-        server: ScriptedOpenAI, client: ModelClient, chunk_size: int) -> None:
+        server: ScriptedOpenAI, client: OpenAIClient, chunk_size: int) -> None:
     server.enqueue(text("<thin", chunk_size=chunk_size), text("<b>bold</b>", chunk_size=chunk_size))
     assert ask(client).text == "<thin"
     second = ask(client)
     assert (second.text, second.reasoning) == ("<b>bold</b>", "")
 
 
-def test_tool_calls_keep_the_provider_ids(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_tool_calls_keep_the_provider_ids(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("add", {"a": 1, "b": 2}, id="call_provider_A"),
                                call("mul", {"x": 3}, id="call_provider_B")], chunk_size=3))
     deltas = Deltas()
@@ -125,7 +125,7 @@ def test_tool_calls_keep_the_provider_ids(server: ScriptedOpenAI, client: ModelC
     assert json.loads(args) == {"a": 1, "b": 2}
 
 
-def test_a_call_without_id_gets_one(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_a_call_without_id_gets_one(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("add", {"a": 1}, id=None), call("add", {"a": 2}, id=None)]))
     deltas = Deltas()
     resp = ask(client, on_delta=deltas)
@@ -136,14 +136,14 @@ def test_a_call_without_id_gets_one(server: ScriptedOpenAI, client: ModelClient)
     assert [d["id"] for k, d in deltas.items if k == "tool_call"] == ids
 
 
-def test_non_streamed_call_without_id_gets_one(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_non_streamed_call_without_id_gets_one(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("add", {"a": 1}, id=None)]))
     resp = ask(client, stream=False)
     assert resp.tool_calls[0].id.startswith("call_")
 
 
 def test_llama_repeated_id_and_name_assembled_once(server: ScriptedOpenAI,
-                                                   client: ModelClient) -> None:
+                                                   client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("search_files", {"pattern": "*.py", "path": "src"},
                                     id="abc123")], repeat_id_and_name=True, chunk_size=2))
     deltas = Deltas()
@@ -155,7 +155,7 @@ def test_llama_repeated_id_and_name_assembled_once(server: ScriptedOpenAI,
     assert deltas.kinds().count("tool_call") == 1
 
 
-def test_usage_from_the_provider(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_usage_from_the_provider(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(text("ok", usage={"prompt_tokens": 123, "completion_tokens": 45}))
     resp = ask(client)
     assert (resp.usage.input_tokens, resp.usage.output_tokens) == (123, 45)
@@ -164,7 +164,7 @@ def test_usage_from_the_provider(server: ScriptedOpenAI, client: ModelClient) ->
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_usage_estimated_when_the_provider_sends_none(server: ScriptedOpenAI, client: ModelClient,
+def test_usage_estimated_when_the_provider_sends_none(server: ScriptedOpenAI, client: OpenAIClient,
                                                       stream: bool) -> None:
     server.enqueue(text("A fairly long answer of several words.", usage=False))
     resp = ask(client, stream=stream,
@@ -174,7 +174,7 @@ def test_usage_estimated_when_the_provider_sends_none(server: ScriptedOpenAI, cl
     assert resp.usage.output_tokens > 3
 
 
-def test_429_and_500_are_retried_then_succeed(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_429_and_500_are_retried_then_succeed(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(error(429, "slow down"), error(500, "oops"), text("finally"))
     deltas = Deltas()
     resp = ask(client, on_delta=deltas)
@@ -195,7 +195,7 @@ def test_retry_after_header_is_honoured_within_bounds() -> None:
 
 
 def test_retries_exhausted_end_with_an_error_never_an_answer(server: ScriptedOpenAI,
-                                                             client: ModelClient) -> None:
+                                                             client: OpenAIClient) -> None:
     server.default = error(503, "overloaded")
     resp = ask(client)
     assert len(server.requests) == 4  # the first try and 3 retries
@@ -206,7 +206,7 @@ def test_retries_exhausted_end_with_an_error_never_an_answer(server: ScriptedOpe
     assert resp.assistant_message() is None
 
 
-def test_400_is_not_retried(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_400_is_not_retried(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(error(400, "bad request: messages must not be empty"), text("never"))
     resp = ask(client)
     assert len(server.requests) == 1
@@ -216,7 +216,7 @@ def test_400_is_not_retried(server: ScriptedOpenAI, client: ModelClient) -> None
 
 
 def test_disconnect_mid_stream_is_retried_with_a_reset(server: ScriptedOpenAI,
-                                                       client: ModelClient) -> None:
+                                                       client: OpenAIClient) -> None:
     server.enqueue(disconnect(after_chunks=2, content="Half an answer that is cut"),
                    text("The whole answer."))
     deltas = Deltas()
@@ -233,7 +233,7 @@ def test_disconnect_mid_stream_is_retried_with_a_reset(server: ScriptedOpenAI,
 
 
 def test_disconnect_before_any_byte_is_retried_without_reset(server: ScriptedOpenAI,
-                                                             client: ModelClient) -> None:
+                                                             client: OpenAIClient) -> None:
     server.enqueue(disconnect(after_chunks=0), text("ok"))
     deltas = Deltas()
     resp = ask(client, on_delta=deltas)
@@ -241,7 +241,7 @@ def test_disconnect_before_any_byte_is_retried_without_reset(server: ScriptedOpe
     assert "reset" not in deltas.kinds()
 
 
-def test_non_streamed_request(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_non_streamed_request(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(text("Paris.", reasoning="France's capital"),
                    text("Rome.", reasoning="Italy", think_tags=True),
                    tool_calls([call("add", {"a": 1}, id="call_x")]))
@@ -262,7 +262,7 @@ def test_non_streamed_request(server: ScriptedOpenAI, client: ModelClient) -> No
 
 
 def test_the_key_never_leaves_the_authorization_header(server: ScriptedOpenAI,
-                                                       client: ModelClient) -> None:
+                                                       client: OpenAIClient) -> None:
     server.enqueue(text("ok", reasoning="r"), tool_calls([call("add", {"a": 1})]),
                    error(400, "bad"))
     deltas = Deltas()
@@ -280,13 +280,13 @@ def test_a_missing_key_names_the_variable(server: ScriptedOpenAI,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(MissingKeyError, match="OPENAI_API_KEY"):
-        config.make_client("gpt-4.1-mini")
+        make_client("gpt-4.1-mini")
 
 
 def test_make_client_reads_the_environment(server: ScriptedOpenAI) -> None:
     server.enqueue(text("from env"))
-    client = config.make_client("gpt-4.1-mini")
-    assert client is config.make_client("gpt-4.1-mini")  # cached: one connection pool
+    client = make_client("gpt-4.1-mini")
+    assert client is make_client("gpt-4.1-mini")  # cached: one connection pool
     resp = client.complete(ChatRequest(model=client.profile.model, messages=HI))
     assert resp.text == "from env"
     assert server.requests[0]["model"] == "gpt-4.1-mini"
@@ -308,7 +308,7 @@ def test_wire_messages_cleans_without_copying() -> None:
 
 
 def test_wire_messages_reach_the_server_cleaned(server: ScriptedOpenAI,
-                                                client: ModelClient) -> None:
+                                                client: OpenAIClient) -> None:
     server.enqueue(text("ok"))
     ask(client, messages=[{"role": "user", "content": "x", "hideInUI": True},
                           {"role": "assistant", "content": None,
@@ -321,7 +321,7 @@ def test_wire_messages_reach_the_server_cleaned(server: ScriptedOpenAI,
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_one_connection_serves_many_requests(server: ScriptedOpenAI, client: ModelClient,
+def test_one_connection_serves_many_requests(server: ScriptedOpenAI, client: OpenAIClient,
                                              stream: bool) -> None:
     for i in range(6):
         server.enqueue(text(f"answer {i}", reasoning="r") if i % 2 else
@@ -335,7 +335,7 @@ def test_request_body_follows_profile_and_request(server: ScriptedOpenAI) -> Non
     from jupyter_agent.llm.profiles import resolve_profile
 
     server.enqueue(text("ok"), text("ok"))
-    plain = ModelClient("gpt-4.1-mini", api_key=KEY, base_url=server.base_url)
+    plain = OpenAIClient("gpt-4.1-mini", api_key=KEY, base_url=server.base_url)
     plain.complete(ChatRequest(model="", messages=HI, max_tokens=10, temperature=0.3,
                                tools=[{"type": "function", "function": {"name": "f"}}],
                                tool_choice="none", parallel_tool_calls=False))
@@ -343,7 +343,7 @@ def test_request_body_follows_profile_and_request(server: ScriptedOpenAI) -> Non
     assert body["model"] == "gpt-4.1-mini"  # an empty request model falls back to the profile
     assert (body["max_tokens"], body["temperature"], body["tool_choice"],
             body["parallel_tool_calls"]) == (10, 0.3, "none", False)
-    reasoning = ModelClient(resolve_profile("o4-mini"), api_key=KEY, base_url=server.base_url)
+    reasoning = OpenAIClient(resolve_profile("o4-mini"), api_key=KEY, base_url=server.base_url)
     reasoning.complete(ChatRequest(model="o4-mini", messages=HI, max_tokens=10))
     assert server.requests[1]["max_completion_tokens"] == 10
     assert "max_tokens" not in server.requests[1]

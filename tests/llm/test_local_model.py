@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_agent.llm.constrained import parse_constrained_output, tool_call_grammar
 from jupyter_agent.llm.local import (
     LOCAL_MODEL_NAME,
     LocalModelServer,
@@ -23,11 +24,7 @@ from jupyter_agent.llm.local import (
     local_available,
     stop_local_server,
 )
-from jupyter_agent.llm.prompt_tools import (
-    parse_constrained_output,
-    tool_call_grammar,
-    with_tool_prompt,
-)
+from jupyter_agent.llm.tool_prompt import with_tool_prompt
 
 pytestmark = [
     pytest.mark.local_model,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.llm.client import ModelClient
+from jupyter_agent.llm.client import OpenAIClient
 from jupyter_agent.llm.pricing import PriceTier, price_call, sanitize_price_tiers, select_tier
 from jupyter_agent.llm.profiles import (
     Capabilities,
@@ -50,7 +50,7 @@ def test_scenario_50_the_loop_sums_per_call_prices(server: ScriptedOpenAI) -> No
     profile = ModelProfile(name="tiered", model="tiered", price_tiers=[
         PriceTier(max_input_tokens=32_000, input_price=1, output_price=2),
         PriceTier(input_price=3, output_price=6)])
-    client = ModelClient(profile, api_key="sk-test", base_url=server.base_url)
+    client = OpenAIClient(profile, api_key="sk-test", base_url=server.base_url)
     server.enqueue(
         tool_calls([call("noop", {})], usage={"prompt_tokens": 30_000, "completion_tokens": 1_000}),
         text("done", usage={"prompt_tokens": 40_000, "completion_tokens": 1_000}))

@@ -7,16 +7,13 @@ import json
 import pytest
 
 from jupyter_agent.errors import ToolError
-from jupyter_agent.llm.prompt_tools import (
+from jupyter_agent.llm.constrained import (
     ConstrainedStreamGate,
-    PromptStreamGate,
     parse_constrained_output,
-    parse_prompt_output,
-    rewrite_history,
     tool_call_grammar,
-    tool_system_prompt,
-    with_tool_prompt,
 )
+from jupyter_agent.llm.prompt_tools import PromptStreamGate, parse_prompt_output
+from jupyter_agent.llm.tool_prompt import rewrite_history, tool_system_prompt, with_tool_prompt
 
 WEATHER = {
     "type": "function",

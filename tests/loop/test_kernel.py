@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.events import BaseEvent
-from jupyter_agent.llm.client import ModelClient, RetryPolicy
+from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.llm.types import Usage
 from jupyter_agent.loop.hooks import (
     ContextFit,
@@ -42,10 +42,10 @@ USAGE_2 = {"prompt_tokens": 200, "completion_tokens": 20}
 
 
 @pytest.fixture
-def client(server: ScriptedOpenAI) -> ModelClient:
-    return ModelClient("gpt-4.1-mini", api_key="sk-test", base_url=server.base_url,
-                       retry=RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.002),
-                       timeout=30)
+def client(server: ScriptedOpenAI) -> OpenAIClient:
+    return OpenAIClient("gpt-4.1-mini", api_key="sk-test", base_url=server.base_url,
+                        retry=RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.002),
+                        timeout=30)
 
 
 class Events:
@@ -68,7 +68,7 @@ def ok_runner(call_: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
     return ToolOutcome(output=f"{call_.name} ok")
 
 
-def loop(client: ModelClient, *, hooks: LoopHooks | None = None, emit: Any = None,
+def loop(client: OpenAIClient, *, hooks: LoopHooks | None = None, emit: Any = None,
          messages: list[dict[str, Any]] | None = None, **cfg: Any) -> LoopResult:
     cfg.setdefault("tools", TOOLS)
     hooks = hooks or LoopHooks(run_tool=ok_runner)
@@ -91,7 +91,7 @@ def assert_calls_answered(messages: list[dict[str, Any]]) -> None:
 
 
 # ---------------------------------------------------------------------------------- scenarios
-def test_scenario_1_plain_answer(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_scenario_1_plain_answer(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(text("hi", finish_reason="end_turn", usage=USAGE_1))
     events = Events()
     result = loop(client, max_rounds=5, emit=events)
@@ -108,7 +108,7 @@ def test_scenario_1_plain_answer(server: ScriptedOpenAI, client: ModelClient) ->
 
 
 def test_scenario_2_results_written_in_call_order(server: ScriptedOpenAI,
-                                                  client: ModelClient) -> None:
+                                                  client: OpenAIClient) -> None:
     b_done = threading.Event()
     finished: list[str] = []
 
@@ -133,7 +133,7 @@ def test_scenario_2_results_written_in_call_order(server: ScriptedOpenAI,
 
 
 def test_scenario_3_unbatchable_calls_run_alone(server: ScriptedOpenAI,
-                                                client: ModelClient) -> None:
+                                                client: OpenAIClient) -> None:
     log: list[str] = []
     lock = threading.Lock()
     together = threading.Barrier(2, timeout=10)
@@ -157,7 +157,7 @@ def test_scenario_3_unbatchable_calls_run_alone(server: ScriptedOpenAI,
 
 
 def test_scenario_4_raising_tool_is_reported_and_the_loop_goes_on(
-        server: ScriptedOpenAI, client: ModelClient) -> None:
+        server: ScriptedOpenAI, client: OpenAIClient) -> None:
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
         raise RuntimeError("boom")
 
@@ -171,7 +171,7 @@ def test_scenario_4_raising_tool_is_reported_and_the_loop_goes_on(
 
 
 def test_scenario_5_guard_forces_none_after_six_tool_turns(server: ScriptedOpenAI,
-                                                           client: ModelClient) -> None:
+                                                           client: OpenAIClient) -> None:
     server.default = tool_calls([call("noop", {})])
     result = loop(client, max_rounds=8, final_answer_round=False)
     assert tool_choices(server) == ["auto"] * 6 + ["none"] * 2
@@ -179,7 +179,7 @@ def test_scenario_5_guard_forces_none_after_six_tool_turns(server: ScriptedOpenA
 
 
 def test_scenario_6_request_control_replaces_the_guard(server: ScriptedOpenAI,
-                                                       client: ModelClient) -> None:
+                                                       client: OpenAIClient) -> None:
     server.default = tool_calls([call("noop", {})])
     seen: list[int] = []
 
@@ -194,7 +194,7 @@ def test_scenario_6_request_control_replaces_the_guard(server: ScriptedOpenAI,
 
 
 def test_scenario_7_text_with_tool_calls_resets_the_guard(server: ScriptedOpenAI,
-                                                          client: ModelClient) -> None:
+                                                          client: OpenAIClient) -> None:
     server.enqueue(*[tool_calls([call("noop", {})]) for _ in range(6)],
                    tool_calls([call("noop", {})], text="Still working on it."),
                    tool_calls([call("noop", {})]), text("done"))
@@ -204,7 +204,7 @@ def test_scenario_7_text_with_tool_calls_resets_the_guard(server: ScriptedOpenAI
 
 
 def test_scenario_8_max_rounds_then_one_final_answer_request(server: ScriptedOpenAI,
-                                                             client: ModelClient) -> None:
+                                                             client: OpenAIClient) -> None:
     server.enqueue(*[tool_calls([call("noop", {})]) for _ in range(3)],
                    text("Here is what I found."))
     result = loop(client, max_rounds=3)
@@ -221,7 +221,7 @@ def test_scenario_8_max_rounds_then_one_final_answer_request(server: ScriptedOpe
 
 
 def test_scenario_8_final_round_that_still_calls_tools(server: ScriptedOpenAI,
-                                                       client: ModelClient) -> None:
+                                                       client: OpenAIClient) -> None:
     server.default = tool_calls([call("noop", {})])
     result = loop(client, max_rounds=2)
     assert len(server.requests) == 3
@@ -231,7 +231,7 @@ def test_scenario_8_final_round_that_still_calls_tools(server: ScriptedOpenAI,
 
 
 def test_scenario_8_as_the_reference_without_final_round(server: ScriptedOpenAI,
-                                                         client: ModelClient) -> None:
+                                                         client: OpenAIClient) -> None:
     server.default = tool_calls([call("noop", {})])
     result = loop(client, max_rounds=3, final_answer_round=False)
     assert len(server.requests) == 3
@@ -240,7 +240,7 @@ def test_scenario_8_as_the_reference_without_final_round(server: ScriptedOpenAI,
 
 
 def test_scenario_9_provider_error_stops_the_loop(server: ScriptedOpenAI,
-                                                  client: ModelClient) -> None:
+                                                  client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("noop", {})], usage=USAGE_1),
                    error(400, "context_length_exceeded"), text("never"))
     result = loop(client)
@@ -253,7 +253,7 @@ def test_scenario_9_provider_error_stops_the_loop(server: ScriptedOpenAI,
 
 
 def test_scenario_10_empty_response_is_an_error_that_still_counts(
-        server: ScriptedOpenAI, client: ModelClient) -> None:
+        server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(empty(usage=USAGE_1))
     result = loop(client)
     assert result.status == "error"
@@ -263,7 +263,7 @@ def test_scenario_10_empty_response_is_an_error_that_still_counts(
 
 
 def test_scenario_11_stop_candidate_feedback_withdraws_the_draft(
-        server: ScriptedOpenAI, client: ModelClient) -> None:
+        server: ScriptedOpenAI, client: OpenAIClient) -> None:
     decisions = iter([StopDecision(allow=False, feedback="F: check again", reason="unchecked"),
                       StopDecision(allow=True)])
     seen: list[str] = []
@@ -287,7 +287,7 @@ def test_scenario_11_stop_candidate_feedback_withdraws_the_draft(
         (1, "unchecked", "F: check again")]
 
 
-def test_stop_candidate_error_and_incomplete(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_stop_candidate_error_and_incomplete(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(text("draft 1"), text("draft 2"))
     failed = loop(client, hooks=LoopHooks(
         on_stop_candidate=lambda ctx: StopDecision(allow=False, error="not allowed")))
@@ -300,7 +300,7 @@ def test_stop_candidate_error_and_incomplete(server: ScriptedOpenAI, client: Mod
 
 
 def test_scenario_12_stop_signal_ends_after_the_round(server: ScriptedOpenAI,
-                                                      client: ModelClient) -> None:
+                                                      client: OpenAIClient) -> None:
     ran: list[str] = []
 
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
@@ -318,7 +318,7 @@ def test_scenario_12_stop_signal_ends_after_the_round(server: ScriptedOpenAI,
 
 
 def test_scenarios_13_14_the_last_interactive_call_wins(server: ScriptedOpenAI,
-                                                        client: ModelClient) -> None:
+                                                        client: OpenAIClient) -> None:
     ran: list[str] = []
 
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
@@ -340,7 +340,7 @@ def test_scenarios_13_14_the_last_interactive_call_wins(server: ScriptedOpenAI,
 
 
 # ------------------------------------------------------------------------- section 9 extras
-def test_unknown_tool_without_a_runner(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_unknown_tool_without_a_runner(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("ghost", {})]), text("ok"))
     result = run_loop(client, USER, LoopConfig(model="m", tools=TOOLS))
     assert server.requests[1]["messages"][-1]["content"] == (
@@ -349,7 +349,7 @@ def test_unknown_tool_without_a_runner(server: ScriptedOpenAI, client: ModelClie
 
 
 def test_snapshot_excludes_this_rounds_assistant_message(server: ScriptedOpenAI,
-                                                         client: ModelClient) -> None:
+                                                         client: OpenAIClient) -> None:
     snapshots: list[list[dict[str, Any]]] = []
 
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
@@ -362,7 +362,7 @@ def test_snapshot_excludes_this_rounds_assistant_message(server: ScriptedOpenAI,
 
 
 def test_startup_keeps_only_id_type_function_on_calls(server: ScriptedOpenAI,
-                                                      client: ModelClient) -> None:
+                                                      client: OpenAIClient) -> None:
     history = [{"role": "user", "content": "q"},
                {"role": "assistant", "content": "", "tool_calls": [
                    {"id": "c0", "type": "function", "index": 0, "extra": "x",
@@ -376,7 +376,7 @@ def test_startup_keeps_only_id_type_function_on_calls(server: ScriptedOpenAI,
     assert "extra" in history[1]["tool_calls"][0]  # the caller's list is not modified
 
 
-def test_tool_output_processing_and_its_usage(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_tool_output_processing_and_its_usage(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     def shrink(out: str) -> tuple[str, list[UsageItem]]:
         return out[:5], [UsageItem("tool_response_compress", "m", Usage(input_tokens=7), 0.5)]
 
@@ -392,7 +392,7 @@ def test_tool_output_processing_and_its_usage(server: ScriptedOpenAI, client: Mo
     assert result.cost == pytest.approx(sum(u.cost for u in result.usages))
 
 
-def test_fit_context_replaces_the_messages(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_fit_context_replaces_the_messages(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     def fit(round_: int, messages: list[dict[str, Any]], tokens: int) -> ContextFit | None:
         if round_ == 1:
             return ContextFit(messages=messages[-1:], tokens=5)
@@ -409,7 +409,7 @@ def test_fit_context_replaces_the_messages(server: ScriptedOpenAI, client: Model
 
 
 def test_provider_ids_reach_events_and_history(server: ScriptedOpenAI,
-                                               client: ModelClient) -> None:
+                                               client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("a", {"x": 1}, id="call_prov_1")]), text("ok"))
     events = Events()
     result = loop(client, emit=events)
@@ -439,7 +439,7 @@ def interrupt_main_after(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _next_run_works(server: ScriptedOpenAI, client: ModelClient, result: LoopResult) -> None:
+def _next_run_works(server: ScriptedOpenAI, client: OpenAIClient, result: LoopResult) -> None:
     server.reset()
     server.enqueue(text("back to normal"))
     again = loop(client, messages=result.messages + [{"role": "user", "content": "next"}])
@@ -447,7 +447,7 @@ def _next_run_works(server: ScriptedOpenAI, client: ModelClient, result: LoopRes
     assert_calls_answered(server.requests[0]["messages"])
 
 
-def test_abort_in_a_tool(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_abort_in_a_tool(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
         if c.name == "slow":
             raise KeyboardInterrupt
@@ -465,7 +465,7 @@ def test_abort_in_a_tool(server: ScriptedOpenAI, client: ModelClient) -> None:
     _next_run_works(server, client, result)
 
 
-def test_abort_in_a_parallel_batch(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_abort_in_a_parallel_batch(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
         if c.name == "b":
             raise KeyboardInterrupt
@@ -478,7 +478,7 @@ def test_abort_in_a_parallel_batch(server: ScriptedOpenAI, client: ModelClient) 
     _next_run_works(server, client, result)
 
 
-def test_real_interrupt_in_a_tool(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_real_interrupt_in_a_tool(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     started = threading.Event()
 
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
@@ -496,7 +496,7 @@ def test_real_interrupt_in_a_tool(server: ScriptedOpenAI, client: ModelClient) -
 
 
 def test_real_interrupt_while_waiting_for_the_model(server: ScriptedOpenAI,
-                                                    client: ModelClient) -> None:
+                                                    client: OpenAIClient) -> None:
     server.enqueue(hang(20))
     with interrupt_main_after(0.3):
         result = loop(client)
@@ -506,7 +506,7 @@ def test_real_interrupt_while_waiting_for_the_model(server: ScriptedOpenAI,
     _next_run_works(server, client, result)
 
 
-def test_real_interrupt_while_streaming(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_real_interrupt_while_streaming(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(text("word " * 400, chunk_size=5, delay=0.05))
     events = Events()
     sent: list[bool] = []
@@ -533,7 +533,7 @@ def test_real_interrupt_while_streaming(server: ScriptedOpenAI, client: ModelCli
 
 
 def test_interrupt_while_streaming_tool_calls_keeps_no_half_call(
-        server: ScriptedOpenAI, client: ModelClient) -> None:
+        server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("a", {"x": "y" * 200})], chunk_size=2))
 
     def emit(e: BaseEvent) -> None:
@@ -547,7 +547,7 @@ def test_interrupt_while_streaming_tool_calls_keeps_no_half_call(
 
 
 def test_second_interrupt_while_writing_results_back(server: ScriptedOpenAI,
-                                                     client: ModelClient) -> None:
+                                                     client: OpenAIClient) -> None:
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
         return ToolOutcome(output="ok", usages=[UsageItem("helper", "m", Usage(), 0.0)])
 
@@ -562,7 +562,7 @@ def test_second_interrupt_while_writing_results_back(server: ScriptedOpenAI,
     _next_run_works(server, client, result)
 
 
-def test_an_ask_wins_over_an_abort(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_an_ask_wins_over_an_abort(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:
         if c.name == "ask":
             return ToolOutcome(output="Waiting for user answer.", interactive={"q": "?"})
@@ -575,7 +575,7 @@ def test_an_ask_wins_over_an_abort(server: ScriptedOpenAI, client: ModelClient) 
     assert_calls_answered(result.messages)
 
 
-def test_is_aborted_is_polled_between_rounds(server: ScriptedOpenAI, client: ModelClient) -> None:
+def test_is_aborted_is_polled_between_rounds(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     flag: list[bool] = []
 
     def runner(c: Any, snapshot: list[dict[str, Any]]) -> ToolOutcome:

@@ -11,10 +11,11 @@ import pytest
 @pytest.fixture(autouse=True)
 def _back_to_live() -> Iterator[None]:
     yield
+    from jupyter_agent.clients.cassettes import forget_cassettes
     from jupyter_agent.replay import mode
 
     mode.go_live()
-    mode._cassettes.clear()
+    forget_cassettes()
 
 
 def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -14,8 +14,10 @@ from IPython.utils.capture import capture_output
 
 from jupyter_agent.agents.plan.agent import plan
 from jupyter_agent.agents.resume import Answer, resume
-from jupyter_agent.llm.client import ModelClient
-from jupyter_agent.replay import ReplayClient, go_live, load_cassette, start
+from jupyter_agent.clients.replay import CassetteTransport
+from jupyter_agent.llm.client import OpenAIClient
+from jupyter_agent.llm.types import ChatRequest
+from jupyter_agent.replay import NoRecordingError, go_live, load_cassette, replay_client, start
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 from tests.replay.conftest import comparable
 
@@ -152,9 +154,12 @@ def test_replaying_an_empty_cassette_is_refused(ip: InteractiveShell, tmp_path: 
     assert "Nothing recorded in nothing.cassette.json" in cap.stderr
 
 
-def test_a_replay_client_has_what_a_model_client_sets_up(server: ScriptedOpenAI,
-                                                         tmp_path: Path) -> None:
-    """ReplayClient skips ModelClient.__init__ (no key, no SDK): it must not miss a field."""
-    real = ModelClient("gpt-4.1-mini")
-    replay = ReplayClient("gpt-4.1-mini", cassette=load_cassette(tmp_path / "none.json"))
-    assert set(vars(real)) - {"_sdk", "_response_type"} <= set(vars(replay))
+def test_a_replay_client_is_the_production_client_without_key_or_network(
+        tmp_path: Path) -> None:
+    """A replay is the regular client over a cassette transport: built without a key (none
+    is set here), it answers a request it has no recording for with the miss, never a call."""
+    replay = replay_client("gpt-4.1-mini", load_cassette(tmp_path / "none.json"))
+    assert isinstance(replay, OpenAIClient) and isinstance(replay.transport, CassetteTransport)
+    with pytest.raises(NoRecordingError, match="the cassette in none.json is empty"):
+        replay.complete(ChatRequest(model="gpt-4.1-mini",
+                                    messages=[{"role": "user", "content": "hi"}]))

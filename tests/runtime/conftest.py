@@ -17,7 +17,9 @@ if _HERE not in sys.path:
 
 @pytest.fixture(autouse=True)
 def _clean_runtime() -> Iterator[None]:
-    from jupyter_agent.runtime import agents, failover, turn
+    from jupyter_agent.agents import turn
+    from jupyter_agent.clients import failover
+    from jupyter_agent.runtime import agents
 
     agents.AGENTS.clear()
     failover.clear_marks()
@@ -25,7 +27,7 @@ def _clean_runtime() -> Iterator[None]:
     agents.AGENTS.clear()
     failover.clear_marks()
     turn.LIVE_TOOLS.clear()
-    from jupyter_agent.runtime.mcp import disconnect_all
+    from jupyter_agent.tools.mcp import disconnect_all
 
     disconnect_all()
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_agent.agents import turn
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.errors import ResumeError
-from jupyter_agent.runtime import turn
 from jupyter_agent.runtime.agents import Agent
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool

@@ -12,8 +12,8 @@ from jupyter_agent import config
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
+from jupyter_agent.clients.failover import FailoverClient, clear_marks, marked_profiles
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
-from jupyter_agent.runtime.failover import FailoverClient, clear_marks, marked_profiles
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 
@@ -88,7 +88,7 @@ def test_every_profile_failing_fails_the_turn(server: ScriptedOpenAI, profiles: 
 
 
 def test_no_fallbacks_means_a_plain_client(server: ScriptedOpenAI) -> None:
-    from jupyter_agent.runtime.failover import client_for
+    from jupyter_agent.clients.factory import client_for
 
     assert not isinstance(client_for("gpt-4.1-mini"), FailoverClient)
     config.settings.fallback_models = ["gpt-4o-mini"]

@@ -8,13 +8,10 @@ from typing import Any
 import pytest
 
 from jupyter_agent.agents.chat import chat
+from jupyter_agent.agents.intent import recognize_intent
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.errors import ConfigError
-from jupyter_agent.runtime.intent import (
-    IntentRules,
-    intent_system_text,
-    recognize_intent,
-)
+from jupyter_agent.runtime.intent import IntentRules, intent_system_text
 from jupyter_agent.runtime.modes import mode_for_kind, mode_rules, parse_mode, tools_for_mode
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool

@@ -17,14 +17,14 @@ from jupyter_agent import events as ev
 from jupyter_agent.agents.run import Run, RunRecorder
 from jupyter_agent.events import EVENT_ADAPTER, RUN_MIME_TYPE, event_to_json
 from jupyter_agent.ui import live
-from jupyter_agent.ui.bundle import (
+from jupyter_agent.view.bundle import (
     build_bundle,
     compact_events,
     output_metadata,
     render_markdown,
     render_plain,
 )
-from jupyter_agent.ui.view import new_view, reduce_events
+from jupyter_agent.view.state import new_view, reduce_events
 
 
 def a_run_of_events() -> list[ev.BaseEvent]:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ...errors import JupyterAgentError, ModelRequestError
-from ...llm.client import ModelClient
+from ...llm.protocol import ModelClient
 from ...llm.types import ChatRequest, Message, Usage
 from ...llm.usage_context import report_usage
 
@@ -53,22 +53,23 @@ def resolve_client(model: str | None, client: ModelClient | None) -> ModelClient
     """``client`` when given, else the default client for ``model`` (profile name or model id).
 
     The default client follows the configured order (``%agent model``, ``JUPYTER_AGENT_MODEL``,
-    ``%config``) and reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``; it is cached.
+    ``%config``: :mod:`jupyter_agent.clients.factory`) and reads ``OPENAI_API_KEY`` and
+    ``OPENAI_BASE_URL``; it is cached.
     """
     if client is not None:
         return client
-    from ...config import default_client  # lazy: building a client loads ``openai``
+    from ...clients.factory import make_client  # lazy: building a client loads ``openai``
 
-    return default_client(model)  # type: ignore[no-any-return]
+    return make_client(model)
 
 
 def _request_model(model: str | None, client: ModelClient) -> str:
     # An explicit model next to an explicit client picks the model id sent with that client.
     if model is None:
         return client.profile.model
-    from ...llm.profiles import resolve_profile
+    from ...clients.embedded import profile_for
 
-    return resolve_profile(model).model
+    return profile_for(model).model
 
 
 def call_model(

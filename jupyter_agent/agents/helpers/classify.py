@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...llm.client import ModelClient
+from ...llm.protocol import ModelClient
 from ...llm.types import Message, Usage
 from ._call import EmptyInputError, call_model, history_messages, squeeze_newlines
 from .prompts import classify_system_prompt

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import ModelBehaviorError
-from ...llm.client import ModelClient
+from ...llm.protocol import ModelClient
 from ...llm.types import Message, Usage
 from ._call import (
     EmptyInputError,

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...llm.client import ModelClient
+from ...llm.protocol import ModelClient
 from ...llm.tokens import count_text_tokens
 from ...llm.types import Message, Usage
 from ._call import call_model, history_messages, resolve_client

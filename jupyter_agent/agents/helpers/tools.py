@@ -14,7 +14,7 @@ from .extract import extract
 from .query import expand_query
 
 if TYPE_CHECKING:
-    from ...llm.client import ModelClient
+    from ...llm.protocol import ModelClient
     from ...tools.registry import Tool
 
 __all__ = ["helper_tools"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...events import BaseEvent, PlanUpdated
-from ...llm.client import ModelClient
+from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
 from ...loop.compress.checkpoint import compress_request_messages
 from ...loop.hooks import (
@@ -156,7 +156,7 @@ class PlanHooks:
                            internal=True, interactive=interactive)
 
     def _runtime(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
-        from ...runtime.plan_support import plan_permission
+        from .approvals import plan_permission
 
         self.state.on_runtime_tool()  # set before running: a failing tool still counts
         t = self.tools.get(call.name)

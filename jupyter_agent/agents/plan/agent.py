@@ -26,8 +26,9 @@ from ...llm.types import Message
 from ...loop.kernel import LoopConfig, LoopResult
 from ...tools.registry import REGISTRY, Tool
 from .._base import Prepared, TurnOptions, _store, drive, prepare
+from .._params import check_parameters
 from ..context import TOOL_SEPARATOR, apply_knowledge, join_system
-from ..resume import Answer, register_resumer, resume, suspend
+from ..resume import Answer, register_resumer, resume, settle, suspend
 from ..run import Run, RunRecorder
 from ._hooks import PlanHooks
 from .ask import AskAnswer, AskRequest, format_answer_for_model
@@ -84,15 +85,12 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
     """
     if not prompt or not prompt.strip():
         raise MagicUsageError("The cell is empty: write the task below %%plan.")
-    if max_rounds < 1:
-        raise MagicUsageError("--max-rounds must be at least 1.")
+    check_parameters(options, max_rounds=max_rounds, option=option)
     if answer is not None and option is not None:
         raise MagicUsageError("Give either --answer or --option, not both.")
-    if option is not None and option < 1:
-        raise MagicUsageError("--option counts from 1.")
     if auto_answer not in (None, "first"):
         raise MagicUsageError(f"--auto-answer must be 'first', not {auto_answer!r}.")
-    from ...runtime.turn import setup_turn
+    from ..turn import setup_turn
 
     opt = TurnOptions(**options)
     # Agent, intent, workspace, built-in/MCP tools and permissions (runtime); an unknown tool
@@ -117,6 +115,7 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
                       stream=opt.stream, max_rounds=max_rounds)
     run = _drive_plan(p, messages, catalog, by_name, state, lo, user_message=user_message,
                       produced=[], persist_prefix=None, runtime=rt)
+    run = settle(p, run)  # a replay answers the asks that were clicked
     return _answer_up_front(p, run, answer, option, auto_answer)
 
 
@@ -137,7 +136,7 @@ def resume_plan(p: Prepared, pending: dict[str, Any], answer: Answer) -> Run:
     registry when the run comes from the store); if one is missing the run ends with status
     ``error`` naming it, and the question is saved again so nothing is lost.
     """
-    from ...runtime.plan_support import is_approval, plan_approval_answer, restore_plan_runtime
+    from .approvals import is_approval, plan_approval_answer, restore_plan_runtime
 
     rt = restore_plan_runtime(pending, p)  # workspace, permissions, built-in and MCP tools
     rt_tools = {t.name: t for t in rt.tools} if rt is not None else {}
@@ -196,6 +195,10 @@ def _drive_plan(p: Prepared, messages: list[Message], catalog: ToolCatalog,
             pending = _pending(p, result, catalog, lo, user_message, produced)
             if runtime is not None:
                 pending["runtime"] = runtime.state()  # workspace, overrides, tool names
+            if (run.view.get("ask") or {}).get("call_id") != pending["call_id"]:
+                # Parallel calls emit their cards in any order; the one shown must be the one
+                # waiting, or its buttons would answer nothing.
+                p.recorder.emit(AskPending(**pending["ask"]))
             suspend(p, pending)
             return
         _LIVE_TOOLS.pop(run, None)
@@ -300,7 +303,8 @@ def _resume_now(p: Prepared, run: Run, a: Answer) -> Run:
     recorder = RunRecorder(run, None, listeners)
     recorder.emit(a.event(pending["call_id"], list(pending["ask"].get("options") or [])))
     run.status = "running"
-    q = Prepared(client=p.client, run=run, recorder=recorder, store=None, turn_id=None, history=[])
+    q = Prepared(turn_client=p.turn_client, run=run, recorder=recorder, store=None,
+                 turn_id=None, history=[])
     return resume_plan(q, pending, a)
 
 

@@ -11,13 +11,33 @@ from collections.abc import Callable
 from jupyter_agent.tools.builtin import files as _files
 from jupyter_agent.tools.builtin import shell as _shell
 from jupyter_agent.tools.builtin import web as _web
+from jupyter_agent.tools.builtin._bwrap import sandbox_status
 from jupyter_agent.tools.builtin.workspace import Workspace
 
-__all__ = ["BUILTIN_TOOL_NAMES", "make_builtin_functions"]
+__all__ = ["BUILTIN_TIMEOUTS", "BUILTIN_TOOL_NAMES", "make_builtin_functions"]
 
 BUILTIN_TOOL_NAMES = ("bash", "read_file", "write_file", "web_fetch", "search_files",
                       "glob_files")
 """Names of the built-in tools, in the order the spec lists them."""
+
+BUILTIN_TIMEOUTS: dict[str, float] = {
+    "bash": _shell.MAX_TIMEOUT + 30.0,
+    "web_fetch": _web.MAX_WEB_TIMEOUT + 30.0,
+}
+"""Tool deadlines of the built-ins that enforce a longer limit of their own (the ``timeout``
+argument), so that limit always fires first and stops what they started; the other built-ins
+get the package default."""
+
+_BASH_DOC = """Run a bash command in the workspace folder and return its output and exit code.
+
+    stdout and stderr come back together, then the exit code; long output is cut in the
+    middle. stdin is closed, so interactive programs get no input. The command is killed
+    after the timeout, and any background process it started is stopped when it returns.
+    {confinement}
+    Args:
+        command: The command line, run with `bash -c` in the workspace folder.
+        timeout: Seconds before the command is killed (default 60, at most 600).
+    """
 
 
 def make_builtin_functions(workspace: Workspace) -> dict[str, Callable[..., str]]:
@@ -25,20 +45,18 @@ def make_builtin_functions(workspace: Workspace) -> dict[str, Callable[..., str]
 
     Each function has a proper ``__name__``, a Google-style docstring and type hints, and
     returns the text result; refusals raise ``ToolError`` subclasses with a clear message.
+    ``bash``'s description says whether it runs in the sandbox (checked now).
+
+    Raises:
+        ConfigError: ``JUPYTER_AGENT_SANDBOX`` has an unknown value.
     """
 
     def bash(command: str, timeout: float | None = None) -> str:
-        """Run a bash command in the workspace folder and return its output and exit code.
-
-        stdout and stderr come back together, then the exit code; long output is cut in the
-        middle. stdin is closed, so interactive programs get no input. The command is killed
-        after the timeout, and any background process it started is stopped when it returns.
-
-        Args:
-            command: The command line, run with `bash -c` in the workspace folder.
-            timeout: Seconds before the command is killed (default 60, at most 600).
-        """
         return _shell.bash(workspace, command, timeout)
+
+    # The description states what is enforced right now: plainly when bash is not confined.
+    note = sandbox_status().tool_note(workspace.allow_network)
+    bash.__doc__ = _BASH_DOC.replace("{confinement}", f"\n    {note}\n" if note else "")
 
     def read_file(path: str, offset: int = 0, limit: int | None = None) -> str:
         """Read a text file from the workspace.

@@ -73,7 +73,10 @@ def _match(root: str, folder: str, rel: tuple[str, ...], segments: list[str],
             if not rest:
                 yield rel + (name,), is_dir  # trailing ** lists everything below
             if is_dir:
-                real = os.path.realpath(path)
+                try:
+                    real = os.path.realpath(path)
+                except OSError:  # changed while we looked
+                    continue
                 if real in visited:
                     continue  # a symlink cycle, or a folder already reached another way
                 visited.add(real)

@@ -1,14 +1,14 @@
 """Built-in file tools: ``read_file``, ``write_file``, ``search_files``, ``glob_files``.
 
 Each takes the :class:`Workspace` first; :func:`make_builtin_functions` binds it so the model
-sees only the remaining parameters. Every path goes through ``Workspace.resolve``.
+sees only the remaining parameters. Every path goes through ``Workspace.resolve``, and files are
+read only through ``_safeopen`` (regular files, no symlink followed on the way). The search
+lives in ``_search``.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +17,21 @@ from typing import BinaryIO
 from jupyter_agent.errors import ToolError
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, cap_output
 from jupyter_agent.tools.builtin._globwalk import walk_glob
+from jupyter_agent.tools.builtin._safeopen import SNIFF_BYTES, looks_binary, open_regular
+from jupyter_agent.tools.builtin._search import (  # re-exported: files.py is the public module
+    LINE_MATCH_TIMEOUT,
+    MAX_SEARCH_MATCHES,
+    SEARCH_TIMEOUT,
+    SKIPPED_DIRS,
+    search_files,
+)
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
 __all__ = [
+    "LINE_MATCH_TIMEOUT",
     "MAX_GLOB_RESULTS",
     "MAX_SEARCH_MATCHES",
+    "SEARCH_TIMEOUT",
     "SKIPPED_DIRS",
     "glob_files",
     "read_file",
@@ -29,27 +39,13 @@ __all__ = [
     "write_file",
 ]
 
-MAX_SEARCH_MATCHES = 200
-"""At most this many ``path:line: text`` lines come back from one search."""
 MAX_GLOB_RESULTS = 500
 """At most this many paths come back from one glob."""
-MAX_LINE_CHARS = 300
-"""A matching line longer than this is shortened in search results."""
-MAX_SEARCH_FILE_BYTES = 10_000_000
-"""Files larger than this are skipped by ``search_files``."""
+MAX_LINE_BYTES = 1_000_000
+"""``read_file`` keeps at most this much of one line (the rest is skipped, not loaded)."""
+COUNT_BUDGET_BYTES = 64_000_000
+"""Past the lines it shows, ``read_file`` reads at most this much more to count lines."""
 _GLOB_SCAN_LIMIT = 10_000
-SKIPPED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv",
-    ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox",
-})
-"""Folders ``search_files`` never walks into (tooling noise, never what the model wants)."""
-
-_SNIFF_BYTES = 8192
-
-
-def _looks_binary(head: bytes) -> bool:
-    """A NUL byte in the first few KB is the same test git and grep use."""
-    return b"\x00" in head
 
 
 def read_file(workspace: Workspace, path: str, offset: int = 0, limit: int | None = None) -> str:
@@ -73,32 +69,18 @@ def read_file(workspace: Workspace, path: str, offset: int = 0, limit: int | Non
     shown = workspace.relative(target)
     if target.is_dir():
         raise WorkspaceError(f"{shown!r} is a directory; use glob_files to list it.")
-    if not target.exists():
+    if not os.path.lexists(target):
         raise WorkspaceError(f"File not found: {shown!r}.")
-    # O_NOFOLLOW: resolve() returned a symlink-free path; refuse it if it was swapped since.
-    fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with open(fd, "rb") as raw:
-        if _looks_binary(raw.read(_SNIFF_BYTES)):
+    # Opened without following a swapped symlink and refused unless it is a regular file: a
+    # FIFO would block forever, /dev/zero would never end.
+    with open(open_regular(workspace, target, shown), "rb") as raw:
+        if looks_binary(raw.read(SNIFF_BYTES)):
             size = os.fstat(raw.fileno()).st_size
             raise WorkspaceError(
                 f"{shown!r} looks like a binary file ({size:,} bytes); read_file only reads text."
             )
         raw.seek(0)
-        lines: list[str] = []
-        used = 0
-        total = 0
-        stopped_at: int | None = None  # line index where the character cap stopped us
-        for total, line in enumerate(_decoded_lines(raw), start=1):
-            index = total - 1
-            if index < offset or stopped_at is not None:
-                continue
-            if limit is not None and len(lines) >= limit:
-                continue
-            if used + len(line) > DEFAULT_LIMIT and lines:
-                stopped_at = index
-                continue
-            lines.append(line)
-            used += len(line)
+        lines, total, counted = _take_lines(raw, offset, limit)
     text = "".join(lines)
     if not lines:
         if total == 0:
@@ -107,18 +89,60 @@ def read_file(workspace: Workspace, path: str, offset: int = 0, limit: int | Non
     last = offset + len(lines)
     # Only a single huge line can still exceed the cap here; cut it, but keep the note intact.
     text = cap_output(text, DEFAULT_LIMIT, head_ratio=1.0)
-    if last < total:
+    if last < total or not counted:
+        of = f"{total}" if counted else f"more than {total:,} (too long to count)"
         text += (
-            f"\n[... showing lines {offset + 1}-{last} of {total}; "
+            f"\n[... showing lines {offset + 1}-{last} of {of}; "
             f"call read_file with offset={last} to read more]"
         )
     return text
 
 
+def _take_lines(raw: BinaryIO, offset: int, limit: int | None) -> tuple[list[str], int, bool]:
+    """The lines to show, the number of lines seen, and whether that is the whole file."""
+    lines: list[str] = []
+    used = 0
+    total = 0
+    stopped = False  # the character cap or ``limit`` ended what is shown
+    budget_end = None  # byte position where counting gives up
+    for total, line in enumerate(_decoded_lines(raw), start=1):
+        index = total - 1
+        if index < offset:
+            continue
+        if not stopped and (limit is None or len(lines) < limit) and \
+                (used + len(line) <= DEFAULT_LIMIT or not lines):
+            lines.append(line)
+            used += len(line)
+            continue
+        if not stopped:
+            stopped = True
+            budget_end = raw.tell() + COUNT_BUDGET_BYTES
+        elif budget_end is not None and raw.tell() > budget_end:
+            return lines, total, False
+    return lines, total, True
+
+
 def _decoded_lines(raw: BinaryIO) -> Iterator[str]:
-    """Lines of a binary file object, decoded as UTF-8 with bad bytes replaced."""
-    for line in raw:
-        yield line.decode("utf-8", "replace")
+    """Lines of a binary file object, decoded as UTF-8 with bad bytes replaced.
+
+    A line longer than :data:`MAX_LINE_BYTES` keeps its start; the rest is skipped unread into
+    memory (a one-line file of gigabytes must not fill it).
+    """
+    while True:
+        chunk = raw.readline(MAX_LINE_BYTES)
+        if not chunk:
+            return
+        if not chunk.endswith(b"\n"):
+            skipped = 0
+            while (more := raw.readline(MAX_LINE_BYTES)) and not more.endswith(b"\n"):
+                skipped += len(more)
+            ended = more.endswith(b"\n")
+            skipped += len(more) - ended
+            if skipped:
+                chunk += f" [... {skipped:,} more bytes of this line skipped]".encode()
+            if ended:
+                chunk += b"\n"
+        yield chunk.decode("utf-8", "replace")
 
 
 def write_file(workspace: Workspace, path: str, content: str) -> str:
@@ -159,87 +183,6 @@ def write_file(workspace: Workspace, path: str, content: str) -> str:
     n_lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {shown} ({len(content):,} characters, {n_lines:,} lines)."
-
-
-def search_files(workspace: Workspace, pattern: str, path: str = ".",
-                 glob: str | None = None) -> str:
-    """Search file contents in the workspace with a regular expression.
-
-    Args:
-        workspace: The workspace the path is relative to.
-        pattern: Python regular expression searched for in every line.
-        path: File or folder to search, relative to the workspace.
-        glob: Only search files whose name or relative path matches this glob (e.g. "*.py").
-
-    Returns:
-        One ``path:line: text`` line per match (at most MAX_SEARCH_MATCHES), or a note that
-        nothing matched.
-    """
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"Invalid regular expression {pattern!r}: {exc}") from None
-    start = workspace.resolve(path)
-    if not start.exists():
-        raise WorkspaceError(f"Path not found: {workspace.relative(start)!r}.")
-    results: list[str] = []
-    more = False
-    for file in _walk_files(workspace, start):
-        rel = workspace.relative(file)
-        if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(rel, glob)):
-            continue
-        for number, text in _search_one(file, regex):
-            if len(results) >= MAX_SEARCH_MATCHES:
-                more = True
-                break
-            if len(text) > MAX_LINE_CHARS:
-                text = text[:MAX_LINE_CHARS] + " [...]"
-            results.append(f"{rel}:{number}: {text}")
-        if more:
-            break
-    if not results:
-        where = workspace.relative(start)
-        return f"No matches for {pattern!r} in {where}" + (f" (files matching {glob!r})" if glob
-                                                             else "") + "."
-    out = "\n".join(results)
-    if more:
-        out += (f"\n[... more than {MAX_SEARCH_MATCHES} matches; "
-                "narrow the pattern, the path or the glob]")
-    return cap_output(out, DEFAULT_LIMIT, head_ratio=1.0)
-
-
-def _walk_files(workspace: Workspace, start: Path) -> Iterator[Path]:
-    """Text-candidate files under ``start`` in sorted order, never leaving the workspace."""
-    if start.is_file():
-        yield start
-        return
-    root = str(workspace.root)
-    for dirpath, dirnames, filenames in os.walk(start):  # does not follow symlinked folders
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            real = os.path.realpath(full)
-            # A symlinked file may point anywhere; only follow it if it stays inside.
-            if os.path.commonpath([real, root]) != root or not os.path.isfile(real):
-                continue
-            yield Path(full)
-
-
-def _search_one(file: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
-    """(line number, line) for each matching line of a text file; binary files yield nothing."""
-    try:
-        if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
-            return
-        with open(file, "rb") as raw:
-            if _looks_binary(raw.read(_SNIFF_BYTES)):
-                return
-            raw.seek(0)
-            for number, line in enumerate(raw, start=1):
-                text = line.decode("utf-8", "replace").rstrip("\r\n")
-                if regex.search(text):
-                    yield number, text
-    except OSError:
-        return  # unreadable file: skip it rather than fail the whole search
 
 
 def glob_files(workspace: Workspace, pattern: str) -> str:

@@ -1,15 +1,21 @@
 """The built-in ``bash`` tool: run a shell command in the workspace, bounded in time and output.
 
-The command runs as ``bash -c`` in a new session (so a kernel interrupt does not hit it and its
-process group can be signalled as a whole), with the workspace root as working directory and
-stdin closed. Nothing it started outlives the call: when the command ends, times out or is
-interrupted, every process it left behind is stopped (see ``_procs``).
+When bubblewrap works here (see ``_bwrap`` and docs/sandbox.md) the command runs inside it:
+the workspace read-write, the system read-only, no home folder, its own PID namespace and, unless
+the workspace allows it, no network. Otherwise it runs unconfined, and the tool description and
+the approval card say so.
+
+Either way the command runs as ``bash -c`` in a new session (so a kernel interrupt does not hit
+it and its process group can be signalled as a whole), with the workspace root as working
+directory, stdin closed and an environment without secret-looking variables
+(:func:`jupyter_agent.secrets.scrub_env`). Nothing it started outlives the call: in the sandbox
+the PID namespace ends with the command; unconfined, every process it left behind is found and
+stopped (see ``_procs``).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import time
 import uuid
@@ -18,6 +24,8 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from jupyter_agent.errors import ToolError
+from jupyter_agent.secrets import scrub_env
+from jupyter_agent.tools.builtin._bwrap import SandboxStatus, bwrap_command, sandbox_status
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
 from jupyter_agent.tools.builtin._pipes import drain, pump
 from jupyter_agent.tools.builtin._procs import ProcessTracker
@@ -38,8 +46,23 @@ MAX_TIMEOUT = 600.0
 """Upper bound on any requested timeout, so a model cannot block a cell for hours."""
 MARKER_VAR = "JUPYTER_AGENT_COMMAND"
 """Environment variable that tags every process of one command (see ``_procs``)."""
-_SECRET_NAME = re.compile(r"(^|_)(API_KEY|APIKEY)$", re.IGNORECASE)
 _DRAIN_GRACE = 2.0  # seconds to keep reading output after everything was stopped
+
+# Inside the sandbox: run the command in a child shell (without our counting pipe), then count
+# the processes it left in the PID namespace (pid 1 is bwrap's init, $$ is this shell) and
+# report the number on the counting pipe. They all die with the namespace when we exit.
+_COUNTING_WRAPPER = r"""eval 'bash -c "$1" '"$2"'>&-'
+rc=$?
+n=0
+for d in /proc/[0-9]*; do
+  case ${d#/proc/} in 1|$$) continue ;; esac
+  read -r st 2>/dev/null < "$d/stat" || continue
+  st=${st##*) }
+  [ "${st%% *}" = Z ] || n=$((n + 1))
+done
+echo "$n" >&"$2"
+exit $rc
+"""
 
 
 class CommandResult(BaseModel):
@@ -54,6 +77,8 @@ class CommandResult(BaseModel):
     """The time limit that applied, in seconds."""
     stopped_leftovers: int = 0
     """Processes still running when the command ended that were stopped."""
+    confined: bool = False
+    """True when the command ran inside the bubblewrap sandbox."""
 
     def to_text(self) -> str:
         """The tool result shown to the model."""
@@ -75,40 +100,65 @@ def _seconds(value: float) -> str:
 
 
 def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a command gets: ours minus API keys.
+    """The environment a command gets: ours minus every secret-looking variable.
 
-    A model that runs ``env`` must not see the key of the model it is talking to: tool results
-    are sent to the provider and saved in the store.
+    A model that runs ``env`` must not see a key or token: tool results are sent to the
+    provider and saved in the store. Names listed in ``JUPYTER_AGENT_ENV_ALLOW`` pass anyway
+    (see :func:`jupyter_agent.secrets.scrub_env`).
     """
-    env = dict(os.environ if base is None else base)
-    return {k: v for k, v in env.items() if not _SECRET_NAME.search(k)}
+    return scrub_env(os.environ if base is None else base)
 
 
 def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT,
-                limit: int = DEFAULT_LIMIT, env: Mapping[str, str] | None = None) -> CommandResult:
+                limit: int = DEFAULT_LIMIT, env: Mapping[str, str] | None = None,
+                sandbox: SandboxStatus | None = None,
+                allow_network: bool = False) -> CommandResult:
     """Run ``bash -c command`` and stop every process it started before returning.
 
     Args:
         command: The shell command.
-        cwd: Working directory.
+        cwd: Working directory (the workspace root: the sandbox binds it read-write).
         timeout: Seconds before the command and all its processes are killed.
         limit: Characters of output kept (head and tail).
         env: Environment for the command; defaults to :func:`child_environment`.
+        sandbox: Where to run it; a confined status runs it inside bubblewrap. Default:
+            unconfined (callers that want the sandbox pass :func:`sandbox_status`).
+        allow_network: Inside the sandbox, keep the network (it is cut off otherwise).
 
     Raises:
         KeyboardInterrupt: re-raised after all processes of the command were stopped.
     """
-    marker = f"{MARKER_VAR}={uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
     child_env = child_environment() if env is None else dict(env)
-    child_env[MARKER_VAR] = marker.split("=", 1)[1]
+    child_env[MARKER_VAR] = marker
+    confined = sandbox is not None and sandbox.bwrap is not None
+    count_read = count_write = -1
+    if confined:
+        assert sandbox is not None and sandbox.bwrap is not None
+        root = os.path.realpath(os.fspath(cwd))
+        # No home folder in the sandbox: HOME and TMPDIR point at its private /tmp.
+        child_env["HOME"] = child_env["TMPDIR"] = "/tmp"
+        count_read, count_write = os.pipe()
+        argv = [*bwrap_command(sandbox.bwrap, root, allow_network=allow_network),
+                "bash", "-c", _COUNTING_WRAPPER, "bash", command, str(count_write)]
+    else:
+        argv = ["bash", "-c", command]
     buffer = HeadTailBuffer(limit)
-    proc = subprocess.Popen(
-        ["bash", "-c", command], cwd=os.fspath(cwd), env=child_env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=os.fspath(cwd), env=child_env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            pass_fds=(count_write,) if confined else (),
+        )
+    except BaseException:
+        if confined:
+            os.close(count_read)
+        raise
+    finally:
+        if confined:
+            os.close(count_write)  # the child holds its own copy
     assert proc.stdout is not None
-    tracker = ProcessTracker(proc.pid, marker)
+    tracker = ProcessTracker(proc.pid, f"{MARKER_VAR}={marker}")
     fd = proc.stdout.fileno()
     timed_out = False
     try:
@@ -122,25 +172,52 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         tracker.kill_all(grace=0.5)
         proc.stdout.close()
         proc.wait()
+        if confined:
+            os.close(count_read)
         raise
     proc.stdout.close()
     exit_code = proc.wait()
+    if confined:
+        # The wrapper's count, not the tracker's: the namespace may still be tearing down
+        # (already-doomed processes) when bwrap has exited.
+        counted = _read_count(count_read)
+        leftovers = 0 if timed_out else counted
     return CommandResult(
         output=buffer.render(limit), exit_code=None if timed_out else exit_code,
-        timed_out=timed_out, timeout=timeout, stopped_leftovers=leftovers,
+        timed_out=timed_out, timeout=timeout, stopped_leftovers=leftovers, confined=confined,
     )
+
+
+def _read_count(fd: int) -> int:
+    """The number the sandbox's wrapper wrote (0 if it wrote none, e.g. it was killed)."""
+    try:
+        os.set_blocking(fd, False)  # every writer is gone, but never risk a wait here
+        data = os.read(fd, 64)
+    except OSError:
+        data = b""
+    finally:
+        os.close(fd)
+    try:
+        return max(0, int(data.strip() or b"0"))
+    except ValueError:
+        return 0
 
 
 def bash(workspace: Workspace, command: str, timeout: float | None = None) -> str:
     """Run a bash command with the workspace as working directory.
 
     Output (stdout and stderr together) comes back with the exit code, cut in the middle when
-    long. Background processes do not outlive the call.
+    long. Background processes do not outlive the call. The command runs in the bubblewrap
+    sandbox when it is available (network only if ``workspace.allow_network``).
 
     Args:
         workspace: The workspace whose root is the working directory.
         command: The command, run with ``bash -c``.
         timeout: Seconds before the command is killed (default 60, at most 600).
+
+    Raises:
+        ToolError: an empty command, a bad timeout, or ``JUPYTER_AGENT_SANDBOX=require``
+            without a working sandbox.
     """
     if not command.strip():
         raise ToolError("command is empty.")
@@ -148,5 +225,10 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
         timeout = DEFAULT_TIMEOUT
     if timeout <= 0:
         raise ToolError("timeout must be a positive number of seconds.")
-    result = run_command(command, cwd=workspace.root, timeout=min(timeout, MAX_TIMEOUT))
+    status = sandbox_status()
+    if status.mode == "require" and not status.confined:
+        raise ToolError(f"bash was not run: the sandbox is required but unavailable "
+                        f"({status.reason}).")
+    result = run_command(command, cwd=workspace.root, timeout=min(timeout, MAX_TIMEOUT),
+                         sandbox=status, allow_network=workspace.allow_network)
     return result.to_text()

@@ -38,10 +38,12 @@ class Workspace:
         read_only: When true, :func:`write_file` refuses every write (``bash`` cannot be
             confined this way; the permission policy denies it instead).
         create: Create ``root`` (and its parents) if it does not exist.
+        allow_network: ``bash`` keeps network access inside its sandbox (cut off by default;
+            see docs/sandbox.md). Without the sandbox bash always has the network.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, read_only: bool = False,
-                 create: bool = False) -> None:
+                 create: bool = False, allow_network: bool = False) -> None:
         raw = os.path.expanduser(os.fspath(root))  # the *user* may write "~/proj"; models may not
         if create:
             os.makedirs(raw, exist_ok=True)
@@ -50,9 +52,12 @@ class Workspace:
         # realpath once: every later check compares canonical paths with canonical paths.
         self.root = Path(os.path.realpath(raw))
         self.read_only = read_only
+        self.allow_network = allow_network
 
     def __repr__(self) -> str:
         flag = ", read_only=True" if self.read_only else ""
+        if self.allow_network:
+            flag += ", allow_network=True"
         return f"Workspace({str(self.root)!r}{flag})"
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
@@ -80,7 +85,12 @@ class Workspace:
         if not _is_within(lexical, root):
             raise WorkspaceError(self._outside_message(text))
         # Then the real location, through every symlink, including a dangling last component.
-        real = os.path.realpath(lexical)
+        try:
+            real = os.path.realpath(lexical)
+        except OSError:  # a component changed (or vanished) while it was being followed
+            raise WorkspaceError(
+                f"Path {text!r} changed while it was being resolved; it was refused."
+            ) from None
         if not _is_within(real, root):
             raise WorkspaceError(
                 f"Path {text!r} leads through a symlink to outside the workspace; it was refused."

@@ -1,4 +1,4 @@
-"""A scripted OpenAI server and a real ``ModelClient`` pointed at it, for the helper tests."""
+"""A scripted OpenAI server and a real ``OpenAIClient`` pointed at it, for the helper tests."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from jupyter_agent.config import clear_client_cache
-from jupyter_agent.llm.client import ModelClient, RetryPolicy
+from jupyter_agent.clients.factory import clear_client_cache
+from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.llm.pricing import PriceTier
 from jupyter_agent.llm.profiles import ModelProfile
 from tests.fakes.openai_server import ScriptedOpenAI
@@ -36,6 +36,6 @@ def profile() -> ModelProfile:
 
 
 @pytest.fixture
-def client(srv: ScriptedOpenAI, profile: ModelProfile) -> ModelClient:
-    return ModelClient(profile, api_key="test-key", base_url=srv.base_url,
-                       retry=RetryPolicy(max_retries=0))
+def client(srv: ScriptedOpenAI, profile: ModelProfile) -> OpenAIClient:
+    return OpenAIClient(profile, api_key="test-key", base_url=srv.base_url,
+                        retry=RetryPolicy(max_retries=0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jupyter_agent.agents.helpers.tools import helper_tools
-from jupyter_agent.llm.client import ModelClient
+from jupyter_agent.llm.client import OpenAIClient
 from jupyter_agent.llm.profiles import ModelProfile
 from jupyter_agent.llm.types import Usage
 from jupyter_agent.llm.usage_context import current_usage_sink, report_usage, usage_sink
@@ -54,8 +54,8 @@ def test_usage_sink_nests_and_is_off_outside_a_block():
 
 
 def test_expand_query_history_fits_the_window(srv):
-    small = ModelClient(ModelProfile(name="small", model="scripted-model", max_context=1040),
-                        api_key="test-key", base_url=srv.base_url)
+    small = OpenAIClient(ModelProfile(name="small", model="scripted-model", max_context=1040),
+                         api_key="test-key", base_url=srv.base_url)
     history = [{"role": "user", "content": f"message number {i}"} for i in range(50)]
     srv.enqueue(text('["x"]'))
     from jupyter_agent.agents.helpers import expand_query

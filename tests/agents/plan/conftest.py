@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.config import clear_client_cache
-from jupyter_agent.llm.client import ModelClient, RetryPolicy
+from jupyter_agent.clients.factory import clear_client_cache
+from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.session import Store, reset_default_store
 from jupyter_agent.tools.registry import REGISTRY
 from tests.fakes.openai_server import ScriptedOpenAI
@@ -42,9 +42,9 @@ def srv() -> Iterator[ScriptedOpenAI]:
 
 
 @pytest.fixture
-def client(srv: ScriptedOpenAI) -> ModelClient:
-    return ModelClient("gpt-4.1-mini", api_key="k", base_url=srv.base_url,
-                       retry=RetryPolicy(1, 0.01, 0.02))
+def client(srv: ScriptedOpenAI) -> OpenAIClient:
+    return OpenAIClient("gpt-4.1-mini", api_key="k", base_url=srv.base_url,
+                        retry=RetryPolicy(1, 0.01, 0.02))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.agents.plan import plan
-from jupyter_agent.llm.client import ModelClient, RetryPolicy
+from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from jupyter_agent.loop.compress.checkpoint_prompt import CHECKPOINT_SYSTEM_PROMPT
 from jupyter_agent.session import Store
@@ -28,11 +28,11 @@ PROMPT = "Read the big file and summarise it."
 
 
 @pytest.fixture
-def small_client(srv: ScriptedOpenAI) -> Iterator[ModelClient]:
+def small_client(srv: ScriptedOpenAI) -> Iterator[OpenAIClient]:
     profile = register_profile(ModelProfile(name="plan-small-window", model="scripted-model",
                                             max_context=6000, max_output=1000))
-    yield ModelClient(profile, api_key="k", base_url=srv.base_url,
-                      retry=RetryPolicy(1, 0.01, 0.02))
+    yield OpenAIClient(profile, api_key="k", base_url=srv.base_url,
+                       retry=RetryPolicy(1, 0.01, 0.02))
     BUILTIN_PROFILES.pop(profile.name, None)
 
 

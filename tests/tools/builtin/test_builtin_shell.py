@@ -20,6 +20,14 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(autouse=True, params=["auto", "off"])
+def sandbox_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs in the sandbox (when bubblewrap is here) and unconfined: the promises
+    (exit codes, caps, timeouts, nothing left running) hold either way."""
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", request.param)
+    return str(request.param)
+
+
 def test_run_a_command_in_the_workspace(tmp_path: Path) -> None:
     bash = make_builtin_functions(Workspace(tmp_path))["bash"]
     assert bash("echo hello; pwd") == f"hello\n{tmp_path.resolve()}\n[exit code 0]"

@@ -1,6 +1,9 @@
 """A session as a notebook: the conversation in markdown cells, each run as a code cell whose
 output is the run's MIME bundle (rebuilt from the stored events), so the exported notebook
 renders like the original cells did, in JupyterLab, on GitHub and in nbconvert.
+
+What the store holds is masked already; the notebook is masked once more as a whole, so a
+secret registered after the session was written never reaches an export (docs/security.md).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..secrets import mask_obj
 
 __all__ = ["session_notebook", "export_session"]
 
@@ -36,8 +40,8 @@ def _run_cells(store: Any, session: str, run: Any, user_text: str, answer_text: 
     """Markdown (the user), code cell (the run's bundle), markdown (the answer)."""
     import nbformat.v4 as v4
 
-    from ..ui.bundle import build_bundle, output_metadata
-    from ..ui.view import reduce_events
+    from .bundle import build_bundle, output_metadata
+    from .state import reduce_events
 
     events = _events(store, run.run_id)
     view = reduce_events(events)
@@ -68,6 +72,7 @@ def session_notebook(store: Any, session: str) -> Any:
     Raises:
         ConfigError: there is no such session.
     """
+    import nbformat
     import nbformat.v4 as v4
 
     record = store.get_session(session)
@@ -116,7 +121,7 @@ def session_notebook(store: Any, session: str) -> Any:
     nb.metadata["jupyter_agent"] = {"session": session}
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    return nb
+    return nbformat.from_dict(mask_obj(nb))
 
 
 def export_session(path: str | Path, session: str | None = None, *, store: Any = None) -> Path:
@@ -126,7 +131,7 @@ def export_session(path: str | Path, session: str | None = None, *, store: Any =
     """
     import nbformat
 
-    from .sessions import current_session
+    from ..runtime.sessions import current_session
 
     if store is None:
         from ..session import default_store

@@ -1,4 +1,4 @@
-"""``%agent`` subcommands for sessions and agents (imported by ``jupyter_agent.commands``).
+"""``%agent`` subcommands for sessions and agents .
 
 ``sessions``, ``session NAME``, ``new [NAME]``, ``reset``, ``usage``, ``history``,
 ``export PATH.ipynb`` and ``agents``. Each prints a short report; none needs a model key.
@@ -10,35 +10,40 @@ import argparse
 import time
 from typing import Any
 
-from ..commands import add_parser, command
 from ..errors import MagicUsageError
+from ..flags import integer, text
+from ._table import CommandTable
 
-__all__: list[str] = []
+__all__ = ["TABLE"]
+
+TABLE = CommandTable()
 
 
-@add_parser
+@TABLE.parsers
 def _parsers(sub: Any) -> None:
+    # Every value is checked where it is parsed: an empty name or a count below 1 is a
+    # one-line error, never a silent "use the default".
     s = sub.add_parser("sessions")
-    s.add_argument("--group")
+    s.add_argument("--group", type=text)
     s = sub.add_parser("session")
-    s.add_argument("name", nargs="?")
-    s.add_argument("--group")
-    s.add_argument("--agent")
-    s.add_argument("--model")
+    s.add_argument("name", nargs="?", type=text)
+    s.add_argument("--group", type=text)
+    s.add_argument("--agent", type=text)
+    s.add_argument("--model", type=text)
     s.add_argument("--unbind", action="store_true")
     s = sub.add_parser("new")
-    s.add_argument("name", nargs="?")
-    s.add_argument("--group")
+    s.add_argument("name", nargs="?", type=text)
+    s.add_argument("--group", type=text)
     s = sub.add_parser("reset")
-    s.add_argument("name", nargs="?")
+    s.add_argument("name", nargs="?", type=text)
     s = sub.add_parser("usage")
-    s.add_argument("name", nargs="?")
+    s.add_argument("name", nargs="?", type=text)
     s = sub.add_parser("history")
-    s.add_argument("name", nargs="?")
-    s.add_argument("-n", "--last", type=int, help="Only the last N messages.")
+    s.add_argument("name", nargs="?", type=text)
+    s.add_argument("-n", "--last", type=integer(1), help="Only the last N messages.")
     s = sub.add_parser("export")
-    s.add_argument("path")
-    s.add_argument("--session")
+    s.add_argument("path", type=text)
+    s.add_argument("--session", type=text)
     sub.add_parser("agents")
 
 
@@ -49,7 +54,7 @@ def _store() -> Any:
 
 
 def _current() -> str:
-    from .sessions import current_session
+    from ..runtime.sessions import current_session
 
     return current_session()
 
@@ -58,7 +63,7 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
-@command("sessions", "List sessions (* marks the current one): sessions [--group G].")
+@TABLE.command("sessions", "List sessions (* marks the current one): sessions [--group G].")
 def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     rows = _store().list_sessions(args.group)
     current = _current()
@@ -73,11 +78,11 @@ def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         print(f"{mark} {r.name:<24} {_when(r.updated)}" + (f"  ({extra})" if extra else ""))
 
 
-@command("session", "Switch the current session (created if new): session NAME [--agent A] "
+@TABLE.command("session", "Switch the current session (created if new): session NAME [--agent A] "
                     "[--model M] [--unbind]; without NAME, show it.")
 def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .agents import Agent, resolve_agent
-    from .sessions import set_current_session
+    from ..runtime.agents import Agent, resolve_agent
+    from ..runtime.sessions import set_current_session
 
     store = _store()
     name = args.name or _current()
@@ -99,9 +104,9 @@ def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
           f"{record.workspace or 'current directory'}; model: {record.model or 'not bound'}")
 
 
-@command("new", "Start a new session and make it current: new [NAME] [--group G].")
+@TABLE.command("new", "Start a new session and make it current: new [NAME] [--group G].")
 def _cmd_new(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .sessions import new_session_name, set_current_session
+    from ..runtime.sessions import new_session_name, set_current_session
 
     store = _store()
     name = args.name or new_session_name(store)
@@ -113,7 +118,7 @@ def _cmd_new(args: argparse.Namespace, ns: dict[str, Any]) -> None:
           + " is now current.")
 
 
-@command("reset", "Forget the history of the current session (or NAME): reset [NAME].")
+@TABLE.command("reset", "Forget the history of the current session (or NAME): reset [NAME].")
 def _cmd_reset(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     name = args.name or _current()
     store = _store()
@@ -123,7 +128,7 @@ def _cmd_reset(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     print(f"Session {name!r}: history and turns cleared (bindings and permissions kept).")
 
 
-@command("usage", "Tokens, cost and time of the current session (or NAME): usage [NAME].")
+@TABLE.command("usage", "Tokens, cost and time of the current session (or NAME): usage [NAME].")
 def _cmd_usage(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     name = args.name or _current()
     u = _store().usage(name)
@@ -140,7 +145,7 @@ def _short(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-@command("history", "The conversation of the current session (or NAME): history [NAME] [-n N].")
+@TABLE.command("history", "The conversation of the current session (or NAME): history [NAME] [-n N].")
 def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     name = args.name or _current()
     entries = _store().session_transcript(name)
@@ -159,17 +164,17 @@ def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
             print(f"[{e['seq']}]   -> {c['name']}({_short(c['arguments'], 120)})")
 
 
-@command("export", "Write a session as a notebook: export PATH.ipynb [--session NAME].")
+@TABLE.command("export", "Write a session as a notebook: export PATH.ipynb [--session NAME].")
 def _cmd_export(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .export import export_session
+    from ..view.export import export_session
 
     path = export_session(args.path, args.session or _current(), store=_store())
     print(f"Exported session {args.session or _current()!r} to {path}")
 
 
-@command("agents", "List the agents defined in this kernel.")
+@TABLE.command("agents", "List the agents defined in this kernel.")
 def _cmd_agents(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .agents import list_agents
+    from ..runtime.agents import list_agents
 
     agents = list_agents()
     if not agents:

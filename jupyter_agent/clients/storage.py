@@ -3,8 +3,8 @@
 A path ending in ``.ipynb`` means the notebook's ``metadata["jupyter_agent"]["cassette"]``
 (nothing else in the notebook changes; the file is read and written as the plain JSON of the
 nbformat 4 format, because importing nbformat costs seconds in a kernel). Any other path is a
-JSON file. Writes are atomic (temporary file, then rename) and scrubbed of secrets: every
-``*API_KEY`` environment value and the configured key are replaced before anything is written.
+JSON file. Writes are atomic (temporary file, then rename) and masked: every known secret
+(:func:`jupyter_agent.secrets.mask`, docs/security.md) is replaced before anything is written.
 
 Recording into a notebook that is open in JupyterLab rewrites the file under the editor's
 feet (saving from the editor then drops the cassette): while working, record into the JSON
@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..secrets import mask_json
 from .cassette import Cassette
 
 __all__ = ["METADATA_KEY", "load_cassette", "save_cassette", "cassette_path_for",
@@ -70,7 +71,7 @@ def save_cassette(cassette: Cassette, path: str | Path | None = None) -> Path:
     # One save at a time, snapshot and write together: parallel tool threads record too, and
     # an older snapshot must never land after a newer one.
     with cassette._lock:
-        data = json.loads(_scrub(cassette.model_dump_json()))
+        data = json.loads(mask_json(cassette.model_dump_json()))
         if is_notebook(p):
             nb = (json.loads(p.read_text(encoding="utf-8")) if p.exists() else
                   {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
@@ -91,32 +92,6 @@ def _plain(value: Any) -> Any:
     """nbformat's NotebookNode dicts as plain dicts (pydantic validates them either way, but
     the chunk payloads must be plain JSON for the stream assembler)."""
     return json.loads(json.dumps(value))
-
-
-def _secrets() -> list[str]:
-    found = {v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= 8}
-    try:
-        from ..config import settings
-
-        if settings.api_key is not None:
-            found.add(settings.api_key.get_secret_value())
-    except ImportError:  # pragma: no cover - config always imports
-        pass
-    return sorted((s for s in found if s), key=len, reverse=True)
-
-
-def _scrub(text: str) -> str:
-    """``text`` with every known secret replaced (a key pasted into a prompt stays private)."""
-    for secret in _secrets():
-        for form in {secret, json.dumps(secret)[1:-1]}:
-            text = text.replace(form, "<redacted>")
-    try:
-        from ..session._db import redact
-
-        text = redact(text)
-    except ImportError:  # pragma: no cover
-        pass
-    return text
 
 
 def _atomic_write(path: Path, text: str) -> None:

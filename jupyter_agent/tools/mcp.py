@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError, ToolError
-from ..tools.registry import Tool
+from .registry import Tool
 
 __all__ = ["MCPServer", "MCPTool", "connect_mcp", "disconnect_mcp", "disconnect_all",
            "mcp_servers", "find_mcp_tools", "mcp_tool_names", "mcp_tool_name"]
@@ -92,7 +92,7 @@ class MCPTool(Tool[Any]):
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Decode the model's JSON object (validation is the server's job)."""
-        from ..tools.registry import decode_json_object
+        from .registry import decode_json_object
 
         return decode_json_object(arguments)
 

@@ -1,6 +1,4 @@
 """``%agent record [PATH]``, ``%agent replay [PATH]``, ``%agent live`` (and ``%agent cassette``).
-
-Imported by ``jupyter_agent.commands`` on first use of ``%agent``.
 """
 
 from __future__ import annotations
@@ -9,22 +7,25 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..commands import add_parser, command
+from ..flags import text
+from ._table import CommandTable
 
-__all__: list[str] = []
+__all__ = ["TABLE"]
+
+TABLE = CommandTable()
 
 
-@add_parser
+@TABLE.parsers
 def _parsers(sub: Any) -> None:
     rec = sub.add_parser("record")
-    rec.add_argument("path", nargs="?")
-    rec.add_argument("--model")
+    rec.add_argument("path", nargs="?", type=text)
+    rec.add_argument("--model", type=text)
     rec.add_argument("--append", action="store_true")
     rec.add_argument("--keep-store", action="store_true")
     rep = sub.add_parser("replay")
-    rep.add_argument("path", nargs="?")
-    rep.add_argument("--model")
-    rep.add_argument("--timing", choices=["fast", "recorded"], default="fast")
+    rep.add_argument("path", nargs="?", type=text)
+    rep.add_argument("--model", type=text)
+    rep.add_argument("--timing", type=text, choices=["fast", "recorded"], default="fast")
     rep.add_argument("--keep-store", action="store_true")
     sub.add_parser("live")
     sub.add_parser("cassette")
@@ -35,21 +36,21 @@ def _shown(path: str | None, cassette: Any) -> str:
     return path or Path(cassette.location).name
 
 
-@command("record", "Record model calls and ask answers: record [PATH] [--model NAME] [--append].")
+@TABLE.command("record", "Record model calls and ask answers: record [PATH] [--model NAME] [--append].")
 def _cmd_record(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .mode import start
+    from ..replay.mode import start
 
     c = start("record", args.path, model=args.model, append=args.append,
               keep_store=args.keep_store)
-    from ..config import choose_model
+    from ..clients.factory import resolve_model
 
-    print(f"Recording model calls ({choose_model()}) and answers into {_shown(args.path, c)}. "
-          "`%agent live` stops.")
+    print(f"Recording model calls ({resolve_model().name}) and answers into "
+          f"{_shown(args.path, c)}. `%agent live` stops.")
 
 
-@command("replay", "Replay recorded model calls, no key needed: replay [PATH] [--timing recorded].")
+@TABLE.command("replay", "Replay recorded model calls, no key needed: replay [PATH] [--timing recorded].")
 def _cmd_replay(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .mode import start
+    from ..replay.mode import start
 
     c = start("replay", args.path, model=args.model, timing=args.timing,
               keep_store=args.keep_store)
@@ -57,9 +58,9 @@ def _cmd_replay(args: argparse.Namespace, ns: dict[str, Any]) -> None:
           f"{_shown(args.path, c)}: no API key needed. `%agent live` calls the model again.")
 
 
-@command("live", "Stop recording or replaying: model calls go to the model again.")
+@TABLE.command("live", "Stop recording or replaying: model calls go to the model again.")
 def _cmd_live(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .mode import go_live
+    from ..replay.mode import go_live
 
     was = go_live()
     if was is None:
@@ -69,8 +70,8 @@ def _cmd_live(args: argparse.Namespace, ns: dict[str, Any]) -> None:
               f"{Path(was.location).name}).")
 
 
-@command("cassette", "Show whether model calls are live, recorded or replayed.")
+@TABLE.command("cassette", "Show whether model calls are live, recorded or replayed.")
 def _cmd_cassette(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .mode import describe
+    from ..replay.mode import describe
 
     print(describe())

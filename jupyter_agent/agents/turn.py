@@ -21,12 +21,13 @@ from ..errors import ConfigError, ToolError
 from ..events import UsageRecorded, Warning_
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import UsageItem
+from ..runtime.agents import Agent, agent_for_intent, resolve_agent
+from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
+from ..runtime.intent import INTENT_RULES, IntentResult, intent_system_text
+from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
 from ..tools.registry import Tool
-from .agents import Agent, agent_for_intent, resolve_agent
-from .catalog import SPAWN_TOOL_NAME, resolve_tool_specs
-from .intent import INTENT_RULES, IntentResult, intent_system_text, recognize_intent
-from .policy import PermissionContext
+from .intent import recognize_intent
 from .spawn import SpawnParent, make_spawn_tool
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "LIVE_TOOLS"]
@@ -99,6 +100,7 @@ class TurnSetup:
             "agent_source": self.agent_source,
             "workspace": str(self.workspace.root),
             "read_only": self.workspace.read_only,
+            "allow_network": self.workspace.allow_network,
             "overrides": dict(self.permissions.overrides),
             "auto_approve": self.permissions.auto_approve,
             "tools": [t.name for t in self.tools],
@@ -120,7 +122,8 @@ def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Wo
     elif session_workspace:
         root = session_workspace
     read_only = bool(agent.read_only) if agent is not None else False
-    return Workspace(root or os.getcwd(), read_only=read_only)
+    network = bool(agent.allow_network) if agent is not None else False
+    return Workspace(root or os.getcwd(), read_only=read_only, allow_network=network)
 
 
 def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext, *,
@@ -153,7 +156,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
 
     Side effects: a user-chosen agent is bound to the session (``store.bind_agent``), and
-    ``opt.model`` takes the agent's model when the cell gave none.
+    ``opt.agent_model`` takes the agent's model (a cell's ``--model`` still wins: see
+    :mod:`jupyter_agent.clients.factory`).
 
     Args:
         kind: ``toolloop`` or ``plan``.
@@ -186,8 +190,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     workspace = _default_workspace(agent, record.workspace if record is not None else None)
     if source == "user" and store is not None and opt.session:
         store.bind_agent(opt.session, agent.name, agent.workspace)  # type: ignore[union-attr]
-    if agent is not None and agent.model and not opt.model:
-        opt.model = agent.model
+    if agent is not None and agent.model:
+        opt.agent_model = agent.model
     permissions = PermissionContext(
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),
@@ -208,7 +212,8 @@ def restore_turn(state: dict[str, Any], p: Any) -> TurnSetup:
         except ConfigError:
             agent = None  # its overrides were saved; its instructions are in the messages
     workspace = Workspace(state.get("workspace") or os.getcwd(),
-                          read_only=bool(state.get("read_only")))
+                          read_only=bool(state.get("read_only")),
+                          allow_network=bool(state.get("allow_network")))
     permissions = PermissionContext(overrides=dict(state.get("overrides") or {}),
                                     read_only=workspace.read_only, cwd=str(workspace.root),
                                     auto_approve=bool(state.get("auto_approve")))

@@ -1,30 +1,32 @@
 """Model failover: when a profile's request fails, mark it and let another profile answer.
 
-The turn's model is chosen as usual (``--model``, the agent's model, the session's, ``%agent
-model``, ``JUPYTER_AGENT_MODEL``, the configured default); ``settings.fallback_models``
-(``%config AgentMagics.fallback_models = [...]``) lists the profiles to fall back to, in order.
+The turn's model is chosen as usual (:func:`~.factory.resolve_model`);
+``settings.fallback_models`` (``%config AgentMagics.fallback_models = [...]``) lists the
+profiles to fall back to, in order, and :func:`~.factory.client_for` then wraps the clients of
+all of them in a :class:`FailoverClient`.
 
-:class:`FailoverClient` looks like a model client (``complete``, ``cost``, ``profile``), so
-the loop uses it unchanged. A request that fails after the client's own retries marks its
-profile for :data:`MARK_SECONDS`, and the request is sent again to the next unmarked profile:
-that next round is made by the next profile, so one broken provider does not fail the turn.
-Only when every profile failed does the turn fail (with the last error). Later turns start at
-the first profile that is not marked. ``answered_profile`` says which profile answered, and the
-turn record stores it.
+:class:`FailoverClient` is a :class:`~jupyter_agent.llm.protocol.ModelClient`, so the loop uses
+it unchanged. A request that fails after the client's own retries marks its profile for
+:data:`MARK_SECONDS`, and the request is sent again to the next unmarked profile: that next
+round is made by the next profile, so one broken provider does not fail the turn. Only when
+every profile failed does the turn fail (with the last error). Later turns start at the first
+profile that is not marked. ``answered_profile`` says which profile answered, and the turn
+record stores it; each switch is reported as a warning to the run being driven
+(:meth:`FailoverClient.reporting_to`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..events import BaseEvent, Warning_
 from ..llm.types import ChatRequest, ChatResponse, StreamCallback, Usage
 
-__all__ = ["FailoverClient", "client_for", "MARK_SECONDS", "marked_profiles", "clear_marks",
-           "mark_profile"]
+__all__ = ["FailoverClient", "MARK_SECONDS", "marked_profiles", "clear_marks", "mark_profile"]
 
 MARK_SECONDS = 300.0
 """How long a failed profile is skipped before it is tried first again."""
@@ -62,18 +64,16 @@ class FailoverClient:
 
     Args:
         names: Profile names, the turn's model first, then the fallbacks.
-        factory: Makes the client of one profile (default: ``config.make_client``).
+        factory: Makes the client of one profile (:func:`~.factory.make_client`).
         emit: Receives a warning event when a profile fails and the next one takes over.
     """
 
-    def __init__(self, names: list[str], *, factory: Callable[[str], Any] | None = None,
+    def __init__(self, names: list[str], *, factory: Callable[[str], Any],
                  emit: Callable[[BaseEvent], None] | None = None) -> None:
         if not names:
             raise ValueError("FailoverClient needs at least one profile")
-        from ..config import make_client
-
         self.names = list(dict.fromkeys(names))
-        self._factory = factory or make_client
+        self._factory = factory
         self._clients: dict[str, Any] = {}
         self.emit = emit
         # The first profile's client is made now: a missing key is reported before the run.
@@ -122,6 +122,16 @@ class FailoverClient:
         assert response is not None
         return response
 
+    @contextmanager
+    def reporting_to(self, emit: Callable[[BaseEvent], None] | None) -> Iterator[None]:
+        """Send the switch warnings to ``emit`` inside the block (a run, or a sub-run that
+        shares this client); the previous receiver gets them again afterwards."""
+        before, self.emit = self.emit, emit
+        try:
+            yield
+        finally:
+            self.emit = before
+
     # ------------------------------------------------------------------ helpers
     def _client(self, name: str) -> Any:
         client = self._clients.get(name)
@@ -143,14 +153,3 @@ class FailoverClient:
     def __repr__(self) -> str:
         return f"<FailoverClient {' -> '.join(self.names)} (current {self._current})>"
 
-
-def client_for(model: str | None) -> Any:
-    """The client for a turn on ``model`` (``None``: the default model): a plain client, or a
-    :class:`FailoverClient` when fallback profiles are configured."""
-    from ..config import choose_model, make_client, settings
-
-    model = model or choose_model()
-    fallbacks = [n for n in settings.fallback_models if n and n != model]
-    if not fallbacks:
-        return make_client(model)
-    return FailoverClient([model, *fallbacks])

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from ..answers import Answer
 from ..errors import JupyterAgentError
 from ._diff import closest, describe_difference
 
@@ -92,10 +93,8 @@ class RecordedAnswer(BaseModel):
     """``click``: a button (replay answers it by itself); ``code``: a notebook cell
     (``%agent resume``, ``--option``), which answers it again when the notebook is replayed."""
 
-    def to_answer(self) -> Any:
-        """The :class:`~jupyter_agent.agents.resume.Answer` to resume with."""
-        from ..agents.resume import Answer
-
+    def to_answer(self) -> Answer:
+        """The :class:`~jupyter_agent.answers.Answer` to resume with."""
         return Answer(self.how, option_index=self.option_index, text=self.text)
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from ..errors import ToolError
 from ..llm.usage_context import report_usage
+from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
+from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace, WorkspaceError
-from ..tools.registry import Tool
-from .catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
-from .policy import PermissionContext
+from ..tools.registry import NO_DEADLINE, Tool
 
 __all__ = ["SPAWN_MAX_ROUNDS", "SUB_AGENT_PROMPT", "SpawnParent", "make_spawn_tool",
            "run_sub_agent"]
@@ -62,17 +62,20 @@ def make_spawn_tool(parent: SpawnParent) -> Tool[Any]:
         """
         return run_sub_agent(parent, task, cwd)
 
-    return tag(Tool(spawn_agent, name=SPAWN_TOOL_NAME, batchable=False), "spawn")
+    # No tool deadline: the sub-agent's round limit and the model client's timeout bound it,
+    # and an abandoned sub-agent would keep calling the model in the background.
+    return tag(Tool(spawn_agent, name=SPAWN_TOOL_NAME, batchable=False, timeout=NO_DEADLINE),
+               "spawn")
 
 
 def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",
                   max_rounds: int = SPAWN_MAX_ROUNDS) -> str:
     """Run the nested loop for ``task`` and return the text the parent model receives."""
-    from ..agents._base import tool_output_processor, window_fitter
-    from ..agents.toolloop import tool_runner
     from ..llm.tokens import count_tools_tokens
     from ..loop.hooks import LoopHooks
     from ..loop.kernel import LoopConfig, run_loop
+    from ._base import tool_output_processor, window_fitter
+    from .toolloop import tool_runner
 
     if not task or not task.strip():
         raise ToolError("spawn_agent needs a task.")
@@ -81,7 +84,8 @@ def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",
     root = parent.workspace.resolve(cwd or ".")
     if not root.is_dir():
         raise WorkspaceError(f"{cwd!r} is not a folder of the workspace.")
-    sub_ws = Workspace(root, read_only=parent.workspace.read_only)
+    sub_ws = Workspace(root, read_only=parent.workspace.read_only,
+                       allow_network=parent.workspace.allow_network)
     tools = rebind_builtins([t for t in parent.tools if t.name != SPAWN_TOOL_NAME], sub_ws)
     permissions = parent.permissions.child()
     permissions.cwd = str(root)

@@ -3,6 +3,10 @@
 Every front end shows something: JupyterLab with our extension renders the run JSON, GitHub
 and nbconvert render the markdown, a terminal prints the plain text. No HTML is produced here:
 model output is escaped as markdown text, never passed through as markup.
+
+The view and events come masked from the run's recorder; each representation is masked once
+more as it is built (a secret registered during the run, a view built by hand), so no
+saved notebook holds a known secret (docs/security.md).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import json
 from typing import Any
 
 from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json, merge_deltas
+from ..secrets import mask, mask_json
 
 __all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "build_bundle",
            "output_metadata"]
@@ -123,7 +128,7 @@ def render_markdown(view: dict[str, Any]) -> str:
     if view.get("error"):
         out.append(f"**{view.get('status', 'error')}:** {_md_escape_inline(view['error'])}")
     out.append(f"*{footer_text(view)}*")
-    return "\n\n".join(out)
+    return mask("\n\n".join(out))
 
 
 def render_plain(view: dict[str, Any]) -> str:
@@ -140,7 +145,7 @@ def render_plain(view: dict[str, Any]) -> str:
     if view.get("error"):
         parts.append(f"[{view.get('status')}] {view['error']}")
     parts.append(f"[{view.get('status')}] {footer_text(view)}")
-    return "\n\n".join(parts)
+    return mask("\n\n".join(parts))
 
 
 def output_metadata(view: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +164,7 @@ def build_bundle(view: dict[str, Any], events: list[BaseEvent],
     if widget_model_id:
         bundle["application/vnd.jupyter.widget-view+json"] = {
             "version_major": 2, "version_minor": 1, "model_id": widget_model_id}
-    bundle[RUN_MIME_TYPE] = json.loads(json.dumps(run_payload(view, events)))
+    bundle[RUN_MIME_TYPE] = json.loads(mask_json(json.dumps(run_payload(view, events))))
     bundle["text/markdown"] = render_markdown(view)
     bundle["text/plain"] = render_plain(view)
     return bundle

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import AskPending, BaseEvent
-from ..llm.types import ToolCall
-from ..loop.hooks import ToolOutcome
-from .approval import answered_outcome, approval_item
-from .policy import PermissionContext, check_permission
+from ...events import AskPending, BaseEvent
+from ...llm.types import ToolCall
+from ...loop.hooks import ToolOutcome
+from ...runtime.policy import PermissionContext, check_permission
+from ..approval_calls import answered_outcome, approval_item
 
 __all__ = ["plan_permission", "plan_approval_answer", "restore_plan_runtime", "is_approval"]
 
@@ -49,9 +49,9 @@ def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | 
 
 
 def restore_plan_runtime(pending: dict[str, Any], p: Any) -> Any:
-    """The :class:`~jupyter_agent.runtime.turn.TurnSetup` saved with a suspended plan run
+    """The :class:`~jupyter_agent.agents.turn.TurnSetup` saved with a suspended plan run
     (``pending["runtime"]``), or ``None`` for a run saved without one."""
-    from .turn import restore_turn
+    from ..turn import restore_turn
 
     state = pending.get("runtime")
     if not state:
@@ -63,7 +63,7 @@ def plan_approval_answer(p: Any, pending: dict[str, Any], answer: Any, tools: di
                          permissions: PermissionContext | None) -> str:
     """The result text of the call an approval card waited on, after ``answer``: the tool's
     output (allowed) or ``Permission denied by the user: <tool> was not run.``"""
-    from ..agents.resume import answer_text_for_approval
+    from ..resume import answer_text_for_approval
 
     item = approval_item(pending["ask"])
     ctx = permissions or PermissionContext(session=p.run.session, store=p.store)

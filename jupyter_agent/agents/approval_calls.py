@@ -18,12 +18,13 @@ import json
 import time
 from typing import Any
 
+from ..errors import ResumeError
 from ..events import ToolReturned, UsageRecorded
 from ..llm.types import ToolCall
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem
+from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
-from .policy import PermissionContext, check_permission
 
 __all__ = ["approval_item", "answered_outcome", "run_call", "settle_approvals",
            "replace_tool_result"]
@@ -42,7 +43,7 @@ def run_call(p: Any, tool: Any, call: ToolCall, *, round_: int) -> ToolOutcome:
     """Run one approved call outside the kernel, with what the kernel would do around it:
     usage of helpers inside the tool counted into the run, long output shortened, and a
     ``tool_returned`` event (which replaces the card's "Waiting for approval." in the view)."""
-    from ..agents._base import tool_output_processor
+    from ._base import tool_output_processor
 
     usages: list[UsageItem] = []
     start = time.perf_counter()
@@ -77,7 +78,7 @@ def answered_outcome(p: Any, item: dict[str, Any], choice: str, tool: Any,
     """The result of a waiting call after the user's ``choice`` (``allow_once``,
     ``allow_session`` or ``deny``, see ``resume.answer_text_for_approval``); emits the
     call's ``tool_returned`` event."""
-    from ..agents.toolloop import unknown_tool_message
+    from .toolloop import unknown_tool_message
 
     name = item["name"]
     call = ToolCall(id=item["call_id"], name=name, arguments=item.get("arguments") or "")
@@ -112,8 +113,13 @@ def _returned(p: Any, call: ToolCall, out: ToolOutcome, round_: int) -> None:
 
 
 def replace_tool_result(messages: list[dict[str, Any]], call_id: str, content: str) -> bool:
-    """Put ``content`` into the tool message answering ``call_id`` (in place); False if none."""
-    for i, m in enumerate(messages):
+    """Put ``content`` into the tool message answering ``call_id`` (in place); False if none.
+
+    Call ids are unique within a run (``loop/call_ids.py``); the search goes from the end so
+    that even a history saved before that rule can only have its newest answer replaced.
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
         if m.get("role") == "tool" and m.get("tool_call_id") == call_id:
             messages[i] = dict(m, content=content)
             return True
@@ -122,13 +128,14 @@ def replace_tool_result(messages: list[dict[str, Any]], call_id: str, content: s
 
 def settle_approvals(p: Any, pending: dict[str, Any], choice: str, tools: dict[str, Any],
                      permissions: PermissionContext) -> list[dict[str, Any]]:
-    """Apply ``choice`` to the first waiting call of ``pending["approvals"]``, then run, deny
-    or queue the others; results go into ``pending["messages"]`` and ``pending["persist"]``.
+    """Apply ``choice`` to the call whose card was shown (``pending["call_id"]``), then run,
+    deny or queue the others of ``pending["approvals"]``; results go into
+    ``pending["messages"]`` and ``pending["persist"]``.
 
     Returns:
         The calls still waiting, the first of which needs a new card (empty: all settled).
     """
-    waiting = list(pending.get("approvals") or [])
+    waiting = _card_first(list(pending.get("approvals") or []), pending.get("call_id"))
     round_ = int(pending.get("round") or pending.get("rounds") or 0)
     names = list(tools)
     for index, item in enumerate(waiting):
@@ -157,3 +164,14 @@ def settle_approvals(p: Any, pending: dict[str, Any], choice: str, tools: dict[s
             if pending.get(key) is not None:
                 replace_tool_result(pending[key], item["call_id"], out.output)
     return []
+
+
+def _card_first(waiting: list[dict[str, Any]], call_id: Any) -> list[dict[str, Any]]:
+    """``waiting`` with the call the answered card was shown for first: an answer applies to
+    exactly that call, never to another one waiting beside it."""
+    for i, item in enumerate(waiting):
+        if item.get("call_id") == call_id:
+            return [item, *waiting[:i], *waiting[i + 1:]]
+    if call_id is not None and waiting:
+        raise ResumeError(f"No waiting call {call_id!r} in this run; nothing changed.")
+    return waiting

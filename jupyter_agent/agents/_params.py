@@ -1,0 +1,40 @@
+"""Checks of the parameters every agent entry point takes (``chat``, ``toolloop``, ``plan``).
+
+A value that cannot mean anything (``max_rounds=0``, ``model=""``) is refused with a
+:class:`~jupyter_agent.errors.ParameterError` (a ``ValueError``) naming the *parameter*: this
+layer is called from plain Python, where there are no flags. The magics check their flags
+first (``jupyter_agent/flags.py``), so these errors reach only script callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ParameterError
+
+__all__ = ["check_parameters"]
+
+
+def _count(name: str, value: Any, minimum: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ParameterError(f"{name} must be an integer of {minimum} or more, not {value!r}.")
+
+
+def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
+                     option: Any = None) -> None:
+    """Raise :class:`ParameterError` for a value outside its range; return quietly otherwise.
+
+    ``options`` are the keyword options of the entry point (``model``, ``history``,
+    ``max_tokens``...); ``max_rounds`` and ``option`` are checked when given.
+    """
+    model = options.get("model")
+    if isinstance(model, str) and not model.strip():
+        raise ParameterError("model must be a model or profile name, not an empty string "
+                             "(pass None for the default model).")
+    _count("history", options.get("history"), 0)
+    _count("max_tokens", options.get("max_tokens"), 1)
+    _count("max_rounds", max_rounds, 1)
+    _count("option", option, 1)

@@ -1,0 +1,62 @@
+"""``%agent SUBCOMMAND``: every subcommand, parsed with argparse, at the edge of the package.
+
+Each module holds one topic's :class:`~jupyter_agent.commands._table.CommandTable`:
+``runs`` (pending, resume, model), ``session`` (sessions, agents, history, export…) and
+``replay`` (record, replay, live, cassette). Add a subcommand to a table; this module joins them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from ..errors import MagicUsageError
+from ._table import Command, CommandTable, Parser
+
+__all__ = ["run_command", "all_commands"]
+
+
+def _tables() -> list[CommandTable]:
+    # Imported on the first %agent line, not with the magics: %load_ext stays cheap.
+    from . import replay, runs, session
+
+    return [runs.TABLE, session.TABLE, replay.TABLE]
+
+
+def all_commands() -> dict[str, tuple[Command, str]]:
+    """Every subcommand: name -> (function, one-line help)."""
+    out: dict[str, tuple[Command, str]] = {"help": (_cmd_help, "List the %agent commands.")}
+    for table in _tables():
+        out.update(table.commands)
+    return out
+
+
+def _parser() -> Parser:
+    p = Parser(prog="%agent", add_help=False)
+    sub = p.add_subparsers(dest="cmd", parser_class=Parser)
+    for table in _tables():
+        for build in table.parser_builders:
+            build(sub)
+    return p
+
+
+def run_command(line: str, ns: dict[str, Any]) -> Any:
+    """Parse and run one ``%agent`` line (``ns``: the user's namespace)."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise MagicUsageError(f"%agent: {exc}") from None
+    if not argv:
+        argv = ["help"]
+    args = _parser().parse_args(argv)
+    entry = all_commands().get(args.cmd)
+    if entry is None:
+        raise MagicUsageError(f"%agent: unknown command {argv[0]!r} (see `%agent help`)")
+    return entry[0](args, ns)
+
+
+def _cmd_help(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    lines = ["%agent commands:"] + [f"  {name:<10} {h}"
+                                    for name, (_, h) in sorted(all_commands().items())]
+    print("\n".join(lines))

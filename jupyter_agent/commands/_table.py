@@ -1,0 +1,47 @@
+"""One ``%agent`` command module's table: its subcommands and the parsers they need.
+
+Each module of ``commands/`` fills one :class:`CommandTable` when it is imported;
+``commands/__init__.py`` joins the tables explicitly (no loader by name, no shared registry).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import MagicUsageError
+
+__all__ = ["Command", "CommandTable", "Parser"]
+
+Command = Callable[[argparse.Namespace, dict[str, Any]], Any]
+"""``fn(args, user_ns)``: runs one parsed ``%agent`` line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad line as one ``UsageError`` line instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise MagicUsageError(f"%agent: {message} (see `%agent help`)")
+
+
+class CommandTable:
+    """The subcommands of one module (name -> function and one-line help) and its parsers."""
+
+    def __init__(self) -> None:
+        self.commands: dict[str, tuple[Command, str]] = {}
+        self.parser_builders: list[Callable[[Any], None]] = []
+
+    def command(self, name: str, help: str) -> Callable[[Command], Command]:
+        """Decorator: ``fn`` runs ``%agent name``."""
+
+        def wrap(fn: Command) -> Command:
+            self.commands[name] = (fn, help)
+            return fn
+
+        return wrap
+
+    def parsers(self, fn: Callable[[Any], None]) -> Callable[[Any], None]:
+        """Decorator: ``fn(subparsers)`` adds this module's subcommand parsers."""
+        self.parser_builders.append(fn)
+        return fn

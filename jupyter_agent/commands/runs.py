@@ -1,0 +1,99 @@
+"""``%agent`` subcommands about runs and the model: ``pending``, ``resume``, ``model``.
+
+``help`` is assembled in ``commands/__init__.py`` from every table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import MagicUsageError
+from ..flags import integer, text
+from ._table import CommandTable
+
+__all__ = ["TABLE"]
+
+TABLE = CommandTable()
+
+
+@TABLE.parsers
+def _parsers(sub: Any) -> None:
+    sub.add_parser("help")
+    r = sub.add_parser("resume")
+    r.add_argument("run_id", nargs="?", type=text)
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--answer", type=text)
+    g.add_argument("--option", type=integer(1))
+    g.add_argument("--dismiss", action="store_true")
+    pend = sub.add_parser("pending")
+    pend.add_argument("--session", type=text)
+    m = sub.add_parser("model")
+    m.add_argument("name", nargs="?", type=text)
+
+
+@TABLE.command("pending", "List runs waiting for an answer or an approval.")
+def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from ..session import default_store
+
+    rows = default_store().list_pending(args.session)
+    if not rows:
+        print("No run is waiting for an answer.")
+    for r in rows:
+        ask = (r.pending or {}).get("ask") or {}
+        opts = " | ".join(f"{i}. {o}" for i, o in enumerate(ask.get("options") or [], start=1))
+        print(f"{r.run_id} ({r.kind}, session {r.session}): {ask.get('question', '')}\n    {opts}")
+
+
+@TABLE.command("resume", "Answer a waiting run: RUN_ID --option N | --answer TEXT | --dismiss.")
+def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from ..agents.resume import Answer, resume
+    from ..ui.live import LiveDisplay, displays, show_hint
+
+    if args.option is not None:
+        answer = Answer("option", option_index=args.option)
+    elif args.answer is not None:
+        answer = Answer("other", text=args.answer)
+    elif args.dismiss:
+        answer = Answer("dismissed")
+    else:
+        raise MagicUsageError("%agent resume: give --option N, --answer TEXT or --dismiss.")
+    live = displays.get(args.run_id) if args.run_id else None
+    run_obj = live.run if live is not None else None
+    holder: dict[str, Any] = {}
+
+    def listener(event: Any) -> None:
+        if live is not None:
+            live.on_event(event)
+            return
+        if "display" not in holder:
+            from ..agents.run import last_run
+
+            r = last_run()
+            if r is None:
+                return
+            holder["display"] = LiveDisplay(r)
+        holder["display"].on_event(event)
+
+    run = resume(args.run_id, answer, run=run_obj, listeners=[listener])
+    ns["_agent_run"] = run
+    if run.status == "ask":
+        try:
+            from ..agents.plan.agent import resume_hint
+
+            show_hint(run, resume_hint(run))
+        except ImportError:
+            pass
+
+
+@TABLE.command("model", "Show the active model, or set it for the following cells: model [NAME].")
+def _cmd_model(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .. import config
+    from ..clients.embedded import profile_for
+    from ..clients.factory import resolve_model
+
+    if args.name:
+        config.settings.active_model = args.name
+    name = resolve_model().name
+    prof = profile_for(name)
+    print(f"model: {name} (id {prof.model}, context {prof.max_context:,} tokens)")

@@ -1,0 +1,224 @@
+"""Confining ``bash`` with bubblewrap (``bwrap``), and saying plainly when we cannot.
+
+Inside the sandbox (docs/sandbox.md): the workspace is bound read-write at its own path (so
+the paths a command prints are the paths ``read_file`` takes); the system folders (``/usr``,
+``/etc``, ``/opt``, the ``/bin`` and ``/lib`` links) and the kernel's Python environment (unless
+it lives in the home folder) are read-only; ``/tmp`` is a private tmpfs; there is no home
+folder; the command gets a new PID namespace (the kernel's ``/proc`` is invisible and nothing
+outlives the call: when the command ends, the namespace ends with every process in it); and,
+unless the workspace allows it, there is no network. When the kernel runs as root, files of
+``/etc`` that only root may read (``shadow``, private keys) are hidden too, since root would
+read them through the read-only bind.
+
+``JUPYTER_AGENT_SANDBOX`` chooses: ``auto`` (default: bubblewrap when it works here), ``off``
+(never; bash runs unconfined), ``require`` (bash refuses to run without the sandbox).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from jupyter_agent.errors import ConfigError
+
+__all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
+
+SANDBOX_ENV = "JUPYTER_AGENT_SANDBOX"
+"""Environment variable choosing the sandbox mode: ``auto``, ``off`` or ``require``."""
+_MODES = ("auto", "off", "require")
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+_INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf "
+                 "install bubblewrap)")
+_PROBE_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """Whether ``bash`` runs confined here, and why not when it does not."""
+
+    mode: str
+    """``auto``, ``off`` or ``require`` (from ``JUPYTER_AGENT_SANDBOX``)."""
+    bwrap: str | None
+    """The bubblewrap executable that works, or None."""
+    reason: str = ""
+    """Why there is no sandbox (empty when there is one)."""
+
+    @property
+    def confined(self) -> bool:
+        """True when bash runs inside bubblewrap."""
+        return self.bwrap is not None
+
+    def tool_note(self, allow_network: bool) -> str:
+        """What bash's tool description adds (the model reads it); empty in the default sandbox,
+        whose rules the plain description already fits."""
+        if self.confined:
+            return "It runs in a sandbox that has network access." if allow_network else ""
+        if self.mode == "require":
+            return "It cannot run here: a sandbox is required but unavailable."
+        return ("It is NOT sandboxed here: the command can read and write anything the "
+                "notebook's user can, and use the network.")
+
+    def card_note(self) -> str | None:
+        """The warning an approval card for ``bash`` shows, or None when bash is confined."""
+        if self.confined:
+            return None
+        return ("Warning: bash is NOT sandboxed here; the command can read and write anything "
+                "you can.")
+
+
+_cache: dict[tuple[str, str], SandboxStatus] = {}
+_cache_lock = threading.Lock()
+
+
+def _mode() -> str:
+    raw = os.environ.get(SANDBOX_ENV, "auto").strip().lower() or "auto"
+    if raw not in _MODES:
+        raise ConfigError(f"{SANDBOX_ENV} must be one of {', '.join(_MODES)}, not {raw!r}.")
+    return raw
+
+
+def sandbox_status() -> SandboxStatus:
+    """Whether bubblewrap is usable now (found on ``PATH`` and passing a one-time test run).
+
+    The test run is cached per executable, so only the first call costs a few milliseconds.
+
+    Raises:
+        ConfigError: ``JUPYTER_AGENT_SANDBOX`` has an unknown value.
+    """
+    mode = _mode()
+    if mode == "off":
+        return SandboxStatus(mode, None, f"{SANDBOX_ENV}=off")
+    found = shutil.which("bwrap")
+    if found is None:
+        return SandboxStatus(mode, None, f"bubblewrap is not installed; {_INSTALL_HINT}")
+    key = (mode, os.path.realpath(found))
+    with _cache_lock:
+        known = _cache.get(key)
+    if known is None:
+        known = _probe(mode, found)
+        with _cache_lock:
+            _cache[key] = known
+    return known
+
+
+def _probe(mode: str, bwrap: str) -> SandboxStatus:
+    """Run ``true`` in a throwaway sandbox: bwrap may be installed yet not permitted (a
+    container without user namespaces)."""
+    with tempfile.TemporaryDirectory(prefix="jupyter-agent-bwrap-") as tmp:
+        argv = bwrap_command(bwrap, Path(tmp), allow_network=False) + ["true"]
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=_PROBE_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return SandboxStatus(mode, None, f"bubblewrap did not start: {exc}")
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = err[-1] if err else f"exit code {done.returncode}"
+        return SandboxStatus(mode, None, f"bubblewrap is installed but failed here: {why}")
+    return SandboxStatus(mode, bwrap)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _python_dirs(root: str) -> Iterator[str]:
+    """The kernel's Python environment(s), so ``python`` in bash finds the same packages;
+    only those outside the home folder (the sandbox promises none of it)."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    seen: set[str] = set()
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        real = os.path.realpath(prefix)
+        if real in seen or not os.path.isdir(real) or real == "/":
+            continue
+        seen.add(real)
+        if any(_inside(real, d) for d in _SYSTEM_DIRS):
+            continue  # already visible read-only
+        if _inside(real, home) or _inside(home, real) or _inside(root, real):
+            continue  # inside the home folder, or would expose it or the workspace's parents
+        yield real
+
+
+def _root_only_etc() -> list[tuple[str, bool]]:
+    """(path, is_dir) of ``/etc`` entries no other user may read, hidden when we are root."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []  # an unprivileged user cannot read them anyway
+    hidden: list[tuple[str, bool]] = []
+    for dirpath, dirnames, filenames in os.walk("/etc"):
+        for name in list(dirnames):
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IROTH:
+                hidden.append((full, True))
+                dirnames.remove(name)  # the whole folder is covered
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
+                hidden.append((full, False))
+    return hidden
+
+
+_etc_cache: list[tuple[str, bool]] | None = None
+
+
+def _etc_hidden() -> list[tuple[str, bool]]:
+    global _etc_cache
+    if _etc_cache is None:
+        _etc_cache = _root_only_etc()
+    return _etc_cache
+
+
+def _system_binds(only_under: str | None = None) -> list[str]:
+    args: list[str] = []
+    for d in _SYSTEM_DIRS:
+        if only_under is not None and not _inside(d, only_under):
+            continue
+        if os.path.islink(d):
+            if only_under is None:
+                args += ["--symlink", os.readlink(d), d]  # /bin -> usr/bin on merged-/usr systems
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    return args
+
+
+def bwrap_command(bwrap: str, root: Path, *, allow_network: bool) -> list[str]:
+    """The ``bwrap`` argument list (without the command) confining a command to ``root``.
+
+    Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
+    workspace under ``/tmp`` is bound on top of it; system folders inside the workspace (a
+    workspace of ``/``) are bound read-only again after it.
+    """
+    ws = str(root)
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+            "--unshare-uts", "--cap-drop", "ALL"]
+    if not allow_network:
+        args.append("--unshare-net")
+    args += ["--tmpfs", "/tmp"]
+    args += _system_binds()
+    for path, is_dir in _etc_hidden():
+        args += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
+    if allow_network and os.path.islink("/etc/resolv.conf"):
+        target = os.path.realpath("/etc/resolv.conf")  # often under /run, which is not bound
+        if os.path.isfile(target):
+            args += ["--ro-bind", target, target]
+    for d in _python_dirs(ws):
+        args += ["--ro-bind", d, d]
+    args += ["--bind", ws, ws]
+    args += _system_binds(only_under=ws)
+    args += ["--proc", "/proc", "--dev", "/dev", "--chdir", ws]
+    return args
