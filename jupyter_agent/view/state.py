@@ -8,6 +8,9 @@ Shape::
 
     {
       "run_id", "agent", "model", "prompt", "session", "status",   # status: running/done/ask/...
+      "started_at": float | None,  # epoch seconds the run last began running (run_started, or
+                                   # ask_answered for a resume): with footer.seconds, the elapsed
+                                   # time a running card shows
       "items": [                 # in display order
         {"kind": "reasoning", "round", "text"},
         {"kind": "text", "round", "text", "withdrawn": bool},
@@ -46,6 +49,7 @@ def new_view() -> dict[str, Any]:
         "prompt": "",
         "session": None,
         "status": "running",
+        "started_at": None,
         "items": [],
         "plan": None,
         "ask": None,
@@ -155,6 +159,7 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             # shows each one where it happened.
             items.append({"kind": "ask", **{k: v for k, v in ask.items()}})
             view["ask"] = None
+        view["started_at"] = d["t"]  # the run goes on from here (its earlier time is in the footer)
         card = _find_tool(view, d["call_id"])
         if card is not None:
             # The call's card said "Waiting for user answer."; it now shows what happened.
@@ -190,7 +195,7 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
         items.append({"kind": "warning", "message": d["message"]})
     elif kind == "run_started":
         view.update(run_id=d["run_id"], agent=d["agent"], model=d["model"], prompt=d["prompt"],
-                    session=d["session"], status="running")
+                    session=d["session"], status="running", started_at=d["t"])
         view["footer"]["model"] = d["model"]
     elif kind == "run_finished":
         view["status"] = d["status"]

@@ -25,6 +25,8 @@ import { Menu } from '@lumino/widgets';
 
 import { highlightAgentCells } from './agentCells';
 
+import { interruptOnStop } from './stop';
+
 /**
  * The agent cell magics, with the one-line description shown in menus.
  */
@@ -35,6 +37,24 @@ export const AGENT_MAGICS: ReadonlyArray<[string, string]> = [
 ];
 
 /**
+ * The placeholder prompt a new agent cell starts with, selected so that typing replaces it.
+ * It says what to write; it has no `{…}`, so running it unchanged cannot fail on interpolation.
+ */
+export const PLACEHOLDERS: Readonly<Record<string, string>> = {
+  chat: 'Write your question here, then run the cell.',
+  toolloop: 'Describe the task here; the model calls your @tool functions until it can answer.',
+  plan: 'Describe the goal here; the agent plans the steps, may ask you to choose, then works through them.'
+};
+
+/**
+ * The label of the command that inserts a `%%<magic>` cell, in the palette and in menus:
+ * "Agent: Insert %%plan cell", so typing "agent" in the palette finds them all.
+ */
+export function insertCommandLabel(magic: string): string {
+  return `Agent: Insert %%${magic} cell`;
+}
+
+/**
  * The id of the command that inserts a `%%<magic>` cell.
  */
 export function insertCommandId(magic: string): string {
@@ -43,7 +63,7 @@ export function insertCommandId(magic: string): string {
 
 /**
  * Put a `%%<magic>` cell below the active cell (or into it, when it is an empty code cell)
- * and leave the cursor on the line under the magic, ready for the prompt.
+ * with a placeholder prompt under the magic, selected, so typing replaces it.
  */
 export function insertAgentCell(notebook: Notebook, magic: string): void {
   const active = notebook.activeCell;
@@ -61,11 +81,19 @@ export function insertAgentCell(notebook: Notebook, magic: string): void {
   if (!cell) {
     return;
   }
-  cell.model.sharedModel.setSource(`%%${magic}\n`);
+  const placeholder = PLACEHOLDERS[magic] ?? '';
+  cell.model.sharedModel.setSource(`%%${magic}\n${placeholder}`);
   notebook.mode = 'edit';
   void cell.ready.then(() => {
-    cell.editor?.setCursorPosition({ line: 1, column: 0 });
-    cell.editor?.focus();
+    // A palette or menu that ran this command hands the focus back to the notebook as it
+    // closes, after this promise settles: select and focus on the next frame, once it has.
+    requestAnimationFrame(() => {
+      cell.editor?.setSelection({
+        start: { line: 1, column: 0 },
+        end: { line: 1, column: placeholder.length }
+      });
+      cell.editor?.focus();
+    });
   });
 }
 
@@ -121,7 +149,9 @@ class AgentToolbarExtension
  */
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-agent:notebook-commands',
-  description: 'Insert %%chat, %%toolloop and %%plan cells; highlight their bodies as markdown.',
+  description:
+    'Insert %%chat, %%toolloop and %%plan cells; highlight their bodies as markdown; ' +
+    'interrupt the kernel when a running card is stopped.',
   autoStart: true,
   requires: [INotebookTracker],
   optional: [ICommandPalette],
@@ -134,8 +164,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     for (const [magic, description] of AGENT_MAGICS) {
       const id = insertCommandId(magic);
       commands.addCommand(id, {
-        label: args =>
-          args.isPalette ? `Insert %%${magic} Cell` : `%%${magic} — ${description}`,
+        label: insertCommandLabel(magic),
         caption: `Insert a %%${magic} cell below the active cell: ${description}`,
         isEnabled: () => tracker.currentWidget !== null,
         execute: () => {
@@ -145,11 +174,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
           }
         }
       });
-      palette?.addItem({ command: id, category: 'Jupyter Agent', args: { isPalette: true } });
+      palette?.addItem({ command: id, category: 'Jupyter Agent' });
     }
     app.docRegistry.addWidgetExtension('Notebook', new AgentToolbarExtension(commands));
-    tracker.widgetAdded.connect((_, panel) => highlightAgentCells(panel));
-    tracker.forEach(panel => highlightAgentCells(panel));
+    const attach = (panel: NotebookPanel): void => {
+      highlightAgentCells(panel);
+      interruptOnStop(panel);
+    };
+    tracker.widgetAdded.connect((_, panel) => attach(panel));
+    tracker.forEach(attach);
   }
 };
 

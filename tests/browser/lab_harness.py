@@ -2,7 +2,10 @@
 
 ``start_lab`` runs ``jupyter lab`` from this interpreter's environment (so the kernel and the
 labextensions are the ones ``make install`` put there) with private config, data, runtime,
-settings and workspace folders, and waits until the REST API answers. ``LabPage`` wraps a
+settings and workspace folders, and waits until the REST API answers. When this checkout has
+built its extension (``jupyter_agent/labextension``), the server loads that build ahead of
+the environment's, so a test always drives the front end of the code it tests (a git worktree
+beside the one ``jupyter labextension develop`` registered included). ``LabPage`` wraps a
 Playwright page with the few notebook gestures the tests need (open, run a cell, save, shut the
 kernel down), using plain selectors (Galata's helpers are JavaScript-only).
 """
@@ -28,7 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root (put on the kernel's ``PYTHONPATH``)."""
 
-BUILT_EXTENSION = ROOT / "jupyter_agent" / "labextension" / "static" / "style.js"
+EXTENSION_DIR = ROOT / "jupyter_agent" / "labextension"
+"""Where ``npm run build:prod`` (in ``labextension/``) puts this checkout's extension."""
+
+BUILT_EXTENSION = EXTENSION_DIR / "static" / "style.js"
 """Present once the JupyterLab extension was built (``make install``)."""
 
 TOKEN = "ja-browser-test-token"
@@ -112,6 +118,31 @@ class Lab:
         return "\n".join(lines[-n:])
 
 
+def built_extension_load() -> str | None:
+    """The remote entry (``static/remoteEntry.<hash>.js``) of this checkout's build, if any."""
+    try:
+        meta = json.loads((EXTENSION_DIR / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta.get("jupyterlab", {}).get("_build", {}).get("load")
+
+
+def _local_extension_args(base: Path) -> list[str]:
+    """Arguments that make the server load this checkout's build first (none if unbuilt).
+
+    ``extra_labextensions_path`` is searched before the environment's folders, and the first
+    extension of a name wins; the folder holds one link named as the package.
+    """
+    if built_extension_load() is None:
+        return []
+    folder = base / "labextensions"
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / "jupyter-agent"
+    if not link.exists():
+        link.symlink_to(EXTENSION_DIR, target_is_directory=True)
+    return [f"--LabApp.extra_labextensions_path={folder}"]
+
+
 @contextmanager
 def start_lab(base: Path, extra_env: dict[str, str], timeout: float = 90.0) -> Iterator[Lab]:
     """Run ``jupyter lab`` on a free loopback port until the block ends."""
@@ -128,7 +159,7 @@ def start_lab(base: Path, extra_env: dict[str, str], timeout: float = 90.0) -> I
            "--LabApp.news_url=None",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
            "--LabApp.extension_manager=readonly",  # never asks a package index
-           "--ServerApp.terminals_enabled=False"]
+           "--ServerApp.terminals_enabled=False", *_local_extension_args(base)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # CI containers run as root
     with log.open("w", encoding="utf-8") as fh:

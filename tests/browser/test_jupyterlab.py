@@ -215,7 +215,9 @@ def plan_scenario(s: Session) -> None:
     assert cell.locator(".ja-widget").count() == 0
     statuses = out.locator(".ja-step").evaluate_all("els => els.map(e => e.dataset.status)")
     assert statuses == ["done", "done"]
-    assert "Monthly figures" in out.locator(".ja-ask-answered .ja-chosen").inner_text()
+    # The answered card is folded: its line says the answer, its body marks the option.
+    assert "→ Monthly figures" in " ".join(out.locator(".ja-ask-answered > summary").inner_text().split())
+    assert "Monthly figures" in out.locator(".ja-ask-answered .ja-chosen").text_content()
     assert "the report covers the monthly figures" in out.locator(".ja-text").last.inner_text()
     told = [m for m in s.model.requests[2]["messages"] if m.get("tool_call_id") == "ask_1"]
     assert told and "Monthly figures" in told[0]["content"]
@@ -244,7 +246,7 @@ def approval_scenario(s: Session) -> None:
     told = [m for m in s.model.requests[1]["messages"] if m.get("tool_call_id") == "del_1"]
     assert [m["content"] for m in told] == [DENIED]
     assert (s.server.root / "old.txt").read_text(encoding="utf-8") == "keep me"
-    assert "Deny" in out.locator(".ja-ask-answered .ja-chosen").inner_text()
+    assert "Deny" in out.locator(".ja-ask-answered .ja-chosen").text_content()
     assert out.locator('.ja-tool[data-call-id="del_1"]').get_attribute("data-state") == "error"
     assert "you denied it" in out.locator(".ja-text").last.inner_text()
     assert cell.locator(".ja-widget").count() == 0
@@ -306,7 +308,8 @@ def test_saved_notebook_reopens_with_the_static_renderer(session: Session) -> No
     steps = lab.cell(PLAN).locator(".ja-step").evaluate_all("els => els.map(e => e.dataset.status)")
     assert steps == ["done", "done"]
     assert "Monthly figures" in lab.cell(PLAN).locator(".ja-ask-answered").inner_text()
-    assert "Deny" in lab.cell(APPROVAL).locator(".ja-ask-answered").inner_text()
+    # Answered cards are folded to one line that says what was decided.
+    assert "Denied: delete_file" in lab.cell(APPROVAL).locator(".ja-ask-answered").inner_text()
     assert re.search(r"\d+ rounds?", lab.cell(TOOLLOOP).locator(".ja-footer").inner_text())
     lab.shot("lab-reopened.png", ARTIFACTS_DIR)
     for i, name in ((TOOLLOOP, "toolloop"), (PLAN, "plan"), (APPROVAL, "approval")):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from jupyter_agent.events import AskAnswered, AskPending, RunStarted, TextDelta, ToolCalled
 from jupyter_agent.ui._esm import bundle_esm
@@ -102,7 +103,8 @@ def test_large_run_renders_every_part_in_under_a_second(open_run: OpenRun) -> No
     assert page.locator(".ja-tool").count() == 201  # 200 calls + the update_plan call
     assert page.locator(".ja-tool-internal").count() == 1
     assert page.locator(".ja-step").count() == 50
-    assert page.get_attribute('.ja-tool[data-call-id="call_199"]', "data-state") == "running"
+    # The last call never returned, but the run is suspended on an ask: nothing runs now.
+    assert page.get_attribute('.ja-tool[data-call-id="call_199"]', "data-state") == "waiting"
     assert page.get_attribute('.ja-tool[data-call-id="call_7"]', "data-state") == "error"
     assert page.locator(".ja-reasoning").count() == 1
     assert page.locator(".ja-gate").count() == 1
@@ -219,7 +221,8 @@ def test_redraw_keeps_open_sections_and_expanded_output(open_run: OpenRun) -> No
         window.redraw(v);
     }""")
     assert page.locator(f"{card}[open]").count() == 1
-    assert "9.50 s" in page.inner_text(f"{card} > summary")
+    # Retried: a rebuilt card with content-visibility may need a frame before it has text.
+    expect(page.locator(f"{card} > summary")).to_contain_text("9.50 s")
     assert "row 39" in page.inner_text(f"{card} .ja-tool-output")
     assert page.locator(".ja-reasoning[open]").count() == 1
     assert page.locator('.ja-tool[data-call-id="call_7"][open]').count() == 0
@@ -233,6 +236,9 @@ def test_static_mode_shows_answers_but_no_live_buttons(open_run: OpenRun) -> Non
                              options=["Yes", "No", "Only totals"]))
     page = open_run(reduce_events(events), live=False)
     answered = page.locator('.ja-ask-answered[data-call-id="ask_1"]')
+    # Folded to one line; opened (a static page too), the whole card.
+    assert " ".join(answered.locator("summary").inner_text().split()).endswith("→ Euro")
+    answered.locator("summary").click()
     assert answered.locator(".ja-chosen").inner_text().startswith("1")
     assert "Euro" in answered.locator(".ja-chosen").inner_text()
     assert answered.locator("button").count() == 0
@@ -248,6 +254,11 @@ def test_other_and_dismissed_answers_are_shown(open_run: OpenRun) -> None:
         events.append(AskPending(call_id=cid, question="Q?", options=["x", "y", "z"]))
         events.append(AskAnswered(call_id=cid, how=how, answer=answer))
     page = open_run(reduce_events(events), live=False)
+    line = {cid: " ".join(page.inner_text(f'[data-call-id="{cid}"] > summary').split())
+            for cid in "ab"}
+    assert line == {"a": "✓ Q? → Yen", "b": "– Q? → dismissed"}
+    page.click('[data-call-id="a"] > summary')
+    page.click('[data-call-id="b"] > summary')
     assert page.inner_text('[data-call-id="a"] .ja-ask-answer') == "Other: Yen"
     assert "Dismissed" in page.inner_text('[data-call-id="b"] .ja-ask-answer')
     assert page.locator(".ja-chosen-mark").count() == 0

@@ -4,8 +4,11 @@
 // A click sends {type: "answer", call_id, how, option_index, answer} once: the card disables
 // itself at once and remembers the call id in `state.sent`, so neither a double click nor a
 // re-render before the kernel answers can send a second message.
+//
+// Once answered, a card folds to one line ("✓ Allowed for this session: bash `grep …`",
+// "✓ Which period? → Monthly figures") that opens on the full card.
 
-import { append, h, prettyJson } from "./dom.js";
+import { append, argsSummary, clip, details, firstLine, h, prettyJson } from "./dom.js";
 
 /** What a card says once its answer is sent (the kernel picks it up when it is idle). */
 const SENT_TEXT = "Answer sent; waiting for the kernel…";
@@ -13,10 +16,53 @@ const SENT_TEXT = "Answer sent; waiting for the kernel…";
 /** The options of an approval card when the payload gives none (the spec's order). */
 export const APPROVAL_OPTIONS = ["Allow once", "Allow for this session", "Deny"];
 
+/** What an approval's detail may name besides the arguments, in the order they are shown. */
+const SUBJECTS = [
+  ["command", "Command"],
+  ["path", "Path"],
+  ["url", "URL"],
+  ["code", "Code"],
+];
+
+/** Detail keys drawn by name; any other key is listed after them. */
+const KNOWN_DETAIL = new Set([
+  "tool",
+  "name",
+  "arguments",
+  "args",
+  "cwd",
+  ...SUBJECTS.map(([key]) => key),
+]);
+
 function optionsOf(ask) {
   const options = Array.isArray(ask.options) ? ask.options : [];
   if (!options.length && ask.kind === "approval") return APPROVAL_OPTIONS.slice();
   return options;
+}
+
+function parsed(value) {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * The arguments left to show once the subject rows are drawn: a key whose value a subject row
+ * already shows is not repeated (the "Command" row and `{"command": …}` say the same thing).
+ */
+function remainingArguments(args, shown) {
+  const value = parsed(args);
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    const rest = Object.fromEntries(
+      Object.entries(value).filter(([k, v]) => !(shown.has(k) && shown.get(k) === v)),
+    );
+    return Object.keys(rest).length ? rest : null;
+  }
+  if (value === null || value === undefined || value === "") return null;
+  return [...shown.values()].includes(value) ? null : value;
 }
 
 function detailBlock(detail) {
@@ -28,14 +74,30 @@ function detailBlock(detail) {
   };
   const d = detail || {};
   row("Tool", d.tool ?? d.name);
-  row("Command", d.command, true);
-  row("Arguments", d.arguments ?? d.args, true);
+  const shown = new Map();
+  for (const [key, label] of SUBJECTS) {
+    if (typeof d[key] === "string" && d[key]) {
+      row(label, d[key], true);
+      shown.set(key, d[key]);
+    }
+  }
+  row("Arguments", remainingArguments(d.arguments ?? d.args, shown), true);
   row("Working directory", d.cwd);
   for (const [key, value] of Object.entries(d)) {
-    if (["tool", "name", "command", "arguments", "args", "cwd"].includes(key)) continue;
+    if (KNOWN_DETAIL.has(key)) continue;
     row(key, typeof value === "string" ? value : JSON.stringify(value, null, 2), true);
   }
   return box;
+}
+
+/** What an approval is about, in one line: its command, path, URL or code, else its arguments. */
+function subjectLine(detail) {
+  const d = detail || {};
+  for (const [key] of SUBJECTS) {
+    if (typeof d[key] === "string" && d[key].trim()) return clip(firstLine(d[key]), 80);
+  }
+  const args = d.arguments ?? d.args;
+  return args === undefined || args === null ? "" : argsSummary(args, 80);
 }
 
 function header(ask, text) {
@@ -168,14 +230,67 @@ export function renderPendingAsk(state, ask, onAction) {
   return card;
 }
 
-/** Draw an answered ask: its options with the chosen one marked, or the Other/dismissed answer. */
-export function renderAnsweredAsk(ask) {
+/** The verdict of an answered approval: [tone, words]. A dismissal or typed text denies. */
+function approvalVerdict(ask, answered) {
+  if (answered.how !== "option") return ["deny", "Denied"];
+  const label = String(answered.answer || optionsOf(ask)[(answered.option_index || 0) - 1] || "");
+  const known = {
+    "allow once": ["allow", "Allowed once"],
+    "allow for this session": ["allow", "Allowed for this session"],
+    deny: ["deny", "Denied"],
+  }[label.trim().toLowerCase()];
+  return known || ["allow", `Answered "${label}"`];
+}
+
+const TONE_ICONS = { allow: "✓", deny: "✕", dismissed: "–" };
+
+/**
+ * The one line an answered ask folds to. Inline parts with spaces between them, so the line
+ * reads (and copies) as one sentence: "✓ Allowed for this session: bash grep -c '' *.csv".
+ */
+function foldedLine(ask, answered) {
+  let tone;
+  const parts = [];
+  if (ask.kind === "approval") {
+    const [t, words] = approvalVerdict(ask, answered);
+    tone = t;
+    const d = ask.detail || {};
+    const subject = subjectLine(d);
+    parts.push(h("span", "ja-ask-verdict", `${words}:`));
+    parts.push(h("span", "ja-ask-tool", d.tool ?? d.name ?? "tool"));
+    if (subject) parts.push(h("code", "ja-ask-subject", subject));
+  } else {
+    tone = answered.how === "dismissed" ? "dismissed" : "allow";
+    // Short enough that the answer after it stays in view.
+    parts.push(h("span", "ja-ask-verdict", clip(firstLine(ask.question) || "Question", 60)));
+    parts.push(h("span", "ja-ask-arrow", "→"));
+    const answer =
+      answered.how === "dismissed" ? "dismissed" : clip(firstLine(answered.answer || ""), 80);
+    parts.push(h("span", `ja-ask-given${answered.how === "dismissed" ? " ja-dim" : ""}`, answer));
+  }
+  const line = [h("span", `ja-ask-icon ja-tone-${tone}`, TONE_ICONS[tone])];
+  for (const part of parts) line.push(" ", part);
+  return line;
+}
+
+/**
+ * Draw an answered ask, folded to one line; opened, it shows the question, the detail and the
+ * options with the chosen one marked (or the Other/dismissed answer).
+ */
+export function renderAnsweredAsk(state, key, ask) {
   const answered = ask.answered || {};
-  const card = h("section", `ja-ask ja-ask-answered ja-ask-${ask.kind || "ask"}`);
+  const card = details(
+    state,
+    key,
+    `ja-ask ja-ask-answered ja-ask-${ask.kind || "ask"}`,
+    foldedLine(ask, answered),
+    false,
+  );
   card.dataset.callId = ask.call_id;
-  card.appendChild(header(ask, ask.kind === "approval" ? "Approval" : "Question"));
-  card.appendChild(h("div", "ja-ask-question", ask.question));
-  if (ask.kind === "approval") card.appendChild(detailBlock(ask.detail));
+  card.dataset.how = answered.how || "";
+  const body = h("div", "ja-ask-body");
+  body.appendChild(h("div", "ja-ask-question", ask.question));
+  if (ask.kind === "approval") body.appendChild(detailBlock(ask.detail));
   const options = optionsOf(ask);
   const descriptions = Array.isArray(ask.descriptions) ? ask.descriptions : [];
   const list = h("div", "ja-options");
@@ -187,13 +302,14 @@ export function renderAnsweredAsk(ask) {
     if (chosen) opt.appendChild(h("span", "ja-chosen-mark", "✓ chosen"));
     list.appendChild(opt);
   });
-  card.appendChild(list);
+  body.appendChild(list);
   if (answered.how === "other") {
     const line = h("div", "ja-ask-answer ja-chosen");
     append(line, h("span", "ja-answer-label", "Other: "), answered.answer || "");
-    card.appendChild(line);
+    body.appendChild(line);
   } else if (answered.how === "dismissed") {
-    card.appendChild(h("div", "ja-ask-answer ja-dismissed", "Dismissed without an answer"));
+    body.appendChild(h("div", "ja-ask-answer ja-dismissed", "Dismissed without an answer"));
   }
+  card.appendChild(body);
   return card;
 }

@@ -10,12 +10,21 @@ export interface AnswerMessage {
   answer: string;
 }
 
-/** Options of a render: live mode when `onAction` is given, static otherwise. */
-export interface RenderOptions {
-  onAction?: (msg: AnswerMessage) => void;
+/**
+ * A message the renderer sends when the user presses the stop button of a running run: end
+ * it as a kernel interrupt would (see widget.js).
+ */
+export interface StopMessage {
+  type: 'stop';
+  run_id: string;
 }
 
-/** A run's view state as reduced by jupyter_agent/ui/view.py (plain JSON). */
+/** Options of a render: live mode when `onAction` is given, static otherwise. */
+export interface RenderOptions {
+  onAction?: (msg: AnswerMessage | StopMessage) => void;
+}
+
+/** A run's view state as reduced by jupyter_agent/view/state.py (plain JSON). */
 export type RunView = { [key: string]: any };
 
 /** Draw `view` into `el`, replacing whatever `el` held. */
@@ -23,3 +32,6 @@ export function renderRun(el: HTMLElement, view: RunView, opts?: RenderOptions):
 
 /** Draw `view` into `el` again, keeping unchanged nodes and the user's UI state. */
 export function renderRunInto(el: HTMLElement, view: RunView, opts?: RenderOptions): void;
+
+/** Stop the ticker of a live view drawn into `el` and forget its state. */
+export function disposeRun(el: HTMLElement): void;

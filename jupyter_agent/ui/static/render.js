@@ -1,4 +1,4 @@
-// Draw a run's view state (see jupyter_agent/ui/view.py for its shape).
+// Draw a run's view state (see jupyter_agent/view/state.py for its shape).
 //
 // One renderer for the live anywidget view and the JupyterLab MIME renderer. Dependency-free;
 // model and tool text is untrusted, so it goes in through textContent or the escaping markdown
@@ -9,37 +9,20 @@
 //                                  keep their nodes, so open <details>, expanded outputs, the
 //                                  "Other" text and focus survive streaming updates.
 //
+//   disposeRun(el)                 stop the card's ticker and forget its state (a live
+//                                  view calls it when it is torn down)
+//
 // opts = {onAction(msg)} | undefined. Without onAction (static mode) nothing is clickable
-// except the expand/collapse toggles.
+// except the expand/collapse toggles and the copy buttons; no time ticks and there is no stop
+// button, since a saved run cannot be stopped. Live mode adds both while the run is running.
 
 import { renderAnsweredAsk, renderPendingAsk } from "./ask.js";
-import {
-  append,
-  argsSummary,
-  clip,
-  collapsiblePre,
-  details,
-  firstLine,
-  formatCost,
-  formatInt,
-  formatSeconds,
-  h,
-  prettyJson,
-} from "./dom.js";
+import { append, copyButton, details, formatInt, h } from "./dom.js";
+import { STATUS_LABELS, renderError, renderFooter } from "./footer.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderPlan } from "./plan.js";
-
-const STATUS_LABELS = {
-  running: "running",
-  done: "done",
-  ask: "waiting for you",
-  aborted: "aborted",
-  error: "error",
-  max_rounds: "max rounds",
-  incomplete: "incomplete",
-};
-
-const TOOL_ICONS = { running: "◌", done: "✓", error: "✕", waiting: "?" };
+import { elapsedNode, stopButton, syncTicker, waitingForModel, waitingNode } from "./progress.js";
+import { renderTool, toolState } from "./tool.js";
 
 /** Per-element state kept between renderRunInto calls. */
 const STATES = new WeakMap();
@@ -52,10 +35,12 @@ function newState() {
     expanded: new Set(), // collapsible keys the user expanded
     other: new Map(), // ask call_id -> "Other" text typed so far
     sent: new Map(), // ask call_id -> the answer message already sent
+    stopSent: new Map(), // run_id -> when its stop message was sent (ms)
+    ticker: 0, // the interval that updates ticking times (progress.js)
   };
 }
 
-function renderHeader(view) {
+function renderHeader(state, view, act) {
   const head = h("header", "ja-header");
   const status = view.status || "running";
   append(
@@ -66,6 +51,8 @@ function renderHeader(view) {
   const badge = h("span", `ja-badge ja-status-${status}`, STATUS_LABELS[status] || status);
   badge.dataset.status = status;
   head.appendChild(badge);
+  append(head, elapsedNode(view, Boolean(act)));
+  if (act && status === "running") head.appendChild(stopButton(state, view, act));
   return head;
 }
 
@@ -84,67 +71,31 @@ function renderReasoning(state, key, item, streaming) {
   return box;
 }
 
-function renderText(item) {
+/** Markdown with a copy button on each code block. */
+function markdownBlock(text) {
+  const md = renderMarkdown(text);
+  for (const pre of md.querySelectorAll("pre")) {
+    const wrap = h("div", "ja-codeblock");
+    pre.replaceWith(wrap);
+    append(wrap, copyButton(() => pre.textContent, "code"), pre);
+  }
+  return md;
+}
+
+/** The row under an answer: its copy button (copies the markdown source). */
+function answerActions(text) {
+  const row = h("div", "ja-actions");
+  row.appendChild(copyButton(() => text, "answer"));
+  return row;
+}
+
+/** A reply's text; `isAnswer` (the newest reply) adds a copy button for its markdown. */
+function renderText(item, isAnswer) {
   const box = h("div", `ja-text${item.withdrawn ? " ja-withdrawn" : ""}`);
   if (item.withdrawn) box.appendChild(h("div", "ja-withdrawn-label", "withdrawn by stop gate"));
-  box.appendChild(renderMarkdown(item.text || ""));
+  box.appendChild(markdownBlock(item.text || ""));
+  if (isAnswer) box.appendChild(answerActions(item.text || ""));
   return box;
-}
-
-function renderTool(state, key, item, waiting) {
-  // `waiting`: the pending ask or approval card is about this call (it has not really run).
-  const st = waiting
-    ? "waiting"
-    : item.state === "error" || item.error
-      ? "error"
-      : item.state || "running";
-  const internal = Boolean(item.internal);
-  const summary = [
-    h("span", `ja-tool-icon ja-tool-${st}`, TOOL_ICONS[st] || "•"),
-    h("span", "ja-tool-name", item.name || "(tool)"),
-  ];
-  if (internal) {
-    const line = st === "running" ? "" : firstLine(item.error || item.output);
-    summary.push(h("span", "ja-tool-args", clip(line, 100)));
-  } else {
-    summary.push(h("span", "ja-tool-args", argsSummary(item.arguments)));
-  }
-  summary.push(
-    h(
-      "span",
-      "ja-tool-time",
-      st === "running" ? "running…" : st === "waiting" ? "waiting" : formatSeconds(item.seconds),
-    ),
-  );
-  const card = details(
-    state,
-    key,
-    `ja-tool ja-tool-${st}${internal ? " ja-tool-internal" : ""}`,
-    summary,
-    st === "error" && !internal,
-    (node) => fillTool(state, key, item, st, node),
-  );
-  card.dataset.callId = item.call_id || "";
-  card.dataset.state = st;
-  return card;
-}
-
-function fillTool(state, key, item, st, card) {
-  const args = prettyJson(item.arguments);
-  if (args) {
-    append(card, h("div", "ja-label", "Arguments"));
-    card.appendChild(collapsiblePre(state, `${key}:args`, "ja-pre ja-tool-arguments", args));
-  }
-  if (item.error) {
-    append(card, h("div", "ja-label", "Error"));
-    card.appendChild(collapsiblePre(state, `${key}:err`, "ja-pre ja-tool-error", item.error));
-  }
-  if (item.output && item.output !== item.error) {
-    append(card, h("div", "ja-label", "Output"));
-    card.appendChild(collapsiblePre(state, `${key}:out`, "ja-pre ja-tool-output", item.output));
-  } else if (st === "done" && !item.error) {
-    card.appendChild(h("div", "ja-dim", "(no output)"));
-  }
 }
 
 function renderGate(state, key, item) {
@@ -170,14 +121,14 @@ function renderCompressed(item) {
   return h("div", "ja-compressed", text);
 }
 
-function renderItem(state, key, item, streaming, waiting) {
+function renderItem(state, key, item, ctx) {
   switch (item.kind) {
     case "reasoning":
-      return renderReasoning(state, key, item, streaming);
+      return renderReasoning(state, key, item, ctx.streaming);
     case "text":
-      return renderText(item);
+      return renderText(item, ctx.isAnswer);
     case "tool":
-      return renderTool(state, key, item, waiting);
+      return renderTool(state, key, item, ctx.toolState, ctx.live);
     case "gate":
       return renderGate(state, key, item);
     case "warning":
@@ -185,40 +136,11 @@ function renderItem(state, key, item, streaming, waiting) {
     case "compressed":
       return renderCompressed(item);
     case "ask":
-    case "approval": // an answered ask keeps its own kind (view.py copies the ask as the item)
-      return renderAnsweredAsk(item);
+    case "approval": // an answered ask keeps its own kind (view/state.py copies the ask as the item)
+      return renderAnsweredAsk(state, key, item);
     default:
       return h("div", "ja-dim", `(${item.kind || "unknown"} item)`);
   }
-}
-
-function renderFooter(view) {
-  const f = view.footer || {};
-  const foot = h("footer", "ja-footer");
-  const est = f.estimated ? "~" : "";
-  const rounds = Number(f.rounds) || 0;
-  const parts = [
-    f.model || view.model || "",
-    `${rounds} round${rounds === 1 ? "" : "s"}`,
-    `${est}${formatInt(f.input_tokens)} in / ${est}${formatInt(f.output_tokens)} out tokens`,
-    `cost ${formatCost(f.cost)}`,
-    // A live run's time is only known when it ends.
-    Number(f.seconds) || view.status !== "running" ? formatSeconds(f.seconds) : "",
-  ].filter(Boolean);
-  parts.forEach((p, i) => {
-    if (i) foot.appendChild(h("span", "ja-sep", "·"));
-    foot.appendChild(h("span", "ja-footer-part", p));
-  });
-  if (f.estimated) foot.title = "~ marks token counts estimated offline";
-  return foot;
-}
-
-function renderError(view) {
-  if (!view.error) return null;
-  const label = view.status === "error" ? "Error" : STATUS_LABELS[view.status] || "Note";
-  const line = h("div", `ja-error ja-error-${view.status || "error"}`);
-  append(line, h("strong", null, `${label[0].toUpperCase()}${label.slice(1)}: `), view.error);
-  return line;
 }
 
 /** Return the cached node for `key` if `sig` is unchanged, else build and cache a new one. */
@@ -248,7 +170,19 @@ function reconcile(parent, nodes) {
 }
 
 function itemKey(item, index) {
-  return item.kind === "tool" && item.call_id ? `tool:${item.call_id}` : `${item.kind}:${index}`;
+  if (item.kind === "tool" && item.call_id) return `tool:${item.call_id}`;
+  if ((item.kind === "ask" || item.kind === "approval") && item.call_id) {
+    return `answered:${item.call_id}`;
+  }
+  return `${item.kind}:${index}`;
+}
+
+function lastAnswerIndex(items) {
+  for (let i = items.length - 1; i >= 0; i -= 1) {
+    const it = items[i];
+    if (it.kind === "text" && !it.withdrawn && it.text) return i;
+  }
+  return -1;
 }
 
 function draw(el, view, opts, state) {
@@ -281,30 +215,48 @@ function draw(el, view, opts, state) {
 
   const items = Array.isArray(view.items) ? view.items : [];
   const waitingOn = view.ask && !view.ask.answered ? view.ask.call_id : null;
+  const answerAt = lastAnswerIndex(items);
   const seen = new Set();
+  const toolStates = [];
   const itemNodes = items.map((item, i) => {
     const key = itemKey(item, i);
     seen.add(key);
-    // Only a reasoning block looks different while it is the one streaming.
-    const streaming = item.kind === "reasoning" && running && i === items.length - 1;
-    const waiting = item.kind === "tool" && Boolean(waitingOn) && item.call_id === waitingOn;
-    const sig = `${streaming}|${waiting}|${JSON.stringify(item)}`;
-    return cached(state, key, sig, () => renderItem(state, key, item, streaming, waiting));
+    const ctx = {
+      live,
+      // Only a reasoning block looks different while it is the one streaming.
+      streaming: item.kind === "reasoning" && running && i === items.length - 1,
+      isAnswer: i === answerAt,
+      toolState: null,
+    };
+    if (item.kind === "tool") {
+      const waiting = Boolean(waitingOn) && item.call_id === waitingOn;
+      ctx.toolState = toolState(item, waiting, status);
+      toolStates.push(ctx.toolState);
+    }
+    const sig = `${ctx.streaming}|${ctx.isAnswer}|${ctx.toolState}|${live}|${JSON.stringify(item)}`;
+    return cached(state, key, sig, () => renderItem(state, key, item, ctx));
   });
-  const hasText = items.some((it) => it.kind === "text" && !it.withdrawn && it.text);
-  if (!hasText && view.answer) {
+  if (answerAt < 0 && view.answer) {
     // A view whose items were trimmed still shows its final answer.
     itemNodes.push(
       cached(state, "answer", view.answer, () => {
         const box = h("div", "ja-text ja-answer");
-        box.appendChild(renderMarkdown(view.answer));
+        append(box, markdownBlock(view.answer), answerActions(view.answer));
         return box;
       }),
     );
     seen.add("answer");
   }
+  if (waitingForModel(view, items, toolStates)) {
+    seen.add("waiting");
+    itemNodes.push(cached(state, "waiting", "", waitingNode));
+  }
 
-  const top = [renderHeader(view)];
+  const headSig = [live, status, view.run_id, view.agent, view.model, view.started_at]
+    .concat((view.footer || {}).seconds)
+    .join("|");
+  seen.add("header");
+  const top = [cached(state, "header", headSig, () => renderHeader(state, view, live ? act : null))];
   if (view.plan) {
     seen.add("plan");
     top.push(cached(state, "plan", JSON.stringify(view.plan), () => renderPlan(state, view.plan)));
@@ -317,16 +269,19 @@ function draw(el, view, opts, state) {
     const sig = `${live}|${JSON.stringify(ask)}`;
     top.push(
       cached(state, key, sig, () =>
-        ask.answered ? renderAnsweredAsk(ask) : renderPendingAsk(state, ask, live ? act : null),
+        ask.answered
+          ? renderAnsweredAsk(state, key, ask)
+          : renderPendingAsk(state, ask, live ? act : null),
       ),
     );
   }
-  top.push(renderError(view), renderFooter(view));
+  top.push(renderError(view, !items.length && !view.answer), renderFooter(view));
 
   for (const key of state.cache.keys()) if (!seen.has(key)) state.cache.delete(key);
   reconcile(itemsBox, itemNodes);
   reconcile(root, top.filter(Boolean));
   if (fresh) el.appendChild(root);
+  syncTicker(state, live && running);
 
   if (focusKey && !root.contains(active)) {
     const again = root.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`);
@@ -341,12 +296,14 @@ function draw(el, view, opts, state) {
  * Draw `view` into `el`, replacing whatever `el` held.
  *
  * @param {HTMLElement} el
- * @param {object} view  the view state (jupyter_agent/ui/view.py)
+ * @param {object} view  the view state (jupyter_agent/view/state.py)
  * @param {{onAction: (msg: object) => void} | undefined} opts  live mode when onAction is given
  */
 export function renderRun(el, view, opts) {
-  STATES.delete(el);
-  draw(el, view, opts, newState());
+  disposeRun(el);
+  const state = newState();
+  STATES.set(el, state); // so disposeRun can stop its ticker
+  draw(el, view, opts, state);
 }
 
 /**
@@ -362,4 +319,11 @@ export function renderRunInto(el, view, opts) {
     STATES.set(el, state);
   }
   draw(el, view, opts, state);
+}
+
+/** Stop `el`'s ticker and forget what renderRunInto kept for it (a torn-down live view). */
+export function disposeRun(el) {
+  const state = STATES.get(el);
+  if (state) syncTicker(state, false);
+  STATES.delete(el);
 }

@@ -1,17 +1,44 @@
 // The anywidget front end of a run: draws the widget's one synced trait, `view`, and sends the
-// user's clicks back as custom messages ({type: "answer", call_id, how, option_index, answer}).
+// user's clicks back as custom messages.
+//
+// Messages to the kernel (`model.send`):
+//
+//   {type: "answer", call_id, how, option_index, answer}
+//       An ask or approval card was answered: `how` is "option" (`option_index` 1-based, with
+//       the option's text as `answer`), "other" (the typed `answer`) or "dismissed". Sent once
+//       per card.
+//   {type: "stop", run_id}
+//       The user pressed the stop button of the running run `run_id` (the view's run_id). It
+//       asks for what a kernel interrupt does: the run ends as "aborted", keeping what it did so
+//       far. The kernel may get it late (a busy kernel reads widget messages once the cell
+//       ends), so a stop for a run that is no longer running must be ignored. The button sends
+//       it once; it can be pressed again only if the run still runs several seconds later.
+//
+// Because of that delay, the stop also goes out as a DOM event, `jupyter-agent-stop` (bubbling,
+// detail {run_id}), from the widget's element: the JupyterLab extension catches it and
+// interrupts the kernel when the run is the one it is busy with.
 //
 // The Python side ships this module as `_esm`; anywidget loads it from a blob URL, where
 // relative imports do not resolve, so the Python side inlines ./render.js and its imports
 // into one module before sending it.
 
-import { renderRunInto } from "./render.js";
+import { disposeRun, renderRunInto } from "./render.js";
+
+/** The DOM event a stop click also dispatches (labextension/src/stop.ts listens for it). */
+const STOP_EVENT = "jupyter-agent-stop";
 
 export default {
   /** Draw the run into `el` and keep it current; return the cleanup anywidget calls. */
   render({ model, el }) {
     el.classList.add("ja-widget");
-    const opts = { onAction: (msg) => model.send(msg) };
+    const onAction = (msg) => {
+      if (msg && msg.type === "stop") {
+        const detail = { run_id: msg.run_id };
+        el.dispatchEvent(new CustomEvent(STOP_EVENT, { bubbles: true, detail }));
+      }
+      model.send(msg);
+    };
+    const opts = { onAction };
     const draw = () => renderRunInto(el, model.get("view"), opts);
     // A streaming run changes `view` many times a second: draw at most once per frame.
     let frame = 0;
@@ -29,6 +56,7 @@ export default {
       model.off("change:view", schedule);
       if (frame) cancelAnimationFrame(frame);
       frame = 0;
+      disposeRun(el);
     };
   },
 };
