@@ -66,8 +66,10 @@ system-packages:
 sandbox-packages:
 	$(call apt_install,bubblewrap)
 
+# ruff everywhere; mypy (strict) over the modules pyproject.toml's [tool.mypy] lists.
 lint: $(STAMP)
 	$(BIN)/ruff check jupyter_agent tests bench
+	$(BIN)/mypy
 
 bench: install
 	$(PY) -m bench

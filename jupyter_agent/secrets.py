@@ -155,15 +155,15 @@ def _env_secrets() -> frozenset[str]:
         keys = tuple(data)
         if keys == cache.keys and tuple(map(data.get, cache.watched)) == cache.values:
             return cache.secrets
-    data = getattr(env, "_data", None)
+    raw = getattr(env, "_data", None)
     encodekey = getattr(env, "encodekey", None)
-    if not isinstance(data, dict) or encodekey is None:
+    if not isinstance(raw, dict) or encodekey is None:
         return _secrets_in(env)[1]
     names, found = _secrets_in(env)
     fresh = _EnvCache()
-    fresh.environ, fresh.data, fresh.keys = env, data, tuple(data)
+    fresh.environ, fresh.data, fresh.keys = env, raw, tuple(raw)
     fresh.watched = tuple(encodekey(n) for n in names)
-    fresh.values = tuple(map(data.get, fresh.watched))
+    fresh.values = tuple(map(raw.get, fresh.watched))
     fresh.secrets = found
     _env = fresh  # one assignment: readers on other threads see the old scan or the new
     return found
@@ -378,9 +378,10 @@ class _MaskedStream:
         self._masker = StreamMasker()
         self._lock = threading.Lock()
 
-    def write(self, s: str) -> int:
-        if not isinstance(s, str):
-            return self.inner.write(s)
+    def write(self, s: str | bytes) -> int:
+        if not isinstance(s, str):  # a caller writing bytes gets the inner stream's answer
+            written: int = self.inner.write(s)
+            return written
         with self._lock:
             out = self._masker.feed(s)
         if out:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..events import BaseEvent, ToolCalled, Warning_
 from ..llm.protocol import ModelClient
@@ -22,6 +22,7 @@ from .run import Run, RunRecorder
 
 if TYPE_CHECKING:
     from ..clients.turn import TurnClient
+    from ..session.store import Store
 
 __all__ = ["TurnOptions", "Prepared", "prepare", "drive", "window_fitter", "tool_output_processor",
            "compress_llm"]
@@ -41,7 +42,7 @@ class TurnOptions:
     stream: bool = True
     knowledge: Any = None
     listeners: list[Callable[[BaseEvent], None]] = field(default_factory=list)
-    store: Any = "default"
+    store: Store | Literal["default"] | None = "default"
     """A :class:`~jupyter_agent.session.Store`, ``None`` for no persistence, or ``"default"``."""
     client: ModelClient | None = None
     """Use this client instead of resolving one from the settings (tests, sub-agents)."""
@@ -63,7 +64,7 @@ class Prepared:
     """The client and what comes with it (failover, a cassette's answers)."""
     run: Run
     recorder: RunRecorder
-    store: Any
+    store: Store | None
     turn_id: str | None
     history: list[dict[str, Any]]
     turn_base: tuple[int, int, float] = (0, 0, 0.0)

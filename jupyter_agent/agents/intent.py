@@ -7,7 +7,7 @@ lives here (docs/behaviour.md, intent).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..runtime.intent import (
     CATEGORIES,
@@ -18,11 +18,14 @@ from ..runtime.intent import (
     intent_by_rules,
 )
 
+if TYPE_CHECKING:
+    from ..llm.protocol import ModelClient
+
 __all__ = ["intent_by_model", "recognize_intent"]
 
 
 def intent_by_model(text: str, rules: IntentRules | None = None, *, model: str | None = None,
-                    client: Any = None) -> IntentResult:
+                    client: ModelClient | None = None) -> IntentResult:
     """Recognise the intent with one ``classify`` call (its usage goes to the current run).
 
     The model gives no confidence: a named category counts 0.8, the fallback (``unknown``) 0.
@@ -41,7 +44,8 @@ def intent_by_model(text: str, rules: IntentRules | None = None, *, model: str |
 
 
 def recognize_intent(text: str, rules: IntentRules | None = None, *, use_model: bool | None = None,
-                     model: str | None = None, client: Any = None) -> IntentResult:
+                     model: str | None = None, client: ModelClient | None = None
+                     ) -> IntentResult:
     """The intent of the user's raw ``text`` (never the mode), by rules or by the model.
 
     ``use_model`` defaults to ``rules.use_model``; when the model call fails the rules answer.

@@ -8,11 +8,14 @@ import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
 from ..secrets import StreamMasker, mask, mask_obj, masked_stdio
 from ..view.state import new_view, reduce_event
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["Run", "RunRecorder", "new_run_id", "last_run"]
 
@@ -129,7 +132,7 @@ class RunRecorder:
     _FLUSH_ON = frozenset({"round_started", "run_finished", "ask_pending", "ask_answered",
                            "run_failed"})
 
-    def __init__(self, run: Run, store: Any = None, listeners: list[Listener] | None = None):
+    def __init__(self, run: Run, store: Store | None = None, listeners: list[Listener] | None = None):
         self.run = run
         self.store = store
         self.listeners: list[Listener] = list(listeners or [])

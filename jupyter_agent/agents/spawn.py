@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolError
+from ..llm.protocol import ModelClient
 from ..llm.usage_context import report_usage
 from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
 from ..runtime.policy import PermissionContext
@@ -42,7 +43,7 @@ class SpawnParent:
     permissions: PermissionContext
     tools: list[Tool[Any]] = field(default_factory=list)
     """The parent's tools; ``spawn_agent`` is left out of the sub-agent's set."""
-    client: Any = None
+    client: ModelClient | None = None
     """The parent's model client, known once the turn has resolved its model."""
 
 

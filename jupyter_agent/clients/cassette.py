@@ -17,13 +17,16 @@ import json
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from ..answers import Answer
 from ..errors import JupyterAgentError
 from ._diff import closest, describe_difference
+
+if TYPE_CHECKING:
+    from ..llm.profiles import ModelProfile
 
 __all__ = ["CASSETTE_VERSION", "Chunk", "Interaction", "RecordedAnswer", "Cassette",
            "NoRecordingError", "request_summary", "request_key"]
@@ -129,7 +132,8 @@ def request_summary(body: dict[str, Any]) -> dict[str, Any]:
         out["max_tokens"] = out.pop("max_completion_tokens")
     out["messages"] = _normalize_ids(list(out.get("messages") or []))
     # A JSON round trip, so the summary equals what a saved cassette holds (tuples, floats…).
-    return json.loads(json.dumps(out, ensure_ascii=False, default=str))
+    summary: dict[str, Any] = json.loads(json.dumps(out, ensure_ascii=False, default=str))
+    return summary
 
 
 def request_key(summary: dict[str, Any]) -> str:
@@ -157,8 +161,8 @@ class Cassette(BaseModel):
     """Where the cassette is stored (for messages); not saved."""
 
     # ------------------------------------------------------------ recording
-    def add_profile(self, profile: Any) -> None:
-        """Remember ``profile`` (a ModelProfile) under its name; the first one names the model."""
+    def add_profile(self, profile: ModelProfile) -> None:
+        """Remember ``profile`` under its name; the first one names the model."""
         with self._lock:
             data = profile.model_dump(mode="json", exclude=set(_PROFILE_SKIP))
             self.profiles[profile.name] = data
@@ -252,7 +256,7 @@ class Cassette(BaseModel):
             self._used_answers.add(hit[0])
             return hit[1]
 
-    def profile(self, name: str) -> Any:
+    def profile(self, name: str) -> ModelProfile | None:
         """The recorded ModelProfile called ``name``, or None."""
         data = self.profiles.get(name)
         if data is None:

@@ -21,9 +21,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from ..events import BaseEvent, Warning_
+from ..llm.profiles import ModelProfile
+from ..llm.protocol import ModelClient
 from ..llm.types import ChatRequest, ChatResponse, StreamCallback, Usage
 
 __all__ = ["FailoverClient", "MARK_SECONDS", "marked_profiles", "clear_marks", "mark_profile"]
@@ -68,13 +69,13 @@ class FailoverClient:
         emit: Receives a warning event when a profile fails and the next one takes over.
     """
 
-    def __init__(self, names: list[str], *, factory: Callable[[str], Any],
+    def __init__(self, names: list[str], *, factory: Callable[[str], ModelClient],
                  emit: Callable[[BaseEvent], None] | None = None) -> None:
         if not names:
             raise ValueError("FailoverClient needs at least one profile")
         self.names = list(dict.fromkeys(names))
         self._factory = factory
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, ModelClient] = {}
         self.emit = emit
         # The first profile's client is made now: a missing key is reported before the run.
         first = self._first_unmarked()
@@ -85,7 +86,7 @@ class FailoverClient:
 
     # ------------------------------------------------------------------ the client interface
     @property
-    def profile(self) -> Any:
+    def profile(self) -> ModelProfile:
         """The profile of the client currently in use."""
         return self._client(self._current).profile
 
@@ -133,7 +134,7 @@ class FailoverClient:
             self.emit = before
 
     # ------------------------------------------------------------------ helpers
-    def _client(self, name: str) -> Any:
+    def _client(self, name: str) -> ModelClient:
         client = self._clients.get(name)
         if client is None:
             client = self._clients[name] = self._factory(name)

@@ -13,7 +13,7 @@ gives the answers that were clicked while recording. An answer a notebook cell g
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,7 @@ class CassetteTransport:
             time.sleep(item.seconds)
         return item.response or {}
 
-    def _play(self, item: Interaction) -> Iterator[dict[str, Any]]:
+    def _play(self, item: Interaction) -> Generator[dict[str, Any], None, None]:
         t0 = time.perf_counter()
         for c, payload in zip(item.chunks or [], item.chunk_payloads(), strict=True):
             if self.timing == "recorded":

@@ -73,8 +73,9 @@ def save_cassette(cassette: Cassette, path: str | Path | None = None) -> Path:
     with cassette._lock:
         data = json.loads(mask_json(cassette.model_dump_json()))
         if is_notebook(p):
-            nb = (json.loads(p.read_text(encoding="utf-8")) if p.exists() else
-                  {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+            nb: dict[str, Any] = (
+                json.loads(p.read_text(encoding="utf-8")) if p.exists() else
+                {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
             nb.setdefault("metadata", {}).setdefault(METADATA_KEY, {})["cassette"] = data
             _atomic_write(p, write_notebook_json(nb))
         else:

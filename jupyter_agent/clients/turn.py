@@ -19,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from ..answers import AnswerLog, AnswerSource
 from ..events import BaseEvent
@@ -35,12 +35,15 @@ ModelSource = Literal["cell", "agent", "session", "active", "env", "settings", "
                       "default", "given"]
 """Which rule chose the model (see :mod:`.factory`); ``given``: the caller passed a client."""
 
-_roles: weakref.WeakKeyDictionary[Any, tuple[Literal["record", "replay"], Cassette]] = (
+_roles: weakref.WeakKeyDictionary[ModelClient, tuple[Literal["record", "replay"], Cassette]] = (
     weakref.WeakKeyDictionary())
 _roles_lock = threading.Lock()
 
 
-def remember(client: Any, mode: Literal["record", "replay"], cassette: Cassette) -> Any:
+_Client = TypeVar("_Client", bound=ModelClient)
+
+
+def remember(client: _Client, mode: Literal["record", "replay"], cassette: Cassette) -> _Client:
     """Note that ``client`` records into (or replays) ``cassette``; returns ``client``."""
     with _roles_lock:
         _roles[client] = (mode, cassette)

@@ -17,11 +17,11 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
-__all__ = ["MAX_LINE_BYTES", "Deadline", "DeadlineExceeded", "StreamProblem", "Watchdog",
-           "chunk_problem", "completion_chunk", "decode_json", "sse_payloads"]
+__all__ = ["MAX_LINE_BYTES", "Deadline", "DeadlineExceeded", "HttpBody", "StreamProblem",
+           "Watchdog", "chunk_problem", "completion_chunk", "decode_json", "sse_payloads"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Longest SSE line (one chunk) or non-streamed body accepted: 16 MiB. Real chunks are a few
@@ -68,6 +68,21 @@ class Deadline:
         return f"Model request exceeded its {self.seconds:g} s deadline"
 
 
+class HttpBody(Protocol):
+    """What is used of an HTTP response whose body is still unread (``httpx`` or ``httpx2``,
+    whichever the installed SDK uses)."""
+
+    @property
+    def extensions(self) -> Mapping[str, Any]:
+        ...
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
 class Watchdog:
     """Cuts a response's connection when the deadline passes, so a read blocked on a silent
     server returns at once (the per-read timeout alone could block for much longer).
@@ -77,7 +92,7 @@ class Watchdog:
     client caps at the deadline, still bounds the wait.
     """
 
-    def __init__(self, http: Any, deadline: Deadline) -> None:
+    def __init__(self, http: HttpBody, deadline: Deadline) -> None:
         self.fired = False
         self._http = http
         self._timer = threading.Timer(deadline.remaining(), self._fire)

@@ -6,7 +6,7 @@ Kept apart from the HTTP code so it can be fed chunks from anywhere (live HTTP, 
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Any, TypedDict
 
 from .types import StreamCallback, ToolCall, Usage
 
@@ -79,6 +79,18 @@ class ThinkSplitter:
         return [("reasoning" if self._state == "think" else "text", buf)]
 
 
+class _CallState(TypedDict):
+    """One tool call while its deltas arrive."""
+
+    id: str | None
+    """Ours, settled when the call is announced or returned (see ``_settle_id``)."""
+    wire_id: str | None
+    """The provider's, if it sent one."""
+    name: str
+    arguments: str
+    announced: bool
+
+
 class StreamAssembler:
     """Accumulates chunks into text, reasoning, tool calls, finish reason and usage."""
 
@@ -86,7 +98,7 @@ class StreamAssembler:
         self.on_delta = on_delta
         self.text_parts: list[str] = []
         self.reasoning_parts: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls: dict[int, _CallState] = {}
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.request_id: str | None = None
@@ -173,16 +185,17 @@ class StreamAssembler:
         self._last_index = index
         return index
 
-    def _settle_id(self, call: dict[str, Any]) -> str:
+    def _settle_id(self, call: _CallState) -> str:
         """The call's id: the provider's, unless it is empty or another call of this response
         already has it (a model repeating one id for two calls); then a fresh one."""
-        if call["id"] is None:
+        cid = call["id"]
+        if cid is None:
             wire = call["wire_id"]
-            call["id"] = wire if wire and wire not in self._ids else new_call_id()
-            self._ids.add(call["id"])
-        return call["id"]
+            cid = call["id"] = wire if wire and wire not in self._ids else new_call_id()
+            self._ids.add(cid)
+        return cid
 
-    def _announce(self, index: int, call: dict[str, Any]) -> None:
+    def _announce(self, index: int, call: _CallState) -> None:
         if not call["announced"] and call["name"]:
             call["announced"] = True
             cid = self._settle_id(call)

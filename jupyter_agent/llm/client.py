@@ -26,6 +26,7 @@ import random
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from types import ModuleType
 from typing import Any
 
 from ..errors import MissingKeyError
@@ -33,6 +34,7 @@ from ..secrets import mask, register_secret
 from ._sse import (
     Deadline,
     DeadlineExceeded,
+    HttpBody,
     StreamProblem,
     Watchdog,
     chunk_problem,
@@ -66,7 +68,7 @@ class RetryPolicy:
         """Seconds to wait before retry number ``attempt`` (0-based)."""
         if retry_after is not None:
             return min(self.max_delay, max(0.0, retry_after))
-        d = self.base_delay * (2**attempt) * (0.75 + random.random() / 2)
+        d = self.base_delay * (2.0**attempt) * (0.75 + random.random() / 2)
         return min(self.max_delay, d)  # jitter never pushes past the bound
 
 
@@ -371,6 +373,9 @@ class HttpTransport:
         self._timeout = timeout
         self._response_type = _httpx_module().Response
         self._transport_errors = _transport_errors()
+        # What a lost connection raises while the body is read.
+        self._read_errors: tuple[type[BaseException], ...] = (
+            *self._transport_errors, openai.APIConnectionError)
 
     def send(self, body: dict[str, Any], stream: bool) -> Reply:
         """Post ``body``; the decoded JSON answer, or the stream of decoded chunks. Both are
@@ -390,7 +395,7 @@ class HttpTransport:
             return data
         return _SSEStream(self, http, watchdog)
 
-    def _post(self, body: dict[str, Any]) -> Any:
+    def _post(self, body: dict[str, Any]) -> HttpBody:
         """Send the request; returns the response once its headers are in, body unread.
 
         Body reading is always left to us (``stream=True`` to the SDK, also for non-streamed
@@ -402,8 +407,10 @@ class HttpTransport:
         deadline.check()
         wait = max(0.001, min(self._timeout, deadline.remaining()))
         try:
-            return self._sdk.post("/chat/completions", body=body, cast_to=self._response_type,
-                                  stream=True, options={"timeout": wait})
+            response: HttpBody = self._sdk.post(
+                "/chat/completions", body=body, cast_to=self._response_type, stream=True,
+                options={"timeout": wait})
+            return response
         except oa.APIStatusError as exc:
             status = exc.status_code
             msg = _error_message(exc)
@@ -414,7 +421,7 @@ class HttpTransport:
             deadline.check(_GRACE)  # a read timeout cut short by the deadline: not retried
             raise _Retryable(f"connection error: {_short(exc)}") from None
 
-    def _read_json(self, http: Any, deadline: Deadline) -> Any:
+    def _read_json(self, http: HttpBody, deadline: Deadline) -> Any:
         """The decoded body of a non-streamed response (read under the deadline)."""
         raw = bytearray()
         try:
@@ -423,7 +430,7 @@ class HttpTransport:
                 raw += piece
                 if len(raw) > _MAX_BODY_BYTES:
                     raise StreamProblem(f"Model response is over {_MAX_BODY_BYTES >> 20} MiB")
-        except (*self._transport_errors, self._openai.APIConnectionError) as exc:
+        except self._read_errors as exc:
             deadline.check(_GRACE)
             raise _Retryable(f"connection lost while reading the response: {_short(exc)}") from None
         deadline.check()
@@ -434,7 +441,7 @@ class HttpTransport:
                 raise _Retryable(f"invalid JSON response: {exc}") from None
             raise
 
-    def _stream_chunks(self, http: Any) -> Iterator[dict[str, Any]]:
+    def _stream_chunks(self, http: HttpBody) -> Iterator[dict[str, Any]]:
         """The decoded SSE chunks of a streamed response, read to the end of the body.
 
         The deadline is checked on every read, keep-alive comments included; a malformed,
@@ -451,7 +458,7 @@ class HttpTransport:
                 if problem:
                     raise StreamProblem(f"Model stream sent a malformed chunk: {problem}")
                 yield chunk
-        except (*self._transport_errors, self._openai.APIConnectionError) as exc:
+        except self._read_errors as exc:
             deadline.check(_GRACE)  # the watchdog cut the connection: not a retryable loss
             raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
 
@@ -460,7 +467,7 @@ class _SSEStream:
     """One streamed response: its chunks, and ``close`` to release the connection (even when
     the chunks were never read)."""
 
-    def __init__(self, transport: HttpTransport, http: Any, watchdog: Watchdog) -> None:
+    def __init__(self, transport: HttpTransport, http: HttpBody, watchdog: Watchdog) -> None:
         self._transport = transport
         self._http = http
         self._watchdog = watchdog
@@ -479,7 +486,7 @@ _MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest non-streamed response body read (a whole answer, so larger than one SSE chunk)."""
 
 
-def _httpx_module() -> Any:
+def _httpx_module() -> ModuleType:
     """The HTTP library the installed SDK uses (``httpx2`` in recent releases, else ``httpx``)."""
     try:
         import httpx2

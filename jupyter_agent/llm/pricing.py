@@ -8,6 +8,8 @@ Tiers are chosen by the call's input tokens. ``price_unit`` is how many tokens a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -25,26 +27,30 @@ class PriceTier(BaseModel):
     """Set by cleaning: the previous tier's maximum."""
 
 
-def _valid(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+def _number(x: object) -> float | None:
+    """``x`` when it is a finite number (a bool is not one), else ``None``."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+        return x
+    return None
 
 
-def sanitize_price_tiers(tiers: list[dict | PriceTier]) -> list[PriceTier]:
+def sanitize_price_tiers(tiers: Sequence[Mapping[str, Any] | PriceTier]) -> list[PriceTier]:
     """Clean a tier list as the reference does (first tier kept, non-increasing bounds skipped,
     a bound-less tier with a price closes the list, a priceless one ends it)."""
     raw = [t.model_dump() if isinstance(t, PriceTier) else dict(t) for t in tiers]
     out: list[PriceTier] = []
     for i, t in enumerate(raw):
-        mx = t.get("max_input_tokens")
-        inp = t.get("input_price") if _valid(t.get("input_price")) else 0.0
-        outp = t.get("output_price") if _valid(t.get("output_price")) else 0.0
+        mx = _number(t.get("max_input_tokens"))
+        given_in, given_out = _number(t.get("input_price")), _number(t.get("output_price"))
+        inp = given_in if given_in is not None else 0.0
+        outp = given_out if given_out is not None else 0.0
         if i == 0:
-            out.append(PriceTier(max_input_tokens=max(0, mx) if _valid(mx) else None,
+            out.append(PriceTier(max_input_tokens=max(0, mx) if mx is not None else None,
                                  input_price=inp, output_price=outp, min_input_tokens=0))
             continue
         prev_max = out[-1].max_input_tokens or 0
-        if not _valid(mx):
-            if _valid(t.get("input_price")) or _valid(t.get("output_price")):
+        if mx is None:
+            if given_in is not None or given_out is not None:
                 out.append(PriceTier(max_input_tokens=None, input_price=inp, output_price=outp,
                                      min_input_tokens=prev_max))
             break

@@ -26,6 +26,7 @@ from ..events import (
     ToolReturned,
     UsageRecorded,
 )
+from ..llm.protocol import ModelClient
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
 from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from .call_ids import CallIds, ids_in_messages
@@ -105,7 +106,8 @@ def _answer_of(assistant_messages: list[Message]) -> str:
 class _Run:
     """State of one kernel run (kept in an object so the phases stay small functions)."""
 
-    def __init__(self, client: Any, messages: list[Message], cfg: LoopConfig, hooks: LoopHooks,
+    def __init__(self, client: ModelClient, messages: list[Message], cfg: LoopConfig,
+                 hooks: LoopHooks,
                  emit: Callable[[BaseEvent], None]) -> None:
         self.client = client
         self.cfg = cfg
@@ -206,7 +208,7 @@ class _Run:
                                     tokens_after=fit.tokens,
                                     seconds=round(time.perf_counter() - start, 2)))
 
-    def _tool_choice(self, snapshot: list[Message]) -> Any:
+    def _tool_choice(self, snapshot: list[Message]) -> str | dict[str, Any] | None:
         if not self.cfg.tools:
             return None
         if self.hooks.request_control is not None:
@@ -215,7 +217,8 @@ class _Run:
                 return ctl.tool_choice
         return "none" if self.consecutive_tool_turns > GUARD_LIMIT else "auto"
 
-    def _request(self, snapshot: list[Message], forced_choice: Any) -> ChatResponse | None:
+    def _request(self, snapshot: list[Message], forced_choice: str | dict[str, Any] | None
+                 ) -> ChatResponse | None:
         cfg = self.cfg
         tool_choice = forced_choice if forced_choice is not None else self._tool_choice(snapshot)
         self.emit(RoundStarted(round=self.round, model=cfg.model,
@@ -469,13 +472,14 @@ def _clean_calls(m: Message) -> Message:
                                 "function": c.get("function")} for c in calls])
 
 
-def run_loop(client: Any, messages: list[Message], cfg: LoopConfig, hooks: LoopHooks | None = None,
-             emit: Callable[[BaseEvent], None] | None = None) -> LoopResult:
+def run_loop(client: ModelClient, messages: list[Message], cfg: LoopConfig,
+             hooks: LoopHooks | None = None, emit: Callable[[BaseEvent], None] | None = None
+             ) -> LoopResult:
     """Run the multi-round loop.
 
     Args:
-        client: A :class:`~jupyter_agent.llm.protocol.ModelClient` (anything with ``complete``
-            and ``cost``).
+        client: The model client (:class:`~jupyter_agent.llm.protocol.ModelClient`; the
+            kernel calls its ``complete`` and ``cost``).
         messages: The request messages to start from (copied, never modified).
         cfg: Model, tools, limits and sampling.
         hooks: The agent's behaviour (tool runner, stop gate, request control, …).

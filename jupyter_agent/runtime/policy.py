@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import AskPending
 from ..llm.types import ToolCall
@@ -26,6 +26,9 @@ from ..session.permissions import (
     denial_message,
 )
 from ..tools.builtin import sandbox_status
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["PermissionContext", "check_permission", "approval_ask", "tool_origin",
            "WAITING_FOR_APPROVAL", "NO_PROMPTS_REASON"]
@@ -52,7 +55,7 @@ class PermissionContext:
     """
 
     session: str | None = None
-    store: Any = None
+    store: Store | None = None
     overrides: dict[str, Decision] = field(default_factory=dict)
     """The agent's overrides (tool name or ``"*"``)."""
     read_only: bool = False

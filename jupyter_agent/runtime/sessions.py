@@ -7,7 +7,10 @@ It lives in ``config.settings.session`` (default ``"default"``).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["current_session", "set_current_session", "new_session_name"]
 
@@ -30,7 +33,7 @@ def set_current_session(name: str) -> str:
     return name
 
 
-def new_session_name(store: Any) -> str:
+def new_session_name(store: Store) -> str:
     """A fresh session name (``session-YYYYMMDD-HHMMSS``, suffixed if already taken)."""
     base = time.strftime("session-%Y%m%d-%H%M%S")
     name, n = base, 1

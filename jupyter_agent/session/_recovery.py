@@ -15,8 +15,8 @@ end of the round, so a killed run leaves whole rounds only (every tool call with
 
 from __future__ import annotations
 
+import sqlite3
 import time
-from typing import Any
 
 from ._db import Database, dumps
 from ._liveness import Owner, owner_is_dead
@@ -73,7 +73,7 @@ class RecoveryMixin:
         return marked
 
     @staticmethod
-    def _mark_interrupted(conn: Any, run_id: str, pid: int | None, reason: str,
+    def _mark_interrupted(conn: sqlite3.Connection, run_id: str, pid: int | None, reason: str,
                           now: float) -> bool:
         # Re-checked under the write lock: the run may have finished, or been claimed by a live
         # process (a new owner), since the read above.

@@ -117,6 +117,7 @@ class RunsMixin:
         with self._db.write() as conn:
             if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise KeyError(f"run {run_id!r} does not exist")
+            last: int
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", (run_id,)
             ).fetchone()

@@ -32,8 +32,10 @@ def result_to_text(value: Any) -> str:
         return value.decode("utf-8", errors="replace")
     if isinstance(value, bool) or isinstance(value, (int, float)):
         return json.dumps(value)
+    text: str  # what the duck-typed calls below return
     if hasattr(value, "model_dump_json"):
-        return value.model_dump_json()
+        text = value.model_dump_json()
+        return text
     if isinstance(value, (dict, list, tuple, set, frozenset)):
         try:
             return json.dumps(value, default=_json_default, ensure_ascii=False)
@@ -42,7 +44,9 @@ def result_to_text(value: Any) -> str:
     pd = sys.modules.get("pandas")  # only if the user already imported pandas
     if pd is not None:
         if isinstance(value, pd.DataFrame):
-            return value.to_string(max_rows=60, max_cols=20)
+            text = value.to_string(max_rows=60, max_cols=20)
+            return text
         if isinstance(value, pd.Series):
-            return value.to_string(max_rows=60)
+            text = value.to_string(max_rows=60)
+            return text
     return repr(value)

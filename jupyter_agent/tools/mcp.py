@@ -24,10 +24,13 @@ import re
 import tempfile
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ToolError
 from .registry import Tool
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 __all__ = ["MCPServer", "MCPTool", "connect_mcp", "disconnect_mcp", "disconnect_all",
            "mcp_servers", "find_mcp_tools", "mcp_tool_names", "mcp_tool_name"]
@@ -78,6 +81,7 @@ class MCPTool(Tool[Any]):
         self.timeout = None
         self.requires_approval = False
         self.is_async = False
+        # No pydantic model: the server validates (parse_arguments is overridden below).
         self.args_model = None  # type: ignore[assignment]
         params = dict(schema or {})
         params.setdefault("type", "object")
@@ -128,7 +132,7 @@ class MCPServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._main: concurrent.futures.Future[Any] | None = None
-        self._session: Any = None
+        self._session: ClientSession | None = None
         self._closing: asyncio.Event | None = None
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
 
@@ -165,6 +169,7 @@ class MCPServer:
         return self
 
     def _transport(self) -> Any:
+        """The async context manager of the connection's streams (stdio or HTTP)."""
         if self.command is not None:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
@@ -172,10 +177,14 @@ class MCPServer:
             params = StdioServerParameters(command=self.command[0], args=self.command[1:],
                                            env=self.env, cwd=self.cwd)
             return stdio_client(params, errlog=self._errlog)
-        try:
-            from mcp.client.streamable_http import streamable_http_client as http_client
-        except ImportError:  # mcp 1.x
-            from mcp.client.streamable_http import streamablehttp_client as http_client
+        # The HTTP client's name and arguments differ between mcp 1.x and 2.x: looked up by
+        # name, as untyped as the version that is installed makes no difference.
+        from mcp.client import streamable_http
+
+        module: Any = streamable_http
+        http_client = getattr(module, "streamable_http_client", None)
+        if http_client is None:  # mcp 1.x
+            http_client = module.streamablehttp_client
         if not self.headers:
             return http_client(self.url)
         try:
@@ -206,9 +215,9 @@ class MCPServer:
             self._session = None
 
     @staticmethod
-    async def _list_tools(session: Any) -> list[Any]:
+    async def _list_tools(session: ClientSession) -> list[Any]:
         result = await session.list_tools()
-        tools = list(result.tools)
+        tools: list[Any] = list(result.tools)
         cursor = _field(result, "next_cursor", "nextCursor")
         for _ in range(100):  # a server that pages forever must not hang the connection
             if not cursor:
@@ -218,7 +227,8 @@ class MCPServer:
 
                 result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
             except (ImportError, TypeError):
-                result = await session.list_tools(cursor=cursor)
+                legacy: Any = session  # mcp 1.x: list_tools(cursor=...), not in 2.x's types
+                result = await legacy.list_tools(cursor=cursor)
             tools.extend(result.tools)
             cursor = _field(result, "next_cursor", "nextCursor")
         return tools

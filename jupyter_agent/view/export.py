@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..secrets import mask_obj
+
+if TYPE_CHECKING:
+    from ..session.models import RunRecord
+    from ..session.store import Store
 
 __all__ = ["session_notebook", "export_session"]
 
 _MAGICS = {"chat": "chat", "toolloop": "toolloop", "plan": "plan"}
 
 
-def _events(store: Any, run_id: str) -> list[Any]:
+def _events(store: Store, run_id: str) -> list[Any]:
     from ..events import EVENT_ADAPTER
 
     out = []
@@ -36,7 +40,7 @@ def _quote(text: str) -> str:
     return "\n".join("> " + line if line else ">" for line in (text or "").splitlines()) or ">"
 
 
-def _run_cells(store: Any, session: str, run: Any, user_text: str, answer_text: str) -> list[Any]:
+def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answer_text: str) -> list[Any]:
     """Markdown (the user), code cell (the run's bundle), markdown (the answer)."""
     import nbformat.v4 as v4
 
@@ -66,7 +70,7 @@ def _run_cells(store: Any, session: str, run: Any, user_text: str, answer_text: 
     return cells
 
 
-def session_notebook(store: Any, session: str) -> Any:
+def session_notebook(store: Store, session: str) -> Any:
     """The notebook (an ``nbformat`` v4 node) of ``session``.
 
     Raises:
@@ -124,7 +128,7 @@ def session_notebook(store: Any, session: str) -> Any:
     return nbformat.from_dict(mask_obj(nb))
 
 
-def export_session(path: str | Path, session: str | None = None, *, store: Any = None) -> Path:
+def export_session(path: str | Path, session: str | None = None, *, store: Store | None = None) -> Path:
     """Write ``session`` (default: the current one) as a notebook to ``path`` and return it.
 
     The notebook is validated with ``nbformat.validate`` before it is written.

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -109,14 +110,13 @@ def normalize_checkpoint(answer: str) -> str | None:
     return f"{CHECKPOINT_START_TAG}\n{text}\n{CHECKPOINT_END_TAG}"
 
 
-def with_active_plan(checkpoint: str, active_plan: Any) -> str:
+def with_active_plan(checkpoint: str, active_plan: BaseModel | Mapping[str, Any] | None) -> str:
     """Put the active plan's JSON (2-space indent) in an ``<active_plan>`` block before the
     checkpoint; ``</active_plan>`` inside the JSON is escaped as ``<\\/active_plan>``."""
     if active_plan is None:
         return checkpoint
-    if isinstance(active_plan, BaseModel):
-        active_plan = active_plan.model_dump(mode="json")
-    plan_json = json.dumps(active_plan, indent=2, ensure_ascii=False, default=str)
+    plain = active_plan.model_dump(mode="json") if isinstance(active_plan, BaseModel) else active_plan
+    plan_json = json.dumps(plain, indent=2, ensure_ascii=False, default=str)
     plan_json = plan_json.replace(ACTIVE_PLAN_END_TAG, "<\\/active_plan>")
     return f"{ACTIVE_PLAN_START_TAG}\n{plan_json}\n{ACTIVE_PLAN_END_TAG}\n{checkpoint}"
 
@@ -132,7 +132,7 @@ def compress_request_messages(
     tools_tokens: int,
     llm: CompressLLM | None,
     *,
-    active_plan: Any = None,
+    active_plan: BaseModel | Mapping[str, Any] | None = None,
     known_tokens: int | None = None,
     count_messages: MessagesCounter = count_messages_tokens,
 ) -> CompressionResult | None:

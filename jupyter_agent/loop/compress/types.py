@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -15,7 +15,7 @@ __all__ = ["CompressLLM", "CompressLLMError", "CompressUsage", "MessagesCounter"
 TokenCounter = Callable[[str], int]
 """Counts the tokens of one text (default: ``jupyter_agent.llm.tokens.count_text_tokens``)."""
 
-MessagesCounter = Callable[[list[dict]], int]
+MessagesCounter = Callable[[list[dict[str, Any]]], int]
 """Counts the tokens of a message list (default: ``count_messages_tokens``)."""
 
 

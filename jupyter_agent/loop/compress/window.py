@@ -7,7 +7,6 @@ checkpoint compressor uses it as its fallback when the checkpoint call fails.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from jupyter_agent.llm.tokens import count_messages_tokens
 from jupyter_agent.llm.types import Message
@@ -44,7 +43,7 @@ def is_checkpoint_message(message: Message) -> bool:
 
 
 def filter_messages_by_max_context(
-    messages: Any,
+    messages: object,
     max_context: int,
     *,
     count_messages: MessagesCounter = count_messages_tokens,
@@ -55,6 +54,7 @@ def filter_messages_by_max_context(
     their tokens come off the budget. The rest is grouped into rounds, each starting at a user
     message; messages before the first user message are dropped. Rounds are kept newest first
     while the budget lasts; the newest round is kept even when it alone is over budget.
+    Anything but a list keeps nothing.
     """
     if not isinstance(messages, list):
         return []

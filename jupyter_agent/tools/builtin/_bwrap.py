@@ -196,7 +196,7 @@ def _system_binds(only_under: str | None = None) -> list[str]:
     return args
 
 
-def bwrap_command(bwrap: str, root: Path, *, allow_network: bool) -> list[str]:
+def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a

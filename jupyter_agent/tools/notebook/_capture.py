@@ -75,12 +75,10 @@ class _Stream(io.TextIOBase):
         self._name = name
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return f"<run_python {self._name}>"
 
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
+    encoding = "utf-8"  # a class attribute over the base's descriptor (it says None)
 
     def writable(self) -> bool:
         return True
@@ -88,7 +86,7 @@ class _Stream(io.TextIOBase):
     def isatty(self) -> bool:
         return False
 
-    def write(self, s: str) -> int:  # type: ignore[override]
+    def write(self, s: str) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         self._sink.write(s)
@@ -126,7 +124,7 @@ class Capture:
         if self.shell is not None and hasattr(self.shell, "display_pub"):
             self._saved["pub"] = self.shell.display_pub
             self.shell.display_pub = _Publisher(self.displays)
-        plt = sys.modules.get("matplotlib.pyplot")
+        plt: Any = sys.modules.get("matplotlib.pyplot")  # a module swapped by attribute
         if plt is not None:
             self._saved["show"] = plt.show
             plt.show = _no_show
@@ -136,7 +134,7 @@ class Capture:
         sys.stdout, sys.stderr = self._saved.pop("streams")
         if "pub" in self._saved:
             self.shell.display_pub = self._saved.pop("pub")
-        plt = sys.modules.get("matplotlib.pyplot")
+        plt: Any = sys.modules.get("matplotlib.pyplot")
         if plt is not None and "show" in self._saved:
             plt.show = self._saved.pop("show")
 
@@ -172,8 +170,9 @@ def png_size(head: bytes) -> tuple[int, int]:
     return 0, 0
 
 
-def figure_state() -> dict[int, int]:
-    """The open pyplot figures before a run: number -> id of the figure object."""
+def figure_state() -> dict[int | str, int]:
+    """The open pyplot figures before a run: number -> id of the figure object (matplotlib
+    types a figure's number as ``int | str``)."""
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return {}
@@ -208,7 +207,7 @@ def _describe(fig: Any, index: int, w: int, h: int) -> str:
     return "[" + cap(", ".join(parts), 400) + "]"
 
 
-def collect_figures(before: dict[int, int], start: int) -> tuple[list[Figure], list[str]]:
+def collect_figures(before: dict[int | str, int], start: int) -> tuple[list[Figure], list[str]]:
     """Render the figures the run created or redrew; close the ones it created.
 
     Returns the figures and warnings (a figure that failed to render is described, not raised).

@@ -90,9 +90,11 @@ class _Limit:
     def fire(self) -> None:
         """Interrupt the limited thread (called by the watchdog, under its lock)."""
         self.sent += 1
-        if self.use_signal and signal.getsignal(LIMIT_SIGNAL) is _handler:  # type: ignore[arg-type]
+        # (use_signal implies a LIMIT_SIGNAL: the test says so to the type checker too)
+        if (self.use_signal and LIMIT_SIGNAL is not None
+                and signal.getsignal(LIMIT_SIGNAL) is _handler):
             self.fired += 1
-            signal.pthread_kill(self.thread_id, LIMIT_SIGNAL)  # type: ignore[arg-type]
+            signal.pthread_kill(self.thread_id, LIMIT_SIGNAL)
             return
         # Another thread, or the code replaced our handler: raise at its next bytecode.
         if self._exc_class is None:
@@ -198,10 +200,12 @@ def _restore(previous: Any) -> None:
     # The default action of SIGUSR2 ends the process: should an interrupt still be on its
     # way, it must meet a Python handler, not kill the kernel. A Python handler (unlike
     # SIG_IGN) is reset to the default in child processes, so they are unaffected.
-    if previous in (signal.SIG_DFL, None) and signal.getsignal(LIMIT_SIGNAL) is _handler:  # type: ignore[arg-type]
+    if LIMIT_SIGNAL is None:  # never: only limits that use the signal get here
+        return
+    if previous in (signal.SIG_DFL, None) and signal.getsignal(LIMIT_SIGNAL) is _handler:
         previous = _stray
-    if signal.getsignal(LIMIT_SIGNAL) is _handler:  # type: ignore[arg-type]
-        signal.signal(LIMIT_SIGNAL, previous)  # type: ignore[arg-type]
+    if signal.getsignal(LIMIT_SIGNAL) is _handler:
+        signal.signal(LIMIT_SIGNAL, previous)
 
 
 @contextmanager
@@ -216,8 +220,9 @@ def time_limit(seconds: float | None) -> Iterator[_Limit | None]:
         yield None
         return
     limit = _Limit(seconds, _can_use_signal())
-    if limit.use_signal and not any(lim.use_signal for lim in _stack.limits):
-        _stack.previous = signal.signal(LIMIT_SIGNAL, _handler)  # type: ignore[arg-type]
+    if (limit.use_signal and LIMIT_SIGNAL is not None
+            and not any(lim.use_signal for lim in _stack.limits)):
+        _stack.previous = signal.signal(LIMIT_SIGNAL, _handler)
     _stack.limits.append(limit)
     _WATCHDOG.arm(limit)
     late: BaseException | None = None

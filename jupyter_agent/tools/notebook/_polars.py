@@ -100,7 +100,7 @@ def summarize_polars(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
     starts = sample_runs(n_rows)
     exact = starts is None
     # Zero-copy slices, one per run: no numpy needed, memory read in order.
-    sample = shown if exact else pl.concat([shown.slice(s, SAMPLE_RUN) for s in starts],
+    sample = shown if starts is None else pl.concat([shown.slice(s, SAMPLE_RUN) for s in starts],
                                            rechunk=True)
     info.columns = [_column(shown[c], sample[c], exact) for c in picked]
     if not exact:

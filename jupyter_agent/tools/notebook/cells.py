@@ -99,7 +99,7 @@ def _from_history(shell: Any) -> NotebookCells:
                             "no IPython shell is running.")
     inputs = list(getattr(shell.history_manager, "input_hist_raw", []) or [])
     outputs = shell.user_ns.get("Out", {}) if isinstance(shell.user_ns.get("Out"), dict) else {}
-    cells = []
+    cells: list[Cell] = []
     for count, src in enumerate(inputs):
         if count == 0 or not str(src).strip():
             continue

@@ -25,6 +25,9 @@ class NotebookTool(Tool[Any]):
     """A notebook tool: the model reads the value's ``model_text()`` (never a figure's PNG
     data), a failed ``run_python`` is marked as an error, and every text is masked."""
 
+    proposals: list[CellProposal]
+    """``insert_cell`` only: the cells it proposed, in order."""
+
     def invoke(self, arguments: str) -> ToolResult:
         """Run the tool on the model's raw arguments (see :meth:`Tool.invoke`)."""
         result = super().invoke(arguments)
@@ -110,7 +113,7 @@ def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
             code: Python source. End with an expression to get its value back.
         """
         _register_secret_values(space.ns)
-        return run_code(code, space.ns, shell=space.shell, timeout=timeout)  # type: ignore[arg-type]
+        return run_code(code, space.ns, shell=space.shell, timeout=timeout)
 
     def read_notebook() -> str:
         """Outline the notebook: every cell's kind, the start of its source and its outputs.
@@ -153,11 +156,12 @@ def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
                                   "display": {"code": "python"}}))
     fns += [(read_notebook, {}), (read_cells, {}),
             (insert_cell, {"display": {"source": "python"}})]
-    tools: list[Tool[Any]] = []
+    made: list[NotebookTool] = []
     for fn, options in fns:
         fn.__qualname__ = fn.__name__
         # Not batchable: the user's objects are not thread-safe, and only the main thread
         # can be interrupted by a real signal when a time limit runs out.
-        tools.append(NotebookTool(fn, batchable=False, **options))
-    tools[-1].proposals = proposals  # type: ignore[attr-defined]
+        made.append(NotebookTool(fn, batchable=False, **options))
+    made[-1].proposals = proposals
+    tools: list[Tool[Any]] = list(made)
     return tools

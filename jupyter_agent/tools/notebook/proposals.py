@@ -71,7 +71,8 @@ def propose_cell(source: str, kind: str = "code", explanation: str = "",
                             f"{MAX_PROPOSAL_CHARS:,}.")
     if kind not in ("code", "markdown"):
         raise VariableError("kind must be 'code' or 'markdown'.")
-    proposal = CellProposal(source=redact_source(source.strip("\n")), kind=kind,  # type: ignore[arg-type]
+    cell_kind: Literal["code", "markdown"] = "code" if kind == "code" else "markdown"
+    proposal = CellProposal(source=redact_source(source.strip("\n")), kind=cell_kind,
                             explanation=mask(explanation.strip()[:1000]))
     if on_proposal is not None:
         on_proposal(proposal)

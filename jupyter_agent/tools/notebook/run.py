@@ -19,7 +19,7 @@ import itertools
 import linecache
 import time
 import traceback
-from collections.abc import MutableMapping
+from collections.abc import Mapping
 from types import CodeType, TracebackType
 from typing import Any
 
@@ -89,8 +89,10 @@ def _compile(source: str, filename: str) -> tuple[CodeType | None, CodeType | No
     """The body as ``exec`` code and a trailing expression as ``eval`` code (or None)."""
     tree = ast.parse(source, filename=filename, mode="exec")
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(final.value)
     body = compile(tree, filename, "exec") if tree.body else None
     return body, (compile(last, filename, "eval") if last is not None else None)
 
@@ -115,25 +117,29 @@ def _short_traceback(exc: BaseException, tb: TracebackType | None, filename: str
     return mask(cap(head + "".join(lines) + tail, 3000))
 
 
-def run_code(code: str, ns: MutableMapping[str, Any], *, shell: Any = None,
+def run_code(code: str, ns: Mapping[str, Any], *, shell: Any = None,
              timeout: float | None = DEFAULT_TIMEOUT, keep: int = DEFAULT_KEEP) -> PythonRun:
     """Run ``code`` in ``ns`` (the kernel's ``user_ns``) and report what it did.
 
     Args:
         code: Python source; IPython syntax is accepted when ``shell`` is given.
-        ns: The namespace the code runs in (its globals).
+        ns: The namespace the code runs in (its globals): a dict, as ``user_ns`` and
+            ``__main__.__dict__`` are (``exec`` takes no other mapping).
         shell: The IPython shell (for ``%magics`` and ``display()`` capture), or None.
         timeout: Seconds before the code is interrupted (None: no limit).
         keep: Characters of stdout kept at the head and at the tail.
 
     Raises:
-        VariableError: ``code`` is empty or too long (nothing ran).
+        VariableError: ``code`` is empty or too long, or ``ns`` is not a dict (nothing ran).
         KeyboardInterrupt: the user interrupted the kernel (not the time limit).
     """
     if not isinstance(code, str) or not code.strip():
         raise VariableError("code is empty.")
     if len(code) > MAX_CODE:
         raise VariableError(f"code is {len(code):,} characters; at most {MAX_CODE:,}.")
+    if not isinstance(ns, dict):
+        raise VariableError(f"The namespace is a {type(ns).__name__}; code runs only in a "
+                            "dict (a kernel's user_ns).")
     run = PythonRun(code=code)
     filename = f"<agent-cell-{next(_counter)}>"
     source = code

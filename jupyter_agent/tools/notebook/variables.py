@@ -9,6 +9,7 @@ allow-list narrows that further. Secret-named variables are never shown, even wh
 
 from __future__ import annotations
 
+import functools
 import keyword
 import sys
 import time
@@ -114,7 +115,7 @@ class Namespace:
             if part.startswith("_") or is_secret_name(part):
                 raise VariableError(f"Attribute {part!r} is not shared with the agent.")
             try:
-                ok, value = call_with_limit(lambda v=value, p=part: getattr(v, p), 1.0)
+                ok, value = call_with_limit(functools.partial(getattr, value, part), 1.0)
             except AttributeError:
                 raise VariableError(f"{type_name(value)} object has no attribute {part!r}.") \
                     from None
@@ -144,10 +145,11 @@ class Namespace:
             summary = "(not summarised: the listing ran out of time)"
             if left > 0:
                 try:
-                    ok, text = call_with_limit(lambda v=value: summary_line(v), min(0.5, left))
+                    ok, text = call_with_limit(functools.partial(summary_line, value),
+                                               min(0.5, left))
                 except Exception as exc:  # a hostile object: say so and go on
                     ok, text = True, f"(summary failed: {type(exc).__name__})"
-                summary = text if ok else "(summary took too long)"
+                summary = text if ok and text is not None else "(summary took too long)"
             lines.append(f"{name} ({type_name(value)}): {summary}")
         if len(names) > MAX_LISTED:
             lines.append(f"… {len(names) - MAX_LISTED:,} more variables: "
