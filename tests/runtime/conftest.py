@@ -17,7 +17,6 @@ if _HERE not in sys.path:
 
 @pytest.fixture(autouse=True)
 def _clean_runtime() -> Iterator[None]:
-    from jupyter_agent.agents import turn
     from jupyter_agent.clients import failover
     from jupyter_agent.runtime import agents
 
@@ -26,7 +25,6 @@ def _clean_runtime() -> Iterator[None]:
     yield
     agents.AGENTS.clear()
     failover.clear_marks()
-    turn.LIVE_TOOLS.clear()
     from jupyter_agent.tools.mcp import disconnect_all
 
     disconnect_all()
