@@ -107,7 +107,7 @@ def resolve_agent(agent: str | Agent | None) -> Agent | None:
     if agent is None or isinstance(agent, Agent):
         return agent
     if not isinstance(agent, str):
-        raise ConfigError(f"--agent needs an Agent or an agent name, not {type(agent).__name__}.")
+        raise ConfigError(f"agent must be an Agent or an agent name, not {type(agent).__name__}.")
     found = AGENTS.get(agent.strip())
     if found is None:
         known = ", ".join(sorted(AGENTS)) or "none defined"
