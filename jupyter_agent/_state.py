@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["ProcessState", "STATE", "Clearable", "Box"]
+__all__ = ["ProcessState", "STATE", "Clearable", "Box", "to_defaults"]
 
 T = TypeVar("T")
 
@@ -47,6 +47,14 @@ class Box:
     def clear(self) -> None:
         """Forget the value."""
         self.value = None
+
+
+def to_defaults(obj: Any) -> None:
+    """Reset a pydantic model in place to a fresh instance's field values (settings, rules:
+    objects that hold defaults rather than start empty)."""
+    fresh = type(obj)()
+    for name in type(obj).model_fields:
+        setattr(obj, name, getattr(fresh, name))
 
 
 class ProcessState:

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._state import STATE
+
 __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
@@ -53,7 +55,7 @@ _SECRET_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS", "GCP_", 
 _NEVER_SECRET = frozenset({"PWD", "OLDPWD", "XAUTHORITY", "SSH_AUTH_SOCK", "KEYMAP"})
 
 _lock = threading.Lock()
-_registered: set[str] = set()
+_registered: set[str] = STATE.slot("secrets.registered", set)
 _env_cache: tuple[int, frozenset[str]] = (-1, frozenset())
 _pattern_cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
 

@@ -151,7 +151,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     Args:
         kind: ``toolloop`` or ``plan``.
         prompt: The user's raw text (the intent looks at nothing else).
-        opt: The turn's :class:`~jupyter_agent.agents._base.TurnOptions`.
+        opt: The turn's :class:`~jupyter_agent.agents.drive.TurnOptions`.
         tools: The cell's tool specs (``--tools``); ``None``: the agent's, else every ``@tool``.
         store: The session store (``None``: no session lookups or bindings).
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.

@@ -15,12 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._state import STATE
 from ..errors import ConfigError
 from ..session.permissions import Decision
 
 __all__ = ["Agent", "AGENTS", "resolve_agent", "list_agents", "forget_agent", "agent_for_intent"]
 
-AGENTS: dict[str, Agent] = {}
+AGENTS: dict[str, Agent] = STATE.slot("runtime.agents", dict)
 """Agents defined in this process, by name (re-creating a name replaces the old one)."""
 _lock = threading.Lock()
 

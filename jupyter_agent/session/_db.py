@@ -26,13 +26,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._state import STATE
 from ._schema import migrate
 
 __all__ = ["REDACTED", "Database", "dumps", "loads", "redact", "register_secret"]
 
 REDACTED = "[redacted]"
 _MIN_SECRET_LEN = 8
-_registered_secrets: set[str] = set()
+_registered_secrets: set[str] = STATE.slot("session.registered_secrets", set)
 
 
 def register_secret(value: str) -> None:

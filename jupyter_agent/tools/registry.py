@@ -14,6 +14,7 @@ from typing import Any, Callable, Generic, TypeVar, overload
 import json5
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._state import STATE
 from ..errors import ToolError
 from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema
@@ -254,7 +255,7 @@ class ToolRegistry:
             self._tools.clear()
 
 
-REGISTRY = ToolRegistry()
+REGISTRY: ToolRegistry = STATE.slot("tools.registry", ToolRegistry)
 """The process-wide registry that ``@tool`` writes to and runs read from."""
 
 
