@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from ..llm.protocol import ModelClient
 from ..llm.types import Usage
+from ..loop.compress.types import CompressLLM
 from ..loop.hooks import ContextFit, UsageItem
 
 __all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
@@ -36,7 +37,7 @@ def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
     return fit
 
 
-def compress_llm(client: ModelClient, module: str) -> Callable[[str, str, int], tuple[str, Usage]]:
+def compress_llm(client: ModelClient, module: str) -> CompressLLM:
     """A compression LLM callable (non-streamed, no tools) bound to ``client``."""
     from ..llm.types import ChatRequest
     from ..loop.compress.types import CompressLLMError

@@ -127,7 +127,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
             history = store.history_messages(opt.session, opt.history)
         store.create_run(run.run_id, opt.session, kind)
         if opt.session:
-            turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id,  # type: ignore[arg-type]
+            turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id,
                                        agent=agent or kind, intent=intent, model=model,
                                        profile=client.profile.name)
     recorder.start()

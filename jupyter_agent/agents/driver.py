@@ -31,7 +31,7 @@ from ..events import UsageRecorded
 from ..llm.types import Message, Usage
 from ..llm.usage_context import report_usage
 from ..runtime.catalog import SPAWN_TOOL_NAME
-from ..runtime.intent import intent_system_text
+from ..runtime.intent import IntentResult, intent_system_text
 from ..tools.registry import Tool
 from ._params import check_parameters
 from .constants import SUB_AGENT_MAX_ROUNDS
@@ -94,6 +94,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     opt = TurnOptions(**options)
     store = resolve_store(opt)
     setup: TurnSetup | None = None
+    intent: IntentResult | None
     if kind == "chat":
         mode = "search" if opt.knowledge is not None else "ask"
         intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode

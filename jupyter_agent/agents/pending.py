@@ -143,7 +143,7 @@ class PlanOptions(_Model):
 
 
 class _PendingBase(_Model):
-    version: Literal[1] = SCHEMA_VERSION
+    version: Literal[1] = 1  # SCHEMA_VERSION
     call_id: str
     """The tool call the run waits on (the card's); a click must name it."""
     model: str

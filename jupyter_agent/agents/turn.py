@@ -159,7 +159,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     notices: list[str] = []
     chosen = resolve_agent(getattr(opt, "agent", None))
     record = store.get_session(opt.session) if store is not None and opt.session else None
-    agent, source = chosen, ("user" if chosen is not None else None)
+    agent = chosen
+    source: AgentSource | None = "user" if chosen is not None else None
     if agent is None and record is not None and record.agent:
         try:
             agent, source = resolve_agent(record.agent), "session"

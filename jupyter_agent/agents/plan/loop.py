@@ -11,7 +11,7 @@ The public entry point, with the answers given up front, is :func:`.agent.plan`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal
 
 from ...answers import Answer
 from ...events import Warning_
@@ -35,7 +35,7 @@ from .tools import ToolCatalog, normalize_catalog
 
 __all__ = ["KIND", "run_plan", "resume_plan"]
 
-KIND = "plan"
+KIND: Final[Literal["plan"]] = "plan"
 """The run kind and agent name of ``%%plan`` runs."""
 
 
@@ -154,10 +154,11 @@ def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanO
 def _ask_request(card: QuestionCard) -> AskRequest:
     """The validated question back from its card."""
     detail = card.detail
-    return AskRequest(reason=detail.get("reason", ""),
-                      blocker_type=detail.get("blockerType", "ambiguous_goal"),
-                      question=card.question, options=list(card.options),
-                      descriptions=list(card.descriptions), allow_other=card.allow_other)
+    return AskRequest.model_validate({
+        "reason": detail.get("reason", ""),
+        "blocker_type": detail.get("blockerType", "ambiguous_goal"),
+        "question": card.question, "options": list(card.options),
+        "descriptions": list(card.descriptions), "allow_other": card.allow_other})
 
 
 def _ask_answer(request: AskRequest, answer: Answer) -> AskAnswer:
