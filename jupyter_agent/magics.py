@@ -6,7 +6,6 @@ events to the live display. Errors a user can cause become one ``UsageError`` li
 
 from __future__ import annotations
 
-import re
 import string
 from typing import Any, Callable
 
@@ -16,26 +15,16 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
-from .errors import JupyterAgentError, ParameterError, ResumeError
+from .errors import JupyterAgentError, ResumeError
+from .flags import usage_message
 
-__all__ = ["AgentMagics", "interpolate", "usage_message"]
+__all__ = ["AgentMagics", "interpolate"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models")
 _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%chat.",
                "toolloop": "The cell is empty: write the task below %%toolloop.",
                "plan": "The cell is empty: write the task below %%plan."}
-
-
-def usage_message(exc: JupyterAgentError) -> str:
-    """The one line a magic shows for ``exc``: a parameter's name becomes its flag
-    (``max_rounds`` -> ``--max-rounds``); the layers below speak of parameters."""
-    text = str(exc)
-    if isinstance(exc, ParameterError):
-        for name in exc.parameters:
-            text = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)",
-                          "--" + name.replace("_", "-"), text, count=1)
-    return text
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
