@@ -22,6 +22,7 @@ sub-agent from its :class:`~jupyter_agent.agents.delegation.SubAgentTask`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -153,8 +154,13 @@ def run_sub_agent(task: SubAgentTask) -> Run:
     opt = TurnOptions(model=task.model, session=None, store=None, history=0, stream=False,
                       client=task.client)
     try:
-        ctx = open_turn("toolloop", task.task, opt, resolve_client(opt, None), store=None,
-                        mode="agent", agent=task.agent)
+        tc = resolve_client(opt, None)
+        if task.client is not None:
+            # The calling run's own client: its failover keeps reporting to that run (the one
+            # the user sees), not to this sub-run.
+            tc = dataclasses.replace(tc, failover=None)
+        ctx = open_turn("toolloop", task.task, opt, tc, store=None, mode="agent",
+                        agent=task.agent)
         setup.bind(ctx)
         system = join_system([ctx.client.profile.default_system_prompt, task.role],
                              TOOL_SEPARATOR)
@@ -165,9 +171,7 @@ def run_sub_agent(task: SubAgentTask) -> Run:
                                 max_tokens=None, stream=False, permissions=permissions)
         run = drive(ctx, messages, cfg, hooks, persist_from=len(messages) - 1)
     finally:
-        # The sub-run is not the user's "last run". (A shared failover client reports to the
-        # calling run again by itself: ``drive`` routes its warnings only while it runs.)
-        set_last_run(parent_run)
+        set_last_run(parent_run)  # the sub-run is not the user's "last run"
     for event in run.events:  # its calls were made and paid, whatever happens next
         if isinstance(event, UsageRecorded):
             usage = Usage(input_tokens=event.input_tokens, output_tokens=event.output_tokens,

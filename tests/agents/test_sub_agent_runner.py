@@ -155,3 +155,32 @@ def test_both_tools_hold_the_one_runner() -> None:
                        ["spawn_agent"], run_sub_agent=driver.run_sub_agent)
     assert setup.spawn is not None and setup.spawn.run_sub_agent is driver.run_sub_agent
     assert subagents.run_as_sub_agent is driver.run_sub_agent
+
+
+def test_a_failover_inside_spawn_agent_is_shown_on_the_parent_run(
+        server: ScriptedOpenAI, fast_retries: None) -> None:
+    """The sub-agent shares the parent's failover client: when the primary profile fails under
+    the sub-agent, the switch is reported where the user looks (the parent run)."""
+    from jupyter_agent import config
+    from jupyter_agent.llm.profiles import ModelProfile, register_profile
+
+    register_profile(ModelProfile(name="primary", model="model-a"))
+    register_profile(ModelProfile(name="backup", model="model-b"))
+    config.settings.fallback_models = ["backup"]
+    Agent("boss", tools=["spawn_agent"], permissions={"spawn_agent": "allow"})
+    served: dict[str, int] = {"model-a": 0, "model-b": 0}
+
+    def turn(body: dict[str, Any]) -> Any:
+        served[body["model"]] += 1
+        if body["model"] == "model-a":
+            return tool_calls([_delegate("spawn_agent")]) if served["model-a"] == 1 else \
+                error(500, "primary is down")
+        return text("sub done") if served["model-b"] == 1 else text("parent done")
+
+    server.default = turn
+    run = toolloop("delegate", agent="boss", model="primary")
+
+    assert run.status == "done" and run.answer == "parent done"
+    assert _results(server.requests[-1])["s1"] == "sub done"
+    warnings = [i["message"] for i in run.view["items"] if i["kind"] == "warning"]
+    assert any("'primary' failed" in w for w in warnings), warnings
