@@ -33,16 +33,11 @@ from .plan.loop import resume_plan
 from .run import Run, RunRecorder
 from .toolloop_resume import resume_toolloop
 
-__all__ = ["Answer", "resume", "settle", "pending_runs"]
+__all__ = ["Answer", "resume", "settle", "OptionOutOfRange"]
 
 
 class OptionOutOfRange(ResumeError, ParameterError):
     """An option number the waiting card does not have (nothing changed)."""
-
-
-def pending_runs(store: Any, session: str | None = None) -> list[Any]:
-    """Suspended runs (of ``session`` or all), oldest first."""
-    return list(store.list_pending(session))
 
 
 def _rebuild_run(store: Any, run_id: str, pending: PendingRun) -> Run:
