@@ -102,9 +102,9 @@ def assemble_calls(parts: dict[int, dict[str, Any]], deltas: list[Any]) -> None:
 # ------------------------------------------------------------------------------------ loops
 def loop_ours(base_url: str, rounds: int, stream: bool) -> list[dict[str, Any]]:
     """(a) ``run_loop`` with toolloop's hooks and a run recorder."""
-    from jupyter_agent.agents._base import tool_output_processor, window_fitter
+    from jupyter_agent.agents.compression import tool_output_processor, window_fitter
     from jupyter_agent.agents.run import Run, RunRecorder
-    from jupyter_agent.agents.toolloop import tool_runner
+    from jupyter_agent.agents.tooling import tool_runner
     from jupyter_agent.llm.tokens import count_tools_tokens
     from jupyter_agent.loop.hooks import LoopHooks
     from jupyter_agent.loop.kernel import LoopConfig, run_loop

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from .errors import ResumeError
 from .events import AskAnswered
 
-__all__ = ["Answer", "AnswerSource", "AnswerLog"]
+__all__ = ["Answer", "WaitingAsk", "AnswerSource", "AnswerLog"]
 
 
 @dataclass
@@ -51,19 +51,28 @@ class Answer:
                            option_index=self.option_index if self.how == "option" else None)
 
 
+@dataclass(frozen=True)
+class WaitingAsk:
+    """Which card a suspended run waits on: enough to find (or keep) its answer."""
+
+    call_id: str
+    """The tool call the card stands for; its answer becomes that call's result."""
+    question: str
+    kind: Literal["ask", "approval"] = "ask"
+
+
 class AnswerSource(Protocol):
     """Answers a suspended run's question without asking the user, when it can."""
 
-    def answer_for(self, pending: dict[str, Any]) -> Answer | None:
-        """The answer to the ask saved in ``pending`` (a suspended run's record), or ``None``
-        to leave the run waiting for the user."""
+    def answer_for(self, ask: WaitingAsk) -> Answer | None:
+        """The answer to ``ask``, or ``None`` to leave the run waiting for the user."""
         ...
 
 
 class AnswerLog(Protocol):
     """Keeps the answers given to suspended runs (a recording keeps them for its replay)."""
 
-    def keep(self, pending: dict[str, Any], answer: Answer, via: Literal["click", "code"]) -> None:
-        """Keep ``answer`` to the ask saved in ``pending``; ``via`` says whether a button
-        (``click``) or a notebook cell (``code``: ``%agent resume``, ``--option``) gave it."""
+    def keep(self, ask: WaitingAsk, answer: Answer, via: Literal["click", "code"]) -> None:
+        """Keep ``answer`` to ``ask``; ``via`` says whether a button (``click``) or a notebook
+        cell (``code``: ``%agent resume``, ``--option``) gave it."""
         ...

@@ -3,8 +3,8 @@ them, the layers below read them.
 
 This module decides nothing: which model a turn uses and which client serves it is
 :mod:`jupyter_agent.clients.factory` (the order is documented there). Read the settings as
-``config.settings`` at the moment they are needed, never keep a reference: tests replace the
-object.
+``config.settings`` at the moment they are needed, never keep a reference. The object is a
+slot of the process state: ``STATE.reset()`` puts every field back to its default.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from .secrets import register_secret
+
+from ._state import STATE, to_defaults
 
 __all__ = ["Settings", "settings", "CassetteMode", "CassetteTiming"]
 
@@ -62,4 +64,4 @@ class Settings(BaseModel):
         return value
 
 
-settings = Settings()
+settings: Settings = STATE.slot("config.settings", Settings, reset=to_defaults)

@@ -62,7 +62,15 @@ class MagicUsageError(JupyterAgentError):
 
 
 class ParameterError(JupyterAgentError, ValueError):
-    """A Python caller passed a parameter outside its range (the message names the parameter)."""
+    """A Python caller passed a parameter outside its range (the message names the parameter).
+
+    ``parameters`` are the names the message uses, so the magics can say ``--max-rounds``
+    where a script caller reads ``max_rounds``.
+    """
+
+    def __init__(self, message: str, *, parameters: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.parameters = tuple(parameters)
 
 
 class ModelRequestError(JupyterAgentError):

@@ -14,9 +14,12 @@ from __future__ import annotations
 import argparse
 import keyword
 import math
+import re
 from typing import Callable
 
-__all__ = ["unquote", "text", "integer", "number", "identifier", "name_list"]
+from .errors import JupyterAgentError, ParameterError
+
+__all__ = ["unquote", "text", "integer", "number", "identifier", "name_list", "usage_message"]
 
 
 def unquote(value: str) -> str:
@@ -90,3 +93,14 @@ def name_list(value: str) -> str:
     if not [n for n in value.split(",") if n.strip()]:
         raise _bad(f"must name at least one tool (comma-separated), not {value!r}")
     return value
+
+
+def usage_message(exc: JupyterAgentError) -> str:
+    """The one line a magic shows for ``exc``: a parameter's name becomes its flag
+    (``max_rounds`` -> ``--max-rounds``); the layers below speak of parameters."""
+    text_ = str(exc)
+    if isinstance(exc, ParameterError):
+        for name in exc.parameters:
+            text_ = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)",
+                           "--" + name.replace("_", "-"), text_, count=1)
+    return text_

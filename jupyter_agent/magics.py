@@ -16,12 +16,16 @@ from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
 from .errors import JupyterAgentError, ResumeError
+from .flags import usage_message
 
 __all__ = ["AgentMagics", "interpolate"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
            "request_deadline")
+_EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%chat.",
+               "toolloop": "The cell is empty: write the task below %%toolloop.",
+               "plan": "The cell is empty: write the task below %%plan."}
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -137,12 +141,14 @@ class AgentMagics(Magics):
     def _ns(self) -> dict[str, Any]:
         return self.shell.user_ns if self.shell is not None else {}
 
-    def _common(self, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
+    def _common(self, args: Any, cell: str, magic: str) -> tuple[str, dict[str, Any]]:
         from . import config
 
         if not cell or not cell.strip():
             raise UsageError("The cell is empty: write your message below the magic line.")
         prompt = interpolate(cell.strip(), self._ns())
+        if not prompt.strip():  # every {field} filled in empty
+            raise UsageError(_EMPTY_CELL[magic])
         knowledge = None
         if args.knowledge:
             if args.knowledge not in self._ns():
@@ -161,7 +167,7 @@ class AgentMagics(Magics):
             try:
                 opts["client"] = cell_client("record" if args.record else "replay", args.model)
             except JupyterAgentError as exc:
-                raise UsageError(str(exc)) from None
+                raise UsageError(usage_message(exc)) from None
         return prompt, opts
 
     def _agent(self, args: Any) -> Any:
@@ -198,7 +204,7 @@ class AgentMagics(Magics):
         try:
             run = start([_Starter(on_start, listener)])
         except JupyterAgentError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(usage_message(exc)) from None
         ns = self._ns()
         ns["_agent_run"] = run
         if args.out:
@@ -216,7 +222,7 @@ class AgentMagics(Magics):
     def chat(self, line: str, cell: str) -> None:
         """Send the cell to the model once and stream the answer."""
         args = parse_argstring(self.chat, line)
-        prompt, opts = self._common(args, cell)
+        prompt, opts = self._common(args, cell, "chat")
         from .agents.chat import chat
 
         self._run(args, lambda listeners: chat(prompt, listeners=listeners, **opts))
@@ -231,7 +237,7 @@ class AgentMagics(Magics):
     def toolloop(self, line: str, cell: str) -> None:
         """Let the model call your @tool functions until it answers."""
         args = parse_argstring(self.toolloop, line)
-        prompt, opts = self._common(args, cell)
+        prompt, opts = self._common(args, cell, "toolloop")
         tools = self._tools(args)
         from .agents.toolloop import MAX_ROUNDS, toolloop
 
@@ -240,7 +246,7 @@ class AgentMagics(Magics):
             tool_choice=args.tool_choice, agent=self._agent(args), listeners=listeners, **opts))
         run = self._ns().get("_agent_run")
         if run is not None and run.status == "ask":  # waiting on an approval card
-            from .agents.approvals import approval_hint
+            from .agents.toolloop_resume import approval_hint
             from .ui.live import show_hint
 
             show_hint(run, approval_hint(run))
@@ -258,7 +264,7 @@ class AgentMagics(Magics):
     def plan(self, line: str, cell: str) -> None:
         """Run the planning agent: a live plan, questions as buttons, a stop gate."""
         args = parse_argstring(self.plan, line)
-        prompt, opts = self._common(args, cell)
+        prompt, opts = self._common(args, cell, "plan")
         tools = self._tools(args)
         try:
             from .agents.plan.agent import MAX_ROUNDS, plan, resume_hint
@@ -288,7 +294,7 @@ class AgentMagics(Magics):
         try:
             return run_command(line, self._ns())
         except JupyterAgentError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(usage_message(exc)) from None
 
 
 def _or(value: int | None, default: int) -> int:
@@ -334,5 +340,4 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         run.view["items"].append({"kind": "warning", "message": str(exc)})
         if live is not None:
-            live._dirty = True
-            live.finish()
+            live.refresh()

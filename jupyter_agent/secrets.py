@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from ._state import STATE
+
 __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
@@ -74,7 +76,10 @@ _NEVER_SECRET = frozenset({"PWD", "OLDPWD", "XAUTHORITY", "SSH_AUTH_SOCK", "KEYM
 _URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@", re.IGNORECASE)
 
 _lock = threading.Lock()
-_registered: set[str] = set()
+# A slot of the process state: resetting it forgets registered values and drops every cache
+# built from them (tests reset it around each test).
+_registered: set[str] = STATE.slot("secrets.registered", set,
+                                   reset=lambda _values: _reset_for_tests())
 _registered_version = 0
 
 

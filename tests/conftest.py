@@ -34,24 +34,18 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test starts from a fresh process state (``jupyter_agent._state.STATE``: tools,
+    agents, settings, clients, cassettes, displays, the default store...) and leaves none."""
     for name in _ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("JUPYTER_AGENT_HOME", str(tmp_path_factory.mktemp("agent-home")))
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
-    from jupyter_agent import config
-    from jupyter_agent.clients.factory import clear_client_cache
-    from jupyter_agent.session import reset_default_store
-    from jupyter_agent.tools.registry import REGISTRY
+    import jupyter_agent.config  # noqa: F401  (its settings are a slot too)
+    from jupyter_agent._state import STATE
 
-    reset_default_store()
-    clear_client_cache()
-    saved = config.settings.model_copy()
-    REGISTRY.clear()
+    STATE.reset()
     yield
-    REGISTRY.clear()
-    config.settings = saved
-    clear_client_cache()
-    reset_default_store()
+    STATE.reset()
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ def _count(name: str, value: Any, minimum: int) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ParameterError(f"{name} must be an integer of {minimum} or more, not {value!r}.")
+        raise ParameterError(f"{name} must be an integer of {minimum} or more, not {value!r}.",
+                             parameters=(name,))
 
 
 def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
@@ -33,7 +34,7 @@ def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
     model = options.get("model")
     if isinstance(model, str) and not model.strip():
         raise ParameterError("model must be a model or profile name, not an empty string "
-                             "(pass None for the default model).")
+                             "(pass None for the default model).", parameters=("model",))
     _count("history", options.get("history"), 0)
     _count("max_tokens", options.get("max_tokens"), 1)
     _count("max_rounds", max_rounds, 1)

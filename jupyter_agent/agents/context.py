@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Iterable, Literal
 
-from ..errors import MagicUsageError
+from ..errors import ParameterError
 from ..llm.tokens import count_text_tokens
 from ..runtime.modes import MODE_KNOWLEDGE_LIMITS
 
@@ -102,9 +102,9 @@ def resolve_knowledge(knowledge: Knowledge, question: str) -> list[Any]:
     try:
         return list(items)
     except TypeError:
-        raise MagicUsageError(
-            "--knowledge must name a list of strings or dicts, or a retriever function"
-        ) from None
+        raise ParameterError(
+            "knowledge must be a list of strings or dicts, or a retriever function",
+            parameters=("knowledge",)) from None
 
 
 def render_quotes(items: list[Any], *, item_template: str | None = None,

@@ -10,17 +10,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
+from .._state import STATE, Box
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
 from ..secrets import StreamMasker, mask, mask_obj, masked_stdio
 from ..view.state import new_view, reduce_event
 
 if TYPE_CHECKING:
     from ..session.store import Store
+    from .pending import PendingRun
 
-__all__ = ["Run", "RunRecorder", "new_run_id", "last_run"]
+__all__ = ["Run", "RunRecorder", "new_run_id", "last_run", "set_last_run"]
 
 Listener = Callable[[BaseEvent], None]
-_LAST: dict[str, Run] = {}
+_LAST: Box = STATE.slot("agents.last_run", Box)
 
 
 def new_run_id() -> str:
@@ -30,7 +32,12 @@ def new_run_id() -> str:
 
 def last_run() -> Run | None:
     """The most recent run of this process (also bound to ``_agent_run`` in a notebook)."""
-    return _LAST.get("run")
+    return _LAST.value  # type: ignore[no-any-return]
+
+
+def set_last_run(run: Run | None) -> None:
+    """Make ``run`` the process's most recent run again (a sub-run is never the user's)."""
+    _LAST.value = run
 
 
 class Run:
@@ -60,10 +67,11 @@ class Run:
         self.cost = 0.0
         self.rounds = 0
         self.seconds = 0.0
-        self.pending: dict[str, Any] | None = None
+        self.pending: PendingRun | None = None
+        """What a suspended run saved (status ``ask``); ``None`` otherwise."""
         self.plan: dict[str, Any] | None = None
         self.abort_requested = False
-        _LAST["run"] = self
+        _LAST.value = self
 
     def abort(self) -> None:
         """Ask the run to stop: the loop checks this flag before each round and between

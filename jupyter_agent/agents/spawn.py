@@ -1,11 +1,15 @@
-"""``spawn_agent``: a tool that hands a self-contained task to a short nested loop.
+"""``spawn_agent``: a tool that hands a self-contained task to a sub-agent.
 
-The nested loop (at most 30 rounds) uses the parent's model client and tools, minus
-``spawn_agent`` itself, with its built-ins bound to a folder inside the parent's workspace. It
-is not persisted and shows no cards: it "asks for no permissions". Our reading of that: a tool
-the parent would have to ask about is *denied* to the sub-agent, unless the parent's session
-already allows it (an "Allow for this session" choice or an agent override), because nobody
-can answer a card inside a tool call. Its token usage is added to the parent run.
+The sub-agent (:mod:`.delegation`: at most 30 model requests, not persisted, no cards) uses the
+parent's model client and tools, minus ``spawn_agent`` itself, with its built-ins bound to a
+folder inside the parent's workspace. It "asks for no permissions": a tool the parent would
+have to ask about is *denied* to it, unless the parent's session already allows it (an "Allow
+for this session" choice or an agent override), because nobody can answer a card inside a tool
+call. Its token usage is added to the parent run (module ``spawn_agent``).
+
+The tool is made while the turn's tools are resolved (:mod:`.turn`); the runner it calls is
+given to it then (:attr:`SpawnParent.run_sub_agent`), and the parent's client once the turn has
+resolved its model.
 """
 
 from __future__ import annotations
@@ -15,17 +19,17 @@ from typing import Any
 
 from ..errors import ToolError
 from ..llm.protocol import ModelClient
-from ..llm.usage_context import report_usage
 from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace, WorkspaceError
 from ..tools.registry import NO_DEADLINE, Tool
+from .constants import SUB_AGENT_MAX_ROUNDS
+from .delegation import SubAgentRunner, SubAgentTask
 
-__all__ = ["SPAWN_MAX_ROUNDS", "SUB_AGENT_PROMPT", "SpawnParent", "make_spawn_tool",
-           "run_sub_agent"]
+__all__ = ["SPAWN_MAX_ROUNDS", "SUB_AGENT_PROMPT", "SpawnParent", "make_spawn_tool"]
 
-SPAWN_MAX_ROUNDS = 30
-"""Model requests a sub-agent may make (the spec's limit)."""
+SPAWN_MAX_ROUNDS = SUB_AGENT_MAX_ROUNDS
+"""Model requests a spawned sub-agent may make (the spec's limit; every sub-agent's)."""
 
 SUB_AGENT_PROMPT = (
     "You are a sub-agent. A parent agent gave you one self-contained task. Work on it with "
@@ -41,10 +45,35 @@ class SpawnParent:
 
     workspace: Workspace
     permissions: PermissionContext
+    run_sub_agent: SubAgentRunner
+    """The one sub-agent runner (given by the turn driver)."""
     tools: list[Tool[Any]] = field(default_factory=list)
     """The parent's tools; ``spawn_agent`` is left out of the sub-agent's set."""
     client: ModelClient | None = None
     """The parent's model client, known once the turn has resolved its model."""
+
+    def spawn(self, task: str, cwd: str = ".") -> str:
+        """Run the sub-agent on ``task`` in ``cwd``; the text the parent model receives."""
+        if not task or not task.strip():
+            raise ToolError("spawn_agent needs a task.")
+        if self.client is None:
+            raise ToolError("spawn_agent is not available outside a run.")
+        root = self.workspace.resolve(cwd or ".")
+        if not root.is_dir():
+            raise WorkspaceError(f"{cwd!r} is not a folder of the workspace.")
+        sub_ws = Workspace(root, read_only=self.workspace.read_only,
+                           allow_network=self.workspace.allow_network)
+        permissions = self.permissions.child()
+        permissions.cwd = str(root)
+        run = self.run_sub_agent(SubAgentTask(
+            task=task.strip(), role=f"{SUB_AGENT_PROMPT}\n\nYour folder: {root}",
+            tools=rebind_builtins([t for t in self.tools if t.name != SPAWN_TOOL_NAME], sub_ws),
+            permissions=permissions, workspace=sub_ws, label="The sub-agent",
+            usage_module=lambda module: SPAWN_TOOL_NAME, client=self.client))
+        answer = run.answer.strip() or "(the sub-agent gave no answer)"
+        if run.status == "max_rounds":
+            return f"[The sub-agent reached its limit of {SPAWN_MAX_ROUNDS} rounds.]\n{answer}"
+        return answer
 
 
 def make_spawn_tool(parent: SpawnParent) -> Tool[Any]:
@@ -61,58 +90,9 @@ def make_spawn_tool(parent: SpawnParent) -> Tool[Any]:
             task: The task, with all the context the sub-agent needs.
             cwd: Folder to work in, relative to the workspace (default: the workspace itself).
         """
-        return run_sub_agent(parent, task, cwd)
+        return parent.spawn(task, cwd)
 
     # No tool deadline: the sub-agent's round limit and the model client's timeout bound it,
     # and an abandoned sub-agent would keep calling the model in the background.
     return tag(Tool(spawn_agent, name=SPAWN_TOOL_NAME, batchable=False, timeout=NO_DEADLINE),
                "spawn")
-
-
-def run_sub_agent(parent: SpawnParent, task: str, cwd: str = ".",
-                  max_rounds: int = SPAWN_MAX_ROUNDS) -> str:
-    """Run the nested loop for ``task`` and return the text the parent model receives."""
-    from ..llm.tokens import count_tools_tokens
-    from ..loop.hooks import LoopHooks
-    from ..loop.kernel import LoopConfig, run_loop
-    from ._base import tool_output_processor, window_fitter
-    from .toolloop import tool_runner
-
-    if not task or not task.strip():
-        raise ToolError("spawn_agent needs a task.")
-    if parent.client is None:
-        raise ToolError("spawn_agent is not available outside a run.")
-    root = parent.workspace.resolve(cwd or ".")
-    if not root.is_dir():
-        raise WorkspaceError(f"{cwd!r} is not a folder of the workspace.")
-    sub_ws = Workspace(root, read_only=parent.workspace.read_only,
-                       allow_network=parent.workspace.allow_network)
-    tools = rebind_builtins([t for t in parent.tools if t.name != SPAWN_TOOL_NAME], sub_ws)
-    permissions = parent.permissions.child()
-    permissions.cwd = str(root)
-    client = parent.client
-    prof = client.profile
-    schemas = [t.schema() for t in tools]
-    messages = [{"role": "system", "content": f"{SUB_AGENT_PROMPT}\n\nYour folder: {root}"},
-                {"role": "user", "content": task.strip()}]
-    cfg = LoopConfig(model=prof.model, tools=schemas or None,
-                     max_rounds=min(max_rounds, SPAWN_MAX_ROUNDS), stream=False)
-    hooks = LoopHooks(
-        run_tool=tool_runner(tools, permissions),
-        can_batch=lambda c: False,
-        fit_context=window_fitter(prof.max_context, None, count_tools_tokens(schemas)),
-        process_tool_output=tool_output_processor(client),
-    )
-    result = run_loop(client, messages, cfg, hooks)
-    # The nested loop priced its own calls; they belong to the parent run's totals.
-    for u in result.usages:
-        report_usage("spawn_agent", u.model, u.usage, u.cost)
-    if result.status == "aborted":
-        # The nested loop caught the user's interrupt; the parent must stop too.
-        raise KeyboardInterrupt
-    if result.status == "error":
-        raise ToolError(f"The sub-agent failed: {result.error}")
-    answer = result.answer.strip() or "(the sub-agent gave no answer)"
-    if result.status == "max_rounds":
-        return f"[The sub-agent reached its limit of {cfg.max_rounds} rounds.]\n{answer}"
-    return answer

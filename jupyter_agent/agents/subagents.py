@@ -2,11 +2,11 @@
 call, and a one-call model helper (system prompt + task in, text out).
 
 ``agent_tool(analyst)`` (or ``analyst.as_tool()``) is a tool taking one ``task``. Each call runs
-a nested tool loop with the agent's instructions, tools, model and workspace: nothing is
-persisted (no store, no session), nothing is shown, and nobody can answer an approval card from
-inside a tool call, so a tool the sub-agent would have to ask about is denied to it unless the
-agent's own ``permissions`` allow it. The sub-run's answer is the tool result the model reads;
-the :class:`~jupyter_agent.agents.run.Run` itself is the call's raw value
+the agent as a sub-agent (:mod:`.delegation`, the same runner as ``spawn_agent``: at most 30
+model requests, nothing persisted or shown) with the agent's instructions, tools, model and
+workspace; a tool it would have to ask about is denied to it unless the agent's own
+``permissions`` allow it. The sub-run's answer is the tool result the model reads; the
+:class:`~jupyter_agent.agents.run.Run` itself is the call's raw value
 (``run.tool_values[call_id]``).
 
 Every model call of a sub-agent or a model helper is reported through
@@ -21,21 +21,22 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ToolError
-from ..events import UsageRecorded
-from ..llm.types import Usage
-from ..llm.usage_context import report_usage
 from ..runtime.agents import Agent as AgentProfile
+from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
+from ..runtime.policy import PermissionContext
+from ..tools.builtin import Workspace
 from ..tools.registry import NO_DEADLINE, Tool, ToolResult
+from .constants import SUB_AGENT_MAX_ROUNDS
+from .delegation import SubAgentTask
+from .driver import run_sub_agent as run_as_sub_agent
 from .run import Run
 
 if TYPE_CHECKING:
     from ..llm.protocol import ModelClient
 
 __all__ = ["Agent", "SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
-           "model_tool", "run_agent_task"]
+           "model_tool"]
 
-SUB_AGENT_MAX_ROUNDS = 30
-"""Model requests one sub-agent call may make (the same limit as ``spawn_agent``)."""
 DEFAULT_MODEL_SYSTEM = "You are a careful assistant. Answer the task you are given concisely."
 """The system prompt of :func:`model_tool` when none is given."""
 
@@ -68,64 +69,24 @@ def _answer_text(run: Run) -> str:
     return answer
 
 
-def _report_run_usage(run: Run, prefix: str) -> None:
-    """Hand every priced call of ``run`` to the caller's usage sink, one report per call."""
-    for event in run.events:
-        if not isinstance(event, UsageRecorded):
-            continue
-        usage = Usage(input_tokens=event.input_tokens, output_tokens=event.output_tokens,
-                      estimated=event.estimated)
-        report_usage(f"{prefix}:{event.module}", event.model, usage, event.cost)
-
-
-def run_agent_task(agent: Agent, task: str, *, client: ModelClient | None = None,
-                   max_rounds: int = SUB_AGENT_MAX_ROUNDS, exclude: tuple[str, ...] = ()) -> Run:
-    """Run ``agent`` on ``task`` as a nested, unpersisted tool loop and return its Run.
-
-    The usage of its calls is *not* reported here (see :func:`agent_tool`).
-
-    Args:
-        agent: The agent: its instructions, tools (``None``: every ``@tool`` function), model
-            and workspace are used; ``spawn_agent`` is left out (sub-agents do not spawn).
-        task: The self-contained task (the sub-agent sees nothing else).
-        client: A model client to use instead of the agent's model.
-        max_rounds: Model requests before the final-answer round.
-        exclude: Tool names left out (the calling tool itself, against recursion).
-    """
-    from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
-    from ..runtime.policy import PermissionContext
-    from ..tools.builtin import Workspace
-    from . import run as run_module
-    from ._base import TurnOptions, drive, prepare
-    from .context import TOOL_SEPARATOR, join_system
-    from .toolloop import loop_parts
-
+def _agent_task(agent: AgentProfile, task: str, tool_name: str, *,
+                client: ModelClient | None, max_rounds: int) -> SubAgentTask:
+    """``agent`` on ``task``: its instructions, tools (not ``spawn_agent``, not the calling
+    tool itself), model, workspace and permissions."""
     workspace = Workspace(agent.workspace or os.getcwd(), read_only=agent.read_only,
                           allow_network=agent.allow_network)
     specs = agent.tools
     if specs is not None:
         specs = [s for s in specs if not (isinstance(s, str) and s.strip() == SPAWN_TOOL_NAME)]
     tools = [t for t in resolve_tool_specs(specs, workspace=lambda: workspace)
-             if t.name not in exclude and t.name != SPAWN_TOOL_NAME]
+             if t.name not in (tool_name, SPAWN_TOOL_NAME)]
     permissions = PermissionContext(overrides=dict(agent.permissions), read_only=agent.read_only,
-                                    cwd=str(workspace.root), no_prompts=True)
-    opt = TurnOptions(model=agent.model, session=None, store=None, history=0, stream=False,
-                      client=client)
-    parent_run = run_module.last_run()
-    try:
-        p = prepare("toolloop", task, opt, mode="agent", agent=agent.name)
-        prof = p.client.profile
-        system = join_system([prof.default_system_prompt, agent.instructions], TOOL_SEPARATOR)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages.append({"role": "user", "content": task.strip()})
-        cfg, hooks = loop_parts(p, tools, parallel=False, max_rounds=max_rounds, temperature=None,
-                                max_tokens=None, stream=False, permissions=permissions)
-        return drive(p, messages, cfg, hooks, persist_from=len(messages) - 1)
-    finally:
-        # The sub-run is not the user's "last run". (A shared failover client reports to the
-        # parent run again by itself: ``drive`` routes its warnings only while it runs.)
-        if parent_run is not None:
-            run_module._LAST["run"] = parent_run
+                                    cwd=str(workspace.root))
+    return SubAgentTask(task=task.strip(), role=agent.instructions, tools=tools,
+                        permissions=permissions, workspace=workspace,
+                        label=f"The sub-agent {tool_name}",
+                        usage_module=lambda module: f"{tool_name}:{module}", client=client,
+                        model=agent.model, agent=agent.name, max_rounds=max_rounds)
 
 
 class Agent(AgentProfile):
@@ -152,7 +113,8 @@ def agent_tool(agent: AgentProfile | str, name: str | None = None, description: 
         name: Tool name (default: the agent's name).
         description: What the calling model reads (default: the agent's description).
         client: A model client to use instead of the agent's model (tests, record/replay).
-        max_rounds: Model requests per call (default 30).
+        max_rounds: Tool rounds per call before its final answer; a call never makes more
+            than 30 model requests in all (the default).
         requires_approval: Ask the user before each call (the permission policy's default for
             sub-agents); ``False`` lets the calling run use it freely.
 
@@ -180,14 +142,10 @@ def agent_tool(agent: AgentProfile | str, name: str | None = None, description: 
         """
         if not task or not task.strip():
             raise ToolError("The task is empty.")
-        run = run_agent_task(resolved, task, client=client, max_rounds=max_rounds,
-                             exclude=(tool_name,))
-        _report_run_usage(run, tool_name)  # before any error: the calls were made and paid
-        if run.status == "aborted":
-            raise KeyboardInterrupt  # the user interrupted: the calling run stops too
-        if run.status == "error":
-            raise ToolError(f"The sub-agent {tool_name} failed: {run.error}")
-        return run
+        # Usage is reported to the calling run, an interrupt stops it, a failure is a tool
+        # error: all in the one runner.
+        return run_as_sub_agent(_agent_task(resolved, task, tool_name, client=client,
+                                            max_rounds=max_rounds))
 
     # No tool deadline: the round limit and the model client's timeout bound a sub-agent, and an
     # abandoned one would keep calling the model in the background.

@@ -6,16 +6,17 @@ the session's main agent (the workspace follows); else the agent bound to the se
 when the intent is confident enough (>= 0.5) and an agent declares that intent, that agent for
 this turn only; else no agent (the default role, working in the current directory).
 
-``%%toolloop`` and ``%%plan`` call :func:`setup_turn` before ``prepare`` and
-:meth:`TurnSetup.bind` after it; a resumer rebuilds the same setup with :func:`restore_turn`
-from the state saved with the suspended run.
+The turn driver (:mod:`jupyter_agent.agents.driver`) calls :func:`setup_turn` before it opens
+the turn and :meth:`TurnSetup.bind` after; a resume rebuilds the same setup with
+:func:`restore_turn` from the :class:`~jupyter_agent.agents.pending.TurnState` saved with the
+suspended run.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError, ToolError
 from ..events import UsageRecorded, Warning_
@@ -27,17 +28,17 @@ from ..runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
 from ..tools.registry import Tool
+from .delegation import SubAgentRunner
 from .intent import recognize_intent
+from .pending import TurnState
 from .spawn import SpawnParent, make_spawn_tool
 
-__all__ = ["TurnSetup", "setup_turn", "restore_turn", "LIVE_TOOLS"]
+if TYPE_CHECKING:
+    from .drive import TurnContext
+
+__all__ = ["TurnSetup", "setup_turn", "restore_turn"]
 
 AgentSource = Literal["user", "session", "intent"]
-_LIVE_LIMIT = 64
-
-LIVE_TOOLS: dict[str, list[Tool[Any]]] = {}
-"""Tool objects of suspended runs in this process, by run id: a resume in the same kernel
-gets back even tools that have no registered name (functions passed directly)."""
 
 
 @dataclass
@@ -73,7 +74,7 @@ class TurnSetup:
             parts.append(hint)
         return "\n\n".join(parts)
 
-    def bind(self, p: Any) -> None:
+    def bind(self, p: TurnContext) -> None:
         """Attach the prepared run: its store and session (permission memory), its client
         (``spawn_agent``), and show the notices."""
         self.permissions.store = p.store
@@ -93,26 +94,14 @@ class TurnSetup:
                                           estimated=u.usage.estimated))
         self.usages.clear()
 
-    def state(self) -> dict[str, Any]:
-        """The JSON saved with a suspended run, for :func:`restore_turn`."""
-        return {
-            "agent": self.agent_name,
-            "agent_source": self.agent_source,
-            "workspace": str(self.workspace.root),
-            "read_only": self.workspace.read_only,
-            "allow_network": self.workspace.allow_network,
-            "overrides": dict(self.permissions.overrides),
-            "auto_approve": self.permissions.auto_approve,
-            "tools": [t.name for t in self.tools],
-            "intent": None if self.intent is None else self.intent.model_dump(),
-            "mode": self.mode,
-        }
-
-    def remember_tools(self, run_id: str) -> None:
-        """Keep the tool objects for a resume of ``run_id`` in this process."""
-        LIVE_TOOLS[run_id] = list(self.tools)
-        while len(LIVE_TOOLS) > _LIVE_LIMIT:  # runs never answered: forget the oldest
-            LIVE_TOOLS.pop(next(iter(LIVE_TOOLS)))
+    def state(self) -> TurnState:
+        """What is saved with a suspended run, for :func:`restore_turn`."""
+        return TurnState(agent=self.agent_name, agent_source=self.agent_source,
+                         workspace=str(self.workspace.root), read_only=self.workspace.read_only,
+                         allow_network=self.workspace.allow_network,
+                         overrides=dict(self.permissions.overrides),
+                         auto_approve=self.permissions.auto_approve,
+                         tools=[t.name for t in self.tools], intent=self.intent, mode=self.mode)
 
 
 def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Workspace:
@@ -126,13 +115,15 @@ def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Wo
     return Workspace(root or os.getcwd(), read_only=read_only, allow_network=network)
 
 
-def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext, *,
-                lenient: bool = False) -> tuple[list[Tool[Any]], SpawnParent | None]:
+def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext,
+                run_sub_agent: SubAgentRunner, *, lenient: bool = False
+                ) -> tuple[list[Tool[Any]], SpawnParent | None]:
     parent: SpawnParent | None = None
 
     def spawn() -> Tool[Any]:
         nonlocal parent
-        parent = SpawnParent(workspace=workspace, permissions=permissions)
+        parent = SpawnParent(workspace=workspace, permissions=permissions,
+                             run_sub_agent=run_sub_agent)
         return make_spawn_tool(parent)
 
     if not lenient or specs is None:
@@ -152,7 +143,7 @@ def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext
 
 
 def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str = "agent",
-               store: Any = None) -> TurnSetup:
+               store: Any = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
 
     Side effects: a user-chosen agent is bound to the session (``store.bind_agent``), and
@@ -162,14 +153,16 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     Args:
         kind: ``toolloop`` or ``plan``.
         prompt: The user's raw text (the intent looks at nothing else).
-        opt: The turn's :class:`~jupyter_agent.agents._base.TurnOptions`.
+        opt: The turn's :class:`~jupyter_agent.agents.drive.TurnOptions`.
         tools: The cell's tool specs (``--tools``); ``None``: the agent's, else every ``@tool``.
         store: The session store (``None``: no session lookups or bindings).
+        run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
     """
     notices: list[str] = []
     chosen = resolve_agent(getattr(opt, "agent", None))
     record = store.get_session(opt.session) if store is not None and opt.session else None
-    agent, source = chosen, ("user" if chosen is not None else None)
+    agent = chosen
+    source: AgentSource | None = "user" if chosen is not None else None
     if agent is None and record is not None and record.agent:
         try:
             agent, source = resolve_agent(record.agent), "session"
@@ -197,40 +190,46 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         read_only=workspace.read_only, cwd=str(workspace.root),
         auto_approve=bool(getattr(opt, "auto_approve", False)))
     specs = tools if tools is not None else (agent.tools if agent is not None else None)
-    selected, parent = _make_tools(specs, workspace, permissions)
+    selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent)
     return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
                      workspace=workspace, permissions=permissions, tools=selected, spawn=parent,
                      notices=notices, usages=usages)
 
 
-def restore_turn(state: dict[str, Any], p: Any) -> TurnSetup:
-    """The setup of a suspended run, rebuilt from its saved ``state`` (any kernel)."""
+def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
+                 run_sub_agent: SubAgentRunner) -> TurnSetup:
+    """The setup of a suspended run, rebuilt from its saved ``state`` (any kernel).
+
+    Args:
+        state: What :meth:`TurnSetup.state` saved.
+        tools: The run's tool objects when this process kept them (``held``); otherwise they
+            are looked up by name, and one that is not defined here is left out (a call to it
+            gets the "Unknown tool" answer) rather than making the run impossible to resume.
+        run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
+    """
     agent = None
-    if state.get("agent"):
+    if state.agent:
         try:
-            agent = resolve_agent(state["agent"])
+            agent = resolve_agent(state.agent)
         except ConfigError:
             agent = None  # its overrides were saved; its instructions are in the messages
-    workspace = Workspace(state.get("workspace") or os.getcwd(),
-                          read_only=bool(state.get("read_only")),
-                          allow_network=bool(state.get("allow_network")))
-    permissions = PermissionContext(overrides=dict(state.get("overrides") or {}),
+    workspace = Workspace(state.workspace or os.getcwd(), read_only=state.read_only,
+                          allow_network=state.allow_network)
+    permissions = PermissionContext(overrides=dict(state.overrides),
                                     read_only=workspace.read_only, cwd=str(workspace.root),
-                                    auto_approve=bool(state.get("auto_approve")))
-    live = LIVE_TOOLS.pop(p.run.run_id, None)
-    if live is not None:
-        tools, parent = list(live), None
-        spawn = next((t for t in tools if t.name == SPAWN_TOOL_NAME), None)
+                                    auto_approve=state.auto_approve)
+    parent: SpawnParent | None = None
+    if tools is not None:
+        selected = list(tools)
+        spawn = next((t for t in selected if t.name == SPAWN_TOOL_NAME), None)
         if spawn is not None:
             # A fresh spawn tool: the old one points at the previous turn's client and context.
-            tools, parent = _make_tools([t if t is not spawn else SPAWN_TOOL_NAME for t in tools],
-                                        workspace, permissions)
+            selected, parent = _make_tools(
+                [t if t is not spawn else SPAWN_TOOL_NAME for t in selected], workspace,
+                permissions, run_sub_agent)
     else:
-        names = list(state.get("tools") or [])
-        tools, parent = _make_tools(names, workspace, permissions, lenient=True)
-    intent = IntentResult.model_validate(state["intent"]) if state.get("intent") else None
-    setup = TurnSetup(mode=state.get("mode") or "agent", agent=agent,
-                      agent_source=state.get("agent_source"), intent=intent, workspace=workspace,
-                      permissions=permissions, tools=tools, spawn=parent)
-    setup.bind(p)
-    return setup
+        selected, parent = _make_tools(list(state.tools), workspace, permissions,
+                                       run_sub_agent, lenient=True)
+    return TurnSetup(mode=state.mode, agent=agent, agent_source=state.agent_source,
+                     intent=state.intent, workspace=workspace, permissions=permissions,
+                     tools=selected, spawn=parent)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from ..answers import Answer
+from ..answers import Answer, WaitingAsk
 from ..errors import JupyterAgentError
 from ._diff import closest, describe_difference
 
@@ -182,12 +182,9 @@ class Cassette(BaseModel):
             self.interactions.append(item)
         return item
 
-    def add_answer(self, pending: dict[str, Any], answer: Any, via: str = "click") -> None:
-        """Record the answer given to the ask saved in ``pending`` (a suspended run's record)."""
-        ask = pending.get("ask") or {}
-        item = RecordedAnswer(call_id=str(pending.get("call_id") or ask.get("call_id") or ""),
-                              question=str(ask.get("question") or ""),
-                              kind="approval" if ask.get("kind") == "approval" else "ask",
+    def add_answer(self, ask: WaitingAsk, answer: Any, via: str = "click") -> None:
+        """Record the answer given to ``ask`` (the card a suspended run waited on)."""
+        item = RecordedAnswer(call_id=ask.call_id, question=ask.question, kind=ask.kind,
                               how=answer.how, option_index=answer.option_index,
                               text=answer.text or "", via="code" if via == "code" else "click")
         with self._lock:

@@ -12,13 +12,14 @@ import threading
 from pathlib import Path
 
 from .. import config
+from .._state import STATE
 from .cassette import Cassette
 from .storage import default_cassette_path, load_cassette
 
 __all__ = ["cassette_at", "active_cassette", "forget_cassettes", "resolve_cassette_path"]
 
 _lock = threading.RLock()
-_cassettes: dict[str, Cassette] = {}
+_cassettes: dict[str, Cassette] = STATE.slot("clients.cassettes", dict)
 
 
 def resolve_cassette_path(path: str | Path | None) -> Path:

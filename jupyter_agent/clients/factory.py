@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import config
+from .._state import STATE
 from ..config import CassetteMode
 from ..llm.client import OpenAIClient, RetryPolicy
 from ..llm.profiles import ModelProfile
@@ -47,9 +48,9 @@ __all__ = ["DEFAULT_MODEL", "ModelChoice", "resolve_model", "make_client", "clie
 DEFAULT_MODEL = "gpt-4.1-mini"
 """The model when nothing is configured and the embedded one is not installed (or a key is)."""
 
-_clients: dict[tuple[Any, ...], ModelClient] = {}
+_clients: dict[tuple[Any, ...], ModelClient] = STATE.slot("clients.cache", dict)
 _clients_lock = threading.Lock()
-_local_notice_shown = False
+_notices_shown: set[str] = STATE.slot("clients.notices_shown", set)
 
 
 @dataclass(frozen=True)
@@ -156,11 +157,10 @@ def turn_client(cell: str | None = None, *, agent: str | None = None,
 
 def local_default_notice(turn: TurnClient) -> str | None:
     """A one-line notice the first time the embedded model runs a turn nobody named it for."""
-    global _local_notice_shown
     if (turn.model != LOCAL_NAME or turn.source in ("cell", "agent", "session", "given")
-            or _local_notice_shown):
+            or "local" in _notices_shown):
         return None
-    _local_notice_shown = True
+    _notices_shown.add("local")
     return ("No API key configured: using the embedded local model (SmolLM2-135M). "
             "Set OPENAI_API_KEY or JUPYTER_AGENT_MODEL to use another model.")
 

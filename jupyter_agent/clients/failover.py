@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from .._state import STATE
 from ..events import BaseEvent, Warning_
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import ModelClient
@@ -32,7 +33,7 @@ __all__ = ["FailoverClient", "MARK_SECONDS", "marked_profiles", "clear_marks", "
 MARK_SECONDS = 300.0
 """How long a failed profile is skipped before it is tried first again."""
 
-_marks: dict[str, float] = {}
+_marks: dict[str, float] = STATE.slot("clients.failover_marks", dict)
 _marks_lock = threading.Lock()
 
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..answers import Answer
+from ..answers import Answer, WaitingAsk
 from ..llm.client import OpenAIClient
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import ChunkStream, Reply, Transport
@@ -143,7 +143,7 @@ class CassetteAnswerLog:
 
     cassette: Cassette
 
-    def keep(self, pending: dict[str, Any], answer: Answer, via: Literal["click", "code"]) -> None:
-        """Record ``answer`` to the ask saved in ``pending``."""
-        self.cassette.add_answer(pending, answer, via)
+    def keep(self, ask: WaitingAsk, answer: Answer, via: Literal["click", "code"]) -> None:
+        """Record ``answer`` to ``ask``."""
+        self.cassette.add_answer(ask, answer, via)
         _save(self.cassette)

@@ -17,7 +17,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from ..answers import Answer
+from ..answers import Answer, WaitingAsk
 from ..config import CassetteTiming
 from ..llm.client import OpenAIClient, RetryPolicy
 from ..llm.profiles import ModelProfile
@@ -85,10 +85,8 @@ class CassetteAnswers:
 
     cassette: Cassette
 
-    def answer_for(self, pending: dict[str, Any]) -> Answer | None:
-        """The recorded click for the ask saved in ``pending`` (by call id, else the next
-        unused answer to the same question), or ``None``."""
-        ask = pending.get("ask") or {}
-        recorded = self.cassette.answer_for(str(pending.get("call_id") or ""),
-                                            str(ask.get("question") or ""))
+    def answer_for(self, ask: WaitingAsk) -> Answer | None:
+        """The recorded click for ``ask`` (by call id, else the next unused answer to the same
+        question), or ``None``."""
+        recorded = self.cassette.answer_for(ask.call_id, ask.question)
         return recorded.to_answer() if recorded is not None else None

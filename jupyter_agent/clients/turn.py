@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from .._state import STATE
 from ..answers import AnswerLog, AnswerSource
 from ..events import BaseEvent
 from ..llm.protocol import ModelClient
@@ -36,7 +37,7 @@ ModelSource = Literal["cell", "agent", "session", "active", "env", "settings", "
 """Which rule chose the model (see :mod:`.factory`); ``given``: the caller passed a client."""
 
 _roles: weakref.WeakKeyDictionary[ModelClient, tuple[Literal["record", "replay"], Cassette]] = (
-    weakref.WeakKeyDictionary())
+    STATE.slot("clients.roles", weakref.WeakKeyDictionary))
 _roles_lock = threading.Lock()
 
 

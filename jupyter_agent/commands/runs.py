@@ -37,15 +37,20 @@ def _parsers(sub: Any) -> None:
 
 @TABLE.command("pending", "List runs waiting for an answer or an approval.")
 def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from ..agents.pending import card_of
     from ..session import default_store
 
     rows = default_store().list_pending(args.session)
     if not rows:
         print("No run is waiting for an answer.")
     for r in rows:
-        ask = (r.pending or {}).get("ask") or {}
-        opts = " | ".join(f"{i}. {o}" for i, o in enumerate(ask.get("options") or [], start=1))
-        print(f"{r.run_id} ({r.kind}, session {r.session}): {ask.get('question', '')}\n    {opts}")
+        card = card_of(r.pending)
+        if card is None:
+            print(f"{r.run_id} ({r.kind}, session {r.session}): (its saved state cannot be read "
+                  "by this version)")
+            continue
+        opts = " | ".join(f"{i}. {o}" for i, o in enumerate(card.options, start=1))
+        print(f"{r.run_id} ({r.kind}, session {r.session}): {card.question}\n    {opts}")
 
 
 @TABLE.command("runs", "The latest runs and how they ended: runs [--session NAME] [-n N].")

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._state import STATE
 from .pricing import PriceTier, price_call, sanitize_price_tiers
 from .types import Usage
 
@@ -81,9 +82,8 @@ def _tiers(inp: float, out: float) -> list[PriceTier]:
     return [PriceTier(input_price=inp, output_price=out)]
 
 
-BUILTIN_PROFILES: dict[str, ModelProfile] = {
-    p.name: p
-    for p in [
+def _builtin_profiles() -> dict[str, ModelProfile]:
+    return {p.name: p for p in [
         ModelProfile(name="gpt-4.1-mini", model="gpt-4.1-mini", max_context=1_047_576,
                      max_output=32_768, price_tiers=_tiers(0.4, 1.6)),
         ModelProfile(name="gpt-4.1", model="gpt-4.1", max_context=1_047_576, max_output=32_768,
@@ -98,8 +98,17 @@ BUILTIN_PROFILES: dict[str, ModelProfile] = {
                      price_tiers=_tiers(1.1, 4.4),
                      capabilities=Capabilities(reasoning=True, max_temperature=None,
                                                max_completion_tokens=True)),
-    ]
-}
+    ]}
+
+
+def _restore_builtins(profiles: dict[str, ModelProfile]) -> None:
+    profiles.clear()
+    profiles.update(_builtin_profiles())
+
+
+BUILTIN_PROFILES: dict[str, ModelProfile] = STATE.slot("llm.profiles", _builtin_profiles,
+                                                       reset=_restore_builtins)
+"""The registered profiles by name: the built-in ones, and those added by ``register_profile``."""
 
 
 def register_profile(profile: ModelProfile) -> ModelProfile:

@@ -103,7 +103,7 @@ def _answer_of(assistant_messages: list[Message]) -> str:
     return ""
 
 
-class _Run:
+class _LoopRun:
     """State of one kernel run (kept in an object so the phases stay small functions)."""
 
     def __init__(self, client: ModelClient, messages: list[Message], cfg: LoopConfig,
@@ -488,4 +488,4 @@ def run_loop(client: ModelClient, messages: list[Message], cfg: LoopConfig,
     Returns:
         A :class:`LoopResult`; reaching ``max_rounds`` is a status, not an exception.
     """
-    return _Run(client, messages, cfg, hooks or LoopHooks(), emit or (lambda e: None)).run()
+    return _LoopRun(client, messages, cfg, hooks or LoopHooks(), emit or (lambda e: None)).run()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import config
+from .._state import STATE
 from ..clients.cassette import Cassette
 from ..clients.cassettes import active_cassette, cassette_at, resolve_cassette_path
 from ..clients.factory import clear_client_cache, make_client, resolve_model
@@ -34,7 +35,25 @@ __all__ = ["Mode", "start", "go_live", "cell_client", "describe"]
 Mode = CassetteMode
 
 _lock = threading.RLock()
-_state: dict[str, Any] = {}
+
+
+def _forget(state: dict[str, Any]) -> None:
+    """The process-state reset: the scratch store closed and deleted, and the store it stood
+    in for closed too (the default store starts afresh, whatever resets first)."""
+    from ..session.store import swap_default_store
+
+    scratch = state.pop("scratch", None)
+    previous = state.pop("store", None)
+    state.clear()
+    if scratch is not None:
+        current = swap_default_store(None)
+        for store in (current, previous):
+            if store is not None:
+                store.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+_state: dict[str, Any] = STATE.slot("replay.mode", dict, reset=_forget)
 """What ``go_live`` restores: ``store`` (the previous default store), ``scratch`` (the scratch
 directory), ``model`` (the previous ``settings.active_model``, when replay/record changed it)."""
 

@@ -15,12 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._state import STATE
 from ..errors import ConfigError
 from ..session.permissions import Decision
 
 __all__ = ["Agent", "AGENTS", "resolve_agent", "list_agents", "forget_agent", "agent_for_intent"]
 
-AGENTS: dict[str, Agent] = {}
+AGENTS: dict[str, Agent] = STATE.slot("runtime.agents", dict)
 """Agents defined in this process, by name (re-creating a name replaces the old one)."""
 _lock = threading.Lock()
 
@@ -111,7 +112,7 @@ def resolve_agent(agent: str | Agent | None) -> Agent | None:
     if agent is None or isinstance(agent, Agent):
         return agent
     if not isinstance(agent, str):
-        raise ConfigError(f"--agent needs an Agent or an agent name, not {type(agent).__name__}.")
+        raise ConfigError(f"agent must be an Agent or an agent name, not {type(agent).__name__}.")
     found = AGENTS.get(agent.strip())
     if found is None:
         known = ", ".join(sorted(AGENTS)) or "none defined"

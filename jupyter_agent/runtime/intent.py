@@ -19,6 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .._state import STATE, to_defaults
+
 __all__ = ["Category", "CATEGORIES", "IntentResult", "IntentRules", "INTENT_RULES",
            "DEFAULT_KEYWORDS", "CATEGORY_DESCRIPTIONS", "intent_by_rules",
            "intent_system_text"]
@@ -94,7 +96,7 @@ class IntentRules(BaseModel):
         return found
 
 
-INTENT_RULES = IntentRules()
+INTENT_RULES: IntentRules = STATE.slot("runtime.intent_rules", IntentRules, reset=to_defaults)
 """The process-wide rules (``INTENT_RULES.keywords["account_query"].append("wallet")``)."""
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")

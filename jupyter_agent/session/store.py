@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._state import STATE, Box
 from ._db import Database
 from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
@@ -77,8 +78,16 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
         self.close()
 
 
-_default: Store | None = None
+def _close_default(box: Box) -> None:
+    with _default_lock:
+        store, box.value = box.value, None
+    if store is not None:
+        store.close()
+
+
 _default_lock = threading.Lock()
+_default: Box = STATE.slot("session.default_store", Box, reset=_close_default)
+"""The process-wide store (``value``; ``None`` until first used)."""
 
 
 def default_store() -> Store:
@@ -87,20 +96,15 @@ def default_store() -> Store:
     ``$JUPYTER_AGENT_HOME`` is read at that first call; later changes need
     ``reset_default_store()``.
     """
-    global _default
     with _default_lock:
-        if _default is None:
-            _default = Store()
-        return _default
+        if _default.value is None:
+            _default.value = Store()
+        return _default.value  # type: ignore[no-any-return]
 
 
 def reset_default_store() -> None:
     """Close and forget the process-wide store (tests, or after changing the data dir)."""
-    global _default
-    with _default_lock:
-        if _default is not None:
-            _default.close()
-        _default = None
+    _close_default(_default)
 
 
 def swap_default_store(store: Store | None) -> Store | None:
@@ -110,7 +114,6 @@ def swap_default_store(store: Store | None) -> Store | None:
     (``jupyter_agent.replay``) runs on a scratch store this way, so a replay starts from the
     same empty sessions as its recording.
     """
-    global _default
     with _default_lock:
-        previous, _default = _default, store
-        return previous
+        previous, _default.value = _default.value, store
+        return previous  # type: ignore[no-any-return]

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._state import STATE
 from ..errors import ConfigError, ToolError
 from .registry import Tool
 
@@ -35,8 +36,18 @@ if TYPE_CHECKING:
 __all__ = ["MCPServer", "MCPTool", "connect_mcp", "disconnect_mcp", "disconnect_all",
            "mcp_servers", "find_mcp_tools", "mcp_tool_names", "mcp_tool_name"]
 
-_SERVERS: dict[str, MCPServer] = {}
 _lock = threading.Lock()
+
+
+def _close_all(servers: dict[str, MCPServer]) -> None:
+    with _lock:
+        closing = list(servers.values())
+        servers.clear()
+    for server in closing:
+        server.close()
+
+
+_SERVERS: dict[str, MCPServer] = STATE.slot("tools.mcp_servers", dict, reset=_close_all)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 

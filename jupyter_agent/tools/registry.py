@@ -12,6 +12,7 @@ from typing import Any, Callable, Generic, TypeVar, overload
 import json5
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._state import STATE
 from ..errors import ToolError
 from ._deadline import ToolTimeout, call_with_deadline, resolve_timeout
 from ._format import result_to_text
@@ -255,7 +256,7 @@ class ToolRegistry:
             self._tools.clear()
 
 
-REGISTRY = ToolRegistry()
+REGISTRY: ToolRegistry = STATE.slot("tools.registry", ToolRegistry)
 """The process-wide registry that ``@tool`` writes to and runs read from."""
 
 

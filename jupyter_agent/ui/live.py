@@ -4,26 +4,66 @@ While the run streams, the widget is updated at most ``MAX_UPDATES_PER_SECOND`` 
 second. When it ends, the display is updated in place with the complete MIME bundle (widget
 view + run JSON + markdown + plain text), so a saved notebook keeps the whole run. A resumed
 run (a click, after the cell finished) updates the same display handle; it never prints.
+
+:data:`displays` finds the display of a run by its id (a click or ``%agent resume`` draws into
+it). A display is dropped from it once its run ends for good: while the run waits for an
+answer it stays, since the answer needs it; at most :data:`MAX_DISPLAYS` are kept (a question
+nobody answers is forgotten first).
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator, MutableMapping
 from typing import Any, Callable
 
+from .._state import STATE
 from ..events import BaseEvent
 from ..view.bundle import build_bundle, output_metadata
 
-__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "displays", "show_hint"]
+__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", "show_hint"]
 
 MAX_UPDATES_PER_SECOND = 30
+MAX_DISPLAYS = 256
+"""Live displays kept at most (runs waiting for an answer; finished runs are dropped)."""
 # Pushed at once: the kernel is about to wait (a model request, an answer from the user), or
 # the run ended. Everything else rides the throttle, so one round is about one state sync.
 _BEFORE_WAIT = frozenset({"round_started", "ask_pending", "ask_answered", "run_finished",
                           "run_failed", "round_retried", "stop_gate_feedback"})
 _INTERNAL_TOOLS = frozenset({"update_plan", "ask_agent"})
 
-displays: dict[str, LiveDisplay] = {}
+
+
+class _Displays(MutableMapping[str, "LiveDisplay"]):
+    """Live displays by run id, oldest first, at most :data:`MAX_DISPLAYS`."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, LiveDisplay] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, run_id: str) -> LiveDisplay:
+        return self._items[run_id]
+
+    def __setitem__(self, run_id: str, display: LiveDisplay) -> None:
+        with self._lock:
+            self._items.pop(run_id, None)
+            self._items[run_id] = display
+            while len(self._items) > MAX_DISPLAYS:
+                self._items.pop(next(iter(self._items)))
+
+    def __delitem__(self, run_id: str) -> None:
+        with self._lock:
+            del self._items[run_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+displays: _Displays = STATE.slot("ui.displays", _Displays)
 """Live displays by run id, so a resume finds the widget of its run."""
 
 
@@ -102,6 +142,17 @@ class LiveDisplay:
             self.flush(now)
         if kind in ("run_finished", "run_failed"):
             self.finish()
+            if self.run.status != "ask" and getattr(self.run, "pending", None) is None:
+                # Ended for good: nothing can draw into it any more (a new answer would be
+                # refused), so the kernel need not keep it.
+                if displays.get(self.run.run_id) is self:
+                    displays.pop(self.run.run_id, None)
+
+    def refresh(self) -> None:
+        """Redraw the whole output now (after the run's view was changed from outside, e.g. a
+        warning added by a failed click)."""
+        self._dirty = True
+        self.finish()
 
     def flush(self, now: float | None = None) -> None:
         """Send pending changes to the front end."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.agents import turn
+from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.errors import ResumeError
@@ -32,7 +32,7 @@ MODES = ["stream", "json", "llama"]  # streamed, one JSON completion, llama.cpp-
 @pytest.fixture(autouse=True)
 def _no_live_tools() -> Iterator[None]:
     yield
-    turn.LIVE_TOOLS.clear()
+    HELD.clear()
 
 
 @pytest.fixture
@@ -106,11 +106,11 @@ def test_two_calls_with_one_id_get_two_cards_and_a_second_click_runs_nothing(
     run = toolloop("two commands", tools=["bash"], stream=mode != "json")
 
     assert run.status == "ask"
-    waiting = run.pending["approvals"]
-    ids = [w["call_id"] for w in waiting]
+    waiting = run.pending.approvals
+    ids = [w.call_id for w in waiting]
     assert ids[0] == "dup" and ids[1] != "dup" and len(set(ids)) == 2  # the first keeps its id
-    assert [w["ask"]["call_id"] for w in waiting] == ids
-    assert ["first" in w["arguments"] for w in waiting] == [True, False]
+    assert [w.card.call_id for w in waiting] == ids
+    assert ["first" in w.arguments for w in waiting] == [True, False]
     cards = _tool_cards(run)
     assert [c["call_id"] for c in cards] == ids  # two cards, never merged into one
     assert "first.txt" in cards[0]["arguments"] and "second.txt" in cards[1]["arguments"]
@@ -153,7 +153,7 @@ def test_deny_the_first_and_allow_the_second(server: ScriptedOpenAI, ws: Path,
                            _bash("echo 2 > second.txt; echo ran-second", "dup")], mode),
                    text("ok"))
     run = toolloop("two commands", tools=["bash"], stream=mode == "stream")
-    ids = [w["call_id"] for w in run.pending["approvals"]]
+    ids = [w.call_id for w in run.pending.approvals]
 
     _click(run, ids[0], 3)  # Deny on the first card
     assert not (ws / "first.txt").exists() and not (ws / "second.txt").exists()
@@ -173,7 +173,7 @@ def test_answering_the_second_card_first_is_refused(server: ScriptedOpenAI, ws: 
     server.enqueue(tool_calls([_bash("echo 1 > first.txt", "dup"),
                                _bash("echo 2 > second.txt", "dup")]), text("ok"))
     run = toolloop("two commands", tools=["bash"])
-    second = run.pending["approvals"][1]["call_id"]
+    second = run.pending.approvals[1].call_id
     with pytest.raises(ResumeError, match="no longer waiting"):
         resume(run.run_id, Answer("option", option_index=1), run=run, expected_call_id=second)
     assert not (ws / "first.txt").exists() and not (ws / "second.txt").exists()
@@ -189,7 +189,7 @@ def test_empty_and_missing_ids_become_distinct_calls(server: ScriptedOpenAI, ws:
                            _bash("echo c > c.txt; echo C", "")], mode),
                    text("ok"))
     run = toolloop("three commands", tools=["bash"], stream=mode != "json")
-    ids = [w["call_id"] for w in run.pending["approvals"]]
+    ids = [w.call_id for w in run.pending.approvals]
     assert len(ids) == 3 and len(set(ids)) == 3 and all(ids)
     assert [c["call_id"] for c in _tool_cards(run)] == ids
 
@@ -227,7 +227,7 @@ def test_an_id_reused_in_the_next_round_gets_its_own_card_and_result(
     assert (ws / "round1.txt").exists()
 
     assert run.status == "ask"  # round 2 asks again, under an id of its own
-    second = run.pending["call_id"]
+    second = run.pending.call_id
     assert second != "same" and run.view["ask"]["call_id"] == second
     _click(run, "same", 1)  # round 1's card clicked again
     assert not (ws / "round2.txt").exists() and run.status == "ask"
@@ -282,14 +282,14 @@ def test_a_resumed_run_never_reuses_an_id_of_its_earlier_part(server: ScriptedOp
     server.enqueue(tool_calls([_bash("echo 1 > one.txt", "k")]),
                    tool_calls([_bash("echo 2 > two.txt", "k")]), text("ok"))
     run = toolloop("go", tools=["bash"])
-    turn.LIVE_TOOLS.clear()
+    HELD.clear()
     resumed = resume(run.run_id, Answer("option", option_index=1), expected_call_id="k")
-    assert resumed.status == "ask" and resumed.pending["call_id"] != "k"
+    assert resumed.status == "ask" and resumed.pending.call_id != "k"
     with pytest.raises(ResumeError, match="no longer waiting"):
         resume(run.run_id, Answer("option", option_index=1), expected_call_id="k")
     assert (ws / "one.txt").exists() and not (ws / "two.txt").exists()
     done = resume(run.run_id, Answer("option", option_index=1),
-                  expected_call_id=resumed.pending["call_id"])
+                  expected_call_id=resumed.pending.call_id)
     assert done.status == "done" and (ws / "two.txt").exists()
     _assert_wire_valid(server.requests[-1])
 
@@ -323,7 +323,7 @@ def test_plan_two_calls_with_one_id_the_replaced_card_runs_nothing(server: Scrip
                    text("ok"))
     run = plan("two commands", tools=["bash"])
     assert run.status == "ask"
-    pending = run.pending["call_id"]
+    pending = run.pending.call_id
     assert pending != "dup" and run.view["ask"]["call_id"] == pending
     _click(run, "dup", 1)
     assert not (ws / "first.txt").exists() and not (ws / "second.txt").exists()

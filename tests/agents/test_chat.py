@@ -16,7 +16,7 @@ from jupyter_agent.agents.context import (
     quote_role,
     slice_history,
 )
-from jupyter_agent.errors import MagicUsageError, MissingKeyError
+from jupyter_agent.errors import MissingKeyError, ParameterError
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from tests.fakes.openai_server import ScriptedOpenAI, error, text
 
@@ -191,7 +191,7 @@ def test_a_failed_request_is_an_error_never_an_answer(server: ScriptedOpenAI) ->
 
 
 def test_empty_prompt_is_a_usage_error(server: ScriptedOpenAI) -> None:
-    with pytest.raises(MagicUsageError, match="empty"):
+    with pytest.raises(ParameterError, match="prompt is empty"):
         chat("   \n ")
     assert server.requests == []
 

@@ -152,9 +152,10 @@ def test_it_asks_for_approval_like_bash(server: ScriptedOpenAI, tmp_path: Path) 
     run = toolloop("Make a file.", tools=[python_sandbox(tmp_path)])
     assert run.status == "ask" and len(server.requests) == 1
     assert not (tmp_path / "x").exists()
-    ask = run.pending["ask"]  # type: ignore[index]
-    assert ask["question"] == "Run this Python code in the workspace?"
-    assert ask["detail"]["code"] == "open('x', 'w')"
+    assert run.pending is not None
+    card = run.pending.card
+    assert card.question == "Run this Python code in the workspace?"
+    assert card.detail["code"] == "open('x', 'w')"
 
 
 def test_denied_in_a_read_only_workspace(server: ScriptedOpenAI, tmp_path: Path) -> None:

@@ -155,7 +155,7 @@ def test_an_agent_tool_asks_for_approval_by_default(server: ScriptedOpenAI) -> N
     run = toolloop("Delegate it.", model="priced", tools=[helper.as_tool()])
     assert run.status == "ask" and len(server.requests) == 1  # nothing ran yet
     assert run.pending is not None
-    assert run.pending["ask"]["question"] == "Allow the tool helper to run?"
+    assert run.pending.card.question == "Allow the tool helper to run?"
 
 
 def test_a_failed_sub_agent_is_a_tool_error_and_its_paid_calls_still_count(

@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from jupyter_agent import config
+from jupyter_agent.agents.held import HELD
+from jupyter_agent.agents.pending import load_pending
 from jupyter_agent.agents.plan.agent import plan
-from jupyter_agent.agents.resume import RESUME_CLIENTS, Answer, resume
+from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.clients.cassette import Cassette, NoRecordingError
 from jupyter_agent.clients.factory import client_for
 from jupyter_agent.clients.failover import clear_marks
@@ -45,7 +47,7 @@ def _live_afterwards() -> Iterator[None]:
 
     go_live()
     forget_cassettes()
-    RESUME_CLIENTS.clear()
+    HELD.clear()
 
 
 @pytest.fixture
@@ -75,7 +77,7 @@ def test_a_cells_own_recording_keeps_the_click_that_comes_after_the_cell(
     run = plan(TASK, client=cell_client("record", None), history=0)
     assert run.status == "ask" and config.settings.cassette_mode == "live"
     done = resume(run.run_id, Answer("option", option_index=2), run=run,
-                  expected_call_id=run.pending["call_id"])
+                  expected_call_id=run.pending.call_id)
     assert done.status == "done"
     saved = load_cassette(tmp_path / "jupyter-agent.cassette.json")
     assert [(a.how, a.option_index, a.via) for a in saved.answers] == [("option", 2, "click")]
@@ -87,7 +89,7 @@ def test_a_cells_own_recording_keeps_the_click_that_comes_after_the_cell(
     answered = [e for e in replayed.events_json() if e["type"] == "ask_answered"]
     assert [(a["answer"], a["option_index"]) for a in answered] == [("HTML", 2)]
     assert len(server.requests) == 2  # the replay sent nothing
-    assert RESUME_CLIENTS == {}  # nothing waits any more, so no client is held
+    assert len(HELD) == 0  # nothing waits any more, so no client is held
 
 
 def test_a_tampered_answer_in_a_cassette_loses_nothing(
@@ -99,7 +101,7 @@ def test_a_tampered_answer_in_a_cassette_loses_nothing(
     start("record", path)
     run = plan(TASK)
     resume(run.run_id, Answer("option", option_index=2), run=run,
-           expected_call_id=run.pending["call_id"])
+           expected_call_id=run.pending.call_id)
     go_live()
     data = json.loads(path.read_text(encoding="utf-8"))
     data["answers"][0]["option_index"] = 7
@@ -110,7 +112,7 @@ def test_a_tampered_answer_in_a_cassette_loses_nothing(
     with pytest.raises(ResumeError, match="between 1 and 3; nothing changed"):
         plan(TASK)
     (waiting,) = default_store().list_pending()
-    assert waiting.pending["ask"]["question"] == ASK["question"]
+    assert load_pending(waiting.pending).card.question == ASK["question"]
     done = resume(waiting.run_id, Answer("option", option_index=2))  # the replay client kept
     assert done.status == "done" and done.answer == "I will write it in HTML."
     assert len(server.requests) == 2
@@ -143,7 +145,7 @@ def test_a_recording_with_fallback_profiles_keeps_its_answers(
     run = plan(TASK, model="primary")
     assert run.status == "ask"
     done = resume(run.run_id, Answer("option", option_index=2), run=run,
-                  expected_call_id=run.pending["call_id"])
+                  expected_call_id=run.pending.call_id)
     assert done.status == "done" and default_store().list_turns("default")[-1].profile == "backup"
     go_live()
     assert [(a.option_index, a.via) for a in load_cassette(path).answers] == [(2, "click")]

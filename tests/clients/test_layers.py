@@ -2,7 +2,7 @@
 
 Layers, top to bottom: the edge (``magics``, ``commands``, ``replay/``), ``agents/``, ``ui/``,
 ``runtime/``, ``clients/``, ``loop/``, ``tools/``, ``llm/``, ``session/``, and the ground
-(``config``, ``events``, ``errors``, ``secrets``, ``answers``). These tests hold the part that
+(``config``, ``events``, ``errors``, ``secrets``, ``answers``, ``_state``). These tests hold the part that
 the client factory re-cut; the whole-package rule is wider than this file.
 """
 
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "jupyter_agent"
-GROUND = {"config", "events", "errors", "secrets", "answers"}
+GROUND = {"config", "events", "errors", "secrets", "answers", "_state"}
 ABOVE_CLIENTS = {"agents", "ui", "runtime", "replay", "magics", "commands", "demo"}
 
 

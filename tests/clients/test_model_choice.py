@@ -126,7 +126,7 @@ def test_the_embedded_notice_is_only_for_a_model_nobody_named(
     from jupyter_agent.clients import factory
     from jupyter_agent.clients.turn import TurnClient
 
-    monkeypatch.setattr(factory, "_local_notice_shown", False)
+    # Shown once per process: the process state is fresh in every test (tests/conftest.py).
     client: Any = object()
     for source in ("cell", "agent", "session", "given"):
         assert factory.local_default_notice(TurnClient(client, "local", source)) is None

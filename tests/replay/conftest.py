@@ -1,21 +1,11 @@
-"""Record/replay tests: every test leaves the process live, with no cassette loaded."""
+"""Record/replay tests (the mode, the scratch store and the loaded cassettes are process state:
+``tests/conftest.py`` resets them, so every test starts live with no cassette loaded)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-
-@pytest.fixture(autouse=True)
-def _back_to_live() -> Iterator[None]:
-    yield
-    from jupyter_agent.clients.cassettes import forget_cassettes
-    from jupyter_agent.replay import mode
-
-    mode.go_live()
-    forget_cassettes()
 
 
 def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ def test_a_clicked_answer_is_recorded_and_answered_from_the_cassette(
     assert run.status == "ask"
     # A click on option 2 (the widget passes the call id it shows).
     run = resume(run.run_id, Answer("option", option_index=2), run=run,
-                 expected_call_id=run.pending["call_id"])
+                 expected_call_id=run.pending.call_id)
     recorded = run.events_json()
     go_live()
     offline()

@@ -1,10 +1,10 @@
-"""Fixtures for the runtime tests: no agents, MCP servers or failover marks leak between tests,
-and every test gets an empty workspace folder as its current directory."""
+"""Fixtures for the runtime tests: every test gets an empty workspace folder as its current
+directory (agents, MCP servers and failover marks are process state: ``tests/conftest.py``
+resets them)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,23 +13,6 @@ import pytest
 _HERE = str(Path(__file__).parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
-
-
-@pytest.fixture(autouse=True)
-def _clean_runtime() -> Iterator[None]:
-    from jupyter_agent.agents import turn
-    from jupyter_agent.clients import failover
-    from jupyter_agent.runtime import agents
-
-    agents.AGENTS.clear()
-    failover.clear_marks()
-    yield
-    agents.AGENTS.clear()
-    failover.clear_marks()
-    turn.LIVE_TOOLS.clear()
-    from jupyter_agent.tools.mcp import disconnect_all
-
-    disconnect_all()
 
 
 @pytest.fixture

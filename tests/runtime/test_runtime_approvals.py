@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.agents import turn
+from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.errors import ResumeError
@@ -117,7 +117,7 @@ def test_a_session_choice_settles_the_rest_of_the_round(server: ScriptedOpenAI,
 def test_resume_from_the_store_in_a_new_kernel(server: ScriptedOpenAI, workspace: Path) -> None:
     server.enqueue(tool_calls([call("bash", {"command": "pwd"}, id="c1")]), text("here"))
     run = toolloop("where am I", tools=["bash"])
-    turn.LIVE_TOOLS.clear()  # nothing of the first kernel survives but the store
+    HELD.clear()  # nothing of the first kernel survives but the store
     resumed = resume(run.run_id, Answer("option", option_index=1))
     assert resumed is not run and resumed.status == "done" and resumed.answer == "here"
     assert _tool_results(server.requests[1]) == {"c1": f"{workspace}\n[exit code 0]"}
@@ -200,7 +200,7 @@ def test_an_approval_inside_plan_suspends_like_an_ask(server: ScriptedOpenAI,
                    text("The command printed planned."))
     run = plan("Run echo planned", tools=["bash"])
     assert run.status == "ask" and run.view["ask"]["kind"] == "approval"
-    turn.LIVE_TOOLS.clear()
+    HELD.clear()
     done = resume(run.run_id, Answer("option", option_index=1), run=run)
     assert done.status == "done"
     assert _tool_results(server.requests[1])["c1"] == "planned\n[exit code 0]"

@@ -82,7 +82,8 @@ _LAZY = frozenset({"plan", "resume_plan", "resume_hint"})
 
 
 def __getattr__(name: str) -> Any:
-    """``plan``, ``resume_plan`` and ``resume_hint`` from ``agent``, imported on first use."""
+    """``plan``, ``resume_plan`` and ``resume_hint`` from ``agent`` (which imports the loop,
+    the client and the store), imported on first use."""
     if name in _LAZY:
         from . import agent
 

@@ -25,9 +25,10 @@ from ...loop.hooks import (
     UsageItem,
 )
 from ...tools.registry import Tool, invoke_with_usage
-from .._base import compress_llm, tool_output_processor
+from ..compression import compress_llm, tool_output_processor
 from ..run import Run
-from ..toolloop import unknown_tool_message
+from ..tooling import unknown_tool_message
+from .approvals import plan_permission
 from .ask import parse_ask_arguments
 from .constants import INTERACTIVE_NOT_SUPPORTED, WAITING_FOR_USER_ANSWER
 from .gate import StopGateCounter
@@ -156,8 +157,6 @@ class PlanHooks:
                            internal=True, interactive=interactive)
 
     def _runtime(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
-        from .approvals import plan_permission
-
         self.state.on_runtime_tool()  # set before running: a failing tool still counts
         t = self.tools.get(call.name)
         if t is None:

@@ -12,18 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...answers import Answer
 from ...events import AskPending, BaseEvent
 from ...llm.types import ToolCall
 from ...loop.hooks import ToolOutcome
 from ...runtime.policy import PermissionContext, check_permission
-from ..approval_calls import answered_outcome, approval_item
+from ..approval_answers import answered_outcome, approval_choice
+from ..drive import TurnContext
+from ..pending import ApprovalCard, WaitingCall
 
-__all__ = ["plan_permission", "plan_approval_answer", "restore_plan_runtime", "is_approval"]
-
-
-def is_approval(pending: dict[str, Any]) -> bool:
-    """True when a suspended run waits on an approval card (not on a question)."""
-    return (pending.get("ask") or {}).get("kind") == "approval"
+__all__ = ["plan_permission", "plan_approval_answer"]
 
 
 def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | None,
@@ -48,25 +46,13 @@ def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | 
     return out
 
 
-def restore_plan_runtime(pending: dict[str, Any], p: Any) -> Any:
-    """The :class:`~jupyter_agent.agents.turn.TurnSetup` saved with a suspended plan run
-    (``pending["runtime"]``), or ``None`` for a run saved without one."""
-    from ..turn import restore_turn
-
-    state = pending.get("runtime")
-    if not state:
-        return None
-    return restore_turn(state, p)
-
-
-def plan_approval_answer(p: Any, pending: dict[str, Any], answer: Any, tools: dict[str, Any],
-                         permissions: PermissionContext | None) -> str:
+def plan_approval_answer(p: TurnContext, card: ApprovalCard, answer: Answer,
+                         tools: dict[str, Any], permissions: PermissionContext | None, *,
+                         round_: int) -> str:
     """The result text of the call an approval card waited on, after ``answer``: the tool's
     output (allowed) or ``Permission denied by the user: <tool> was not run.``"""
-    from ..resume import answer_text_for_approval
-
-    item = approval_item(pending["ask"])
+    item = WaitingCall.of(card)
     ctx = permissions or PermissionContext(session=p.run.session, store=p.store)
-    out = answered_outcome(p, item, answer_text_for_approval(answer), tools.get(item["name"]),
-                           ctx, round_=int(pending.get("rounds") or 0), available=list(tools))
+    out = answered_outcome(p, item, approval_choice(answer), tools.get(item.name), ctx,
+                           round_=round_, available=list(tools))
     return out.output

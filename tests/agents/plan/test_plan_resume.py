@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from jupyter_agent.agents.held import HELD
+from jupyter_agent.agents.pending import PlanPending, load_pending
 from jupyter_agent.agents.plan import plan, resume_hint
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.errors import ResumeError
@@ -61,28 +63,31 @@ def test_valid_ask_in_turn_two_suspends_with_the_saved_context(
     assert not events_of(run, "warning")
     pending = run.pending
     assert pending is not None
-    assert pending["kind"] == "plan" and pending["call_id"] == "a1"
-    assert pending["messages"][:-1] == srv.requests[1]["messages"]  # the round's snapshot
-    assert pending["messages"][-1] == {"role": "assistant", "content": "",
-                                       "tool_calls": [_ask_call("a1")]}
-    assert pending["ask"]["question"] == "Which one?" and pending["ask"]["options"] == OPTIONS
-    assert pending["ask"]["call_id"] == "a1"
-    assert pending["model"] == "gpt-4.1-mini" and pending["tools"] == []
-    assert pending["rounds"] == 2 and pending["options"]["rounds"] == 2
-    assert pending["options"]["max_rounds"] == 100
-    assert pending["state"]["requirePlan"] is True
-    assert pending["state"]["activePlan"]["steps"][0]["id"] == "1"
-    assert pending["user_message"] == {"role": "user", "content": PROMPT}
+    assert isinstance(pending, PlanPending) and pending.version == 1
+    assert pending.kind == "plan" and pending.call_id == "a1"
+    assert pending.messages[:-1] == srv.requests[1]["messages"]  # the round's snapshot
+    assert pending.messages[-1] == {"role": "assistant", "content": "",
+                                    "tool_calls": [_ask_call("a1")]}
+    assert pending.card.question == "Which one?" and pending.card.options == OPTIONS
+    assert pending.card.call_id == "a1" and pending.card.kind == "ask"
+    assert pending.model == "gpt-4.1-mini" and pending.tools == []
+    assert pending.rounds == 2
+    assert pending.options.max_rounds == 100
+    assert pending.plan_state.require_plan is True
+    assert pending.plan_state.active_plan is not None
+    assert pending.plan_state.active_plan.steps[0].id == "1"
+    assert pending.turn_messages[0] == {"role": "user", "content": PROMPT}
     record = store.get_run(run.run_id)
-    assert record.status == "ask" and record.pending == pending
+    assert record.status == "ask" and load_pending(record.pending) == pending
+    assert record.pending == pending.to_json()
     assert run.view["status"] == "ask" and run.view["ask"]["options"] == OPTIONS
     assert run.plan is not None and run.plan["steps"][0]["status"] == "pending"
     # Suspended, not finished: the rounds finished before the ask are in the session already
     # (written round by round), the ask round is not; the resume knows how many are there.
     saved = store.get_messages("default")
     assert saved[0] == {"role": "user", "content": PROMPT}
-    assert saved[1:] == pending["produced"][:len(saved) - 1]
-    assert pending["persisted"] == len(saved)
+    assert saved[1:] == pending.turn_messages[1:len(saved)]
+    assert pending.persisted == len(saved)
     assert not any(m.get("tool_calls") and m["tool_calls"][0]["id"] == "a1" for m in saved)
 
 
@@ -90,7 +95,7 @@ def test_resume_sends_saved_messages_plus_the_answer(srv: ScriptedOpenAI, client
                                                      store: Store):
     # Scenario 30: no new system prompt, state restored, rounds numbered on.
     run = _suspend_in_turn_two(srv, client, store)
-    saved = run.pending["messages"]
+    saved = run.pending.messages
 
     srv.enqueue(tool_calls([call("update_plan", step_done("1"), id="p2")]), text("Migrated."))
     same = resume(run.run_id, Answer("option", option_index=2), run=run, store=store,
@@ -130,7 +135,7 @@ def test_other_text_and_dismissal_are_told_apart(srv: ScriptedOpenAI, client: An
     resume(run.run_id, Answer("other", text="use D"), run=run, store=store, client=client)
     assert srv.requests[1]["messages"][-1]["content"] == (
         "The user chose none of the options and wrote instead: use D")
-    assert run.status == "ask" and run.pending["call_id"] == "a2"
+    assert run.status == "ask" and run.pending.call_id == "a2"
 
     srv.enqueue(text("ok"))
     resume(run.run_id, Answer("dismissed"), run=run, store=store, client=client)
@@ -160,8 +165,8 @@ def test_two_asks_in_one_turn_last_wins(srv: ScriptedOpenAI, client: Any, store:
     run = plan("go", client=client, store=store, tools=[lookup])
 
     assert run.status == "ask" and ran == ["k"]
-    assert run.pending["call_id"] == "a2" and run.pending["ask"]["question"] == "Second?"
-    saved = run.pending["messages"]
+    assert run.pending.call_id == "a2" and run.pending.card.question == "Second?"
+    saved = run.pending.messages
     assert saved[-1] == {"role": "assistant", "content": "", "tool_calls": [_ask_call("a2",
                                                                                       "Second?")]}
     assert saved[:-1] == srv.requests[0]["messages"]
@@ -220,6 +225,7 @@ def test_a_tool_missing_at_resume_fails_clearly_and_keeps_the_question(
     run = _suspend_in_turn_two(srv, client, store, tools=["lookup"])
     pending = run.pending
     REGISTRY.unregister("lookup")  # the new kernel has not run the cell defining it yet
+    HELD.clear()  # ... and keeps nothing of the old one but the store
     sent = len(srv.requests)
 
     with Store(store_path) as fresh:
@@ -228,7 +234,7 @@ def test_a_tool_missing_at_resume_fails_clearly_and_keeps_the_question(
     assert '"lookup"' in failed.error and "not found" in failed.error
     assert len(srv.requests) == sent  # no model request was made
     record = store.get_run(run.run_id)
-    assert record.status == "ask" and record.pending == pending
+    assert record.status == "ask" and load_pending(record.pending) == pending
     assert failed.view["ask"] is not None and failed.view["ask"]["answered"] is None
 
     tool(lookup.fn)  # the cell defining it is run again: now the answer goes through
@@ -304,7 +310,7 @@ def test_answer_up_front_covers_only_the_first_ask(srv: ScriptedOpenAI, client: 
     run = plan("go", client=client, store=store, tools=[], answer="option b")
 
     assert srv.requests[1]["messages"][-1]["content"] == "The user chose option 2 of 3: Option B"
-    assert run.status == "ask" and run.pending["call_id"] == "a2"
+    assert run.status == "ask" and run.pending.call_id == "a2"
     assert resume_hint(run).startswith("Waiting for your answer.")
     assert not events_of(run, "warning") and run.error is None
     assert store.get_run(run.run_id).status == "ask"

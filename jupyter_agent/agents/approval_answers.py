@@ -1,6 +1,7 @@
 """Answering approval cards: what happens to a waiting tool call once the user clicked.
 
-Shared by every resumer (``%%toolloop`` in ``agents/approvals.py``, ``%%plan``):
+Shared by both resumers (``%%toolloop`` in ``agents/toolloop_resume.py``, ``%%plan`` in
+``agents/plan/loop.py``):
 
 * "Allow once" runs the call now and its real result becomes the call's tool message;
 * "Allow for this session" does the same and remembers ``allow`` for that tool in the session;
@@ -14,37 +15,40 @@ session") runs without a second card.
 
 from __future__ import annotations
 
-import json
 import time
-from typing import Any
+from typing import Any, Literal
 
+from ..answers import Answer
 from ..errors import ResumeError
 from ..events import ToolReturned, UsageRecorded
-from ..llm.types import ToolCall
+from ..llm.types import Message, ToolCall
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem
 from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
+from .compression import tool_output_processor
+from .drive import TurnContext
+from .pending import WaitingCall
+from .tooling import unknown_tool_message
 
-__all__ = ["approval_item", "answered_outcome", "run_call", "settle_approvals",
+__all__ = ["Choice", "approval_choice", "answered_outcome", "run_call", "settle_approvals",
            "replace_tool_result"]
 
-
-def approval_item(ask: dict[str, Any]) -> dict[str, Any]:
-    """The waiting call described by an approval card's fields (``call_id``, ``name``,
-    ``arguments`` as raw JSON text)."""
-    detail = ask.get("detail") or {}
-    args = detail.get("arguments", {})
-    raw = args if isinstance(args, str) else json.dumps(args)
-    return {"call_id": ask["call_id"], "name": detail.get("tool", ""), "arguments": raw, "ask": ask}
+Choice = Literal["allow_once", "allow_session", "deny"]
 
 
-def run_call(p: Any, tool: Any, call: ToolCall, *, round_: int) -> ToolOutcome:
+def approval_choice(answer: Answer) -> Choice:
+    """Which approval option was picked: ``allow_once``, ``allow_session`` or ``deny``."""
+    if answer.how == "option":
+        picked: dict[int, Choice] = {1: "allow_once", 2: "allow_session", 3: "deny"}
+        return picked.get(answer.option_index or 0, "deny")
+    return "deny"  # dismissing an approval card, or typing text, never allows anything
+
+
+def run_call(p: TurnContext, tool: Any, call: ToolCall, *, round_: int) -> ToolOutcome:
     """Run one approved call outside the kernel, with what the kernel would do around it:
     usage of helpers inside the tool counted into the run, long output shortened, and a
     ``tool_returned`` event (which replaces the card's "Waiting for approval." in the view)."""
-    from ._base import tool_output_processor
-
     usages: list[UsageItem] = []
     start = time.perf_counter()
     with usage_sink(lambda module, model, usage, cost: usages.append(
@@ -60,7 +64,7 @@ def run_call(p: Any, tool: Any, call: ToolCall, *, round_: int) -> ToolOutcome:
     return out
 
 
-def _account(p: Any, usages: list[UsageItem], round_: int) -> None:
+def _account(p: TurnContext, usages: list[UsageItem], round_: int) -> None:
     run = p.run
     for u in usages:
         run.input_tokens += u.usage.input_tokens
@@ -72,16 +76,13 @@ def _account(p: Any, usages: list[UsageItem], round_: int) -> None:
                                       estimated=u.usage.estimated))
 
 
-def answered_outcome(p: Any, item: dict[str, Any], choice: str, tool: Any,
+def answered_outcome(p: TurnContext, item: WaitingCall, choice: Choice, tool: Any,
                      permissions: PermissionContext, *, round_: int,
                      available: list[str]) -> ToolOutcome:
-    """The result of a waiting call after the user's ``choice`` (``allow_once``,
-    ``allow_session`` or ``deny``, see ``resume.answer_text_for_approval``); emits the
-    call's ``tool_returned`` event."""
-    from .toolloop import unknown_tool_message
-
-    name = item["name"]
-    call = ToolCall(id=item["call_id"], name=name, arguments=item.get("arguments") or "")
+    """The result of a waiting call after the user's ``choice`` (:func:`approval_choice`);
+    emits the call's ``tool_returned`` event."""
+    name = item.name
+    call = ToolCall(id=item.call_id, name=name, arguments=item.arguments or "")
     if choice == "allow_session":
         permissions.remember(name, "allow")
     if choice not in ("allow_once", "allow_session"):
@@ -96,7 +97,7 @@ def answered_outcome(p: Any, item: dict[str, Any], choice: str, tool: Any,
     return out
 
 
-def _returned(p: Any, call: ToolCall, out: ToolOutcome, round_: int) -> None:
+def _returned(p: TurnContext, call: ToolCall, out: ToolOutcome, round_: int) -> None:
     p.recorder.emit(ToolReturned(round=round_, call_id=call.id, name=call.name,
                                  output=out.output, error=out.error,
                                  seconds=round(out.seconds, 4)))
@@ -112,7 +113,7 @@ def _returned(p: Any, call: ToolCall, out: ToolOutcome, round_: int) -> None:
                                  "error": out.error, "seconds": out.seconds, "value": out.value})
 
 
-def replace_tool_result(messages: list[dict[str, Any]], call_id: str, content: str) -> bool:
+def replace_tool_result(messages: list[Message], call_id: str, content: str) -> bool:
     """Put ``content`` into the tool message answering ``call_id`` (in place); False if none.
 
     Call ids are unique within a run (``loop/call_ids.py``); the search goes from the end so
@@ -126,26 +127,25 @@ def replace_tool_result(messages: list[dict[str, Any]], call_id: str, content: s
     return False
 
 
-def settle_approvals(p: Any, pending: dict[str, Any], choice: str, tools: dict[str, Any],
-                     permissions: PermissionContext) -> list[dict[str, Any]]:
-    """Apply ``choice`` to the call whose card was shown (``pending["call_id"]``), then run,
-    deny or queue the others of ``pending["approvals"]``; results go into
-    ``pending["messages"]`` and ``pending["persist"]``.
+def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, choice: Choice,
+                     tools: dict[str, Any], permissions: PermissionContext, *, round_: int,
+                     messages: list[list[Message]]) -> list[WaitingCall]:
+    """Apply ``choice`` to the call whose card was shown (``call_id``), then run, deny or
+    queue the other ``waiting`` calls; each result replaces its call's placeholder in every
+    list of ``messages`` (in place).
 
     Returns:
         The calls still waiting, the first of which needs a new card (empty: all settled).
     """
-    waiting = _card_first(list(pending.get("approvals") or []), pending.get("call_id"))
-    round_ = int(pending.get("round") or pending.get("rounds") or 0)
+    queue = _card_first(list(waiting), call_id)
     names = list(tools)
-    for index, item in enumerate(waiting):
-        tool = tools.get(item["name"])
+    for index, item in enumerate(queue):
+        tool = tools.get(item.name)
         if index == 0:
             out = answered_outcome(p, item, choice, tool, permissions, round_=round_,
                                    available=names)
         else:
-            call = ToolCall(id=item["call_id"], name=item["name"],
-                            arguments=item.get("arguments") or "")
+            call = ToolCall(id=item.call_id, name=item.name, arguments=item.arguments or "")
             if tool is None:
                 out = answered_outcome(p, item, "allow_once", None, permissions, round_=round_,
                                        available=names)
@@ -153,25 +153,24 @@ def settle_approvals(p: Any, pending: dict[str, Any], choice: str, tools: dict[s
                 blocked = check_permission(call, tool, permissions)
                 permissions.take_waiting()
                 if blocked is not None and blocked.interactive is not None:
-                    return waiting[index:]  # still needs the user: the next card
+                    return queue[index:]  # still needs the user: the next card
                 if blocked is not None:
                     out = blocked
                     _returned(p, call, out, round_)
                 else:
                     out = run_call(p, tool, call, round_=round_)
                     _returned(p, call, out, round_)
-        for key in ("messages", "persist"):
-            if pending.get(key) is not None:
-                replace_tool_result(pending[key], item["call_id"], out.output)
+        for listed in messages:
+            replace_tool_result(listed, item.call_id, out.output)
     return []
 
 
-def _card_first(waiting: list[dict[str, Any]], call_id: Any) -> list[dict[str, Any]]:
+def _card_first(waiting: list[WaitingCall], call_id: str) -> list[WaitingCall]:
     """``waiting`` with the call the answered card was shown for first: an answer applies to
     exactly that call, never to another one waiting beside it."""
     for i, item in enumerate(waiting):
-        if item.get("call_id") == call_id:
+        if item.call_id == call_id:
             return [item, *waiting[:i], *waiting[i + 1:]]
-    if call_id is not None and waiting:
+    if waiting:
         raise ResumeError(f"No waiting call {call_id!r} in this run; nothing changed.")
     return waiting

@@ -1,10 +1,13 @@
-"""What every agent run shares: model resolution, the store, the recorder and the loop call.
+"""What every agent run shares: the turn's context, the loop call, the end of the turn.
 
-An agent module (chat, toolloop, plan) builds its messages and hooks, then calls
-:func:`drive`, which runs the kernel, maps its result onto the :class:`Run`, persists the turn
-and emits ``run_finished``. The model and its client come from the client factory
-(:func:`jupyter_agent.clients.factory.turn_client`), once per turn; the loop only ever sees
-the :class:`~jupyter_agent.llm.protocol.ModelClient` protocol.
+:func:`open_turn` resolves the model and client (the client factory,
+:func:`jupyter_agent.clients.factory.turn_client`, once per turn), creates the run and turn
+records and loads the session history: a :class:`TurnContext`. The turn driver
+(:mod:`jupyter_agent.agents.driver`) calls it for every new turn; a resume builds its context
+from the saved run. :func:`drive` runs the kernel, maps its result onto the :class:`Run`,
+persists the turn round by round and emits ``run_finished``; :func:`suspend` saves a run that
+waits for an answer. The loop only ever sees the
+:class:`~jupyter_agent.llm.protocol.ModelClient` protocol.
 """
 
 from __future__ import annotations
@@ -15,17 +18,17 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..events import BaseEvent, ToolCalled, Warning_
 from ..llm.protocol import ModelClient
-from ..llm.types import Usage
-from ..loop.hooks import ContextFit, LoopHooks, UsageItem
+from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig, LoopResult, run_loop
+from .pending import PendingRun
 from .run import Run, RunRecorder
 
 if TYPE_CHECKING:
     from ..clients.turn import TurnClient
     from ..session.store import Store
 
-__all__ = ["TurnOptions", "Prepared", "prepare", "drive", "window_fitter", "tool_output_processor",
-           "compress_llm"]
+__all__ = ["TurnOptions", "TurnContext", "resolve_store", "resolve_client", "open_turn", "drive", "finish_turn",
+           "suspend"]
 
 
 @dataclass
@@ -57,8 +60,9 @@ class TurnOptions:
 
 
 @dataclass
-class Prepared:
-    """A run ready to start: client, Run, recorder and store resolved."""
+class TurnContext:
+    """What one turn of a run works with: its client, Run, recorder, store and turn record
+    (a new run's first turn, or the turn a resume adds)."""
 
     turn_client: TurnClient
     """The client and what comes with it (failover, a cassette's answers)."""
@@ -78,7 +82,8 @@ class Prepared:
         return self.turn_client.client
 
 
-def _store(opt: TurnOptions) -> Any:
+def resolve_store(opt: TurnOptions) -> Any:
+    """The session store of ``opt`` (``"default"``: the process-wide one; ``None``: none)."""
     if opt.store == "default":
         from ..session import default_store
 
@@ -86,38 +91,44 @@ def _store(opt: TurnOptions) -> Any:
     return opt.store
 
 
-def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask", intent: Any = None,
-            agent: str | None = None) -> Prepared:
-    """Resolve the model and client (raising a clear error before anything is recorded),
-    create the run record and the turn, and load the session history.
+def resolve_client(opt: TurnOptions, store: Any) -> TurnClient:
+    """The model and client of a turn: ``opt.client`` when given, else the factory's choice
+    (cell, agent, session model...; with a failover when fallback profiles are configured).
 
-    ``intent`` (an ``IntentResult``) and ``agent`` (the role's name) go into the turn record.
+    Raises a clear error (a missing key, an unknown profile) before anything is recorded.
     """
-    from ..clients.factory import local_default_notice, turn_client
+    from ..clients.factory import turn_client
     from ..clients.turn import bind_client
 
-    store = _store(opt)
+    if opt.client is not None:
+        return bind_client(opt.client, opt.model or opt.agent_model)
     session_model = None
     if store is not None and opt.session:
         rec = store.get_session(opt.session)
         session_model = rec.model if rec is not None else None
-    if opt.client is not None:
-        tc = bind_client(opt.client, opt.model or opt.agent_model)
-    else:  # with a failover when fallback profiles are configured
-        tc = turn_client(opt.model, agent=opt.agent_model, session=session_model)
+    return turn_client(opt.model, agent=opt.agent_model, session=session_model)
+
+
+def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store: Any,
+              mode: str = "ask", intent: Any = None, agent: str | None = None) -> TurnContext:
+    """Create the run (``run_started``), its record and the turn, and load the session history.
+
+    ``tc`` is :func:`resolve_client`'s, ``store`` :func:`resolve_store`'s; ``intent`` (an
+    ``IntentResult``) and ``agent`` (the role's name) go into the turn record.
+    """
+    from ..clients.factory import local_default_notice
+
     model, client = tc.model, tc.client
     run = Run(agent=kind, model=model, prompt=prompt, session=opt.session)
     recorder = RunRecorder(run, store, opt.listeners)
     turn_id = None
     history: list[dict[str, Any]] = []
     if store is not None:
-        if opt.session:
-            store.supersede_pending(opt.session)  # a new turn makes older asks stale
-            if opt.history:
-                history = store.history_messages(opt.session, opt.history)
+        if opt.session and opt.history:
+            history = store.history_messages(opt.session, opt.history)
         store.create_run(run.run_id, opt.session, kind)
         if opt.session:
-            turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id,  # type: ignore[arg-type]
+            turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id,
                                        agent=agent or kind, intent=intent, model=model,
                                        profile=client.profile.name)
     recorder.start()
@@ -125,65 +136,10 @@ def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask", inte
     notice = local_default_notice(tc)
     if notice:
         recorder.emit(Warning_(message=notice))
-    return Prepared(tc, run, recorder, store, turn_id, history)
+    return TurnContext(tc, run, recorder, store, turn_id, history)
 
 
-def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
-                  ) -> Callable[[int, list[dict[str, Any]], int], ContextFit | None]:
-    """A ``fit_context`` hook that cuts old rounds above 85% of the window (spec 4.4/6.2)."""
-    from ..llm.tokens import count_messages_tokens
-    from ..loop.compress.window import fit_messages_to_window
-
-    budget = max_context - (max_tokens or 0)
-    threshold = int(budget * 0.85)
-
-    def fit(round_: int, messages: list[dict[str, Any]], tokens: int) -> ContextFit | None:
-        if tokens <= threshold:
-            return None
-        kept = fit_messages_to_window(messages, budget, tools_tokens)
-        if len(kept) == len(messages):
-            return None
-        return ContextFit(messages=kept, tokens=count_messages_tokens(kept) + tools_tokens)
-
-    return fit
-
-
-def compress_llm(client: ModelClient, module: str) -> Callable[[str, str, int], tuple[str, Usage]]:
-    """A compression LLM callable (non-streamed, no tools) bound to ``client``."""
-    from ..llm.types import ChatRequest
-    from ..loop.compress.types import CompressLLMError
-
-    def call(system_prompt: str, user_prompt: str, max_tokens: int) -> tuple[str, Usage]:
-        req = ChatRequest(model=client.profile.model, stream=False, max_tokens=max_tokens,
-                          messages=[{"role": "system", "content": system_prompt},
-                                    {"role": "user", "content": user_prompt}])
-        resp = client.complete(req)
-        if resp.error:
-            raise CompressLLMError(resp.error)
-        if resp.aborted:
-            raise CompressLLMError("aborted", usage=resp.usage, aborted=True)
-        return resp.text, resp.usage
-
-    return call
-
-
-def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, list[UsageItem]]]:
-    """The ``process_tool_output`` hook: spec 6.3 compression of long tool results."""
-    from ..loop.compress.tool_response import compress_tool_response
-
-    llm = compress_llm(client, "tool_response_compress")
-    max_context = client.profile.max_context
-
-    def process(text: str) -> tuple[str, list[UsageItem]]:
-        result = compress_tool_response(text, max_context, llm)
-        usages = [UsageItem(u.module, client.profile.name, u.usage, client.cost(u.usage))
-                  for u in result.usage]
-        return result.text, usages
-
-    return process
-
-
-def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
+def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
           *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None,
           persist_prefix: list[dict[str, Any]] | None = None) -> Run:
     """Run the kernel and finish the run.
@@ -229,7 +185,7 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
     if used:
         cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
     # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
-    with recorder.finishing(lambda status: _finish_turn(p, status)):
+    with recorder.finishing(lambda status: finish_turn(p, status)):
         with p.turn_client.reporting_to(recorder.emit):  # a failover shows as a warning
             result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
         run.messages = result.messages
@@ -245,17 +201,18 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
             persist(result.assistant_messages)
         elif p.store is not None and run.pending is not None and written:
             # The resume will save head + output again: tell it how much is already there.
-            run.pending["persisted"] = written
-            p.store.suspend(run.run_id, run.pending, call_id=run.pending.get("call_id"))
+            run.pending.persisted = written
+            p.store.suspend(run.run_id, run.pending.to_json(), call_id=run.pending.call_id)
         status = result.status
         # Also writes the status to the store (an ask was saved by ``suspend``).
         recorder.finish(status, answer=result.answer if status != "error" else "",
                         error=result.error, finish_reason=result.finish_reason)
-    _finish_turn(p, status)
+    finish_turn(p, status)
     return run
 
 
-def _finish_turn(p: Prepared, status: str) -> None:
+def finish_turn(p: TurnContext, status: str) -> None:
+    """Close the turn record: its status, and the tokens, cost and time this turn added."""
     if p.store is None or p.turn_id is None:
         return
     r = p.run
@@ -265,3 +222,11 @@ def _finish_turn(p: Prepared, status: str) -> None:
     p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
                         output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
                         duration=r.seconds, model=answered, profile=answered)
+
+
+def suspend(p: TurnContext, pending: PendingRun) -> None:
+    """Save ``pending`` for ``p.run``; the run's status becomes ``ask``."""
+    p.run.pending = pending
+    if p.store is not None:
+        p.recorder.flush()
+        p.store.suspend(p.run.run_id, pending.to_json(), call_id=pending.call_id)

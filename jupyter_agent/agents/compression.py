@@ -1,0 +1,72 @@
+"""The kernel hooks that keep a request inside the model's window, shared by every agent.
+
+``window_fitter`` cuts old rounds (``%%chat``, ``%%toolloop``, sub-agents); ``compress_llm``
+is the one-call model helper the compressions use; ``tool_output_processor`` shortens long tool
+results (``docs/behaviour.md`` §6).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..llm.protocol import ModelClient
+from ..llm.types import Usage
+from ..loop.compress.types import CompressLLM
+from ..loop.hooks import ContextFit, UsageItem
+
+__all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
+
+
+def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
+                  ) -> Callable[[int, list[dict[str, Any]], int], ContextFit | None]:
+    """A ``fit_context`` hook that cuts old rounds above 85% of the window (spec 4.4/6.2)."""
+    from ..llm.tokens import count_messages_tokens
+    from ..loop.compress.window import fit_messages_to_window
+
+    budget = max_context - (max_tokens or 0)
+    threshold = int(budget * 0.85)
+
+    def fit(round_: int, messages: list[dict[str, Any]], tokens: int) -> ContextFit | None:
+        if tokens <= threshold:
+            return None
+        kept = fit_messages_to_window(messages, budget, tools_tokens)
+        if len(kept) == len(messages):
+            return None
+        return ContextFit(messages=kept, tokens=count_messages_tokens(kept) + tools_tokens)
+
+    return fit
+
+
+def compress_llm(client: ModelClient, module: str) -> CompressLLM:
+    """A compression LLM callable (non-streamed, no tools) bound to ``client``."""
+    from ..llm.types import ChatRequest
+    from ..loop.compress.types import CompressLLMError
+
+    def call(system_prompt: str, user_prompt: str, max_tokens: int) -> tuple[str, Usage]:
+        req = ChatRequest(model=client.profile.model, stream=False, max_tokens=max_tokens,
+                          messages=[{"role": "system", "content": system_prompt},
+                                    {"role": "user", "content": user_prompt}])
+        resp = client.complete(req)
+        if resp.error:
+            raise CompressLLMError(resp.error)
+        if resp.aborted:
+            raise CompressLLMError("aborted", usage=resp.usage, aborted=True)
+        return resp.text, resp.usage
+
+    return call
+
+
+def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, list[UsageItem]]]:
+    """The ``process_tool_output`` hook: spec 6.3 compression of long tool results."""
+    from ..loop.compress.tool_response import compress_tool_response
+
+    llm = compress_llm(client, "tool_response_compress")
+    max_context = client.profile.max_context
+
+    def process(text: str) -> tuple[str, list[UsageItem]]:
+        result = compress_tool_response(text, max_context, llm)
+        usages = [UsageItem(u.module, client.profile.name, u.usage, client.cost(u.usage))
+                  for u in result.usage]
+        return result.text, usages
+
+    return process

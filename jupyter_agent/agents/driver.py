@@ -1,0 +1,184 @@
+"""The turn driver: the start of every turn, for ``%%chat``, ``%%toolloop``, ``%%plan`` and
+sub-agents, written once.
+
+:func:`start_turn` does, in this order:
+
+1. validation: an empty prompt, values outside their range (a
+   :class:`~jupyter_agent.errors.ParameterError` naming the parameter);
+2. the runtime setup (``%%toolloop``, ``%%plan``): agent, intent, workspace, tools and
+   permissions (:func:`~jupyter_agent.agents.turn.setup_turn`); ``%%chat`` recognizes the
+   intent only. An unknown tool fails here, before anything is saved;
+3. the model and client (a missing key fails here, still before anything is saved);
+4. the session's older questions are superseded (a new turn makes them stale);
+5. the turn is opened (run and turn records, ``run_started``, the session history) and the
+   setup bound to it;
+6. knowledge, the system prompt and the user's message: the first request
+   (:meth:`Turn.messages`).
+
+A resumed run starts its turn from the saved state instead (:func:`restore_setup`), and a
+sub-agent from its :class:`~jupyter_agent.agents.delegation.SubAgentTask`
+(:func:`run_sub_agent`, the one sub-agent runner).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import ParameterError, ToolError
+from ..events import UsageRecorded
+from ..llm.types import Message, Usage
+from ..llm.usage_context import report_usage
+from ..runtime.catalog import SPAWN_TOOL_NAME
+from ..runtime.intent import IntentResult, intent_system_text
+from ..tools.registry import Tool
+from ._params import check_parameters
+from .constants import SUB_AGENT_MAX_ROUNDS
+from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system
+from .delegation import SubAgentTask
+from .drive import TurnContext, TurnOptions, drive, open_turn, resolve_client, resolve_store
+from .intent import recognize_intent
+from .pending import TurnState
+from .run import Run, last_run, set_last_run
+from .tooling import loop_parts
+from .turn import TurnSetup, restore_turn, setup_turn
+
+__all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
+
+TurnKind = Literal["chat", "toolloop", "plan"]
+
+_WHAT = {"chat": "the message to send", "toolloop": "the task", "plan": "the task"}
+
+
+@dataclass
+class Turn:
+    """A turn ready for its first request."""
+
+    ctx: TurnContext
+    opt: TurnOptions
+    setup: TurnSetup | None
+    """The runtime setup (``None`` for ``%%chat``)."""
+    system: str
+    """The system prompt: the profile's default, the role, ``system``, the knowledge part."""
+    user_message: Message
+
+    def messages(self) -> list[Message]:
+        """The system prompt, the session history without its old system prompts (this turn's
+        replaces them), then the user's message."""
+        out: list[Message] = [{"role": "system", "content": self.system}] if self.system else []
+        out.extend(m for m in self.ctx.history if m.get("role") != "system")
+        out.append(self.user_message)
+        return out
+
+
+def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
+               tools: list[Any] | None = None, checks: Mapping[str, Any] | None = None) -> Turn:
+    """Validate, set up and open a new turn of ``kind`` (the order is in the module doc).
+
+    Args:
+        kind: ``chat``, ``toolloop`` or ``plan``.
+        prompt: The user's message.
+        options: :class:`~jupyter_agent.agents.drive.TurnOptions` fields, as the caller gave
+            them.
+        tools: The cell's tool specs (``toolloop``, ``plan``); ``None``: the agent's, else every
+            ``@tool`` function.
+        checks: More parameters to check (``max_rounds``, ``option``).
+
+    Raises:
+        ParameterError: an empty prompt or a value outside its range.
+    """
+    if not prompt or not prompt.strip():
+        raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
+    check_parameters(options, **dict(checks or {}))
+    opt = TurnOptions(**options)
+    store = resolve_store(opt)
+    setup: TurnSetup | None = None
+    intent: IntentResult | None
+    if kind == "chat":
+        mode = "search" if opt.knowledge is not None else "ask"
+        intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode
+    else:
+        mode = "agent"
+        setup = setup_turn(kind, prompt, opt, tools, store=store, run_sub_agent=run_sub_agent)
+        intent = setup.intent
+    tc = resolve_client(opt, store)
+    if store is not None and opt.session:
+        store.supersede_pending(opt.session)  # a new turn makes the session's older asks stale
+    ctx = open_turn(kind, prompt, opt, tc, store=store, mode=mode, intent=intent,
+                    agent=setup.agent_name if setup is not None else None)
+    if setup is not None:
+        setup.bind(ctx)
+    user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode)
+    default = ctx.client.profile.default_system_prompt
+    if setup is None:
+        extra = join_system([opt.system, intent_system_text(intent, mode)], "\n\n")
+        system = join_system([default, extra, quote_part], CHAT_SEPARATOR)
+    else:
+        system = join_system([default, setup.system_text, opt.system, quote_part],
+                             TOOL_SEPARATOR)
+    return Turn(ctx, opt, setup, system, {"role": "user", "content": user_text})
+
+
+def restore_setup(state: TurnState, ctx: TurnContext, tools: list[Tool[Any]] | None
+                  ) -> TurnSetup:
+    """The runtime setup of a resumed run, rebuilt from ``state`` and bound to its new turn.
+
+    ``tools``: the run's tool objects when this process kept them, else ``None``.
+    """
+    setup = restore_turn(state, tools=tools, run_sub_agent=run_sub_agent)
+    setup.bind(ctx)
+    return setup
+
+
+def run_sub_agent(task: SubAgentTask) -> Run:
+    """Run ``task`` as a nested tool loop and return its finished Run (``spawn_agent`` and
+    agents used as tools both come here).
+
+    At most :data:`~.constants.SUB_AGENT_MAX_ROUNDS` model requests, the final-answer request
+    included; every ``ask`` of the permission policy is a denial (nobody can answer a card
+    inside a tool call); nothing is persisted or shown; each priced call is reported to the
+    calling run (``task.usage_module``), before any error. The caller's last run stays its last.
+
+    Raises:
+        KeyboardInterrupt: the user interrupted the sub-agent (the calling run stops too).
+        ToolError: the sub-agent failed (``"<label> failed: <error>"``).
+    """
+    parent_run = last_run()
+    permissions = task.permissions
+    permissions.no_prompts = True
+    tools = [t for t in task.tools if t.name != SPAWN_TOOL_NAME]
+    setup = TurnSetup(mode="agent", agent=None, agent_source=None, intent=None,
+                      workspace=task.workspace, permissions=permissions, tools=tools)
+    opt = TurnOptions(model=task.model, session=None, store=None, history=0, stream=False,
+                      client=task.client)
+    try:
+        tc = resolve_client(opt, None)
+        if task.client is not None:
+            # The calling run's own client: its failover keeps reporting to that run (the one
+            # the user sees), not to this sub-run.
+            tc = dataclasses.replace(tc, failover=None)
+        ctx = open_turn("toolloop", task.task, opt, tc, store=None, mode="agent",
+                        agent=task.agent)
+        setup.bind(ctx)
+        system = join_system([ctx.client.profile.default_system_prompt, task.role],
+                             TOOL_SEPARATOR)
+        messages = Turn(ctx, opt, setup, system,
+                        {"role": "user", "content": task.task}).messages()
+        rounds = max(0, min(task.max_rounds, SUB_AGENT_MAX_ROUNDS - 1))
+        cfg, hooks = loop_parts(ctx, tools, parallel=False, max_rounds=rounds, temperature=None,
+                                max_tokens=None, stream=False, permissions=permissions)
+        run = drive(ctx, messages, cfg, hooks, persist_from=len(messages) - 1)
+    finally:
+        set_last_run(parent_run)  # the sub-run is not the user's "last run"
+    for event in run.events:  # its calls were made and paid, whatever happens next
+        if isinstance(event, UsageRecorded):
+            usage = Usage(input_tokens=event.input_tokens, output_tokens=event.output_tokens,
+                          estimated=event.estimated)
+            report_usage(task.usage_module(event.module), event.model, usage, event.cost)
+    if run.status == "aborted":
+        raise KeyboardInterrupt
+    if run.status == "error":
+        raise ToolError(f"{task.label} failed: {run.error}")
+    return run

@@ -1,0 +1,114 @@
+"""A ``%%toolloop`` run that waits on approval cards: suspending it, and continuing it.
+
+A round whose calls need approval ends the loop (the kernel suspends after the round); the
+other calls of that round have already run and have their results. The run is saved as a
+:class:`~jupyter_agent.agents.pending.ToolloopPending` with the waiting calls in
+``approvals``, oldest first, and the first one's card. :func:`resume_toolloop` applies the
+answer (:mod:`.approval_answers`), shows the next card if a call still waits, and otherwise
+continues the loop where it stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..answers import Answer
+from ..llm.types import Message
+from ..loop.kernel import LoopResult
+from .approval_answers import approval_choice, settle_approvals
+from .drive import TurnContext, drive, finish_turn, suspend
+from .driver import restore_setup
+from .held import HELD, Parts
+from .pending import ApprovalCard, ToolloopOptions, ToolloopPending, WaitingCall
+from .run import Run
+from .tooling import loop_parts
+from .turn import TurnSetup
+
+__all__ = ["approval_suspender", "approval_hint", "resume_toolloop"]
+
+
+def _in_call_order(waiting: list[WaitingCall], messages: list[Message]) -> list[WaitingCall]:
+    """The waiting calls in the order the model made them (parallel batches finish unordered)."""
+    order: dict[str, int] = {}
+    for m in messages:
+        for c in m.get("tool_calls") or []:
+            order.setdefault(str(c.get("id")), len(order))
+    return sorted(waiting, key=lambda w: order.get(w.call_id, len(order)))
+
+
+def _show_card(p: TurnContext, pending: ToolloopPending) -> None:
+    """Show the first waiting call's card and save the run as suspended."""
+    p.recorder.emit(pending.card.event())
+    suspend(p, pending)
+
+
+def approval_suspender(p: TurnContext, setup: TurnSetup, options: ToolloopOptions,
+                       turn_messages: list[Message]) -> Callable[[LoopResult], None]:
+    """The ``on_result`` of a tool-loop run: on status ``ask``, save it with its approvals.
+
+    Args:
+        p: The turn.
+        setup: Its runtime setup.
+        options: Loop options a resume needs again (``max_rounds``, ``parallel``, ...).
+        turn_messages: The turn's messages from before this loop part (the user's message
+            first).
+    """
+
+    def on_result(result: LoopResult) -> None:
+        cards = setup.permissions.take_waiting()
+        if result.status != "ask" or not cards:
+            return
+        waiting = _in_call_order(
+            [WaitingCall(call_id=w["call_id"], name=w["name"], arguments=w["arguments"],
+                         card=ApprovalCard.model_validate(w["ask"])) for w in cards],
+            result.assistant_messages)
+        first = waiting[0]
+        pending = ToolloopPending(
+            call_id=first.call_id, card=first.card, approvals=waiting,
+            messages=result.messages,
+            model=p.turn_client.answered_profile() or p.run.model,
+            tools=[t.name for t in setup.tools], options=options, turn=setup.state(),
+            turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds)
+        HELD.keep(p.run.run_id, tools=setup.tools)
+        _show_card(p, pending)
+
+    return on_result
+
+
+def approval_hint(run: Run) -> str:
+    """How to answer a run waiting on an approval card (empty when it is not waiting)."""
+    if run.status != "ask":
+        return ""
+    return ("Waiting for approval. Click a button, or run "
+            f"`%agent resume {run.run_id} --option N` (1 Allow once, 2 Allow for this session, "
+            "3 Deny).")
+
+
+def resume_toolloop(p: TurnContext, pending: ToolloopPending, answer: Answer,
+                    held: Parts) -> Run:
+    """Continue a ``%%toolloop`` run after one of its approval cards was answered."""
+    setup = restore_setup(pending.turn, p, held.tools)
+    tools: dict[str, Any] = {t.name: t for t in setup.tools}
+    pending = pending.model_copy(deep=True)
+    rest = settle_approvals(p, pending.approvals, pending.call_id, approval_choice(answer),
+                            tools, setup.permissions, round_=pending.rounds,
+                            messages=[pending.messages, pending.turn_messages])
+    run = p.run
+    if rest:
+        again = pending.model_copy(update={"approvals": rest, "call_id": rest[0].call_id,
+                                           "card": rest[0].card})
+        HELD.keep(run.run_id, tools=setup.tools)
+        run.messages = pending.messages
+        _show_card(p, again)
+        p.recorder.finish("ask")
+        finish_turn(p, "ask")
+        return run
+    o = pending.options
+    cfg, hooks = loop_parts(
+        p, setup.tools, parallel=o.parallel, max_rounds=max(0, o.max_rounds - pending.rounds),
+        temperature=o.temperature, max_tokens=o.max_tokens, stream=o.stream,
+        permissions=setup.permissions, round_offset=pending.rounds)
+    return drive(p, pending.messages, cfg, hooks, persist_from=0,
+                 persist_prefix=pending.turn_messages,
+                 on_result=approval_suspender(p, setup, o, pending.turn_messages))
