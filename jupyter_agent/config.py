@@ -13,9 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from .secrets import register_secret
-
 from ._state import STATE, to_defaults
+from .secrets import register_secret
 
 __all__ = ["Settings", "settings", "CassetteMode", "CassetteTiming"]
 

@@ -393,7 +393,7 @@ def test_without_bwrap_a_run_shows_the_warning_to_model_and_user(
     assert run.status == "ask"
     described = [t["function"]["description"] for t in server.requests[0]["tools"]]
     assert any("NOT sandboxed" in d for d in described)
-    assert "NOT sandboxed" in run.pending["ask"]["question"]  # type: ignore[index]
+    assert run.pending is not None and "NOT sandboxed" in run.pending.card.question
 
 
 @needs_bwrap
