@@ -13,11 +13,11 @@ from jupyter_agent._state import STATE, Box, ProcessState
 
 # Every registry of the package, by slot name (a new one belongs here and in its module).
 SLOTS = {
-    "config.settings", "secrets.registered", "session.registered_secrets",
+    "config.settings", "secrets.registered",
     "session.default_store", "llm.profiles", "tools.registry", "tools.mcp_servers",
     "clients.cache", "clients.notices_shown", "clients.failover_marks", "clients.roles",
     "clients.cassettes", "replay.mode", "runtime.agents", "runtime.intent_rules",
-    "agents.last_run", "agents.held", "ui.displays",
+    "agents.last_run", "agents.held", "ui.displays", "tools.sandbox_probe",
 }
 
 
@@ -64,7 +64,7 @@ def _dirty_everything(tmp_path: Path) -> None:
     from jupyter_agent.replay import mode
     from jupyter_agent.runtime.agents import Agent
     from jupyter_agent.runtime.intent import INTENT_RULES
-    from jupyter_agent.session import _db, default_store
+    from jupyter_agent.session import default_store
     from jupyter_agent.tools import mcp  # noqa: F401  (its servers: tests/runtime connect one)
     from jupyter_agent.tools.registry import tool
     from jupyter_agent.ui.live import LiveDisplay
@@ -80,7 +80,6 @@ def _dirty_everything(tmp_path: Path) -> None:
     register_profile(ModelProfile(name="leftover-profile", model="m"))
     mark_profile("gpt-4.1-mini")
     secrets.register_secret("leftover-secret-value-42")
-    _db.register_secret("leftover-secret-value-42")
     HELD.keep("run_leftover", tools=[leftover])
     run = Run(agent="chat", model="m")
     LiveDisplay(run, widgets=False)
@@ -101,7 +100,6 @@ def _assert_clean() -> None:
     from jupyter_agent.replay import mode
     from jupyter_agent.runtime.agents import AGENTS
     from jupyter_agent.runtime.intent import INTENT_RULES, IntentRules
-    from jupyter_agent.session import _db
     from jupyter_agent.session.store import _default
     from jupyter_agent.tools.registry import REGISTRY
     from jupyter_agent.ui.live import displays
@@ -112,7 +110,7 @@ def _assert_clean() -> None:
     assert "leftover-profile" not in BUILTIN_PROFILES and "gpt-4.1-mini" in BUILTIN_PROFILES
     assert failover.marked_profiles() == []
     assert secrets.mask("key leftover-secret-value-42") == "key leftover-secret-value-42"
-    assert _db._registered_secrets == set()
+    assert secrets._registered == set()
     assert len(HELD) == 0 and last_run() is None and len(displays) == 0
     assert factory._notices_shown == set() and cassettes._cassettes == {}
     assert mode._state == {} and _default.value is None

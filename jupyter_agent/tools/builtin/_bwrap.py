@@ -29,6 +29,8 @@ from pathlib import Path
 
 from jupyter_agent.errors import ConfigError
 
+from ..._state import STATE
+
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
 
 SANDBOX_ENV = "JUPYTER_AGENT_SANDBOX"
@@ -74,7 +76,8 @@ class SandboxStatus:
                 "you can.")
 
 
-_cache: dict[tuple[str, str], SandboxStatus] = {}
+# A slot of the process state: one probe per executable, forgotten when the state is reset.
+_cache: dict[tuple[str, str], SandboxStatus] = STATE.slot("tools.sandbox_probe", dict)
 _cache_lock = threading.Lock()
 
 
