@@ -25,9 +25,10 @@ from .run import Run, RunRecorder
 
 if TYPE_CHECKING:
     from ..clients.turn import TurnClient
+    from ..llm.profiles import ModelProfile
     from ..session.store import Store
 
-__all__ = ["TurnOptions", "TurnContext", "resolve_store", "resolve_client", "open_turn", "drive", "finish_turn",
+__all__ = ["TurnOptions", "TurnContext", "resolve_store", "resolve_client", "resolve_profile", "open_turn", "drive", "finish_turn",
            "suspend"]
 
 
@@ -102,11 +103,25 @@ def resolve_client(opt: TurnOptions, store: Any) -> TurnClient:
 
     if opt.client is not None:
         return bind_client(opt.client, opt.model or opt.agent_model)
-    session_model = None
-    if store is not None and opt.session:
-        rec = store.get_session(opt.session)
-        session_model = rec.model if rec is not None else None
-    return turn_client(opt.model, agent=opt.agent_model, session=session_model)
+    return turn_client(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
+
+
+def resolve_profile(opt: TurnOptions, store: Any) -> ModelProfile:
+    """The profile :func:`resolve_client` would give the turn, without building its client
+    (no server started, no key needed): for checks before anything runs."""
+    from ..clients.factory import turn_profile
+
+    if opt.client is not None:
+        return opt.client.profile
+    return turn_profile(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
+
+
+def _session_model(opt: TurnOptions, store: Any) -> str | None:
+    """The model bound to the turn's session, if any."""
+    if store is None or not opt.session:
+        return None
+    rec = store.get_session(opt.session)
+    return rec.model if rec is not None else None
 
 
 def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store: Any,

@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import ParameterError, ToolError
+from ..errors import ConfigError, ParameterError, ToolError
 from ..events import UsageRecorded
+from ..llm.profiles import ModelProfile
 from ..llm.types import Message, Usage
 from ..llm.usage_context import report_usage
 from ..runtime.catalog import SPAWN_TOOL_NAME
@@ -38,7 +39,15 @@ from ._params import check_parameters
 from .constants import SUB_AGENT_MAX_ROUNDS
 from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system
 from .delegation import SubAgentTask
-from .drive import TurnContext, TurnOptions, drive, open_turn, resolve_client, resolve_store
+from .drive import (
+    TurnContext,
+    TurnOptions,
+    drive,
+    open_turn,
+    resolve_client,
+    resolve_profile,
+    resolve_store,
+)
 from .intent import recognize_intent
 from .pending import TurnState
 from .run import Run, last_run, set_last_run
@@ -94,6 +103,8 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     check_parameters(options, **dict(checks or {}))
     opt = TurnOptions(**options)
     store = resolve_store(opt)
+    if kind == "plan":
+        _refuse_unfit_for_planning(resolve_profile(opt, store))
     setup: TurnSetup | None = None
     intent: IntentResult | None
     if kind == "chat":
@@ -119,6 +130,19 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         system = join_system([default, setup.system_text, opt.system, quote_part],
                              TOOL_SEPARATOR)
     return Turn(ctx, opt, setup, system, {"role": "user", "content": user_text})
+
+
+def _refuse_unfit_for_planning(profile: ModelProfile) -> None:
+    """One line, before any request, for a model whose profile declares it cannot plan
+    (``capabilities.planning`` False: the embedded model ran minutes and ended ``done`` with
+    garbage as its answer)."""
+    if profile.capabilities.planning:
+        return
+    raise ConfigError(
+        f"The model '{profile.name}' cannot run the planning agent: set OPENAI_API_KEY (or "
+        "%config AgentMagics.api_key), choose another model (--model NAME, model=NAME in "
+        "Python), or open notebooks/03-planning-with-ask.ipynb, which replays a recorded plan "
+        "without a key.")
 
 
 def restore_setup(state: TurnState, ctx: TurnContext, tools: list[Tool[Any]] | None

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..llm.profiles import map_temperature
-from ..llm.types import ToolCall
-from ..loop.hooks import LoopHooks, ToolOutcome
+from ..llm.types import Message, ToolCall
+from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome
 from ..loop.kernel import LoopConfig
 from ..runtime.policy import PermissionContext, check_permission
 from ..tools.registry import Tool, invoke_with_usage
@@ -20,7 +20,7 @@ from .compression import tool_output_processor, window_fitter
 from .constants import PARALLEL_BATCH
 from .drive import TurnContext
 
-__all__ = ["tool_runner", "unknown_tool_message", "loop_parts"]
+__all__ = ["tool_runner", "unknown_tool_message", "loop_parts", "answer_after_tools"]
 
 
 def unknown_tool_message(name: str, available: list[str]) -> str:
@@ -53,6 +53,44 @@ def tool_runner(tools: list[Tool[Any]], permissions: PermissionContext | None = 
     return run
 
 
+def answer_after_tools(failed: set[str]) -> Callable[[int, list[Message]], RequestControl | None]:
+    """A ``request_control`` hook for a model that cannot judge when to stop calling tools
+    (``capabilities.stops_after_tool_result`` False): after a round whose calls all succeeded
+    the next request forbids tools, so the model answers from the results. After a failed call
+    (its id in ``failed``) tools stay allowed: the model may correct the call.
+    """
+    def control(round_: int, messages: list[Message]) -> RequestControl | None:
+        results = _last_round_results(messages)
+        if results and not any(m.get("tool_call_id") in failed for m in results):
+            return RequestControl(tool_choice="none")
+        return None
+
+    return control
+
+
+def _last_round_results(messages: list[Message]) -> list[Message]:
+    """The tool results the request ends with, when they answer the last assistant's calls."""
+    i = len(messages)
+    while i > 0 and messages[i - 1].get("role") == "tool":
+        i -= 1
+    if i == len(messages) or i == 0:
+        return []
+    before = messages[i - 1]
+    return messages[i:] if before.get("role") == "assistant" and before.get("tool_calls") else []
+
+
+def _noting_failures(run: Callable[[ToolCall, list[Message]], ToolOutcome], failed: set[str]
+                     ) -> Callable[[ToolCall, list[Message]], ToolOutcome]:
+    """``run`` that adds the id of every call that failed (or was refused) to ``failed``."""
+    def run_noted(call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
+        out = run(call, snapshot)
+        if out.error:
+            failed.add(call.id)
+        return out
+
+    return run_noted
+
+
 def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_rounds: int,
                temperature: float | None, max_tokens: int | None, stream: bool,
                permissions: PermissionContext | None = None, round_offset: int = 0
@@ -68,8 +106,14 @@ def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_ro
                      temperature=map_temperature(prof, temperature), max_tokens=max_tokens,
                      stream=stream, round_offset=round_offset)
     batchable = {t.name for t in tools if t.batchable}
+    run_tool = tool_runner(tools, permissions)
+    control = None
+    if not prof.capabilities.stops_after_tool_result:
+        failed: set[str] = set()
+        run_tool, control = _noting_failures(run_tool, failed), answer_after_tools(failed)
     hooks = LoopHooks(
-        run_tool=tool_runner(tools, permissions),
+        run_tool=run_tool,
+        request_control=control,
         can_batch=lambda c: c.name in batchable,
         fit_context=window_fitter(prof.max_context, max_tokens, count_tools_tokens(schemas)),
         process_tool_output=tool_output_processor(p.client),

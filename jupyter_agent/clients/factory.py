@@ -43,7 +43,7 @@ from .replay import replay_client
 from .turn import ModelSource, TurnClient, bind_client, remember
 
 __all__ = ["DEFAULT_MODEL", "ModelChoice", "resolve_model", "make_client", "client_for",
-           "turn_client", "clear_client_cache", "local_default_notice"]
+           "turn_client", "turn_profile", "clear_client_cache", "local_default_notice"]
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 """The model when nothing is configured and the embedded one is not installed (or a key is)."""
@@ -153,6 +153,17 @@ def turn_client(cell: str | None = None, *, agent: str | None = None,
     """The model and client of a turn (:func:`resolve_model`, then :func:`client_for`)."""
     choice = resolve_model(cell, agent=agent, session=session)
     return bind_client(client_for(choice.name), choice.name, choice.source)
+
+
+def turn_profile(cell: str | None = None, *, agent: str | None = None,
+                 session: str | None = None) -> ModelProfile:
+    """The profile a turn on these choices would use (:func:`resolve_model`), found without
+    starting anything: a replay's recorded profile, else the registered one (the embedded
+    model's server is not started). For checks that must come before any request."""
+    name = resolve_model(cell, agent=agent, session=session).name
+    if config.settings.cassette_mode == "replay":
+        return make_client(name).profile
+    return profile_for(name)
 
 
 def local_default_notice(turn: TurnClient) -> str | None:

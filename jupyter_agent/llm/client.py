@@ -247,7 +247,8 @@ class OpenAIClient:
         resp = self._complete_plain(constrained, relay)
         if resp.error:
             return resp
-        answer, call = parse_constrained_output(resp.text)
+        answer, call = parse_constrained_output(resp.text,
+                                                answer_only=request.tool_choice == "none")
         resp.text = answer or ""
         resp.tool_calls = [call] if call is not None else []
         if call is not None:

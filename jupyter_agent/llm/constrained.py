@@ -103,16 +103,19 @@ def _inline_refs(schema: Any) -> Any:
 _ANSWER_PREFIX = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
 
 
-def parse_constrained_output(text: str) -> tuple[str | None, ToolCall | None]:
+def parse_constrained_output(text: str, *, answer_only: bool = False
+                             ) -> tuple[str | None, ToolCall | None]:
     """Read a reply produced under ``tool_call_grammar``: ``(answer, None)`` or ``(None, call)``.
 
     A reply cut short (``finish_reason == "length"``) keeps the answer text decoded so far. A
     reply that is not the expected JSON at all (a server that ignored the schema) becomes the
-    answer ``Tool call error: <raw text>``, as in the text protocol.
+    answer ``Tool call error: <raw text>``, as in the text protocol. With ``answer_only`` (the
+    request had ``tool_choice="none"``) a tool call is not the expected JSON either: it is
+    never returned as a call, so no tool runs.
     """
     obj = _loads_lenient(text)
     if isinstance(obj, dict):
-        if isinstance(obj.get("tool"), str) and obj["tool"]:
+        if isinstance(obj.get("tool"), str) and obj["tool"] and not answer_only:
             return None, make_call(obj["tool"], obj.get("arguments"))
         if isinstance(obj.get("answer"), str):
             return obj["answer"], None

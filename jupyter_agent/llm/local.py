@@ -89,12 +89,19 @@ def local_profile() -> dict[str, Any]:
             "max_context": N_CTX,
             "max_output": MAX_OUTPUT,
             "price_tiers": [],
+            # Near-greedy unless the caller sets one: at the server's default (0.8) the 135M
+            # model answered "12" to 17 + 25 given the add tool's result 42.
+            "default_temperature": 0.0,
             "capabilities": {
                 "tools": False,
                 "reasoning": False,
                 "max_temperature": 2.0,
                 "stream_usage": False,
                 "max_completion_tokens": False,
+                # A 135M model keeps calling tools with invented arguments after it has the
+                # result, and cannot follow the planning protocol (docs/behaviour.md §9.9).
+                "stops_after_tool_result": False,
+                "planning": False,
             },
         },
         "tool_mode": "grammar",

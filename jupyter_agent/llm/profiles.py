@@ -42,6 +42,13 @@ class Capabilities(BaseModel):
     """Whether the server honours ``stream_options.include_usage``."""
     max_completion_tokens: bool = False
     """Send ``max_completion_tokens`` instead of ``max_tokens``; many servers ignore it."""
+    stops_after_tool_result: bool = True
+    """Whether the model judges by itself when to stop calling tools. When False (a very small
+    model), a tool loop forbids tools in the request after a round whose calls all succeeded,
+    so the model answers from the results (``agents/tooling.py``)."""
+    planning: bool = True
+    """Whether the model can follow the planning agent's protocol; ``%%plan`` refuses a model
+    that cannot, in one line and before any request."""
 
 
 class ModelProfile(BaseModel):
@@ -62,6 +69,8 @@ class ModelProfile(BaseModel):
     """Prices per 1M tokens; tier bounds in input tokens."""
     currency: str = "USD"
     default_system_prompt: str = ""
+    default_temperature: float | None = None
+    """The temperature sent when the caller gives none (``None``: the server's default)."""
     capabilities: Capabilities = Field(default_factory=Capabilities)
     default_config: dict[str, Any] = Field(default_factory=dict)
     """Extra body fields merged over every request."""
@@ -130,7 +139,11 @@ def resolve_profile(name: str) -> ModelProfile:
 
 
 def map_temperature(profile: ModelProfile, temperature: float | None) -> float | None:
-    """Clamp a user temperature (OpenAI scale) to the model's range; ``None`` = don't send."""
+    """Clamp a user temperature (OpenAI scale) to the model's range; ``None`` = don't send.
+
+    No temperature from the caller means the profile's ``default_temperature``."""
+    if temperature is None:
+        temperature = profile.default_temperature
     if temperature is None or profile.capabilities.max_temperature is None:
         return None
     return round(max(0.01, min(float(temperature), profile.capabilities.max_temperature)), 2)

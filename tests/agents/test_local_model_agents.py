@@ -80,3 +80,50 @@ def test_a_key_makes_the_hosted_default_win(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
     assert resolve_model().name == "gpt-4.1-mini"
+
+
+def test_a_simple_tool_question_gets_the_right_answer() -> None:
+    # The embedded profile declares it cannot judge when to stop: after the add tool's result
+    # the next request allows only an answer (it used to call add with invented numbers for
+    # five more rounds and answer "246").
+    from jupyter_agent import tool, toolloop
+
+    calls: list[tuple[int, int]] = []
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        calls.append((a, b))
+        return a + b
+
+    run = toolloop("What is 17 + 25? Use the add tool.", tools=[add], model="local")
+    assert calls == [(17, 25)]
+    assert run.status == "done" and "42" in run.answer
+    assert [e.tool_choice for e in run.events if e.type == "round_started"] == ["auto", "none"]
+
+
+def test_plan_on_the_embedded_model_refuses_in_one_line_before_any_request() -> None:
+    from jupyter_agent import ConfigError, plan
+    from jupyter_agent.session import default_store
+
+    with pytest.raises(ConfigError) as info:
+        plan("Plan a short weekend trip to Lyon.", model="local", auto_answer="first")
+    message = str(info.value)
+    assert "\n" not in message and "'local' cannot run the planning agent" in message
+    assert "OPENAI_API_KEY" in message and "03-planning-with-ask.ipynb" in message
+    assert default_store().list_runs() == []
+
+
+def test_the_plan_magic_on_the_embedded_model_is_one_usage_line() -> None:
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    shell = start_ipython() or get_ipython()
+    assert shell is not None and shell.run_cell("%load_ext jupyter_agent").success
+    with capture_output() as cap:
+        result = shell.run_cell("%%plan --model local\nPlan a short weekend trip to Lyon.")
+    assert isinstance(result.error_in_exec, UsageError)
+    lines = [line for line in cap.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cannot run the planning agent" in lines[0], cap.stderr
