@@ -25,7 +25,7 @@ def _count(name: str, value: Any, minimum: int) -> None:
 
 
 def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
-                     option: Any = None) -> None:
+                     option: Any = None, tool_choice: Any = None) -> None:
     """Raise :class:`ParameterError` for a value outside its range; return quietly otherwise.
 
     ``options`` are the keyword options of the entry point (``model``, ``history``,
@@ -39,3 +39,6 @@ def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
     _count("max_tokens", options.get("max_tokens"), 1)
     _count("max_rounds", max_rounds, 1)
     _count("option", option, 1)
+    if tool_choice is not None and (not isinstance(tool_choice, str) or not tool_choice.strip()):
+        raise ParameterError("tool_choice must be auto, required, none or a tool name, not "
+                             f"{tool_choice!r}.", parameters=("tool_choice",))

@@ -42,7 +42,7 @@ from .drive import TurnContext, TurnOptions, drive, open_turn, resolve_client, r
 from .intent import recognize_intent
 from .pending import TurnState
 from .run import Run, last_run, set_last_run
-from .tooling import loop_parts
+from .tooling import forced_choice, loop_parts
 from .turn import TurnSetup, restore_turn, setup_turn
 
 __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
@@ -102,6 +102,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     else:
         mode = "agent"
         setup = setup_turn(kind, prompt, opt, tools, store=store, run_sub_agent=run_sub_agent)
+        forced_choice((checks or {}).get("tool_choice"), setup.tools)  # a bad name: before saving
         intent = setup.intent
     tc = resolve_client(opt, store)
     if store is not None and opt.session:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import ParameterError
 from ..llm.profiles import map_temperature
 from ..llm.types import ToolCall
-from ..loop.hooks import LoopHooks, ToolOutcome
+from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome
 from ..loop.kernel import LoopConfig
 from ..runtime.policy import PermissionContext, check_permission
 from ..tools.registry import Tool, invoke_with_usage
@@ -20,7 +21,7 @@ from .compression import tool_output_processor, window_fitter
 from .constants import PARALLEL_BATCH
 from .drive import TurnContext
 
-__all__ = ["tool_runner", "unknown_tool_message", "loop_parts"]
+__all__ = ["tool_runner", "unknown_tool_message", "loop_parts", "forced_choice"]
 
 
 def unknown_tool_message(name: str, available: list[str]) -> str:
@@ -53,11 +54,38 @@ def tool_runner(tools: list[Tool[Any]], permissions: PermissionContext | None = 
     return run
 
 
+def forced_choice(tool_choice: str | None, tools: list[Tool[Any]]
+                  ) -> str | dict[str, Any] | None:
+    """The wire ``tool_choice`` of a run's first request (``docs/behaviour.md`` §2).
+
+    ``None``/``auto``: nothing forced; ``required``/``none`` as they are; any other value must
+    name one of ``tools`` and forces that tool.
+
+    Raises:
+        ParameterError: a name that is not among ``tools``.
+    """
+    if tool_choice is None or tool_choice == "auto":
+        return None
+    if tool_choice in ("required", "none"):
+        return tool_choice
+    names = [t.name for t in tools]
+    if tool_choice not in names:
+        raise ParameterError(
+            f"tool_choice {tool_choice!r} is neither auto, required, none nor one of the "
+            f"run's tools ({', '.join(names) or 'none'}).", parameters=("tool_choice",))
+    return {"type": "function", "function": {"name": tool_choice}}
+
+
 def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_rounds: int,
                temperature: float | None, max_tokens: int | None, stream: bool,
-               permissions: PermissionContext | None = None, round_offset: int = 0
+               permissions: PermissionContext | None = None, round_offset: int = 0,
+               tool_choice: str | dict[str, Any] | None = None
                ) -> tuple[LoopConfig, LoopHooks]:
-    """The loop configuration and hooks of a tool-loop run (fresh, resumed, or a sub-agent)."""
+    """The loop configuration and hooks of a tool-loop run (fresh, resumed, or a sub-agent).
+
+    ``tool_choice`` (:func:`forced_choice`'s) is sent on the first request only; later
+    requests use ``auto`` with the consecutive-tool-turn guard.
+    """
     from ..llm.tokens import count_tools_tokens
 
     prof = p.client.profile
@@ -74,4 +102,8 @@ def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_ro
         fit_context=window_fitter(prof.max_context, max_tokens, count_tools_tokens(schemas)),
         process_tool_output=tool_output_processor(p.client),
     )
+    if tool_choice is not None:
+        first = round_offset + 1
+        hooks.request_control = lambda rnd, _msgs: (
+            RequestControl(tool_choice=tool_choice) if rnd == first else None)
     return cfg, hooks

@@ -222,7 +222,7 @@ class _LoopRun:
         cfg = self.cfg
         tool_choice = forced_choice if forced_choice is not None else self._tool_choice(snapshot)
         self.emit(RoundStarted(round=self.round, model=cfg.model,
-                               tool_choice=tool_choice if isinstance(tool_choice, str) else None))
+                               tool_choice=_choice_label(tool_choice)))
         # model_construct: the history is already wire-format dicts; validating it again would
         # copy every message on every round.
         req = ChatRequest.model_construct(
@@ -462,6 +462,14 @@ class _LoopRun:
                                    output=NOT_RUN_AT_LIMIT, error=NOT_RUN_AT_LIMIT))
         if resp.text:
             self._append({"role": "assistant", "content": resp.text})
+
+
+def _choice_label(tool_choice: str | dict[str, Any] | None) -> str | None:
+    """``auto``/``none``/``required``, or the name of the tool a request forces."""
+    if isinstance(tool_choice, dict):
+        name = (tool_choice.get("function") or {}).get("name")
+        return str(name) if name else None
+    return tool_choice
 
 
 def _clean_calls(m: Message) -> Message:
