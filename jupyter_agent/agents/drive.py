@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from ..events import BaseEvent, ToolCalled, Warning_
 from ..llm.protocol import ModelClient
 from ..loop.hooks import LoopHooks
-from ..loop.kernel import LoopConfig, LoopResult, run_loop
+from ..loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
 from .pending import PendingRun
 from .run import Run, RunRecorder
 
@@ -141,13 +141,15 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
 
 def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
           *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None,
-          persist_prefix: list[dict[str, Any]] | None = None) -> Run:
+          persist_prefix: list[dict[str, Any]] | None = None, stopped: bool = False) -> Run:
     """Run the kernel and finish the run.
 
     ``persist_from`` is the index in ``messages`` of the first message that belongs to this
     turn (the user message); it and everything the loop adds are appended to the session.
     A resumed run passes ``persist_prefix`` instead: the turn's messages from before the
     suspension (user message first), saved in front of what the loop adds.
+    ``stopped``: a tool raised the stop signal before this call (a resumed run's approved
+    call): no request is made and the run ends ``done`` (docs/behaviour.md §2.7).
     """
     run, recorder = p.run, p.recorder
     head = (persist_prefix if persist_prefix is not None
@@ -187,7 +189,11 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
     # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
     with recorder.finishing(lambda status: finish_turn(p, status)):
         with p.turn_client.reporting_to(recorder.emit):  # a failover shows as a warning
-            result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+            if stopped:
+                result = LoopResult(status="done", messages=list(messages), stopped=True,
+                                    answer=answer_of(list(head)))
+            else:
+                result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
         run.messages = result.messages
         run.tool_values.update(result.tool_values)
         run.tool_records.extend(result.tool_records)

@@ -32,7 +32,7 @@ from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from .call_ids import CallIds, ids_in_messages
 from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem
 
-__all__ = ["LoopConfig", "LoopResult", "run_loop", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
+__all__ = ["LoopConfig", "LoopResult", "run_loop", "answer_of", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
 
 GUARD_LIMIT = 5
 """After more than this many tool-only turns in a row, ``tool_choice`` becomes ``none``."""
@@ -94,6 +94,13 @@ class LoopResult:
     tool_values: dict[str, Any] = field(default_factory=dict)
     """Raw Python value of every tool call, by call id."""
     tool_records: list[dict[str, Any]] = field(default_factory=list)
+    stopped: bool = False
+    """A tool raised the stop signal (§2.7); kept when the same round also waits on a card."""
+
+
+def answer_of(assistant_messages: list[Message]) -> str:
+    """The run's answer: the last assistant message with text (empty when there is none)."""
+    return _answer_of(assistant_messages)
 
 
 def _answer_of(assistant_messages: list[Message]) -> str:
@@ -161,6 +168,7 @@ class _LoopRun:
                     if aborted:
                         res.status = "aborted"
                         break
+                    res.stopped = res.stopped or stop
                     if stop or interactive:
                         break
                     self._round_end()
