@@ -24,6 +24,16 @@ def _count(name: str, value: Any, minimum: int) -> None:
                              parameters=(name,))
 
 
+def _temperature(value: Any) -> None:
+    # The OpenAI scale, as the --temperature flag: a value above the model's own maximum is
+    # clamped to it (docs/behaviour.md §9.7), one outside 0..2 means nothing.
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2:
+        raise ParameterError(f"temperature must be a number from 0 to 2, not {value!r}.",
+                             parameters=("temperature",))
+
+
 def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
                      option: Any = None, tool_choice: Any = None) -> None:
     """Raise :class:`ParameterError` for a value outside its range; return quietly otherwise.
@@ -36,6 +46,7 @@ def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
         raise ParameterError("model must be a model or profile name, not an empty string "
                              "(pass None for the default model).", parameters=("model",))
     _count("history", options.get("history"), 0)
+    _temperature(options.get("temperature"))
     _count("max_tokens", options.get("max_tokens"), 1)
     _count("max_rounds", max_rounds, 1)
     _count("option", option, 1)

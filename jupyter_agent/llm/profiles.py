@@ -22,7 +22,6 @@ __all__ = [
     "register_profile",
     "resolve_profile",
     "map_temperature",
-    "node_temperature",
 ]
 
 
@@ -135,9 +134,3 @@ def map_temperature(profile: ModelProfile, temperature: float | None) -> float |
         return None
     return round(max(0.01, min(float(temperature), profile.capabilities.max_temperature)), 2)
 
-
-def node_temperature(max_temperature: float | None, t: float) -> float | None:
-    """The reference's 0–10 node scale mapped onto the model's maximum (spec 7.4)."""
-    if max_temperature is None:
-        return None
-    return max(0.01, round(max_temperature * t / 10, 2))

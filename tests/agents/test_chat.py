@@ -165,13 +165,34 @@ def test_knowledge_from_a_list_a_dict_list_and_a_retriever(server: ScriptedOpenA
 
 
 def test_temperature_and_max_tokens_are_mapped(server: ScriptedOpenAI) -> None:
+    from jupyter_agent.llm.profiles import Capabilities, ModelProfile, register_profile
+
     server.default = text("ok")
-    chat("q", temperature=7, max_tokens=10**9, session=None)
+    chat("q", temperature=2, max_tokens=10**9, session=None)
     body = server.requests[0]
     assert body["temperature"] == 2.0
     assert body["max_tokens"] == BUILTIN_PROFILES["gpt-4.1-mini"].max_output
     chat("q", model="o4-mini", temperature=0.5, session=None)
     assert "temperature" not in server.requests[1]
+    # A model whose maximum is 1: the OpenAI-scale value is clamped, not rescaled.
+    register_profile(ModelProfile(name="cool", model="cool-1",
+                                  capabilities=Capabilities(max_temperature=1.0)))
+    chat("q", model="cool", temperature=2, session=None)
+    chat("q", model="cool", temperature=0.7, session=None)
+    assert [r["temperature"] for r in server.requests[2:]] == [1.0, 0.7]
+
+
+@pytest.mark.parametrize("bad", [7, 5, -0.1, float("nan"), "hot", True])
+def test_a_temperature_outside_the_openai_scale_is_refused(server: ScriptedOpenAI,
+                                                          bad: object) -> None:
+    """It once sent 2.0 for 5: the same range as the --temperature flag, before any request."""
+    from jupyter_agent import toolloop
+    from jupyter_agent.errors import ParameterError
+
+    for entry in (chat, toolloop):
+        with pytest.raises(ParameterError, match="temperature"):
+            entry("q", temperature=bad, session=None)
+    assert server.requests == []
 
 
 def test_no_stream_option(server: ScriptedOpenAI) -> None:

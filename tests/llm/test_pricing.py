@@ -10,7 +10,6 @@ from jupyter_agent.llm.profiles import (
     Capabilities,
     ModelProfile,
     map_temperature,
-    node_temperature,
     resolve_profile,
 )
 from jupyter_agent.llm.types import Usage
@@ -101,13 +100,6 @@ def test_beyond_every_bound_uses_the_last_tier_and_no_tiers_cost_nothing() -> No
                                   {"max_input_tokens": 20, "input_price": 2}])
     assert select_tier(tiers, 25_000, bound_unit=1000).input_price == 2
     assert price_call([], 10**6, 10**6) == 0.0
-
-
-def test_scenario_44_node_temperature() -> None:
-    assert node_temperature(2, 5) == 1.0
-    assert node_temperature(2, 0) == 0.01
-    assert node_temperature(1, 3.333) == 0.33
-    assert node_temperature(None, 5) is None
 
 
 def test_map_temperature_clamps_to_the_model() -> None:
