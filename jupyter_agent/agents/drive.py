@@ -44,6 +44,13 @@ class TurnOptions:
     max_tokens: int | None = None
     stream: bool = True
     knowledge: Any = None
+    quote_role: Literal["system", "user"] = "system"
+    """Where the knowledge goes: an extra system part, or the user message (docs/behaviour.md
+    §3.2); a ``quote_prompt`` naming ``{{question}}`` always makes it ``user``."""
+    quote_prompt: str | None = None
+    """The knowledge prompt (``{{quote}}``, and ``{{question}}`` for the user role)."""
+    quote_template: str | None = None
+    """How one knowledge item is rendered (``{{q}}``, ``{{a}}``, ``{{source}}``...)."""
     listeners: list[Callable[[BaseEvent], None]] = field(default_factory=list)
     store: Store | Literal["default"] | None = "default"
     """A :class:`~jupyter_agent.session.Store`, ``None`` for no persistence, or ``"default"``."""

@@ -111,7 +111,9 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
                     agent=setup.agent_name if setup is not None else None)
     if setup is not None:
         setup.bind(ctx)
-    user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode)
+    user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode,
+                                            role=opt.quote_role, quote_prompt=opt.quote_prompt,
+                                            item_template=opt.quote_template)
     default = ctx.client.profile.default_system_prompt
     if setup is None:
         extra = join_system([opt.system, intent_system_text(intent, mode)], "\n\n")
