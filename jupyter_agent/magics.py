@@ -18,7 +18,7 @@ from . import flags
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
 
-__all__ = ["AgentMagics", "interpolate"]
+__all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
@@ -313,9 +313,29 @@ class AgentMagics(Magics):
         from .commands import run_command
 
         try:
-            return run_command(line, self._ns())
+            result = run_command(line, self._ns())
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
+        if line.split()[:1] in ([], ["help"]):
+            print(cell_flags_help())
+        return result
+
+
+def cell_flags_help() -> str:
+    """Every flag of ``%%chat``, ``%%toolloop`` and ``%%plan`` with its help line (from the
+    parsers themselves, so the list cannot fall behind them)."""
+    lines: list[str] = []
+    for name in ("chat", "toolloop", "plan"):
+        parser = getattr(AgentMagics, name).parser
+        lines.append(f"\n%%{name} flags:")
+        for action in parser._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            spelled = "/".join(action.option_strings)
+            if action.nargs != 0:
+                spelled += " " + (action.metavar or action.dest.upper())
+            lines.append(f"  {spelled:<28} {(action.help or '').replace('%%', '%')}")
+    return "\n".join(lines)
 
 
 def _or(value: int | None, default: int) -> int:
