@@ -208,6 +208,7 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
         run.output_tokens += result.output_tokens
         run.cost += result.cost
         run.rounds += result.rounds
+        run.request_ids.extend(result.request_ids)
         if on_result is not None:
             on_result(result)  # may suspend the run (plan ask, approvals)
         if result.status != "ask":
@@ -234,7 +235,8 @@ def finish_turn(p: TurnContext, status: str) -> None:
     answered = p.turn_client.answered_profile()
     p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
                         output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
-                        duration=r.seconds, model=answered, profile=answered)
+                        duration=r.seconds, model=answered, profile=answered,
+                        error=r.error if status == "error" else None)
 
 
 def suspend(p: TurnContext, pending: PendingRun) -> None:

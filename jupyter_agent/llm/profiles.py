@@ -65,10 +65,8 @@ class ModelProfile(BaseModel):
     default_config: dict[str, Any] = Field(default_factory=dict)
     """Extra body fields merged over every request."""
 
-    def cost(self, usage: Usage, *, user_key: bool = False) -> float:
-        """Price one call (0 for a user's own key when the provider says so)."""
-        if user_key:
-            return 0.0
+    def cost(self, usage: Usage) -> float:
+        """Price one call from the profile's price tiers (tokens count either way)."""
         return price_call(sanitize_price_tiers(self.price_tiers), usage.input_tokens,
                           usage.output_tokens)
 

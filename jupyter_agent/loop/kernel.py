@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -276,8 +277,9 @@ class _LoopRun:
             resp = self.client.complete(req, on_delta)
         except KeyboardInterrupt:
             return None
-        if resp.request_id:
-            self.result.request_ids.append(resp.request_id)
+        # Every request made has an id, a failed one too (docs/behaviour.md §2.3): the
+        # provider's, else a local one.
+        self.result.request_ids.append(resp.request_id or f"local-{uuid.uuid4().hex[:16]}")
         if resp.finish_reason:
             self.result.finish_reason = resp.finish_reason
         calls: list[ToolCall] = []
@@ -448,8 +450,9 @@ class _LoopRun:
         self.messages.append(feedback_msg)
         if self.tokens is not None:
             self.tokens += count_message_tokens(feedback_msg)
-        self.emit(StopGateFeedback(round=self.round, reason=decision.reason,
-                                   feedback=decision.feedback))
+        self.emit(StopGateFeedback(
+            round=self.round, reason=decision.reason, feedback=decision.feedback,
+            id=f"stop_gate_{self.round}_{resp.request_id or ''}", assistant_text=resp.text))
         return "continue"
 
     def _final_answer_round(self) -> None:

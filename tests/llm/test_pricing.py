@@ -63,13 +63,6 @@ def test_scenario_50_the_loop_sums_per_call_prices(server: ScriptedOpenAI) -> No
     assert [u.cost for u in result.usages] == pytest.approx([0.032, 0.126])
 
 
-def test_scenario_51_own_key_is_free_but_tokens_count() -> None:
-    profile = resolve_profile("gpt-4.1")
-    usage = Usage(input_tokens=5_000, output_tokens=700)
-    assert profile.cost(usage, user_key=True) == 0.0
-    assert profile.cost(usage) > 0
-    assert (usage.input_tokens, usage.output_tokens) == (5_000, 700)
-
 
 def test_scenario_52_non_increasing_bound_dropped() -> None:
     tiers = sanitize_price_tiers([
