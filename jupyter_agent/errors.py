@@ -23,7 +23,6 @@ __all__ = [
     "ParameterError",
     "ModelRequestError",
     "ModelBehaviorError",
-    "MaxRoundsExceeded",
     "ResumeError",
 ]
 
@@ -83,10 +82,6 @@ class ModelRequestError(JupyterAgentError):
 
 class ModelBehaviorError(JupyterAgentError):
     """The model produced something unusable (bad JSON, unknown tool). Usually fed back."""
-
-
-class MaxRoundsExceeded(JupyterAgentError):
-    """A loop hit its round limit (only raised where a caller asks for it)."""
 
 
 class ResumeError(JupyterAgentError):

@@ -184,6 +184,10 @@ class StopGateFeedback(BaseEvent):
     reason: str
     feedback: str
     """The message added for the model; the draft of ``round`` is withdrawn."""
+    id: str = ""
+    """``stop_gate_<round>_<request id>``: the record id of this refusal."""
+    assistant_text: str = ""
+    """The withdrawn draft (masked like every text shown)."""
 
 
 class ContextCompressed(BaseEvent):

@@ -18,7 +18,7 @@ from . import flags
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
 
-__all__ = ["AgentMagics", "interpolate"]
+__all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
@@ -70,6 +70,15 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
         argument("--max-tokens", type=flags.integer(1), help="Cap on the answer's tokens."),
         argument("-k", "--knowledge", type=flags.text,
                  help="Variable holding documents or a retriever function."),
+        argument("--quote-role", type=flags.text, choices=["system", "user"],
+                 help="With --knowledge: put the knowledge in the system prompt (default) or "
+                      "in the user message."),
+        argument("--quote-prompt", type=flags.identifier,
+                 help="With --knowledge: variable holding the knowledge prompt ({{quote}}, "
+                      "and {{question}} for the user role)."),
+        argument("--quote-template", type=flags.identifier,
+                 help="With --knowledge: variable holding the template of one item ({{q}}, "
+                      "{{a}}, {{source}}...)."),
         argument("--no-stream", action="store_true", help="Wait for the whole answer."),
         argument("--record", action="store_true",
                  help="Record this cell's model calls into the cassette (see %%agent record)."),
@@ -158,6 +167,9 @@ class AgentMagics(Magics):
             model=args.model, system=args.system, session=args.session or config.settings.session,
             history=0 if args.no_history else args.history, temperature=args.temperature,
             max_tokens=args.max_tokens, knowledge=knowledge, stream=not args.no_stream,
+            quote_role=args.quote_role or "system",
+            quote_prompt=self._text_var(args.quote_prompt, "--quote-prompt"),
+            quote_template=self._text_var(args.quote_template, "--quote-template"),
         )
         if args.record or args.replay:
             if args.record and args.replay:
@@ -169,6 +181,15 @@ class AgentMagics(Magics):
             except JupyterAgentError as exc:
                 raise UsageError(usage_message(exc)) from None
         return prompt, opts
+
+    def _text_var(self, name: str | None, flag: str) -> str | None:
+        """A flag naming a notebook variable that holds a string (a template)."""
+        if name is None:
+            return None
+        value = self._ns().get(name)
+        if not isinstance(value, str):
+            raise UsageError(f"{flag}: {name!r} is not a string variable in the notebook.")
+        return value
 
     def _agent(self, args: Any) -> Any:
         """``--agent``: a variable holding an Agent, or an agent's name."""
@@ -292,9 +313,29 @@ class AgentMagics(Magics):
         from .commands import run_command
 
         try:
-            return run_command(line, self._ns())
+            result = run_command(line, self._ns())
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
+        if line.split()[:1] in ([], ["help"]):
+            print(cell_flags_help())
+        return result
+
+
+def cell_flags_help() -> str:
+    """Every flag of ``%%chat``, ``%%toolloop`` and ``%%plan`` with its help line (from the
+    parsers themselves, so the list cannot fall behind them)."""
+    lines: list[str] = []
+    for name in ("chat", "toolloop", "plan"):
+        parser = getattr(AgentMagics, name).parser
+        lines.append(f"\n%%{name} flags:")
+        for action in parser._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            spelled = "/".join(action.option_strings)
+            if action.nargs != 0:
+                spelled += " " + (action.metavar or action.dest.upper())
+            lines.append(f"  {spelled:<28} {(action.help or '').replace('%%', '%')}")
+    return "\n".join(lines)
 
 
 def _or(value: int | None, default: int) -> int:

@@ -129,10 +129,12 @@ def replace_tool_result(messages: list[Message], call_id: str, content: str) -> 
 
 def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, choice: Choice,
                      tools: dict[str, Any], permissions: PermissionContext, *, round_: int,
-                     messages: list[list[Message]]) -> list[WaitingCall]:
+                     messages: list[list[Message]], stops: list[str] | None = None
+                     ) -> list[WaitingCall]:
     """Apply ``choice`` to the call whose card was shown (``call_id``), then run, deny or
     queue the other ``waiting`` calls; each result replaces its call's placeholder in every
-    list of ``messages`` (in place).
+    list of ``messages`` (in place). The ids of calls that raised the stop signal are added
+    to ``stops``.
 
     Returns:
         The calls still waiting, the first of which needs a new card (empty: all settled).
@@ -160,6 +162,8 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
                 else:
                     out = run_call(p, tool, call, round_=round_)
                     _returned(p, call, out, round_)
+        if out.stop and stops is not None:
+            stops.append(item.call_id)
         for listed in messages:
             replace_tool_result(listed, item.call_id, out.output)
     return []

@@ -26,7 +26,6 @@ __all__ = [
     "quote_role",
     "render_quotes",
     "apply_knowledge",
-    "slice_history",
 ]
 
 CHAT_SEPARATOR = "\n\n===---===---===\n\n"
@@ -144,14 +143,3 @@ def apply_knowledge(question: str, knowledge: Knowledge | None, *, mode: str = "
         return _fill(prompt, {"quote": quote, "question": question}), ""
     prompt = quote_prompt or SYSTEM_QUOTE_PROMPT
     return question, _fill(prompt, {"quote": quote})
-
-
-def slice_history(history: list[dict[str, Any]], rounds: int | None) -> list[dict[str, Any]]:
-    """Spec 4.2: the system items, then the last ``2n`` items (``0``/``None`` gives none).
-
-    A system item that is also among the last ``2n`` appears twice, as in the reference.
-    """
-    if not rounds:
-        return []
-    system = [m for m in history if m.get("role") == "system"]
-    return system + history[-2 * rounds:]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from ..events import BaseEvent, ToolCalled, Warning_
 from ..llm.protocol import ModelClient
 from ..loop.hooks import LoopHooks
-from ..loop.kernel import LoopConfig, LoopResult, run_loop
+from ..loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
 from .pending import PendingRun
 from .run import Run, RunRecorder
 
@@ -45,6 +45,13 @@ class TurnOptions:
     max_tokens: int | None = None
     stream: bool = True
     knowledge: Any = None
+    quote_role: Literal["system", "user"] = "system"
+    """Where the knowledge goes: an extra system part, or the user message (docs/behaviour.md
+    §3.2); a ``quote_prompt`` naming ``{{question}}`` always makes it ``user``."""
+    quote_prompt: str | None = None
+    """The knowledge prompt (``{{quote}}``, and ``{{question}}`` for the user role)."""
+    quote_template: str | None = None
+    """How one knowledge item is rendered (``{{q}}``, ``{{a}}``, ``{{source}}``...)."""
     listeners: list[Callable[[BaseEvent], None]] = field(default_factory=list)
     store: Store | Literal["default"] | None = "default"
     """A :class:`~jupyter_agent.session.Store`, ``None`` for no persistence, or ``"default"``."""
@@ -156,13 +163,15 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
 
 def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
           *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None,
-          persist_prefix: list[dict[str, Any]] | None = None) -> Run:
+          persist_prefix: list[dict[str, Any]] | None = None, stopped: bool = False) -> Run:
     """Run the kernel and finish the run.
 
     ``persist_from`` is the index in ``messages`` of the first message that belongs to this
     turn (the user message); it and everything the loop adds are appended to the session.
     A resumed run passes ``persist_prefix`` instead: the turn's messages from before the
     suspension (user message first), saved in front of what the loop adds.
+    ``stopped``: a tool raised the stop signal before this call (a resumed run's approved
+    call): no request is made and the run ends ``done`` (docs/behaviour.md §2.7).
     """
     run, recorder = p.run, p.recorder
     head = (persist_prefix if persist_prefix is not None
@@ -202,7 +211,11 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
     # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
     with recorder.finishing(lambda status: finish_turn(p, status)):
         with p.turn_client.reporting_to(recorder.emit):  # a failover shows as a warning
-            result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+            if stopped:
+                result = LoopResult(status="done", messages=list(messages), stopped=True,
+                                    answer=answer_of(list(head)))
+            else:
+                result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
         run.messages = result.messages
         run.tool_values.update(result.tool_values)
         run.tool_records.extend(result.tool_records)
@@ -210,6 +223,7 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
         run.output_tokens += result.output_tokens
         run.cost += result.cost
         run.rounds += result.rounds
+        run.request_ids.extend(result.request_ids)
         if on_result is not None:
             on_result(result)  # may suspend the run (plan ask, approvals)
         if result.status != "ask":
@@ -236,7 +250,8 @@ def finish_turn(p: TurnContext, status: str) -> None:
     answered = p.turn_client.answered_profile()
     p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
                         output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
-                        duration=r.seconds, model=answered, profile=answered)
+                        duration=r.seconds, model=answered, profile=answered,
+                        error=r.error if status == "error" else None)
 
 
 def suspend(p: TurnContext, pending: PendingRun) -> None:

@@ -51,7 +51,7 @@ from .drive import (
 from .intent import recognize_intent
 from .pending import TurnState
 from .run import Run, last_run, set_last_run
-from .tooling import loop_parts
+from .tooling import forced_choice, loop_parts
 from .turn import TurnSetup, restore_turn, setup_turn
 
 __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
@@ -113,6 +113,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     else:
         mode = "agent"
         setup = setup_turn(kind, prompt, opt, tools, store=store, run_sub_agent=run_sub_agent)
+        forced_choice((checks or {}).get("tool_choice"), setup.tools)  # a bad name: before saving
         intent = setup.intent
     tc = resolve_client(opt, store)
     if store is not None and opt.session:
@@ -121,7 +122,9 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
                     agent=setup.agent_name if setup is not None else None)
     if setup is not None:
         setup.bind(ctx)
-    user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode)
+    user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode,
+                                            role=opt.quote_role, quote_prompt=opt.quote_prompt,
+                                            item_template=opt.quote_template)
     default = ctx.client.profile.default_system_prompt
     if setup is None:
         extra = join_system([opt.system, intent_system_text(intent, mode)], "\n\n")

@@ -181,6 +181,9 @@ class ToolloopPending(_PendingBase):
     """Every call of the round still waiting, in the order the model made them."""
     options: ToolloopOptions = Field(default_factory=ToolloopOptions)
     turn: TurnState = Field(default_factory=TurnState)
+    stopped: bool = False
+    """A call of the waiting round raised the stop signal: once every card is answered the
+    run ends ``done`` without another request (docs/behaviour.md §2.7)."""
 
 
 class PlanPending(_PendingBase):

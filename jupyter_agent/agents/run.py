@@ -66,6 +66,8 @@ class Run:
         self.output_tokens = 0
         self.cost = 0.0
         self.rounds = 0
+        self.request_ids: list[str] = []
+        """One id per model request made (the provider's, else a local ``local-...`` one)."""
         self.seconds = 0.0
         self.pending: PendingRun | None = None
         """What a suspended run saved (status ``ask``); ``None`` otherwise."""

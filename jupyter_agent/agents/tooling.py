@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import ParameterError
 from ..llm.profiles import map_temperature
 from ..llm.types import Message, ToolCall
 from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome
@@ -20,7 +21,8 @@ from .compression import tool_output_processor, window_fitter
 from .constants import PARALLEL_BATCH
 from .drive import TurnContext
 
-__all__ = ["tool_runner", "unknown_tool_message", "loop_parts", "answer_after_tools"]
+__all__ = ["tool_runner", "unknown_tool_message", "loop_parts", "answer_after_tools",
+           "forced_choice"]
 
 
 def unknown_tool_message(name: str, available: list[str]) -> str:
@@ -91,11 +93,38 @@ def _noting_failures(run: Callable[[ToolCall, list[Message]], ToolOutcome], fail
     return run_noted
 
 
+def forced_choice(tool_choice: str | None, tools: list[Tool[Any]]
+                  ) -> str | dict[str, Any] | None:
+    """The wire ``tool_choice`` of a run's first request (``docs/behaviour.md`` §2).
+
+    ``None``/``auto``: nothing forced; ``required``/``none`` as they are; any other value must
+    name one of ``tools`` and forces that tool.
+
+    Raises:
+        ParameterError: a name that is not among ``tools``.
+    """
+    if tool_choice is None or tool_choice == "auto":
+        return None
+    if tool_choice in ("required", "none"):
+        return tool_choice
+    names = [t.name for t in tools]
+    if tool_choice not in names:
+        raise ParameterError(
+            f"tool_choice {tool_choice!r} is neither auto, required, none nor one of the "
+            f"run's tools ({', '.join(names) or 'none'}).", parameters=("tool_choice",))
+    return {"type": "function", "function": {"name": tool_choice}}
+
+
 def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_rounds: int,
                temperature: float | None, max_tokens: int | None, stream: bool,
-               permissions: PermissionContext | None = None, round_offset: int = 0
+               permissions: PermissionContext | None = None, round_offset: int = 0,
+               tool_choice: str | dict[str, Any] | None = None
                ) -> tuple[LoopConfig, LoopHooks]:
-    """The loop configuration and hooks of a tool-loop run (fresh, resumed, or a sub-agent)."""
+    """The loop configuration and hooks of a tool-loop run (fresh, resumed, or a sub-agent).
+
+    ``tool_choice`` (:func:`forced_choice`'s) is sent on the first request only; later
+    requests use ``auto`` with the consecutive-tool-turn guard.
+    """
     from ..llm.tokens import count_tools_tokens
 
     prof = p.client.profile
@@ -118,4 +147,15 @@ def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_ro
         fit_context=window_fitter(prof.max_context, max_tokens, count_tools_tokens(schemas)),
         process_tool_output=tool_output_processor(p.client),
     )
+    if tool_choice is not None:
+        # The forced choice holds for the first request; after it, the small-model rule (if any).
+        first = round_offset + 1
+        after = control
+
+        def forced_then(rnd: int, msgs: list[Message]) -> RequestControl | None:
+            if rnd == first:
+                return RequestControl(tool_choice=tool_choice)
+            return after(rnd, msgs) if after is not None else None
+
+        hooks.request_control = forced_then
     return cfg, hooks

@@ -10,7 +10,7 @@ from .driver import start_turn
 from .pending import ToolloopOptions
 from .resume import settle
 from .run import Run
-from .tooling import loop_parts
+from .tooling import forced_choice, loop_parts
 from .toolloop_resume import approval_suspender
 
 __all__ = ["toolloop", "MAX_ROUNDS", "PARALLEL_BATCH"]
@@ -37,13 +37,15 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
         ParameterError: an empty prompt or a value outside its range.
     """
     turn = start_turn("toolloop", prompt, options, tools=tools,
-                      checks={"max_rounds": max_rounds})
+                      checks={"max_rounds": max_rounds, "tool_choice": tool_choice})
     p, setup, opt = turn.ctx, turn.setup, turn.opt
     assert setup is not None  # a tool-loop turn always has its runtime setup
+    forced = forced_choice(tool_choice, setup.tools)  # checked by start_turn already
     messages = turn.messages()
     cfg, hooks = loop_parts(p, setup.tools, parallel=parallel, max_rounds=max_rounds,
                             temperature=opt.temperature, max_tokens=opt.max_tokens,
-                            stream=opt.stream, permissions=setup.permissions)
+                            stream=opt.stream, permissions=setup.permissions,
+                            tool_choice=forced)
     saved = ToolloopOptions(parallel=parallel, max_rounds=max_rounds,
                             temperature=opt.temperature, max_tokens=opt.max_tokens,
                             stream=opt.stream)

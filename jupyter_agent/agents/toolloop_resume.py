@@ -69,7 +69,8 @@ def approval_suspender(p: TurnContext, setup: TurnSetup, options: ToolloopOption
             messages=result.messages,
             model=p.turn_client.answered_profile() or p.run.model,
             tools=[t.name for t in setup.tools], options=options, turn=setup.state(),
-            turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds)
+            turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds,
+            stopped=result.stopped)
         HELD.keep(p.run.run_id, tools=setup.tools)
         _show_card(p, pending)
 
@@ -91,13 +92,15 @@ def resume_toolloop(p: TurnContext, pending: ToolloopPending, answer: Answer,
     setup = restore_setup(pending.turn, p, held.tools)
     tools: dict[str, Any] = {t.name: t for t in setup.tools}
     pending = pending.model_copy(deep=True)
+    stops: list[str] = []
     rest = settle_approvals(p, pending.approvals, pending.call_id, approval_choice(answer),
                             tools, setup.permissions, round_=pending.rounds,
-                            messages=[pending.messages, pending.turn_messages])
+                            messages=[pending.messages, pending.turn_messages], stops=stops)
     run = p.run
     if rest:
         again = pending.model_copy(update={"approvals": rest, "call_id": rest[0].call_id,
-                                           "card": rest[0].card})
+                                           "card": rest[0].card,
+                                           "stopped": pending.stopped or bool(stops)})
         HELD.keep(run.run_id, tools=setup.tools)
         run.messages = pending.messages
         _show_card(p, again)
@@ -109,6 +112,9 @@ def resume_toolloop(p: TurnContext, pending: ToolloopPending, answer: Answer,
         p, setup.tools, parallel=o.parallel, max_rounds=max(0, o.max_rounds - pending.rounds),
         temperature=o.temperature, max_tokens=o.max_tokens, stream=o.stream,
         permissions=setup.permissions, round_offset=pending.rounds)
+    # An approved call that raised the stop signal (or one beside it) ends the run here,
+    # as it would have ended without the card (docs/behaviour.md §2.7).
     return drive(p, pending.messages, cfg, hooks, persist_from=0,
                  persist_prefix=pending.turn_messages,
-                 on_result=approval_suspender(p, setup, o, pending.turn_messages))
+                 on_result=approval_suspender(p, setup, o, pending.turn_messages),
+                 stopped=pending.stopped or bool(stops))

@@ -22,7 +22,6 @@ __all__ = [
     "register_profile",
     "resolve_profile",
     "map_temperature",
-    "node_temperature",
 ]
 
 
@@ -75,10 +74,8 @@ class ModelProfile(BaseModel):
     default_config: dict[str, Any] = Field(default_factory=dict)
     """Extra body fields merged over every request."""
 
-    def cost(self, usage: Usage, *, user_key: bool = False) -> float:
-        """Price one call (0 for a user's own key when the provider says so)."""
-        if user_key:
-            return 0.0
+    def cost(self, usage: Usage) -> float:
+        """Price one call from the profile's price tiers (tokens count either way)."""
         return price_call(sanitize_price_tiers(self.price_tiers), usage.input_tokens,
                           usage.output_tokens)
 
@@ -148,9 +145,3 @@ def map_temperature(profile: ModelProfile, temperature: float | None) -> float |
         return None
     return round(max(0.01, min(float(temperature), profile.capabilities.max_temperature)), 2)
 
-
-def node_temperature(max_temperature: float | None, t: float) -> float | None:
-    """The reference's 0–10 node scale mapped onto the model's maximum (spec 7.4)."""
-    if max_temperature is None:
-        return None
-    return max(0.01, round(max_temperature * t / 10, 2))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -32,7 +33,7 @@ from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from .call_ids import CallIds, ids_in_messages
 from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem
 
-__all__ = ["LoopConfig", "LoopResult", "run_loop", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
+__all__ = ["LoopConfig", "LoopResult", "run_loop", "answer_of", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
 
 GUARD_LIMIT = 5
 """After more than this many tool-only turns in a row, ``tool_choice`` becomes ``none``."""
@@ -94,6 +95,13 @@ class LoopResult:
     tool_values: dict[str, Any] = field(default_factory=dict)
     """Raw Python value of every tool call, by call id."""
     tool_records: list[dict[str, Any]] = field(default_factory=list)
+    stopped: bool = False
+    """A tool raised the stop signal (§2.7); kept when the same round also waits on a card."""
+
+
+def answer_of(assistant_messages: list[Message]) -> str:
+    """The run's answer: the last assistant message with text (empty when there is none)."""
+    return _answer_of(assistant_messages)
 
 
 def _answer_of(assistant_messages: list[Message]) -> str:
@@ -161,6 +169,7 @@ class _LoopRun:
                     if aborted:
                         res.status = "aborted"
                         break
+                    res.stopped = res.stopped or stop
                     if stop or interactive:
                         break
                     self._round_end()
@@ -222,7 +231,7 @@ class _LoopRun:
         cfg = self.cfg
         tool_choice = forced_choice if forced_choice is not None else self._tool_choice(snapshot)
         self.emit(RoundStarted(round=self.round, model=cfg.model,
-                               tool_choice=tool_choice if isinstance(tool_choice, str) else None))
+                               tool_choice=_choice_label(tool_choice)))
         # model_construct: the history is already wire-format dicts; validating it again would
         # copy every message on every round.
         req = ChatRequest.model_construct(
@@ -268,8 +277,9 @@ class _LoopRun:
             resp = self.client.complete(req, on_delta)
         except KeyboardInterrupt:
             return None
-        if resp.request_id:
-            self.result.request_ids.append(resp.request_id)
+        # Every request made has an id, a failed one too (docs/behaviour.md §2.3): the
+        # provider's, else a local one.
+        self.result.request_ids.append(resp.request_id or f"local-{uuid.uuid4().hex[:16]}")
         if resp.finish_reason:
             self.result.finish_reason = resp.finish_reason
         calls: list[ToolCall] = []
@@ -440,8 +450,9 @@ class _LoopRun:
         self.messages.append(feedback_msg)
         if self.tokens is not None:
             self.tokens += count_message_tokens(feedback_msg)
-        self.emit(StopGateFeedback(round=self.round, reason=decision.reason,
-                                   feedback=decision.feedback))
+        self.emit(StopGateFeedback(
+            round=self.round, reason=decision.reason, feedback=decision.feedback,
+            id=f"stop_gate_{self.round}_{resp.request_id or ''}", assistant_text=resp.text))
         return "continue"
 
     def _final_answer_round(self) -> None:
@@ -462,6 +473,14 @@ class _LoopRun:
                                    output=NOT_RUN_AT_LIMIT, error=NOT_RUN_AT_LIMIT))
         if resp.text:
             self._append({"role": "assistant", "content": resp.text})
+
+
+def _choice_label(tool_choice: str | dict[str, Any] | None) -> str | None:
+    """``auto``/``none``/``required``, or the name of the tool a request forces."""
+    if isinstance(tool_choice, dict):
+        name = (tool_choice.get("function") or {}).get("name")
+        return str(name) if name else None
+    return tool_choice
 
 
 def _clean_calls(m: Message) -> Message:

@@ -32,9 +32,7 @@ __all__ = [
     "Decision",
     "PermissionPolicy",
     "PermissionVerdict",
-    "approval_outcome",
     "denial_message",
-    "remember_choice",
 ]
 
 Decision = Literal["allow", "ask", "deny"]
@@ -145,40 +143,6 @@ class PermissionPolicy(BaseModel):
         if read_only and tool_name in self.write_tools:
             return "deny"
         return None
-
-
-def approval_outcome(option: int | str) -> tuple[Remembered, bool]:
-    """What an answer to an approval card means: (decision, remember for the session).
-
-    Args:
-        option: Index into :data:`APPROVAL_OPTIONS` counting from 0, or the option's label.
-
-    Raises:
-        ValueError: not one of the three options.
-    """
-    index = APPROVAL_OPTIONS.index(option) if option in APPROVAL_OPTIONS else option
-    if index == 0:
-        return "allow", False
-    if index == 1:
-        return "allow", True
-    if index == 2:
-        return "deny", False
-    raise ValueError(
-        f"Approval option must be 0, 1 or 2 or one of {APPROVAL_OPTIONS}, not {option!r}."
-    )
-
-
-def remember_choice(session_memory: dict[str, Remembered], tool_name: str, option: int | str
-                    ) -> Remembered:
-    """Apply an approval answer: store it in ``session_memory`` if it is "for this session".
-
-    Returns:
-        The decision for the pending call.
-    """
-    decision, remember = approval_outcome(option)
-    if remember:
-        session_memory[tool_name] = decision
-    return decision
 
 
 def denial_message(tool_name: str, *, by_user: bool = True, reason: str | None = None) -> str:

@@ -94,6 +94,11 @@ SHARED = [
     ("--max-tokens", "lots", "1 or more"),
     ("-k", "''", "must not be empty"),
     ("--knowledge", "''", "must not be empty"),
+    ("--quote-role", "assistant", "invalid choice"),
+    ("--quote-role", "''", "must not be empty"),
+    ("--quote-prompt", "''", "Python variable name"),
+    ("--quote-prompt", "1st", "Python variable name"),
+    ("--quote-template", "a.b", "Python variable name"),
 ]
 TOOLS = [
     ("--tools", "''", "at least one tool"),

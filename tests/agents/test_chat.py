@@ -14,11 +14,10 @@ from jupyter_agent.agents.context import (
     USER_QUOTE_PROMPT,
     apply_knowledge,
     quote_role,
-    slice_history,
 )
 from jupyter_agent.errors import MissingKeyError, ParameterError
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
-from tests.fakes.openai_server import ScriptedOpenAI, error, text
+from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -92,15 +91,29 @@ def test_empty_knowledge_list_still_applies_the_template() -> None:
     assert apply_knowledge("q", None) == ("q", "")
 
 
-def test_scenario_43_history_slicing() -> None:
-    history = [{"role": "system", "content": "S"}] + [
-        {"role": "user" if i % 2 else "assistant", "content": str(i)} for i in range(1, 10)]
-    assert len(history) == 10
-    assert slice_history(history, 2) == [history[0]] + history[-4:]
-    assert slice_history(history, 0) == [] and slice_history(history, None) == []
-    short = [{"role": "user", "content": "u"}, {"role": "system", "content": "S"},
-             {"role": "assistant", "content": "a"}]
-    assert slice_history(short, 2) == [short[1], short[0], short[1], short[2]]  # no de-dup
+def test_scenario_43_history_is_the_last_rounds_never_a_split_call(
+        server: ScriptedOpenAI) -> None:
+    """For chat-only history n rounds are the last 2n items, as the reference slices; with tool
+    turns in the session a round runs from one user message to the next, so a tool call is
+    never sent without its result (2n items would start at a tool message: a 400)."""
+    from jupyter_agent import tool, toolloop
+
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    server.default = text("ok")
+    for q in ("Q1", "Q2", "Q3"):
+        chat(q)
+    chat("Q4", history=2)
+    assert [m["content"] for m in sent(server)] == ["Q2", "ok", "Q3", "ok", "Q4"]
+    server.enqueue(tool_calls([call("look", {}, id="c1")]), text("looked"))
+    toolloop("Look.", tools=["look"])
+    chat("Q5", history=1)
+    roles = [m["role"] for m in sent(server)]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]  # the whole round
+    assert sent(server)[0]["content"] == "Look."
 
 
 def test_session_history_across_calls(server: ScriptedOpenAI) -> None:
@@ -165,13 +178,34 @@ def test_knowledge_from_a_list_a_dict_list_and_a_retriever(server: ScriptedOpenA
 
 
 def test_temperature_and_max_tokens_are_mapped(server: ScriptedOpenAI) -> None:
+    from jupyter_agent.llm.profiles import Capabilities, ModelProfile, register_profile
+
     server.default = text("ok")
-    chat("q", temperature=7, max_tokens=10**9, session=None)
+    chat("q", temperature=2, max_tokens=10**9, session=None)
     body = server.requests[0]
     assert body["temperature"] == 2.0
     assert body["max_tokens"] == BUILTIN_PROFILES["gpt-4.1-mini"].max_output
     chat("q", model="o4-mini", temperature=0.5, session=None)
     assert "temperature" not in server.requests[1]
+    # A model whose maximum is 1: the OpenAI-scale value is clamped, not rescaled.
+    register_profile(ModelProfile(name="cool", model="cool-1",
+                                  capabilities=Capabilities(max_temperature=1.0)))
+    chat("q", model="cool", temperature=2, session=None)
+    chat("q", model="cool", temperature=0.7, session=None)
+    assert [r["temperature"] for r in server.requests[2:]] == [1.0, 0.7]
+
+
+@pytest.mark.parametrize("bad", [7, 5, -0.1, float("nan"), "hot", True])
+def test_a_temperature_outside_the_openai_scale_is_refused(server: ScriptedOpenAI,
+                                                          bad: object) -> None:
+    """It once sent 2.0 for 5: the same range as the --temperature flag, before any request."""
+    from jupyter_agent import toolloop
+    from jupyter_agent.errors import ParameterError
+
+    for entry in (chat, toolloop):
+        with pytest.raises(ParameterError, match="temperature"):
+            entry("q", temperature=bad, session=None)
+    assert server.requests == []
 
 
 def test_no_stream_option(server: ScriptedOpenAI) -> None:

@@ -10,7 +10,6 @@ from jupyter_agent.llm.profiles import (
     Capabilities,
     ModelProfile,
     map_temperature,
-    node_temperature,
     resolve_profile,
 )
 from jupyter_agent.llm.types import Usage
@@ -64,13 +63,6 @@ def test_scenario_50_the_loop_sums_per_call_prices(server: ScriptedOpenAI) -> No
     assert [u.cost for u in result.usages] == pytest.approx([0.032, 0.126])
 
 
-def test_scenario_51_own_key_is_free_but_tokens_count() -> None:
-    profile = resolve_profile("gpt-4.1")
-    usage = Usage(input_tokens=5_000, output_tokens=700)
-    assert profile.cost(usage, user_key=True) == 0.0
-    assert profile.cost(usage) > 0
-    assert (usage.input_tokens, usage.output_tokens) == (5_000, 700)
-
 
 def test_scenario_52_non_increasing_bound_dropped() -> None:
     tiers = sanitize_price_tiers([
@@ -101,13 +93,6 @@ def test_beyond_every_bound_uses_the_last_tier_and_no_tiers_cost_nothing() -> No
                                   {"max_input_tokens": 20, "input_price": 2}])
     assert select_tier(tiers, 25_000, bound_unit=1000).input_price == 2
     assert price_call([], 10**6, 10**6) == 0.0
-
-
-def test_scenario_44_node_temperature() -> None:
-    assert node_temperature(2, 5) == 1.0
-    assert node_temperature(2, 0) == 0.01
-    assert node_temperature(1, 3.333) == 0.33
-    assert node_temperature(None, 5) is None
 
 
 def test_map_temperature_clamps_to_the_model() -> None:

@@ -12,7 +12,7 @@ from jupyter_agent.agents.intent import recognize_intent
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.errors import ConfigError
 from jupyter_agent.runtime.intent import IntentRules, intent_system_text
-from jupyter_agent.runtime.modes import mode_for_kind, mode_rules, parse_mode, tools_for_mode
+from jupyter_agent.runtime.modes import mode_rules, parse_mode
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool
 from tests.fakes.openai_server import ScriptedOpenAI, text
@@ -30,10 +30,6 @@ def test_modes_parse_and_limit() -> None:
     with pytest.raises(ConfigError, match="ask, search or agent"):
         parse_mode("turbo")
     assert [mode_rules(m).knowledge_limit for m in ("ask", "search", "agent")] == [0, 8, 3]
-    assert tools_for_mode("ask", ["t"]) == [] and tools_for_mode("search", ["t"]) == []
-    assert tools_for_mode("agent", ["t"]) == ["t"]
-    assert mode_for_kind("chat") == "ask" and mode_for_kind("chat", knowledge=[]) == "search"
-    assert mode_for_kind("plan") == "agent" and mode_for_kind("toolloop") == "agent"
 
 
 def test_search_mode_injects_at_most_8_items_and_no_tools(server: ScriptedOpenAI) -> None:

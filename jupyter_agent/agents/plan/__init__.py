@@ -42,11 +42,9 @@ from .gate import (
     StopVerdict,
     evaluate_stop_gate,
     request_tool_choice,
-    stop_gate_feedback_id,
     would_allow_stop,
 )
 from .prompts import MAIN_AGENT_MARKER, build_main_system_prompt
-from .records import AgentLoopAsk, AgentLoopPlanUpdate, AgentLoopStopGate, AgentPlanStatus
 from .require_plan import last_user_text, should_require_plan, text_requires_plan
 from .run_state import PlanRunState, build_initial_messages, final_answer_text
 from .state import (
@@ -108,10 +106,6 @@ __all__ = [
     "UPDATE_PLAN_DESCRIPTION",
     "UPDATE_PLAN_TOOL_NAME",
     "WAITING_FOR_USER_ANSWER",
-    "AgentLoopAsk",
-    "AgentLoopPlanUpdate",
-    "AgentLoopStopGate",
-    "AgentPlanStatus",
     "AskAnswer",
     "AskParseResult",
     "AskRequest",
@@ -153,7 +147,6 @@ __all__ = [
     "resume_plan",
     "runtime_tool_conflict_warning",
     "should_require_plan",
-    "stop_gate_feedback_id",
     "text_requires_plan",
     "update_plan_tool_schema",
     "would_allow_stop",

@@ -21,7 +21,6 @@ __all__ = [
     "StopVerdict",
     "evaluate_stop_gate",
     "request_tool_choice",
-    "stop_gate_feedback_id",
     "would_allow_stop",
 ]
 
@@ -145,11 +144,6 @@ def request_tool_choice(
     ):
         return "none"
     return "auto"
-
-
-def stop_gate_feedback_id(request_index: int, request_id: str | None) -> str:
-    """The record id of a refusal: ``stop_gate_<requestIndex>_<requestId>``."""
-    return f"stop_gate_{request_index}_{request_id or ''}"
 
 
 class StopVerdict(BaseModel):

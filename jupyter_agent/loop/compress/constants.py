@@ -27,13 +27,10 @@ __all__ = [
     "COMPRESSION_MAX_CHUNKS",
     "COMPRESSION_MAX_REQUESTS",
     "COMPRESSION_MIN_TOKEN_LIMIT",
-    "DATASET_SEARCH_SELECTION_RATIO",
-    "DEPENDS_ON_THRESHOLD_RATIO",
     "EXCERPT_MIN_REMAINING_TOKENS",
     "EXCERPT_ROOM_RATIO",
     "EXCERPT_SKIP_RATIO",
     "EXCERPT_TARGET_RATIO",
-    "FILE_READ_RESPONSE_MAX_RATIO",
     "FINAL_HEAD_RATIO",
     "HEX_ID_MIN_CHARS",
     "JSON_SUMMARY_CHAR_RATIO",
@@ -160,9 +157,6 @@ TOOL_MEMORY_RESULT_CHARS = 900
 TOOL_MEMORY_USER_CHARS = 240
 
 # Ratios the reference defines for paths outside this package (kept so callers share one table).
-DEPENDS_ON_THRESHOLD_RATIO = 0.15
-FILE_READ_RESPONSE_MAX_RATIO = 0.5
-DATASET_SEARCH_SELECTION_RATIO = 0.2
 
 TRUNCATION_MARKER = "\n\n... [content truncated: middle omitted to fit token budget] ...\n\n"
 TOOL_RESULT_CAP_MARKER = "\n\n... [tool result too long: {omitted:,} characters omitted] ...\n\n"

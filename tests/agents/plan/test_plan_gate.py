@@ -9,7 +9,6 @@ from jupyter_agent.agents.plan import (
     StopGateCounter,
     evaluate_stop_gate,
     request_tool_choice,
-    stop_gate_feedback_id,
     would_allow_stop,
 )
 
@@ -212,6 +211,3 @@ def test_allowed_stop_does_not_count_and_new_counter_starts_at_zero():
     assert verdict.action == "stop" and verdict.rejections == 1
     assert StopGateCounter().rejections == 0
 
-
-def test_feedback_id_format():
-    assert stop_gate_feedback_id(3, "req-9") == "stop_gate_3_req-9"

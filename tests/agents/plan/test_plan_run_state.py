@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from jupyter_agent.agents.plan import (
-    AgentLoopAsk,
-    AgentLoopPlanUpdate,
-    AgentPlanStatus,
     PlanRunState,
     build_initial_messages,
     final_answer_text,
@@ -75,18 +72,3 @@ def test_state_round_trips_through_json_for_a_suspended_run():
     assert restored == state
     assert restored.gate().reason == "Active plan is not complete."
 
-
-def test_display_records_use_spec_names():
-    update = AgentLoopPlanUpdate(id="c1", params="{}")
-    assert update.model_dump() == {
-        "id": "c1",
-        "functionName": "update_plan",
-        "params": "{}",
-        "response": None,
-        "assistantText": None,
-        "reasoningText": None,
-    }
-    assert (
-        AgentLoopAsk(id="c2", params="{}", planId="p").model_dump()["functionName"] == "ask_agent"
-    )
-    assert AgentPlanStatus(status="updating").status == "updating"

@@ -7,9 +7,7 @@ import pytest
 from jupyter_agent.session.permissions import (
     APPROVAL_OPTIONS,
     PermissionPolicy,
-    approval_outcome,
     denial_message,
-    remember_choice,
 )
 
 
@@ -96,25 +94,6 @@ def test_the_workspace_constraint_is_a_hook() -> None:
 
 def test_approval_options_and_outcomes() -> None:
     assert APPROVAL_OPTIONS == ["Allow once", "Allow for this session", "Deny"]
-    assert approval_outcome(0) == ("allow", False)
-    assert approval_outcome(1) == ("allow", True)
-    assert approval_outcome(2) == ("deny", False)
-    assert approval_outcome("Allow for this session") == ("allow", True)
-    with pytest.raises(ValueError):
-        approval_outcome(3)
-    with pytest.raises(ValueError):
-        approval_outcome("Yes")
-
-
-def test_allow_for_this_session_is_remembered_and_then_applies() -> None:
-    memory: dict[str, str] = {}
-    policy = PermissionPolicy()
-    assert remember_choice(memory, "bash", 0) == "allow"
-    assert memory == {} and policy.decide("bash", session_memory=memory) == "ask"
-    assert remember_choice(memory, "bash", 1) == "allow"
-    assert memory == {"bash": "allow"} and policy.decide("bash", session_memory=memory) == "allow"
-    assert remember_choice(memory, "write_file", 2) == "deny"
-    assert "write_file" not in memory  # "Deny" is for this call only
 
 
 def test_denial_text_told_to_the_model() -> None:
