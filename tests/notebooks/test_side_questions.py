@@ -137,7 +137,9 @@ def test_a_side_question_never_kills_a_waiting_plan(server: ScriptedOpenAI, kern
     assert record.origin == "cell:cell-plan"
 
     server.enqueue(text("Report for Q2 written."))
-    nb.run("cell-answer", f"%agent resume {plan_id} --option 2")
+    answered = nb.run("cell-answer", f"%agent resume {plan_id} --option 2")
+    # The footer of the resumed run: the whole run's time, in its two parts.
+    assert " s in 2 parts" in answered
     assert store.get_run(plan_id).status == "done"  # type: ignore[union-attr]
     resumed = server.requests[3]["messages"]
     # The resumed request is the plan's own conversation and the answer, nothing of cell 2.
