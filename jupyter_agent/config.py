@@ -9,6 +9,7 @@ slot of the process state: ``STATE.reset()`` puts every field back to its defaul
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
@@ -16,7 +17,26 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from ._state import STATE, to_defaults
 from .secrets import register_secret
 
-__all__ = ["Settings", "settings", "CassetteMode", "CassetteTiming"]
+__all__ = ["Settings", "settings", "CassetteMode", "CassetteTiming", "default_session",
+           "NOTEBOOK_SESSION_PREFIX"]
+
+NOTEBOOK_SESSION_PREFIX = "notebook:"
+"""The default session of a notebook is this prefix and the notebook's path."""
+
+
+def default_session() -> str:
+    """The session cells use when none was chosen: the notebook's own.
+
+    A kernel a Jupyter server started knows its notebook's path (``JPY_SESSION_NAME``, relative
+    to the server's root): the session is ``notebook:<that path>``, so two notebooks never
+    share a conversation by accident and a restarted kernel continues its notebook's. A script
+    or a console has no notebook: ``default``.
+    """
+    path = os.environ.get("JPY_SESSION_NAME", "").strip()
+    if not path:
+        return "default"
+    # A path from a server may be absolute on some setups; the name keeps it as given, one line.
+    return NOTEBOOK_SESSION_PREFIX + " ".join(path.split())
 
 CassetteMode = Literal["live", "record", "replay"]
 CassetteTiming = Literal["fast", "recorded"]
@@ -46,8 +66,9 @@ class Settings(BaseModel):
     connection busy (``%config AgentMagics.request_deadline``)."""
     fallback_models: list[str] = []
     """Profiles to fail over to, in order, when a request fails (issue: model failover)."""
-    session: str = "default"
-    """The session magics use when a cell gives no ``--session`` (``%agent session NAME``)."""
+    session: str = Field(default_factory=default_session)
+    """The session cells use when they give no ``--session`` (``%agent session NAME``): by
+    default the notebook's own (:func:`default_session`)."""
     cassette_mode: CassetteMode = "live"
     """``%agent record`` / ``%agent replay``: model calls are recorded to, or served from, the
     cassette at ``cassette_path`` (see ``jupyter_agent.replay``)."""

@@ -117,6 +117,12 @@ class AgentMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
+        self._cell_id: str | None = None
+        events = getattr(shell, "events", None)
+        if events is not None:
+            # JupyterLab and Notebook 7 name the cell being run (IPython 8 hands its id to
+            # pre_run_cell): a re-run of a cell replaces the question its last run left waiting.
+            events.register("pre_run_cell", self._on_pre_run_cell)
         # Only traits set in a config file need copying now; the defaults match the settings'.
         # Skipping the copy keeps `%load_ext` from importing pydantic and the model layer.
         if any(getattr(self, n) != self.trait_defaults(n) for n in _SYNCED):
@@ -146,6 +152,14 @@ class AgentMagics(Magics):
 
         clear_client_cache()
 
+    def _on_pre_run_cell(self, info: Any = None) -> None:
+        cell_id = getattr(info, "cell_id", None)
+        self._cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
+
+    def _origin(self) -> str | None:
+        """Where this cell's run starts: ``cell:<id>`` when the front end named the cell."""
+        return f"cell:{self._cell_id}" if self._cell_id else None
+
     # ---------------------------------------------------------------- helpers
     def _ns(self) -> dict[str, Any]:
         return self.shell.user_ns if self.shell is not None else {}
@@ -170,6 +184,7 @@ class AgentMagics(Magics):
             quote_role=args.quote_role or "system",
             quote_prompt=self._text_var(args.quote_prompt, "--quote-prompt"),
             quote_template=self._text_var(args.quote_template, "--quote-template"),
+            origin=self._origin(), on_superseded=_close_superseded,
         )
         if args.record or args.replay:
             if args.record and args.replay:
@@ -358,6 +373,15 @@ class _Starter:
             self.started = True
             self.on_start(last_run())
         self.listener(event)
+
+
+def _close_superseded(run_ids: list[str]) -> None:
+    """The cards of runs a new turn superseded say so at once (buttons off, hint gone)."""
+    from .ui.live import close_superseded
+
+    for run_id in run_ids:
+        close_superseded(run_id, "superseded: its cell was run again; this question was "
+                                 "withdrawn.")
 
 
 def _on_click(run: Any, msg: dict[str, Any]) -> None:

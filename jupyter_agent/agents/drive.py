@@ -38,7 +38,9 @@ class TurnOptions:
 
     model: str | None = None
     system: str | None = None
-    session: str | None = "default"
+    session: str | None = field(default_factory=lambda: _current_session())
+    """The session (its history, its questions); by default the current one: the notebook's
+    own in a notebook, ``default`` in a script (:func:`jupyter_agent.config.default_session`)."""
     history: int | None = 6
     """Rounds of session history sent along (``0``/``None``: none)."""
     temperature: float | None = None
@@ -65,6 +67,13 @@ class TurnOptions:
     ``model`` in the model order of :mod:`jupyter_agent.clients.factory`)."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
+    origin: str | None = None
+    """Where the turn starts (``cell:<id>``: a notebook cell the front end named). A new turn
+    supersedes only the questions waiting from the same origin (the cell re-run); ``None`` (a
+    script, a console) supersedes nothing."""
+    on_superseded: Callable[[list[str]], None] | None = None
+    """Told the ids of the runs whose questions this turn superseded, at once (the notebook
+    closes their cards)."""
 
 
 @dataclass
@@ -88,6 +97,12 @@ class TurnContext:
     def client(self) -> ModelClient:
         """The model client of the run."""
         return self.turn_client.client
+
+
+def _current_session() -> str:
+    from ..config import settings
+
+    return settings.session
 
 
 def resolve_store(opt: TurnOptions) -> Any:
@@ -148,7 +163,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     if store is not None:
         if opt.session and opt.history:
             history = store.history_messages(opt.session, opt.history)
-        store.create_run(run.run_id, opt.session, kind)
+        store.create_run(run.run_id, opt.session, kind, origin=opt.origin)
         if opt.session:
             turn_id = store.start_turn(opt.session, mode=mode, run_id=run.run_id,
                                        agent=agent or kind, intent=intent, model=model,
@@ -241,7 +256,8 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
 
 
 def finish_turn(p: TurnContext, status: str) -> None:
-    """Close the turn record: its status, and the tokens, cost and time this turn added."""
+    """Close the turn record: its status, and the tokens, cost and time this turn added (a
+    resumed run's turn: its part; the run's footer sums the parts)."""
     if p.store is None or p.turn_id is None:
         return
     r = p.run
@@ -250,7 +266,7 @@ def finish_turn(p: TurnContext, status: str) -> None:
     answered = p.turn_client.answered_profile()
     p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
                         output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
-                        duration=r.seconds, model=answered, profile=answered,
+                        duration=p.recorder.seconds, model=answered, profile=answered,
                         error=r.error if status == "error" else None)
 
 

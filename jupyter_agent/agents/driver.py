@@ -9,7 +9,8 @@ sub-agents, written once.
    permissions (:func:`~jupyter_agent.agents.turn.setup_turn`); ``%%chat`` recognizes the
    intent only. An unknown tool fails here, before anything is saved;
 3. the model and client (a missing key fails here, still before anything is saved);
-4. the session's older questions are superseded (a new turn makes them stale);
+4. the question its own cell's last run left waiting is superseded (the cell was re-run;
+   ``TurnOptions.origin``); questions of other cells stay waiting;
 5. the turn is opened (run and turn records, ``run_started``, the session history) and the
    setup bound to it;
 6. knowledge, the system prompt and the user's message: the first request
@@ -116,8 +117,12 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         forced_choice((checks or {}).get("tool_choice"), setup.tools)  # a bad name: before saving
         intent = setup.intent
     tc = resolve_client(opt, store)
-    if store is not None and opt.session:
-        store.supersede_pending(opt.session)  # a new turn makes the session's older asks stale
+    if store is not None and opt.session and opt.origin is not None:
+        # Re-running a cell replaces the question its last run left waiting; questions of
+        # other cells stay waiting while this turn runs around them.
+        superseded = store.supersede_pending(opt.session, origin=opt.origin)
+        if superseded and opt.on_superseded is not None:
+            opt.on_superseded(superseded)
     ctx = open_turn(kind, prompt, opt, tc, store=store, mode=mode, intent=intent,
                     agent=setup.agent_name if setup is not None else None)
     if setup is not None:

@@ -154,6 +154,8 @@ class RunRecorder:
         self._streams: dict[tuple[Any, ...], tuple[StreamMasker, BaseEvent]] = {}
         self._stdio: Any = None
         self.finished = False  # set by finish(); a resume gets a new recorder
+        self.seconds = 0.0
+        """This part's time (set by finish()): a resumed run's turn records its own part."""
 
     def emit(self, event: BaseEvent) -> None:
         """Record ``event`` (secrets masked) and pass it on (thread-safe)."""
@@ -221,6 +223,7 @@ class RunRecorder:
         self.finished = True
         r = self.run
         seconds = time.perf_counter() - self._t0
+        self.seconds = seconds
         r.seconds += seconds
         r.status, r.answer, r.error = status, mask(answer), None if error is None else mask(error)
         try:

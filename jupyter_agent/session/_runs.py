@@ -24,7 +24,7 @@ __all__ = ["RunsMixin"]
 
 _RUN_COLUMNS = (
     "run_id, session, kind, status, created, updated, pending, pending_call_id, pending_version,"
-    " error, owner_pid, owner_host"
+    " error, owner_pid, owner_host, origin"
 )
 _SET_OWNER = "owner_pid = ?, owner_host = ?, owner_boot = ?, owner_start = ?"
 """The SET clause that makes the calling process a run's owner (see ``_liveness``)."""
@@ -38,7 +38,7 @@ def owner_values() -> tuple[Any, ...]:
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
     (run_id, session, kind, status, created, updated, pending, call_id, version, error,
-     owner_pid, owner_host) = row
+     owner_pid, owner_host, origin) = row
     return RunRecord(
         run_id=run_id,
         session=session,
@@ -52,6 +52,7 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         error=error,
         owner_pid=owner_pid,
         owner_host=owner_host,
+        origin=origin,
     )
 
 
@@ -61,9 +62,13 @@ class RunsMixin:
     _db: Database
 
     def create_run(
-        self, run_id: str, session: str | None, kind: str, *, status: StoredRunStatus = "running"
+        self, run_id: str, session: str | None, kind: str, *, status: StoredRunStatus = "running",
+        origin: str | None = None,
     ) -> RunRecord:
         """Record a new run (of ``session``, created if needed); the id must be new.
+
+        ``origin`` says where it started (``cell:<id>``), so a later run from the same place
+        can supersede its question (:meth:`supersede_pending`).
 
         The calling process is recorded as the run's owner: if it dies while the run is
         ``running``, the next store opened marks the run ``interrupted``.
@@ -79,12 +84,13 @@ class RunsMixin:
             owner = owner_values()
             conn.execute(
                 "INSERT INTO runs (run_id, session, kind, status, created, updated, owner_pid,"
-                " owner_host, owner_boot, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, session, kind, status, now, now, *owner),
+                " owner_host, owner_boot, owner_start, origin)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, session, kind, status, now, now, *owner, origin),
             )
         return RunRecord(
             run_id=run_id, session=session, kind=kind, status=status, created=now, updated=now,
-            owner_pid=owner[0], owner_host=owner[1],
+            owner_pid=owner[0], owner_host=owner[1], origin=origin,
         )
 
     def get_run(self, run_id: str) -> RunRecord | None:
@@ -160,6 +166,10 @@ class RunsMixin:
                 (status, time.time(), clear, clear,
                  None if error is None else mask(error), run_id),
             ).rowcount
+            if clear:
+                # The run's earlier turns ended on its question: a turn's status is its final one.
+                conn.execute("UPDATE turns SET status = ? WHERE run_id = ? AND status = 'ask'",
+                             (status, run_id))
         return changed > 0
 
     def suspend(
@@ -230,18 +240,34 @@ class RunsMixin:
             ).rowcount
         return loads(pending) if claimed == 1 else None
 
-    def supersede_pending(self, session: str, *, keep: str | None = None) -> list[str]:
-        """Mark every pending ask of ``session`` (except run ``keep``) as ``superseded``.
+    def supersede_pending(
+        self, session: str, *, origin: str | None = None, keep: str | None = None,
+        every: bool = False,
+    ) -> list[str]:
+        """Mark the pending asks of ``session`` that a new run replaces as ``superseded``.
 
-        Called when a new run of the session starts, so a late answer to an older ask is
+        Only the asks of runs that started from ``origin`` (the same notebook cell, re-run) are
+        replaced: questions waiting in other cells stay waiting while other turns go on around
+        them. ``origin=None`` replaces nothing, unless ``every`` is given (the session's
+        history is gone). Run ``keep`` is never touched. A late answer to a superseded ask is
         refused. Returns the superseded run ids.
         """
+        if origin is None and not every:
+            return []
         where = "WHERE session = ? AND status = 'ask' AND run_id IS NOT ?"
+        params: tuple[Any, ...] = (session, keep)
+        if not every:
+            where += " AND origin = ?"
+            params = (*params, origin)
         with self._db.write() as conn:
-            rows = conn.execute(f"SELECT run_id FROM runs {where}", (session, keep)).fetchall()
+            rows = conn.execute(f"SELECT run_id FROM runs {where}", params).fetchall()
             conn.execute(
                 "UPDATE runs SET status = 'superseded', pending = NULL, pending_call_id = NULL,"
                 f" pending_version = pending_version + 1, updated = ? {where}",
-                (time.time(), session, keep),
+                (time.time(), *params),
+            )
+            conn.executemany(
+                "UPDATE turns SET status = 'superseded' WHERE run_id = ? AND status = 'ask'",
+                rows,
             )
         return sorted(run_id for (run_id,) in rows)

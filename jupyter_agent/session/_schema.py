@@ -96,7 +96,13 @@ ALTER TABLE runs ADD COLUMN error TEXT;
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# The cell a run started from (the front end's cell id, when the kernel was told it): a new
+# run supersedes only the questions waiting from its own cell (docs/behaviour.md).
+_V3 = """
+ALTER TABLE runs ADD COLUMN origin TEXT;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 """``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,7 +11,10 @@ from typing import Any, get_args
 from ._db import Database, dumps, loads
 from .models import PermissionDecision, SessionRecord
 
-__all__ = ["SessionsMixin", "ensure_session_row"]
+__all__ = ["SessionsMixin", "ensure_session_row", "turn_ordered"]
+
+_UNFINISHED_RUN_STATUSES = frozenset({"ask", "running", "superseded"})
+"""Runs whose messages stay out of the model's history (half a turn)."""
 
 _SESSION_COLUMNS = "name, group_name, agent, workspace, model, created, updated"
 
@@ -27,6 +30,33 @@ def _session(row: tuple[Any, ...]) -> SessionRecord:
         created=created,
         updated=updated,
     )
+
+
+def turn_ordered(conn: sqlite3.Connection, session: str
+                 ) -> list[tuple[int, str | None, dict[str, Any]]]:
+    """The session's messages as ``(seq, run status, message)``, grouped by run: each run's
+    messages together (a run that waited for an answer while other turns went on may be
+    written in several parts, or only once answered), the runs in the order they started,
+    messages in order within a run.
+
+    A message of no known run (written without a turn, or by an old release) is its own group.
+    """
+    rows = conn.execute(
+        "SELECT m.seq, m.content, t.run_id, r.status, COALESCE(r.created, m.created)"
+        " FROM messages m LEFT JOIN turns t ON t.id = m.turn_id"
+        " LEFT JOIN runs r ON r.run_id = t.run_id WHERE m.session = ? ORDER BY m.seq",
+        (session,),
+    ).fetchall()
+    # A run's place is when it started (its first part may be written only when it ends);
+    # a message of no known run keeps its own time.
+    first: dict[str, tuple[float, int]] = {}
+    keyed = []
+    for seq, content, run_id, status, started in rows:
+        key = run_id if run_id is not None else f"#{seq}"
+        place = first.setdefault(key, (started, seq))
+        keyed.append((place, seq, status, content))
+    keyed.sort(key=lambda row: (row[0], row[1]))
+    return [(seq, status, loads(content)) for _, seq, status, content in keyed]
 
 
 def ensure_session_row(conn: sqlite3.Connection, name: str, group: str | None = None) -> None:
@@ -132,7 +162,7 @@ class SessionsMixin:
         with self._db.write() as conn:
             conn.execute("DELETE FROM messages WHERE session = ?", (name,))
             conn.execute("DELETE FROM turns WHERE session = ?", (name,))
-            conn.execute(
+            conn.execute(  # like supersede_pending(every=True), inside this transaction
                 "UPDATE runs SET status = 'superseded', pending = NULL, pending_call_id = NULL,"
                 " pending_version = pending_version + 1, updated = ?"
                 " WHERE session = ? AND status = 'ask'",
@@ -178,27 +208,26 @@ class SessionsMixin:
         return [loads(content) for (content,) in rows.fetchall()]
 
     def history_messages(self, session: str, rounds: int | None = None) -> list[dict[str, Any]]:
-        """The last ``rounds`` rounds of history (all of it when ``rounds`` is ``None``).
+        """The model's history: the session's finished turns, each in one piece, in the order
+        they started; the last ``rounds`` rounds of it (all when ``rounds`` is ``None``).
 
-        A round starts at a ``user`` message and runs to the next one, so an assistant's tool
-        calls are never separated from their results.
+        A run that waits for an answer (or still runs) is left out, and so is one whose
+        question was superseded: its messages are half a turn (a question with no answer), and
+        another turn's request must never carry them. A run answered later comes back whole,
+        at its place. A round starts at a ``user`` message and runs to the next one, so an
+        assistant's tool calls are never separated from their results.
         """
-        if rounds is None:
-            return self.get_messages(session)
-        if rounds <= 0:
+        if rounds is not None and rounds <= 0:
             return []
-        conn = self._db.connection()
-        row = conn.execute(
-            "SELECT seq FROM messages WHERE session = ? AND role = 'user'"
-            " ORDER BY seq DESC LIMIT 1 OFFSET ?",
-            (session, rounds - 1),
-        ).fetchone()
-        start = 0 if row is None else row[0]
-        rows = conn.execute(
-            "SELECT content FROM messages WHERE session = ? AND seq >= ? ORDER BY seq",
-            (session, start),
-        )
-        return [loads(content) for (content,) in rows.fetchall()]
+        with self._db.read() as conn:
+            rows = turn_ordered(conn, session)
+        out = [message for _, status, message in rows
+               if status not in _UNFINISHED_RUN_STATUSES]
+        if rounds is None:
+            return out
+        starts = [i for i, message in enumerate(out) if message.get("role") == "user"]
+        start = starts[-rounds] if len(starts) >= rounds else 0
+        return out[start:]
 
     # -- permission memory -----------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._db import Database, loads
+from ._sessions import turn_ordered
 from .models import TranscriptEntry
 
 __all__ = ["TranscriptMixin", "message_text"]
@@ -36,7 +37,8 @@ class TranscriptMixin:
     _db: Database
 
     def session_transcript(self, session: str) -> list[dict[str, Any]]:
-        """The session's user, assistant, tool (and system) entries, oldest first.
+        """The session's user, assistant, tool (and system) entries, run by run in the order
+        the runs started (each run in one piece), oldest first.
 
         Each entry is a ``TranscriptEntry`` dumped to a dict: text, tool calls, the tool name
         and error for tool results, and the turn and run the message belongs to.
@@ -47,6 +49,10 @@ class TranscriptMixin:
                 " LEFT JOIN turns t ON t.id = m.turn_id WHERE m.session = ? ORDER BY m.seq",
                 (session,),
             ).fetchall()
+            # Each run in one piece, in the order the runs started (a run answered later was
+            # written in parts, with other turns in between): see ``turn_ordered``.
+            order = {seq: i for i, (seq, _, _) in enumerate(turn_ordered(conn, session))}
+            rows.sort(key=lambda row: order.get(row[0], len(order)))
             # Only tool_returned events matter; the LIKE filter avoids decoding text deltas.
             events = conn.execute(
                 "SELECT e.event FROM run_events e JOIN runs r ON r.run_id = e.run_id"

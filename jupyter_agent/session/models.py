@@ -112,6 +112,9 @@ class RunRecord(BaseModel):
     by a release that did not record owners."""
     owner_host: str | None = None
     """Host name of that process."""
+    origin: str | None = None
+    """Where the run started (``cell:<id>`` for a notebook cell), ``None`` when unknown: a new
+    run supersedes only the questions of runs with the same origin."""
 
 
 class UsageTotals(BaseModel):

@@ -22,7 +22,8 @@ from .._state import STATE
 from ..events import BaseEvent
 from ..view.bundle import build_bundle, output_metadata
 
-__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", "show_hint"]
+__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", "show_hint",
+           "close_superseded"]
 
 MAX_UPDATES_PER_SECOND = 30
 MAX_DISPLAYS = 256
@@ -75,6 +76,23 @@ def show_hint(run: Any, text: str) -> None:
         live.show_hint(text)
     else:
         print(text)
+
+
+def close_superseded(run_id: str, reason: str) -> bool:
+    """The live card of ``run_id`` stops waiting at once: question closed, buttons off, hint
+    gone, ``reason`` shown (it updates that output by display id, from whichever cell runs).
+    Returns False when this kernel shows no such run."""
+    from ..view.state import withdraw_ask
+
+    live = displays.pop(run_id, None)
+    if live is None:
+        return False
+    run = live.run
+    withdraw_ask(run.view, reason)
+    run.status, run.pending, run.error = "superseded", None, reason
+    live._clear_hint()
+    live.refresh()
+    return True
 
 
 class LiveDisplay:

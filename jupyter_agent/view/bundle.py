@@ -91,7 +91,13 @@ def footer_text(view: dict[str, Any]) -> str:
     approx = "~" if f.get("estimated") else ""
     return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
             f"{approx}{f.get('input_tokens', 0)} in / {approx}{f.get('output_tokens', 0)} out tokens · "
-            f"${f.get('cost', 0.0):.4f} · {f.get('seconds', 0.0):.1f} s")
+            f"${f.get('cost', 0.0):.4f} · {f.get('seconds', 0.0):.1f} s{_parts(f)}")
+
+
+def _parts(footer: dict[str, Any]) -> str:
+    """`` in 2 parts`` for a run resumed after a question (its time is the sum of its parts)."""
+    parts = int(footer.get("parts") or 0)
+    return f" in {parts} parts" if parts > 1 else ""
 
 
 def render_markdown(view: dict[str, Any]) -> str:

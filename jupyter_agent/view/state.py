@@ -37,7 +37,7 @@ from typing import Any
 
 from ..events import BaseEvent
 
-__all__ = ["new_view", "reduce_event", "reduce_events"]
+__all__ = ["new_view", "reduce_event", "reduce_events", "withdraw_ask"]
 
 
 def new_view() -> dict[str, Any]:
@@ -62,6 +62,7 @@ def new_view() -> dict[str, Any]:
             "output_tokens": 0,
             "cost": 0.0,
             "seconds": 0.0,
+            "parts": 0,
             "estimated": False,
         },
     }
@@ -203,10 +204,28 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
         view["error"] = d["error"]
         f = view["footer"]
         f["seconds"] = f["seconds"] + d["seconds"]
+        # A run resumed after its question ran in parts: the footer shows the sum and the count.
+        f["parts"] = f.get("parts", 0) + 1
         f["rounds"] = max(f["rounds"], d["rounds"])
     elif kind == "run_failed":
         view["status"] = "error"
         view["error"] = d["error"]
+    return view
+
+
+def withdraw_ask(view: dict[str, Any], reason: str) -> dict[str, Any]:
+    """The run's waiting question was withdrawn without an answer (superseded): the card
+    keeps the question, closed (no buttons), and says why; the run ends ``superseded``."""
+    ask = view.get("ask")
+    if ask is not None and not ask.get("answered"):
+        ask["answered"] = {"how": "dismissed", "answer": "", "option_index": None}
+        view["items"].append({"kind": "ask", **ask})
+        view["ask"] = None
+        card = _find_tool(view, ask["call_id"])
+        if card is not None:
+            card.update(output="Withdrawn: no answer will be taken.", state="done", error=None)
+    view["status"] = "superseded"
+    view["error"] = reason
     return view
 
 

@@ -156,4 +156,10 @@ def test_two_kernels_write_one_session_at_once(server: ScriptedOpenAI,
         assert len(turns) == 16 and {t.status for t in turns} == {"done"}
         runs = store.list_runs("shared")
         assert len(runs) == 16 and {r.status for r in runs} == {"done"}
-        assert [e["seq"] for e in store.session_transcript("shared")] == list(range(1, 33))
+        entries = store.session_transcript("shared")
+        assert sorted(e["seq"] for e in entries) == list(range(1, 33))
+        # Each run in one piece, the runs in the order they started (not the order they wrote).
+        order = [e["run_id"] for e in entries]
+        assert list(dict.fromkeys(order)) == [r.run_id for r in runs]
+        assert all(order.count(r) == 2 for r in set(order))
+        assert order == sorted(order, key=order.index)

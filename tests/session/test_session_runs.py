@@ -100,24 +100,34 @@ def test_final_status_drops_pending_state(store: Store) -> None:
         store.set_status("r1", "finished")  # type: ignore[arg-type]
 
 
-def test_new_run_supersedes_older_asks_of_its_session(store: Store) -> None:
-    store.create_run("old1", "s", "plan")
+def test_a_rerun_cell_supersedes_only_its_own_question(store: Store) -> None:
+    store.create_run("old1", "s", "plan", origin="cell:a")
     store.suspend("old1", {"n": 1}, call_id="c1")
-    store.create_run("old2", "s", "toolloop")
-    store.suspend("old2", {"n": 2}, call_id="c2")
-    store.create_run("elsewhere", "t", "plan")
+    store.create_run("other", "s", "toolloop", origin="cell:b")
+    store.suspend("other", {"n": 2}, call_id="c2")
+    store.create_run("script", "s", "plan")  # no origin: a script's question
+    store.suspend("script", {"n": 5}, call_id="c5")
+    store.create_run("elsewhere", "t", "plan", origin="cell:a")
     store.suspend("elsewhere", {"n": 3}, call_id="c3")
-    store.create_run("new", "s", "plan")
+    store.create_run("new", "s", "plan", origin="cell:a")
     store.suspend("new", {"n": 4}, call_id="c4")
 
-    assert store.supersede_pending("s", keep="new") == ["old1", "old2"]
+    assert store.supersede_pending("s", origin="cell:a", keep="new") == ["old1"]
 
     assert store.claim_pending("old1", "c1") is None  # a late click is refused
     old = store.get_run("old1")
-    assert old is not None and (old.status, old.pending) == ("superseded", None)
+    assert old is not None and (old.status, old.pending, old.origin) == ("superseded", None,
+                                                                        "cell:a")
+    # Another cell's question, a script's and another session's stay waiting and answerable.
+    assert store.claim_pending("other", "c2") == {"n": 2}
+    assert store.claim_pending("script", "c5") == {"n": 5}
     assert store.claim_pending("elsewhere", "c3") == {"n": 3}
     assert store.claim_pending("new", "c4") == {"n": 4}
+    # No origin (plain Python): nothing is superseded implicitly.
+    store.create_run("late", "s", "plan")
+    store.suspend("late", {"n": 6}, call_id="c6")
     assert store.supersede_pending("s") == []
+    assert store.supersede_pending("s", every=True) == ["late"]
 
 
 def test_claim_race_between_eight_threads(store: Store) -> None:

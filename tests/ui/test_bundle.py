@@ -73,7 +73,7 @@ def test_reduced_view() -> None:
     assert answer == {"kind": "text", "round": 2, "text": "2 + 2 = 4.", "withdrawn": False}
     assert view["footer"] == {"model": "gpt-4.1-mini", "rounds": 2, "input_tokens": 120,
                               "output_tokens": 15, "cost": pytest.approx(0.003),
-                              "seconds": 1.5, "estimated": True}
+                              "seconds": 1.5, "parts": 1, "estimated": True}
 
 
 def test_failed_tool_retry_and_withdrawn_draft() -> None:
@@ -281,3 +281,41 @@ def test_urgent_events_are_shown_at_once(ipython: Any, clock: FakeClock) -> None
         recorder.emit(ev.ToolCalled(round=2, call_id="p", name="update_plan"))
         recorder.emit(ev.UsageRecorded(round=2, input_tokens=3, output_tokens=1))
         assert display.updates == before + 2
+
+
+def test_a_resumed_run_shows_its_whole_time_and_parts() -> None:
+    from jupyter_agent.events import AskAnswered, AskPending, RunFinished, RunStarted
+    from jupyter_agent.view import state
+    from jupyter_agent.view.bundle import footer_text
+
+    view = reduce_events([
+        RunStarted(run_id="r", agent="plan", model="m", prompt="p"),
+        AskPending(call_id="a1", question="Which?", options=["x", "y", "z"]),
+        RunFinished(status="ask", rounds=1, seconds=2.5),
+    ])
+    assert footer_text(view).endswith("2.5 s")  # one part so far: no "parts"
+    state.reduce_event(view, AskAnswered(call_id="a1", how="option", answer="y", option_index=2))
+    state.reduce_event(view, RunFinished(status="done", rounds=2, seconds=9.8))
+    assert view["footer"]["seconds"] == pytest.approx(12.3) and view["footer"]["parts"] == 2
+    assert footer_text(view).endswith("12.3 s in 2 parts")
+
+
+def test_a_withdrawn_question_closes_the_card() -> None:
+    from jupyter_agent.events import AskPending, RunStarted, ToolCalled
+    from jupyter_agent.view.state import withdraw_ask
+
+    view = reduce_events([
+        RunStarted(run_id="r", agent="plan", model="m", prompt="p"),
+        ToolCalled(round=1, call_id="a1", name="ask_agent", arguments="{}"),
+        AskPending(call_id="a1", question="Which?", options=["x", "y", "z"]),
+    ])
+    withdraw_ask(view, "superseded: its cell was run again.")
+    assert view["ask"] is None and view["status"] == "superseded"
+    assert view["error"] == "superseded: its cell was run again."
+    (closed,) = [i for i in view["items"] if i["kind"] == "ask"]
+    assert closed["answered"]["how"] == "dismissed" and closed["question"] == "Which?"
+    tool = next(i for i in view["items"] if i["kind"] == "tool")
+    assert tool["state"] == "done" and tool["output"].startswith("Withdrawn")
+    # Twice is harmless (a second supersede finds nothing waiting).
+    withdraw_ask(view, "again")
+    assert [i["kind"] for i in view["items"]].count("ask") == 1

@@ -13,6 +13,11 @@ import { append, argsSummary, clip, details, firstLine, h, prettyJson } from "./
 /** What a card says once its answer is sent (the kernel picks it up when it is idle). */
 const SENT_TEXT = "Answer sent; waiting for the kernel…";
 
+/** What it says when the kernel has not taken the answer soon: a cell is running, and the
+ * kernel reads a click only when that cell ends (runs never overlap). */
+export const QUEUED_TEXT = "Answer queued behind the running cell; it applies when that cell ends.";
+export const QUEUED_AFTER_MS = 400;
+
 /** The options of an approval card when the payload gives none (the spec's order). */
 export const APPROVAL_OPTIONS = ["Allow once", "Allow for this session", "Deny"];
 
@@ -138,6 +143,15 @@ export function renderPendingAsk(state, ask, onAction) {
     if (chosen) chosen.classList.add("ja-chosen");
     card.classList.add("ja-ask-sent");
     statusLine.textContent = SENT_TEXT;
+    // An idle kernel answers within a moment (the card is redrawn answered); still here, the
+    // click waits behind a running cell: say so rather than look stuck.
+    setTimeout(() => {
+      if (!state.sent.has(ask.call_id)) return;
+      (state.queued = state.queued || new Set()).add(ask.call_id);
+      if (statusLine.isConnected && statusLine.textContent === SENT_TEXT) {
+        statusLine.textContent = QUEUED_TEXT;
+      }
+    }, QUEUED_AFTER_MS);
     try {
       onAction(msg);
     } catch (err) {
@@ -222,7 +236,7 @@ export function renderPendingAsk(state, ask, onAction) {
   if (sent) {
     for (const c of controls) c.disabled = true;
     card.classList.add("ja-ask-sent");
-    statusLine.textContent = SENT_TEXT;
+    statusLine.textContent = state.queued && state.queued.has(ask.call_id) ? QUEUED_TEXT : SENT_TEXT;
   } else if (!live) {
     statusLine.textContent = "Waiting for an answer.";
   }

@@ -12,6 +12,7 @@ export const STATUS_LABELS = {
   error: "error",
   max_rounds: "max rounds",
   incomplete: "incomplete",
+  superseded: "superseded",
 };
 
 /**
@@ -36,7 +37,9 @@ export function renderFooter(view) {
       ? ["cost", `cost ${formatCost(f.cost)}`, ""]
       : ["cost", "cost unknown", "No price is known for this model or these calls"],
     // A live run's time ticks in the header; here it shows once the run ends.
-    ["time", view.status !== "running" && isKnown(f.seconds) ? formatSeconds(f.seconds) : "", ""],
+    // A run resumed after its question ran in parts: the whole run's time, and how many.
+    ["time", view.status !== "running" && isKnown(f.seconds)
+      ? `${formatSeconds(f.seconds)}${Number(f.parts) > 1 ? ` in ${f.parts} parts` : ""}` : "", ""],
   ].filter((p) => p[1]);
   parts.forEach(([name, text, title], i) => {
     if (i) foot.appendChild(h("span", "ja-sep", "·"));

@@ -1,0 +1,112 @@
+"""A click on a waiting card while another cell runs, in a real JupyterLab (headless Chromium).
+
+The plan of cell 1 waits for an answer; cell 2 (a slow tool loop, same notebook) runs. The
+click is taken by the kernel only when cell 2 ends (runs never overlap): the card says so
+("queued behind the running cell"), then the plan goes on, on its own conversation, and ends.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import nbformat
+import pytest
+from playwright.sync_api import expect
+
+from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls
+
+from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, built_extension_load, start_lab
+from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.timeout(420),
+    pytest.mark.skipif(chromium_path() is None,
+                       reason="no system Chromium (`make test` installs Debian's chromium)"),
+    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
+                       reason="the JupyterLab extension is not built (run `make install`)"),
+]
+
+KEY = "sk-test-key-queued-0123456789"
+NOTEBOOK = "queued.ipynb"
+LIVE = ".ja-widget .ja-run"
+STATIC = ".jp-RenderedJupyterAgentRun > .ja-run"
+ASK = {"reason": "r", "blockerType": "ambiguous_goal", "question": "Which period?",
+       "options": ["Q1", "Q2", "Both"]}
+CELLS = ["%load_ext jupyter_agent",
+         "%%plan\nWrite the sales report.",
+         "%%chat\nA slow side question."]
+PLAN, SIDE = 1, 2
+
+
+@pytest.fixture
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabPage, ScriptedOpenAI, Any]]:
+    from playwright.sync_api import sync_playwright
+
+    base = tmp_path_factory.mktemp("queued-lab")
+    with ScriptedOpenAI() as model, start_lab(base, {
+        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
+        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
+    }) as server:
+        load = built_extension_load()
+        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
+        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
+        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
+            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
+        nb = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
+            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                     "language": "python"}})
+        nbformat.write(nb, server.root / NOTEBOOK)
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            page = browser.new_page(viewport={"width": 1280, "height": 1200})
+            page.set_default_timeout(30_000)
+            ui = LabPage(page, server)
+            try:
+                ui.open(NOTEBOOK)
+                ui.run(0)
+                yield ui, model, base
+            except BaseException:
+                print(server.log_tail())
+                raise
+            finally:
+                browser.close()
+
+
+def test_a_click_while_another_cell_runs_is_queued_then_applied(lab: Any) -> None:
+    ui, model, base = lab
+    model.enqueue(tool_calls([call("ask_agent", ASK, id="ask_1")]))
+    ui.run(PLAN)
+    card = ui.cell(PLAN).locator(f"{LIVE} .ja-ask-pending")
+    card.wait_for()
+
+    # Cell 2 runs (the model takes 8 s); the plan's card stays waiting and clickable.
+    model.enqueue(hang(8, then=text("Side answer.")))
+    ui.cell(SIDE).locator(".jp-InputArea-editor").click()
+    ui.page.keyboard.press("Control+Enter")
+    ui.cell(SIDE).locator(f"{LIVE} .ja-waiting").wait_for(timeout=30_000)
+    option = card.locator('.ja-option[data-index="2"]')
+    expect(option).to_be_enabled()
+    model.enqueue(text("Report for Q2 written."))
+    option.click()
+    status = card.locator(".ja-ask-status")
+    expect(status).to_have_text(
+        "Answer queued behind the running cell; it applies when that cell ends.", timeout=5_000)
+    assert card.locator(".ja-option:enabled").count() == 0  # no second click
+    ui.shot("lab-queued-click.png", ARTIFACTS_DIR, ui.cell(PLAN))
+
+    # Cell 2 ends; then the kernel takes the click and the plan finishes.
+    ui.cell(SIDE).locator(STATIC).locator('.ja-badge[data-status="done"]').wait_for(
+        timeout=60_000)
+    done = ui.cell(PLAN).locator(STATIC)
+    done.locator('.ja-badge[data-status="done"]').wait_for(timeout=60_000)
+    assert "Report for Q2 written." in done.inner_text()
+    assert "not waiting for an answer" not in done.inner_text()  # no "superseded" warning
+    # The plan's resumed request is its own conversation: nothing of the side question.
+    resumed = model.requests[-1]["messages"]
+    assert resumed[-1]["role"] == "tool" and "Q2" in resumed[-1]["content"]
+    assert "slow side question" not in str(resumed)
+    ui.shot("lab-queued-click-done.png", ARTIFACTS_DIR, ui.cell(PLAN))
