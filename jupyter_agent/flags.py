@@ -104,3 +104,17 @@ def usage_message(exc: JupyterAgentError) -> str:
             text_ = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)",
                            "--" + name.replace("_", "-"), text_, count=1)
     return text_
+
+
+def variable_list(value: str) -> str:
+    """Comma-separated notebook variable names, at least one (``--with sales,regions``);
+    an attribute path (``model.config``) is allowed."""
+    value = unquote(value)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise _bad(f"must name at least one variable (comma-separated), not {value!r}")
+    for name in names:
+        if not all(part.isidentifier() and not keyword.iskeyword(part)
+                   for part in name.split(".")):
+            raise _bad(f"must be notebook variable names, not {name!r}")
+    return ",".join(names)

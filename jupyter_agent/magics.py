@@ -42,6 +42,10 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         root = name.split(".")[0].split("[")[0]
         if not root or root.isdigit():
             raise UsageError("Empty {} in the cell: write {{ and }} for literal braces.")
+        from .secrets import is_secret_name
+
+        if is_secret_name(root):  # a key must never reach a prompt (docs/notebook-tools.md)
+            raise UsageError(f"{{{root}}} looks like a secret: it is never put into a prompt.")
         if root not in namespace:
             raise UsageError(f"Unknown variable {{{root}}} in the cell: define it, or write "
                              "{{ and }} for literal braces.")
@@ -71,6 +75,8 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
         argument("-k", "--knowledge", type=flags.text,
                  help="Variable holding documents or a retriever function."),
         argument("--no-stream", action="store_true", help="Wait for the whole answer."),
+        argument("--with", dest="with_vars", type=flags.variable_list,
+                 help="Notebook variables whose summaries go into the prompt (a,b)."),
         argument("--record", action="store_true",
                  help="Record this cell's model calls into the cassette (see %%agent record)."),
         argument("--replay", action="store_true",
@@ -88,6 +94,8 @@ def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Model requests before the final answer (1 or more)."),
         argument("--agent", type=flags.text,
                  help="Named agent profile (or a variable holding an Agent)."),
+        argument("--notebook", action="store_true",
+                 help="Offer the notebook tools: variables, run_python, cells, insert_cell."),
     ]):
         fn = decorator(fn)
     return fn
@@ -158,6 +166,8 @@ class AgentMagics(Magics):
             model=args.model, system=args.system, session=args.session or config.settings.session,
             history=0 if args.no_history else args.history, temperature=args.temperature,
             max_tokens=args.max_tokens, knowledge=knowledge, stream=not args.no_stream,
+            shell=self.shell, notebook=bool(getattr(args, "notebook", False)),
+            context=args.with_vars.split(",") if args.with_vars else None,
         )
         if args.record or args.replay:
             if args.record and args.replay:

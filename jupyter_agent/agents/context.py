@@ -27,6 +27,8 @@ __all__ = [
     "render_quotes",
     "apply_knowledge",
     "slice_history",
+    "with_variables",
+    "VARIABLES_HEADER",
 ]
 
 CHAT_SEPARATOR = "\n\n===---===---===\n\n"
@@ -155,3 +157,40 @@ def slice_history(history: list[dict[str, Any]], rounds: int | None) -> list[dic
         return []
     system = [m for m in history if m.get("role") == "system"]
     return system + history[-2 * rounds:]
+
+
+VARIABLES_HEADER = "Notebook variables given with this message:"
+
+
+def with_variables(user_text: str, names: Iterable[str] | str | None, shell: Any,
+                   allowed: Iterable[str] | None = None) -> str:
+    """``user_text`` followed by the summaries of the notebook variables ``names``
+    (``--with``, ``context=``): the model sees them without a tool call.
+
+    Args:
+        names: Variable names (or attribute paths); ``None`` or empty: ``user_text`` as is.
+        shell: The shell or namespace dict to read (``None``: the running shell).
+        allowed: The agent's ``notebook_variables`` (``None``: any but secret-looking names).
+
+    Raises:
+        ParameterError: a name is missing, secret-looking, or not among ``allowed`` (one line).
+    """
+    from ..tools.notebook import VariableError, variable_summaries
+
+    if isinstance(names, str):  # context="sales, regions"
+        names = names.split(",")
+    wanted = [n.strip() for n in (names or []) if isinstance(n, str) and n.strip()]
+    if not wanted:
+        return user_text
+    if allowed is not None:
+        allow = set(allowed)
+        for name in wanted:
+            root = name.split(".")[0]
+            if root not in allow:
+                raise ParameterError(f"The agent may not see the variable {root!r} (its "
+                                     f"notebook_variables: {', '.join(sorted(allow)) or 'none'}).")
+    try:
+        text = variable_summaries(wanted, shell)
+    except VariableError as exc:
+        raise ParameterError(str(exc)) from None
+    return f"{user_text}\n\n{VARIABLES_HEADER}\n\n{text}"

@@ -57,6 +57,13 @@ class TurnOptions:
     ``model`` in the model order of :mod:`jupyter_agent.clients.factory`)."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
+    notebook: bool = False
+    """Offer the notebook tools (``--notebook``; docs/notebook-tools.md)."""
+    context: list[str] | None = None
+    """Notebook variables whose summaries are added to the user's message (``--with``)."""
+    shell: Any = None
+    """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
+    edge passes it. ``None``: the running shell, else the script's ``__main__``."""
 
 
 @dataclass

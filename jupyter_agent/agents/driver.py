@@ -36,7 +36,7 @@ from ..runtime.intent import IntentResult, intent_system_text
 from ..tools.registry import Tool
 from ._params import check_parameters
 from .constants import SUB_AGENT_MAX_ROUNDS
-from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system
+from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
 from .delegation import SubAgentTask
 from .drive import TurnContext, TurnOptions, drive, open_turn, resolve_client, resolve_store
 from .intent import recognize_intent
@@ -93,6 +93,9 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
     check_parameters(options, **dict(checks or {}))
     opt = TurnOptions(**options)
+    if kind == "chat" and opt.notebook:
+        raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
+                             parameters=("notebook",))
     store = resolve_store(opt)
     setup: TurnSetup | None = None
     intent: IntentResult | None
@@ -103,6 +106,10 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         mode = "agent"
         setup = setup_turn(kind, prompt, opt, tools, store=store, run_sub_agent=run_sub_agent)
         intent = setup.intent
+    # ``--with``: read now, so a missing or secret variable fails before anything is saved.
+    agent = setup.agent if setup is not None else None
+    variables = with_variables("", opt.context, opt.shell,
+                               agent.notebook_variables if agent is not None else None)
     tc = resolve_client(opt, store)
     if store is not None and opt.session:
         store.supersede_pending(opt.session)  # a new turn makes the session's older asks stale
@@ -111,6 +118,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     if setup is not None:
         setup.bind(ctx)
     user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode)
+    user_text += variables
     default = ctx.client.profile.default_system_prompt
     if setup is None:
         extra = join_system([opt.system, intent_system_text(intent, mode)], "\n\n")

@@ -120,7 +120,8 @@ _QUESTIONS = {
     "write_file": "Write this file in the workspace?",
     "web_fetch": "Fetch this URL?",
     "spawn_agent": "Start a sub-agent on this task?",
-    "run_python": "Run this Python code in the workspace?",
+    "sandbox_python": "Run this Python code in the workspace?",
+    "run_python": "Run this code in the kernel?",
 }
 
 
@@ -128,8 +129,9 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None) -> dict[str, A
     """The approval card for ``call``: the ``ask_pending`` fields as a dict.
 
     ``detail`` carries the tool, its arguments, the working directory, and for ``bash`` the
-    command, for ``write_file`` the path, for ``web_fetch`` the URL, for ``run_python`` the
-    code (what the user must see).
+    command, for ``write_file`` the path, for ``web_fetch`` the URL, for ``run_python`` and
+    ``sandbox_python`` the code (what the user must see), and the tool's ``display`` hints
+    (``{"code": "python"}``: show that argument as highlighted Python).
     """
     args = _arguments(call)
     detail: dict[str, Any] = {"tool": tool_name, "arguments": args}
