@@ -26,6 +26,7 @@ from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem
 from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
+from ..tools.notebook.cards import call_events
 from .compression import tool_output_processor
 from .drive import TurnContext
 from .pending import WaitingCall
@@ -55,7 +56,8 @@ def run_call(p: TurnContext, tool: Any, call: ToolCall, *, round_: int) -> ToolO
             UsageItem(module, model, usage, cost))):
         r = tool.invoke(call.arguments)
     out = ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
-                      seconds=r.seconds or time.perf_counter() - start, usages=usages)
+                      seconds=r.seconds or time.perf_counter() - start, usages=usages,
+                      events=call_events(call.id, r.value))
     if out.output:
         text, extra = tool_output_processor(p.client)(out.output)
         out.output = text
@@ -101,6 +103,10 @@ def _returned(p: TurnContext, call: ToolCall, out: ToolOutcome, round_: int) -> 
     p.recorder.emit(ToolReturned(round=round_, call_id=call.id, name=call.name,
                                  output=out.output, error=out.error,
                                  seconds=round(out.seconds, 4)))
+    for extra in out.events:  # a figure, a proposed cell: after the call's result, as the kernel does
+        if "round" in type(extra).model_fields:
+            extra = extra.model_copy(update={"round": round_})
+        p.recorder.emit(extra)
     run = p.run
     run.tool_values[call.id] = out.value
     for rec in run.tool_records:

@@ -15,6 +15,7 @@ from ..llm.types import ToolCall
 from ..loop.hooks import LoopHooks, ToolOutcome
 from ..loop.kernel import LoopConfig
 from ..runtime.policy import PermissionContext, check_permission
+from ..tools.notebook.cards import call_events
 from ..tools.registry import Tool, invoke_with_usage
 from .compression import tool_output_processor, window_fitter
 from .constants import PARALLEL_BATCH
@@ -48,7 +49,7 @@ def tool_runner(tools: list[Tool[Any]], permissions: PermissionContext | None = 
             return blocked
         r, usages = invoke_with_usage(t, call.arguments)
         return ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
-                           seconds=r.seconds, usages=usages)
+                           seconds=r.seconds, usages=usages, events=call_events(call.id, r.value))
 
     return run
 

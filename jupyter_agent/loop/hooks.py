@@ -37,6 +37,9 @@ class ToolOutcome:
     skip_compress: bool = False
     internal: bool = False
     seconds: float = 0.0
+    events: list[Any] = field(default_factory=list)
+    """More events about this call (a figure, a proposed cell), emitted after its
+    ``tool_returned`` with the round filled in."""
 
     def __post_init__(self) -> None:
         # Every tool result is built here (a tool's answer, an error, a denial, a hook that

@@ -345,6 +345,10 @@ class _LoopRun:
         self.emit(ToolReturned(round=self.round, call_id=call.id, name=call.name,
                                output=out.output, error=out.error, seconds=round(out.seconds, 4),
                                internal=out.internal))
+        for extra in out.events:
+            if "round" in type(extra).model_fields:
+                extra = extra.model_copy(update={"round": self.round})
+            self.emit(extra)
         return out
 
     def _process_output(self, out: ToolOutcome) -> str:
