@@ -94,6 +94,12 @@ SHARED = [
     ("--max-tokens", "lots", "1 or more"),
     ("-k", "''", "must not be empty"),
     ("--knowledge", "''", "must not be empty"),
+    ("--with", "''", "at least one variable"),
+    ("--with", "','", "at least one variable"),
+    ("--with", "1x", "notebook variable names"),
+    ("--with", "a,class", "notebook variable names"),
+    ("--with", "missing_variable", "missing_variable"),
+    ("--with", "API_KEY", "secret"),
 ]
 TOOLS = [
     ("--tools", "''", "at least one tool"),
