@@ -95,14 +95,18 @@ def name_list(value: str) -> str:
     return value
 
 
+_FLAGS = {"context": "--with"}
+"""Parameters whose flag is not their name with dashes."""
+
+
 def usage_message(exc: JupyterAgentError) -> str:
     """The one line a magic shows for ``exc``: a parameter's name becomes its flag
     (``max_rounds`` -> ``--max-rounds``); the layers below speak of parameters."""
     text_ = str(exc)
     if isinstance(exc, ParameterError):
         for name in exc.parameters:
-            text_ = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)",
-                           "--" + name.replace("_", "-"), text_, count=1)
+            flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+            text_ = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", flag, text_, count=1)
     return text_
 
 

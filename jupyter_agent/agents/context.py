@@ -187,10 +187,12 @@ def with_variables(user_text: str, names: Iterable[str] | str | None, shell: Any
         for name in wanted:
             root = name.split(".")[0]
             if root not in allow:
-                raise ParameterError(f"The agent may not see the variable {root!r} (its "
-                                     f"notebook_variables: {', '.join(sorted(allow)) or 'none'}).")
+                raise ParameterError(f"context: the agent may not see the variable {root!r} "
+                                     f"(its notebook_variables: "
+                                     f"{', '.join(sorted(allow)) or 'none'}).",
+                                     parameters=("context",))
     try:
         text = variable_summaries(wanted, shell)
     except VariableError as exc:
-        raise ParameterError(str(exc)) from None
+        raise ParameterError(f"context: {exc}", parameters=("context",)) from None
     return f"{user_text}\n\n{VARIABLES_HEADER}\n\n{text}"
