@@ -32,8 +32,11 @@ const DONE_TEXT = {
   discarded: "Discarded.",
 };
 
-/** The proposal block for `proposal` ({id, source, kind, explanation}); live: with buttons. */
-export function renderProposal(state, proposal, live) {
+/**
+ * The proposal block for `proposal` ({id, source, kind, explanation}), with its buttons in a
+ * live card and in a saved output alike: inserting needs the front end, not the kernel.
+ */
+export function renderProposal(state, proposal) {
   const box = h("div", "ja-proposal");
   box.dataset.proposalId = proposal.id || "";
   const kind = proposal.kind === "markdown" ? "markdown" : "code";
@@ -50,10 +53,6 @@ export function renderProposal(state, proposal, live) {
   const earlier = proposalChoice(state, proposal.id);
   if (earlier) {
     show(earlier);
-    return box;
-  }
-  if (!live) {
-    bar.appendChild(h("span", "ja-dim", "Not inserted: run the notebook to use the buttons, or copy the code."));
     return box;
   }
   const insert = h("button", "ja-btn ja-insert", "Insert below");

@@ -105,7 +105,7 @@ export function renderTool(state, key, item, st, live) {
   if (!figures && !item.proposal) return card;
   const box = h("div", "ja-tool-with-extras");
   append(box, card, figures ? renderFigures(item.figures) : null);
-  if (item.proposal) box.appendChild(renderProposal(state, item.proposal, live));
+  if (item.proposal) box.appendChild(renderProposal(state, item.proposal));
   return box;
 }
 
