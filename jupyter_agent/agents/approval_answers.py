@@ -23,10 +23,10 @@ from ..errors import ResumeError
 from ..events import ToolReturned, UsageRecorded
 from ..llm.types import Message, ToolCall
 from ..llm.usage_context import usage_sink
-from ..loop.hooks import ToolOutcome, UsageItem
+from ..loop.hooks import ToolOutcome, UsageItem, images_message
 from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
-from ..tools.notebook.cards import call_events
+from ..tools.notebook.cards import call_events, figure_images
 from .compression import tool_output_processor
 from .drive import TurnContext
 from .pending import WaitingCall
@@ -57,7 +57,7 @@ def run_call(p: TurnContext, tool: Any, call: ToolCall, *, round_: int) -> ToolO
         r = tool.invoke(call.arguments)
     out = ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
                       seconds=r.seconds or time.perf_counter() - start, usages=usages,
-                      events=call_events(call.id, r.value))
+                      events=call_events(call.id, r.value), images=figure_images(r.value))
     if out.output:
         text, extra = tool_output_processor(p.client)(out.output)
         out.output = text
@@ -145,6 +145,7 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
     """
     queue = _card_first(list(waiting), call_id)
     names = list(tools)
+    images: list[str] = []
     for index, item in enumerate(queue):
         tool = tools.get(item.name)
         if index == 0:
@@ -168,6 +169,11 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
                     _returned(p, call, out, round_)
         for listed in messages:
             replace_tool_result(listed, item.call_id, out.output)
+        images.extend(out.images)
+    shown = images_message(images) if p.client.profile.capabilities.vision else None
+    if shown is not None:  # after the round's tool results, as the loop does
+        for listed in messages:
+            listed.append(shown)
     return []
 
 

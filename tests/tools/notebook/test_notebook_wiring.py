@@ -176,3 +176,34 @@ def test_figures_and_proposals_reach_the_card_and_stay_small(ip: Any,
     assert payload.count("iVBORw0KGg") == 4  # each kept PNG once (the view), not in the events
     assert "```python\nplt.plot([1, 2])\n```" in bundle["text/markdown"]
     assert "iVBORw0KGg" not in bundle["text/markdown"]
+
+
+@pytest.mark.parametrize("vision", [True, False])
+def test_a_model_that_accepts_images_sees_the_figure(ip: Any, server: ScriptedOpenAI,
+                                                     vision: bool) -> None:
+    pytest.importorskip("matplotlib")
+    from jupyter_agent.llm.profiles import Capabilities, ModelProfile, register_profile
+
+    register_profile(ModelProfile(name="eyes", model="eyes-1",
+                                  capabilities=Capabilities(vision=vision)))
+    draw = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "plt.plot([1, 3]); plt.title('up')")
+    server.enqueue(tool_calls([call("run_python", {"code": draw}, id="c_draw")]),
+                   text("It goes up."))
+    run = toolloop("Draw.", notebook=True, shell=ip, model="eyes", history=0)
+    assert run.status == "ask"
+    from jupyter_agent.agents.resume import Answer, resume
+
+    resume(run.run_id, Answer("option", option_index=1), run=run)  # approved: the resume path
+    messages = server.requests[-1]["messages"]
+    last = messages[-1]
+    tool_at = next(i for i, m in enumerate(messages) if m.get("tool_call_id") == "c_draw")
+    assert "[figure 1:" in messages[tool_at]["content"]  # every model reads the description
+    if vision:
+        assert tool_at == len(messages) - 2 and last["role"] == "user"
+        parts = last["content"]
+        assert parts[0]["type"] == "text" and len(parts) == 2
+        assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,iVBORw0KGg")
+    else:
+        assert tool_at == len(messages) - 1
+        assert "image_url" not in json.dumps(server.requests)
