@@ -13,6 +13,7 @@ import pytest
 from jupyter_agent import Agent, toolloop
 from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.resume import Answer, resume
+from jupyter_agent.errors import ResumeError
 from jupyter_agent.view.bundle import build_bundle
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
@@ -49,7 +50,7 @@ def test_two_code_calls_in_one_round_are_settled_one_card_at_a_time(
     resume(run.run_id, Answer("option", option_index=3), run=run)  # deny the second
     assert "second" not in ns.user_ns and run.status == "done"
     # The same answer again changes nothing.
-    with pytest.raises(Exception):
+    with pytest.raises(ResumeError):
         resume(run.run_id, Answer("option", option_index=1), run=run)
     assert "second" not in ns.user_ns and len(server.requests) == 2
 
