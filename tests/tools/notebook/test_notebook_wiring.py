@@ -207,3 +207,11 @@ def test_a_model_that_accepts_images_sees_the_figure(ip: Any, server: ScriptedOp
     else:
         assert tool_at == len(messages) - 1
         assert "image_url" not in json.dumps(server.requests)
+
+
+def test_plan_notebook_offers_the_tools(ip: Any, server: ScriptedOpenAI) -> None:
+    from jupyter_agent.agents.plan import plan
+
+    server.enqueue(text("Nothing to plan."), text("Nothing to plan."), text("Nothing to plan."))
+    plan("Look at my data.", notebook=True, shell=ip, store=None, max_rounds=1)
+    assert offered(server.requests[0]) >= NOTEBOOK
