@@ -34,6 +34,7 @@ __all__ = [
     "ContextCompressed",
     "Warning_",
     "CellProposed",
+    "ToolFigures",
     "RunFinished",
     "RunFailed",
     "RunEvent",
@@ -213,6 +214,16 @@ class CellProposed(BaseEvent):
     """The proposal as JSON: ``id``, ``source``, ``kind``, ``explanation``, ``status``."""
 
 
+class ToolFigures(BaseEvent):
+    type: Literal["tool_figures"] = "tool_figures"
+    round: int = 0
+    call_id: str
+    """The call (``run_python``) that drew them; emitted right after its ``tool_returned``."""
+    figures: list[dict[str, Any]]
+    """Each ``{"index", "png", "width", "height", "description"}``; ``png`` is base64 PNG
+    data, empty when the image was too large to keep (the description stays)."""
+
+
 class RunFinished(BaseEvent):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -251,6 +262,7 @@ RunEvent = Annotated[
         ContextCompressed,
         Warning_,
         CellProposed,
+        ToolFigures,
         RunFinished,
         RunFailed,
     ],

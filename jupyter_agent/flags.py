@@ -95,12 +95,30 @@ def name_list(value: str) -> str:
     return value
 
 
+_FLAGS = {"context": "--with"}
+"""Parameters whose flag is not their name with dashes."""
+
+
 def usage_message(exc: JupyterAgentError) -> str:
     """The one line a magic shows for ``exc``: a parameter's name becomes its flag
     (``max_rounds`` -> ``--max-rounds``); the layers below speak of parameters."""
     text_ = str(exc)
     if isinstance(exc, ParameterError):
         for name in exc.parameters:
-            text_ = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)",
-                           "--" + name.replace("_", "-"), text_, count=1)
+            flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+            text_ = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", flag, text_, count=1)
     return text_
+
+
+def variable_list(value: str) -> str:
+    """Comma-separated notebook variable names, at least one (``--with sales,regions``);
+    an attribute path (``model.config``) is allowed."""
+    value = unquote(value)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise _bad(f"must name at least one variable (comma-separated), not {value!r}")
+    for name in names:
+        if not all(part.isidentifier() and not keyword.iskeyword(part)
+                   for part in name.split(".")):
+            raise _bad(f"must be notebook variable names, not {name!r}")
+    return ",".join(names)

@@ -42,6 +42,10 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         root = name.split(".")[0].split("[")[0]
         if not root or root.isdigit():
             raise UsageError("Empty {} in the cell: write {{ and }} for literal braces.")
+        from .secrets import is_secret_name
+
+        if is_secret_name(root):  # a key must never reach a prompt (docs/notebook-tools.md)
+            raise UsageError(f"{{{root}}} looks like a secret: it is never put into a prompt.")
         if root not in namespace:
             raise UsageError(f"Unknown variable {{{root}}} in the cell: define it, or write "
                              "{{ and }} for literal braces.")
@@ -80,6 +84,8 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="With --knowledge: variable holding the template of one item ({{q}}, "
                       "{{a}}, {{source}}...)."),
         argument("--no-stream", action="store_true", help="Wait for the whole answer."),
+        argument("--with", dest="with_vars", type=flags.variable_list,
+                 help="Notebook variables whose summaries go into the prompt (a,b)."),
         argument("--record", action="store_true",
                  help="Record this cell's model calls into the cassette (see %%agent record)."),
         argument("--replay", action="store_true",
@@ -97,6 +103,8 @@ def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Model requests before the final answer (1 or more)."),
         argument("--agent", type=flags.text,
                  help="Named agent profile (or a variable holding an Agent)."),
+        argument("--notebook", action="store_true",
+                 help="Offer the notebook tools: variables, run_python, cells, insert_cell."),
     ]):
         fn = decorator(fn)
     return fn
@@ -185,6 +193,8 @@ class AgentMagics(Magics):
             quote_prompt=self._text_var(args.quote_prompt, "--quote-prompt"),
             quote_template=self._text_var(args.quote_template, "--quote-template"),
             origin=self._origin(), on_superseded=_close_superseded,
+            shell=self.shell, notebook=bool(getattr(args, "notebook", False)),
+            context=args.with_vars.split(",") if args.with_vars else None,
         )
         if args.record or args.replay:
             if args.record and args.replay:

@@ -23,9 +23,10 @@ from ..errors import ResumeError
 from ..events import ToolReturned, UsageRecorded
 from ..llm.types import Message, ToolCall
 from ..llm.usage_context import usage_sink
-from ..loop.hooks import ToolOutcome, UsageItem
+from ..loop.hooks import ToolOutcome, UsageItem, images_message
 from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
+from ..tools.notebook.cards import call_events, figure_images
 from .compression import tool_output_processor
 from .drive import TurnContext
 from .pending import WaitingCall
@@ -55,7 +56,8 @@ def run_call(p: TurnContext, tool: Any, call: ToolCall, *, round_: int) -> ToolO
             UsageItem(module, model, usage, cost))):
         r = tool.invoke(call.arguments)
     out = ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
-                      seconds=r.seconds or time.perf_counter() - start, usages=usages)
+                      seconds=r.seconds or time.perf_counter() - start, usages=usages,
+                      events=call_events(call.id, r.value), images=figure_images(r.value))
     if out.output:
         text, extra = tool_output_processor(p.client)(out.output)
         out.output = text
@@ -101,6 +103,10 @@ def _returned(p: TurnContext, call: ToolCall, out: ToolOutcome, round_: int) -> 
     p.recorder.emit(ToolReturned(round=round_, call_id=call.id, name=call.name,
                                  output=out.output, error=out.error,
                                  seconds=round(out.seconds, 4)))
+    for extra in out.events:  # a figure, a proposed cell: after the call's result, as the kernel does
+        if "round" in type(extra).model_fields:
+            extra = extra.model_copy(update={"round": round_})
+        p.recorder.emit(extra)
     run = p.run
     run.tool_values[call.id] = out.value
     for rec in run.tool_records:
@@ -141,6 +147,7 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
     """
     queue = _card_first(list(waiting), call_id)
     names = list(tools)
+    images: list[str] = []
     for index, item in enumerate(queue):
         tool = tools.get(item.name)
         if index == 0:
@@ -166,6 +173,11 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
             stops.append(item.call_id)
         for listed in messages:
             replace_tool_result(listed, item.call_id, out.output)
+        images.extend(out.images)
+    shown = images_message(images) if p.client.profile.capabilities.vision else None
+    if shown is not None:  # after the round's tool results, as the loop does
+        for listed in messages:
+            listed.append(shown)
     return []
 
 

@@ -26,6 +26,8 @@ __all__ = [
     "quote_role",
     "render_quotes",
     "apply_knowledge",
+    "with_variables",
+    "VARIABLES_HEADER",
 ]
 
 CHAT_SEPARATOR = "\n\n===---===---===\n\n"
@@ -143,3 +145,42 @@ def apply_knowledge(question: str, knowledge: Knowledge | None, *, mode: str = "
         return _fill(prompt, {"quote": quote, "question": question}), ""
     prompt = quote_prompt or SYSTEM_QUOTE_PROMPT
     return question, _fill(prompt, {"quote": quote})
+
+
+VARIABLES_HEADER = "Notebook variables given with this message:"
+
+
+def with_variables(user_text: str, names: Iterable[str] | str | None, shell: Any,
+                   allowed: Iterable[str] | None = None) -> str:
+    """``user_text`` followed by the summaries of the notebook variables ``names``
+    (``--with``, ``context=``): the model sees them without a tool call.
+
+    Args:
+        names: Variable names (or attribute paths); ``None`` or empty: ``user_text`` as is.
+        shell: The shell or namespace dict to read (``None``: the running shell).
+        allowed: The agent's ``notebook_variables`` (``None``: any but secret-looking names).
+
+    Raises:
+        ParameterError: a name is missing, secret-looking, or not among ``allowed`` (one line).
+    """
+    from ..tools.notebook import VariableError, variable_summaries
+
+    if isinstance(names, str):  # context="sales, regions"
+        names = names.split(",")
+    wanted = [n.strip() for n in (names or []) if isinstance(n, str) and n.strip()]
+    if not wanted:
+        return user_text
+    if allowed is not None:
+        allow = set(allowed)
+        for name in wanted:
+            root = name.split(".")[0]
+            if root not in allow:
+                raise ParameterError(f"context: the agent may not see the variable {root!r} "
+                                     f"(its notebook_variables: "
+                                     f"{', '.join(sorted(allow)) or 'none'}).",
+                                     parameters=("context",))
+    try:
+        text = variable_summaries(wanted, shell)
+    except VariableError as exc:
+        raise ParameterError(f"context: {exc}", parameters=("context",)) from None
+    return f"{user_text}\n\n{VARIABLES_HEADER}\n\n{text}"

@@ -74,6 +74,13 @@ class TurnOptions:
     on_superseded: Callable[[list[str]], None] | None = None
     """Told the ids of the runs whose questions this turn superseded, at once (the notebook
     closes their cards)."""
+    notebook: bool = False
+    """Offer the notebook tools (``--notebook``; docs/notebook-tools.md)."""
+    context: list[str] | None = None
+    """Notebook variables whose summaries are added to the user's message (``--with``)."""
+    shell: Any = None
+    """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
+    edge passes it. ``None``: the running shell, else the script's ``__main__``."""
 
 
 @dataclass

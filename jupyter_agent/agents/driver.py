@@ -38,7 +38,7 @@ from ..runtime.intent import IntentResult, intent_system_text
 from ..tools.registry import Tool
 from ._params import check_parameters
 from .constants import SUB_AGENT_MAX_ROUNDS
-from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system
+from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
 from .delegation import SubAgentTask
 from .drive import (
     TurnContext,
@@ -103,6 +103,9 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
     check_parameters(options, **dict(checks or {}))
     opt = TurnOptions(**options)
+    if kind == "chat" and opt.notebook:
+        raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
+                             parameters=("notebook",))
     store = resolve_store(opt)
     if kind == "plan":
         _refuse_unfit_for_planning(resolve_profile(opt, store))
@@ -116,6 +119,10 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         setup = setup_turn(kind, prompt, opt, tools, store=store, run_sub_agent=run_sub_agent)
         forced_choice((checks or {}).get("tool_choice"), setup.tools)  # a bad name: before saving
         intent = setup.intent
+    # ``--with``: read now, so a missing or secret variable fails before anything is saved.
+    agent = setup.agent if setup is not None else None
+    variables = with_variables("", opt.context, opt.shell,
+                               agent.notebook_variables if agent is not None else None)
     tc = resolve_client(opt, store)
     if store is not None and opt.session and opt.origin is not None:
         # Re-running a cell replaces the question its last run left waiting; questions of
@@ -130,6 +137,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode,
                                             role=opt.quote_role, quote_prompt=opt.quote_prompt,
                                             item_template=opt.quote_template)
+    user_text += variables
     default = ctx.client.profile.default_system_prompt
     if setup is None:
         extra = join_system([opt.system, intent_system_text(intent, mode)], "\n\n")

@@ -91,6 +91,12 @@ class Run:
         """Every tool call with its arguments, output, error, duration and raw ``value``."""
         return self.tool_records
 
+    @property
+    def proposals(self) -> list[dict[str, Any]]:
+        """The cells the agent proposed (``insert_cell``), in order, as JSON (``id``,
+        ``source``, ``kind``, ``explanation``, ``status``): headless, this is where they stay."""
+        return [dict(e.proposal) for e in self.events if getattr(e, "type", "") == "cell_proposed"]
+
     def events_json(self) -> list[dict[str, Any]]:
         """The event log as JSON dicts."""
         return [event_to_json(e) for e in self.events]

@@ -1,6 +1,7 @@
 """A sandboxed Python code tool: each call runs the code in a fresh, separate process.
 
-``python_sandbox("data/")`` returns a ``run_python`` tool. The code runs as ``python -I`` (no
+``python_sandbox("data/")`` returns a ``sandbox_python`` tool (named apart from the notebook's
+``run_python``, which runs code in the live kernel: docs/notebook-tools.md). The code runs as ``python -I`` (no
 user site, no ``PYTHONPATH``) with the workspace as working directory, stdin closed, every
 secret-looking variable removed from the environment (the rule ``bash`` follows:
 :func:`jupyter_agent.secrets.scrub_env`), a wall-clock timeout after which the process and
@@ -195,7 +196,7 @@ def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code:
 
 
 class _SandboxTool(Tool[Any]):
-    """``run_python``: a failed, timed-out or out-of-memory run is marked as an error."""
+    """``sandbox_python``: a failed, timed-out or out-of-memory run is marked as an error."""
 
     def invoke(self, arguments: str) -> ToolResult:
         """Run the code; the model reads the :class:`SandboxResult` as JSON."""
@@ -206,7 +207,7 @@ class _SandboxTool(Tool[Any]):
 
 
 def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEFAULT_TIMEOUT,
-                   memory_mb: int | None = DEFAULT_MEMORY_MB, *, name: str = "run_python",
+                   memory_mb: int | None = DEFAULT_MEMORY_MB, *, name: str = "sandbox_python",
                    limit: int = DEFAULT_LIMIT, requires_approval: bool = True) -> Tool[Any]:
     """A tool that runs Python code in a separate process, confined in time and memory.
 

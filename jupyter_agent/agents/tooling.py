@@ -16,6 +16,7 @@ from ..llm.types import Message, ToolCall
 from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome
 from ..loop.kernel import LoopConfig
 from ..runtime.policy import PermissionContext, check_permission
+from ..tools.notebook.cards import call_events, figure_images
 from ..tools.registry import Tool, invoke_with_usage
 from .compression import tool_output_processor, window_fitter
 from .constants import PARALLEL_BATCH
@@ -50,7 +51,8 @@ def tool_runner(tools: list[Tool[Any]], permissions: PermissionContext | None = 
             return blocked
         r, usages = invoke_with_usage(t, call.arguments)
         return ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
-                           seconds=r.seconds, usages=usages)
+                           seconds=r.seconds, usages=usages, events=call_events(call.id, r.value),
+                           images=figure_images(r.value))
 
     return run
 
@@ -133,7 +135,8 @@ def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_ro
     cfg = LoopConfig(model=prof.model, tools=schemas or None, max_rounds=max_rounds,
                      batch_size=PARALLEL_BATCH if parallel else 1,
                      temperature=map_temperature(prof, temperature), max_tokens=max_tokens,
-                     stream=stream, round_offset=round_offset)
+                     stream=stream, round_offset=round_offset,
+                     vision=prof.capabilities.vision)
     batchable = {t.name for t in tools if t.batchable}
     run_tool = tool_runner(tools, permissions)
     control = None

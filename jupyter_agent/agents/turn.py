@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..errors import ConfigError, ToolError
 from ..events import UsageRecorded, Warning_
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import UsageItem
 from ..runtime.agents import Agent, agent_for_intent, resolve_agent
-from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
+from ..runtime.catalog import NOTEBOOK_SET_NAME, SPAWN_TOOL_NAME, resolve_tool_specs
 from ..runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
+from ..tools.notebook import notebook_tools
 from ..tools.registry import Tool
 from .delegation import SubAgentRunner
 from .intent import recognize_intent
@@ -36,7 +37,7 @@ from .spawn import SpawnParent, make_spawn_tool
 if TYPE_CHECKING:
     from .drive import TurnContext
 
-__all__ = ["TurnSetup", "setup_turn", "restore_turn"]
+__all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory"]
 
 AgentSource = Literal["user", "session", "intent"]
 
@@ -115,9 +116,22 @@ def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Wo
     return Workspace(root or os.getcwd(), read_only=read_only, allow_network=network)
 
 
+def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[Tool[Any]]]:
+    """What builds the notebook tools of a turn: bound to ``shell`` (the edge's; ``None``: the
+    running one), limited to the agent's ``notebook_variables`` (then without ``run_python``:
+    code could read any variable)."""
+    allow = agent.notebook_variables if agent is not None else None
+
+    def make() -> list[Tool[Any]]:
+        return notebook_tools(shell, variables=allow, run_python=allow is None)
+
+    return make
+
+
 def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext,
-                run_sub_agent: SubAgentRunner, *, lenient: bool = False
-                ) -> tuple[list[Tool[Any]], SpawnParent | None]:
+                run_sub_agent: SubAgentRunner, *, lenient: bool = False,
+                notebook: Callable[[], list[Tool[Any]]] | None = None,
+                with_notebook: bool = False) -> tuple[list[Tool[Any]], SpawnParent | None]:
     parent: SpawnParent | None = None
 
     def spawn() -> Tool[Any]:
@@ -126,17 +140,24 @@ def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext
                              run_sub_agent=run_sub_agent)
         return make_spawn_tool(parent)
 
+    def resolve(names: Any) -> list[Tool[Any]]:
+        return resolve_tool_specs(names, workspace=lambda: workspace, spawn=spawn,
+                                  notebook=notebook)
+
     if not lenient or specs is None:
-        tools = resolve_tool_specs(specs, workspace=lambda: workspace, spawn=spawn)
+        tools = resolve(specs)
     else:
         # A resume in another kernel: a tool that is not defined here is left out (a call to
         # it gets the "Unknown tool" answer) rather than making the run impossible to resume.
         tools = []
         for spec in specs:
             try:
-                tools.extend(resolve_tool_specs([spec], workspace=lambda: workspace, spawn=spawn))
+                tools.extend(resolve([spec]))
             except ToolError:
                 continue
+    if with_notebook:  # --notebook / Agent(notebook=True): added to whatever else was chosen
+        have = {t.name for t in tools}
+        tools.extend(t for t in resolve([NOTEBOOK_SET_NAME]) if t.name not in have)
     if parent is not None:
         parent.tools = [t for t in tools if t.name != SPAWN_TOOL_NAME]
     return tools, parent
@@ -190,7 +211,10 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         read_only=workspace.read_only, cwd=str(workspace.root),
         auto_approve=bool(getattr(opt, "auto_approve", False)))
     specs = tools if tools is not None else (agent.tools if agent is not None else None)
-    selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent)
+    with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
+    selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
+                                   notebook=notebook_factory(agent, getattr(opt, "shell", None)),
+                                   with_notebook=with_notebook)
     return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
                      workspace=workspace, permissions=permissions, tools=selected, spawn=parent,
                      notices=notices, usages=usages)
@@ -229,7 +253,8 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
                 permissions, run_sub_agent)
     else:
         selected, parent = _make_tools(list(state.tools), workspace, permissions,
-                                       run_sub_agent, lenient=True)
+                                       run_sub_agent, lenient=True,
+                                       notebook=notebook_factory(agent, None))
     return TurnSetup(mode=state.mode, agent=agent, agent_source=state.agent_source,
                      intent=state.intent, workspace=workspace, permissions=permissions,
                      tools=selected, spawn=parent)

@@ -37,6 +37,11 @@ class ToolOutcome:
     skip_compress: bool = False
     internal: bool = False
     seconds: float = 0.0
+    events: list[Any] = field(default_factory=list)
+    """More events about this call (a figure, a proposed cell), emitted after its
+    ``tool_returned`` with the round filled in."""
+    images: list[str] = field(default_factory=list)
+    """PNGs (base64) the call drew, sent to a model that accepts images (``images_message``)."""
 
     def __post_init__(self) -> None:
         # Every tool result is built here (a tool's answer, an error, a denial, a hook that
@@ -45,6 +50,22 @@ class ToolOutcome:
         self.output = mask(self.output)
         if self.error:
             self.error = mask(self.error)
+
+
+MAX_IMAGES_PER_ROUND = 4
+IMAGES_NOTE = "The figures drawn by the tool calls above:"
+
+
+def images_message(images: list[str]) -> Message | None:
+    """The user message that shows a round's figures to a model that accepts images (OpenAI
+    image parts; a tool message may carry text only), after the round's tool results; at most
+    :data:`MAX_IMAGES_PER_ROUND`. ``None`` when there is nothing to show."""
+    if not images:
+        return None
+    parts: list[dict[str, Any]] = [{"type": "text", "text": IMAGES_NOTE}]
+    parts += [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}}
+              for b in images[:MAX_IMAGES_PER_ROUND]]
+    return {"role": "user", "content": parts}
 
 
 @dataclass

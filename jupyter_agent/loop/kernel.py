@@ -31,7 +31,7 @@ from ..llm.protocol import ModelClient
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
 from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from .call_ids import CallIds, ids_in_messages
-from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem
+from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem, images_message
 
 __all__ = ["LoopConfig", "LoopResult", "run_loop", "answer_of", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
 
@@ -69,6 +69,8 @@ class LoopConfig:
     reserved_ids: frozenset[str] = frozenset()
     """Tool-call ids the run used before (a resumed run): no new call gets one of them."""
     extra: dict[str, Any] = field(default_factory=dict)
+    vision: bool = False
+    """The model accepts images: figures a tool drew are sent as image parts."""
 
 
 @dataclass
@@ -355,6 +357,10 @@ class _LoopRun:
         self.emit(ToolReturned(round=self.round, call_id=call.id, name=call.name,
                                output=out.output, error=out.error, seconds=round(out.seconds, 4),
                                internal=out.internal))
+        for extra in out.events:
+            if "round" in type(extra).model_fields:
+                extra = extra.model_copy(update={"round": self.round})
+            self.emit(extra)
         return out
 
     def _process_output(self, out: ToolOutcome) -> str:
@@ -388,6 +394,7 @@ class _LoopRun:
         except KeyboardInterrupt:
             aborted = True
         stop = interactive = False
+        images: list[str] = []
         for call, out in zip(calls, outcomes):
             if out is None:
                 # Interrupted before this call finished: still answer every call, so the saved
@@ -408,6 +415,10 @@ class _LoopRun:
                                              "error": out.error, "seconds": out.seconds,
                                              "value": out.value})
             self._append({"role": "tool", "tool_call_id": call.id, "content": out.output})
+            images.extend(out.images)
+        shown = images_message(images) if self.cfg.vision else None
+        if shown is not None:  # after every tool result of the round: the protocol's order
+            self._append(shown)
         return stop, interactive, aborted
 
     def _run_batch(self, calls: list[ToolCall], outcomes: list[ToolOutcome | None], i: int, j: int,

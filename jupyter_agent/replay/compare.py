@@ -23,6 +23,7 @@ def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     order."""
     ids: dict[str, str] = {}
     plans: dict[str, str] = {}
+    cells: dict[str, str] = {}
     out: list[dict[str, Any]] = []
     for e in events:
         d = {k: v for k, v in e.items() if k not in VOLATILE_FIELDS}
@@ -31,6 +32,10 @@ def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         plan = d.get("plan")
         if isinstance(plan, dict) and "planId" in plan:  # generated at random by the agent
             d["plan"] = {**plan, "planId": plans.setdefault(plan["planId"], f"plan#{len(plans) + 1}")}
+        proposal = d.get("proposal")
+        if isinstance(proposal, dict) and "id" in proposal:  # a proposed cell's random id
+            d["proposal"] = {**proposal, "id": cells.setdefault(proposal["id"],
+                                                                f"cell#{len(cells) + 1}")}
         out.append(d)
     i = 0
     while i < len(out):

@@ -48,6 +48,12 @@ class Agent(BaseModel):
         intents: Intent categories this agent is the role for; when neither the user nor the
             session chose an agent, a recognised intent (confidence >= 0.5) may pick it.
         description: One line shown by ``%agent agents``.
+        notebook: Offer the notebook tools (``list_variables``, ``inspect_variable``,
+            ``run_python``, ``read_notebook``, ``read_cells``, ``insert_cell``) on every turn
+            (docs/notebook-tools.md).
+        notebook_variables: The only notebook variables this agent may list, inspect or get
+            with ``--with`` (``None``: all but secret-looking ones). With a list, ``run_python``
+            is left out, since code could read any variable.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
@@ -62,6 +68,8 @@ class Agent(BaseModel):
     allow_network: bool = False
     intents: list[str] = Field(default_factory=list)
     description: str = ""
+    notebook: bool = False
+    notebook_variables: list[str] | None = None
 
     def __init__(self, name: str, instructions: str = "", tools: list[Any] | None = None,
                  model: str | None = None, workspace: str | os.PathLike[str] | None = None,

@@ -2,7 +2,9 @@
 
 A name is looked up, in order, among the user's ``@tool`` functions, the built-in workspace
 tools (``bash``, ``read_file``, ``write_file``, ``web_fetch``, ``search_files``,
-``glob_files``), ``spawn_agent``, and the tools of connected MCP servers (``mcp_<server>_<tool>``,
+``glob_files``), ``spawn_agent``, the notebook tools (``list_variables``, ``inspect_variable``,
+``run_python``, ``read_notebook``, ``read_cells``, ``insert_cell``, or ``notebook`` for all of
+them: docs/notebook-tools.md), and the tools of connected MCP servers (``mcp_<server>_<tool>``,
 or ``mcp_<server>`` for all of one server's tools). Built-ins and MCP tools are offered only
 when named (by ``--tools`` or by the agent); the default tool set is every ``@tool`` function.
 
@@ -17,14 +19,17 @@ from typing import Any
 
 from ..errors import ToolError
 from ..tools.builtin import BUILTIN_TIMEOUTS, BUILTIN_TOOL_NAMES, Workspace, make_builtin_functions
+from ..tools.notebook import NOTEBOOK_TOOL_NAMES
 from ..tools.registry import REGISTRY, Tool
 
 __all__ = ["BUILTIN_TOOL_NAMES", "READ_ONLY_BUILTINS", "builtin_tools", "resolve_tool_specs",
-           "tag", "rebind_builtins", "SPAWN_TOOL_NAME"]
+           "tag", "rebind_builtins", "SPAWN_TOOL_NAME", "NOTEBOOK_SET_NAME", "NOTEBOOK_TOOL_NAMES"]
 
 READ_ONLY_BUILTINS = frozenset({"read_file", "search_files", "glob_files", "web_fetch"})
 """Built-ins without side effects in the workspace: they may run in parallel batches."""
 SPAWN_TOOL_NAME = "spawn_agent"
+NOTEBOOK_SET_NAME = "notebook"
+"""The name that stands for every notebook tool (``--tools notebook``)."""
 
 
 def tag(tool: Tool[Any], origin: str) -> Tool[Any]:
@@ -69,17 +74,22 @@ def _unknown(name: str) -> ToolError:
     user = ", ".join(REGISTRY.names()) or "none"
     mcp = ", ".join(mcp_tool_names()) or "none connected"
     return ToolError(f"Unknown tool {name!r}. Your @tool functions: {user}. Built-in: "
-                     f"{', '.join(BUILTIN_TOOL_NAMES)}, {SPAWN_TOOL_NAME}. MCP: {mcp}.")
+                     f"{', '.join(BUILTIN_TOOL_NAMES)}, {SPAWN_TOOL_NAME}. Notebook: "
+                     f"{NOTEBOOK_SET_NAME} or {', '.join(NOTEBOOK_TOOL_NAMES)}. MCP: {mcp}.")
 
 
 def resolve_tool_specs(specs: Sequence[Any] | None, *, workspace: Callable[[], Workspace],
-                       spawn: Callable[[], Tool[Any]] | None = None) -> list[Tool[Any]]:
+                       spawn: Callable[[], Tool[Any]] | None = None,
+                       notebook: Callable[[], Sequence[Tool[Any]]] | None = None
+                       ) -> list[Tool[Any]]:
     """The tools for ``specs`` (names, ``Tool`` objects or functions); ``None``: every ``@tool``.
 
     Args:
         specs: What the cell or the agent asked for.
         workspace: Called (once) when a built-in is named: the workspace to bind it to.
         spawn: Called when ``spawn_agent`` is named: builds that tool for this turn.
+        notebook: Called (once) when a notebook tool or ``notebook`` is named: the notebook
+            tools bound to this turn's shell. Without it those names are unknown.
 
     Raises:
         ToolError: a name matches nothing (the message lists what exists).
@@ -88,6 +98,7 @@ def resolve_tool_specs(specs: Sequence[Any] | None, *, workspace: Callable[[], W
         return REGISTRY.all()
     out: list[Tool[Any]] = []
     builtins: dict[str, Tool[Any]] | None = None
+    notebook_set: dict[str, Tool[Any]] | None = None
     for spec in specs:
         if isinstance(spec, Tool):
             out.append(spec)
@@ -101,6 +112,18 @@ def resolve_tool_specs(specs: Sequence[Any] | None, *, workspace: Callable[[], W
                 out.append(builtins[name])
             elif name == SPAWN_TOOL_NAME and spawn is not None:
                 out.append(spawn())
+            elif notebook is not None and (name == NOTEBOOK_SET_NAME
+                                           or name in NOTEBOOK_TOOL_NAMES):
+                if notebook_set is None:
+                    notebook_set = {t.name: t for t in notebook()}
+                if name == NOTEBOOK_SET_NAME:
+                    out.extend(notebook_set.values())
+                elif name in notebook_set:
+                    out.append(notebook_set[name])
+                else:  # run_python is left out when the variables are limited
+                    raise ToolError(f"The notebook tool {name!r} is not offered here: the "
+                                    "agent's notebook_variables limit what it may see, and "
+                                    "code could read any variable.")
             else:
                 found = _mcp_lookup(name)
                 if not found:

@@ -120,16 +120,19 @@ _QUESTIONS = {
     "write_file": "Write this file in the workspace?",
     "web_fetch": "Fetch this URL?",
     "spawn_agent": "Start a sub-agent on this task?",
-    "run_python": "Run this Python code in the workspace?",
+    "sandbox_python": "Run this Python code in the workspace?",
+    "run_python": "Run this code in the kernel?",
 }
 
 
-def approval_ask(call: ToolCall, tool_name: str, cwd: str | None) -> dict[str, Any]:
+def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
+                 display: dict[str, str] | None = None) -> dict[str, Any]:
     """The approval card for ``call``: the ``ask_pending`` fields as a dict.
 
     ``detail`` carries the tool, its arguments, the working directory, and for ``bash`` the
-    command, for ``write_file`` the path, for ``web_fetch`` the URL, for ``run_python`` the
-    code (what the user must see).
+    command, for ``write_file`` the path, for ``web_fetch`` the URL, for ``run_python`` and
+    ``sandbox_python`` the code (what the user must see), and the tool's ``display`` hints
+    (``{"code": "python"}``: show that argument as highlighted Python).
     """
     args = _arguments(call)
     detail: dict[str, Any] = {"tool": tool_name, "arguments": args}
@@ -139,6 +142,8 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None) -> dict[str, A
         for key in ("command", "path", "url", "code"):
             if isinstance(args.get(key), str):
                 detail[key] = args[key]
+    if display:
+        detail["display"] = dict(display)
     question = _QUESTIONS.get(tool_name, f"Allow the tool {tool_name} to run?")
     sandbox = sandbox_status() if tool_name == "bash" else None
     warning = sandbox.card_note() if sandbox is not None else None
@@ -171,7 +176,7 @@ def check_permission(call: ToolCall, tool: Any, ctx: PermissionContext | None) -
     if ctx.no_prompts:
         text = denial_message(tool.name, by_user=False, reason=NO_PROMPTS_REASON)
         return ToolOutcome(output=text, error=text)
-    ask = approval_ask(call, tool.name, ctx.cwd)
+    ask = approval_ask(call, tool.name, ctx.cwd, getattr(tool, "display", None))
     with ctx._lock:
         ctx.waiting.append({"call_id": call.id, "name": tool.name, "arguments": call.arguments,
                             "ask": ask})

@@ -8,7 +8,7 @@ Precedence, first match wins:
 1. Internal tools of the loop (``update_plan``, ``ask_agent``, ``stop``) are always allowed:
    they touch nothing outside the run, and denying them would break the agents.
 2. Hard denies: the workspace constraint (a read-only workspace denies ``write_file``,
-   ``bash`` and ``run_python``) and any ``deny`` in the agent's overrides (exact name or ``"*"``). A deny written
+   ``bash``, ``sandbox_python`` and ``run_python``) and any ``deny`` in the agent's overrides (exact name or ``"*"``). A deny written
    by the agent's author or forced by the workspace cannot be lifted by a click.
 3. Session memory: what the user chose "for this session" (``allow`` or ``deny``).
 4. Agent override for the exact tool name, then the agent's ``"*"`` wildcard.
@@ -56,9 +56,10 @@ BUILTIN_DEFAULTS: dict[str, Decision] = {
 INTERNAL_TOOLS = frozenset({"update_plan", "ask_agent", "stop"})
 """Tools the loop itself provides; always allowed."""
 
-WRITE_TOOLS = frozenset({"write_file", "bash", "run_python"})
-"""Tools that can change the workspace; denied when it is read-only (``run_python`` is the
-Python sandbox tool: its code can write files like a shell command)."""
+WRITE_TOOLS = frozenset({"write_file", "bash", "sandbox_python", "run_python"})
+"""Tools that can change the workspace; denied when it is read-only (``sandbox_python`` is the
+Python sandbox tool, ``run_python`` the notebook's: their code can write files like a shell
+command)."""
 
 
 class PermissionVerdict(BaseModel):

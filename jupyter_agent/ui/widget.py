@@ -25,7 +25,8 @@ class RunWidget(anywidget.AnyWidget):
     """A run drawn live: answer, reasoning, tool cards, plan, ask buttons, footer."""
 
     _esm = bundle_esm(STATIC / "widget.js")
-    _css = (STATIC / "run.css").read_text(encoding="utf-8")
+    _css = (STATIC / "run.css").read_text(encoding="utf-8") + "\n" + (
+        STATIC / "code.css").read_text(encoding="utf-8")
     view = traitlets.Dict().tag(sync=True)
 
     def __init__(self, view: dict[str, Any], on_answer: Callable[[dict[str, Any]], None] | None = None,

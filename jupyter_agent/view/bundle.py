@@ -26,8 +26,13 @@ _PREVIEW = 600
 
 
 def compact_events(events: list[BaseEvent]) -> list[dict[str, Any]]:
-    """The event log as JSON with consecutive deltas of the same part merged."""
-    return merge_deltas([event_to_json(e) for e in events])
+    """The event log as JSON with consecutive deltas of the same part merged; a figure's PNG
+    is kept once, in the view, not again in its ``tool_figures`` event."""
+    out = merge_deltas([event_to_json(e) for e in events])
+    for e in out:
+        if e.get("type") == "tool_figures":
+            e["figures"] = [{**f, "png": ""} for f in e.get("figures") or []]
+    return out
 
 
 def run_payload(view: dict[str, Any], events: list[BaseEvent]) -> dict[str, Any]:
@@ -85,6 +90,14 @@ def _ask_md(ask: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _proposal_md(p: dict[str, Any]) -> str:
+    """A proposed cell as code (how it is shown without the front end's buttons)."""
+    why = f"{_md_escape_inline(p.get('explanation') or '')}\n\n" if p.get("explanation") else ""
+    lang = "python" if p.get("kind", "code") == "code" else "markdown"
+    return (f"**Proposed {p.get('kind', 'code')} cell** ({p.get('status', 'proposed')})\n\n"
+            f"{why}{_fence(p.get('source') or '', lang)}")
+
+
 def footer_text(view: dict[str, Any]) -> str:
     """One line: model, rounds, tokens, cost, time."""
     f = view["footer"]
@@ -118,6 +131,12 @@ def render_markdown(view: dict[str, Any]) -> str:
             head = (f"**Tool `{item['name']}`** ({status}, {item.get('seconds', 0.0):.2f} s) "
                     f"`{_md_escape_inline(_preview(item.get('arguments') or '', 200))}`")
             out.append(head + "\n\n" + _fence(_preview(item.get("output") or "")))
+            for fig in item.get("figures") or []:
+                out.append(f"> *{_md_escape_inline(fig.get('description') or 'figure')}*")
+            if item.get("proposal"):
+                out.append(_proposal_md(item["proposal"]))
+        elif kind == "proposal":
+            out.append(_proposal_md(item["proposal"]))
         elif kind == "gate":
             out.append(f"> *Stop gate:* {_md_escape_inline(item['reason'])}")
         elif kind == "warning":

@@ -15,7 +15,9 @@ Shape::
         {"kind": "reasoning", "round", "text"},
         {"kind": "text", "round", "text", "withdrawn": bool},
         {"kind": "tool", "round", "call_id", "name", "arguments", "output", "error",
-         "seconds", "state": "running"|"done"|"error", "internal": bool},
+         "seconds", "state": "running"|"done"|"error", "internal": bool,
+         "figures": [{"index", "png", "width", "height", "description"}],  # run_python drew
+         "proposal": {"id", "source", "kind", "explanation", "status"}},   # insert_cell
         {"kind": "gate", "round", "reason", "feedback"},
         {"kind": "warning", "message"},
         {"kind": "compressed", "round", "method", "tokens_before", "tokens_after"},
@@ -128,6 +130,16 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             state="error" if d["error"] else "done",
             internal=d["internal"] or card.get("internal", False),
         )
+    elif kind == "tool_figures":
+        card = _find_tool(view, d["call_id"])
+        if card is not None:
+            card["figures"] = [dict(f) for f in d["figures"]]
+    elif kind == "cell_proposed":
+        card = _find_tool(view, d["call_id"])
+        if card is not None:
+            card["proposal"] = dict(d["proposal"])
+        else:  # proposed outside a tool card: still shown, as its own item
+            items.append({"kind": "proposal", "proposal": dict(d["proposal"])})
     elif kind == "usage":
         f = view["footer"]
         f["input_tokens"] += d["input_tokens"]

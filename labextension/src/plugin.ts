@@ -25,6 +25,8 @@ import { Menu } from '@lumino/widgets';
 
 import { highlightAgentCells } from './agentCells';
 
+import { insertOnProposal } from './insert';
+
 import { interruptOnStop } from './stop';
 
 /**
@@ -180,6 +182,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const attach = (panel: NotebookPanel): void => {
       highlightAgentCells(panel);
       interruptOnStop(panel);
+      insertOnProposal(panel);
     };
     tracker.widgetAdded.connect((_, panel) => attach(panel));
     tracker.forEach(attach);

@@ -1,1 +1,2 @@
 import '../../jupyter_agent/ui/static/run.css';
+import '../../jupyter_agent/ui/static/code.css';

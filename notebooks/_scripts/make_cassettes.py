@@ -168,11 +168,39 @@ SESSIONS_04 = [
          "read the file instead)."),
 ]
 
+GROWTH_CODE = """import matplotlib.pyplot as plt
+
+pivot = sales.pivot(index="region", columns="quarter", values="revenue")
+growth = (pivot["Q4"] / pivot["Q3"] - 1).sort_values(ascending=False)
+ax = (growth * 100).plot.bar(title="Revenue growth, Q3 to Q4 (%)", ylabel="%")
+plt.show()
+growth.round(3)"""
+
+NOTEBOOK_06 = [
+    # %%chat --with sales: the summary is in the prompt, no tool call
+    text("Quarterly revenue (Q3 and Q4) for four regions: North, South, East and West."),
+    # %%toolloop --notebook: look, then ask to run code (the run waits for approval)
+    tool_calls([call("list_variables", {})]),
+    tool_calls([call("inspect_variable", {"name": "sales"})]),
+    tool_calls([call("run_python", {"code": GROWTH_CODE})]),
+    # after `%agent resume --option 1`: the code ran; propose it as a cell, then answer
+    tool_calls([call("insert_cell", {
+        "source": GROWTH_CODE,
+        "explanation": "Revenue growth by region from Q3 to Q4, as a bar chart."})]),
+    text("South grew fastest last quarter: revenue rose 27.4% (95 to 121). North (+5.0%) and "
+         "East (+4.9%) grew a little, West fell 2.5%. The chart is on the card, and I proposed "
+         "a cell with the code."),
+    # the viewer: only `sales` is visible, and it cannot run code
+    tool_calls([call("list_variables", {})]),
+    text("Only one: sales, a table of 8 rows (region, quarter, revenue)."),
+]
+
 SCRIPTS: dict[str, list[Any]] = {
     "02-tools.ipynb": TOOLS_02,
     "03-planning-with-ask.ipynb": PLAN_03,
     "04-sessions-permissions-workspace.ipynb": SESSIONS_04,
     "05-one-call-helpers.ipynb": HELPERS_05,
+    "06-your-data-your-agent.ipynb": NOTEBOOK_06,
 }
 LOCAL = ("01-chat-basics.ipynb",)
 

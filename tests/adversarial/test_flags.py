@@ -99,6 +99,12 @@ SHARED = [
     ("--quote-prompt", "''", "Python variable name"),
     ("--quote-prompt", "1st", "Python variable name"),
     ("--quote-template", "a.b", "Python variable name"),
+    ("--with", "''", "at least one variable"),
+    ("--with", "','", "at least one variable"),
+    ("--with", "1x", "notebook variable names"),
+    ("--with", "a,class", "notebook variable names"),
+    ("--with", "missing_variable", "missing_variable"),
+    ("--with", "API_KEY", "secret"),
 ]
 TOOLS = [
     ("--tools", "''", "at least one tool"),

@@ -30,12 +30,12 @@ def test_simplest_sandbox_call(tmp_path: Path) -> None:
     sandbox = python_sandbox(tmp_path)
     r = run_code(sandbox, "print('hello')\nx = 20\nx + 22")
     assert r == SandboxResult(stdout="hello\n", result="42")
-    assert sandbox.name == "run_python" and sandbox.requires_approval is True
+    assert sandbox.name == "sandbox_python" and sandbox.requires_approval is True
 
 
 def test_the_model_runs_code_in_a_run(server: ScriptedOpenAI, tmp_path: Path) -> None:
     code = "sum(range(10))"
-    server.enqueue(tool_calls([call("run_python", {"code": code}, id="call_py")]),
+    server.enqueue(tool_calls([call("sandbox_python", {"code": code}, id="call_py")]),
                    text("The sum is 45."))
     run = toolloop("Add 0..9 with Python.", tools=[python_sandbox(tmp_path)], auto_approve=True)
     assert run.answer == "The sum is 45."
@@ -148,7 +148,7 @@ def test_stopped_at_its_memory_limit_with_a_clear_result(tmp_path: Path) -> None
 
 
 def test_it_asks_for_approval_like_bash(server: ScriptedOpenAI, tmp_path: Path) -> None:
-    server.enqueue(tool_calls([call("run_python", {"code": "open('x', 'w')"})]))
+    server.enqueue(tool_calls([call("sandbox_python", {"code": "open('x', 'w')"})]))
     run = toolloop("Make a file.", tools=[python_sandbox(tmp_path)])
     assert run.status == "ask" and len(server.requests) == 1
     assert not (tmp_path / "x").exists()
@@ -164,14 +164,14 @@ def test_denied_in_a_read_only_workspace(server: ScriptedOpenAI, tmp_path: Path)
     viewer = Agent("viewer", workspace=tmp_path, read_only=True,
                    tools=[python_sandbox(tmp_path)])
     try:
-        server.enqueue(tool_calls([call("run_python", {"code": "open('x', 'w')"})]),
+        server.enqueue(tool_calls([call("sandbox_python", {"code": "open('x', 'w')"})]),
                        text("I may not run code here."))
         run = toolloop("Make a file.", agent=viewer, auto_approve=True)
     finally:
         agents.forget_agent("viewer")
     assert run.status == "done" and not (tmp_path / "x").exists()
     assert server.requests[1]["messages"][-1]["content"] == (
-        "Permission denied by policy (workspace is read-only): run_python was not run.")
+        "Permission denied by policy (workspace is read-only): sandbox_python was not run.")
 
 
 def test_bad_settings_fail_when_the_tool_is_made(tmp_path: Path) -> None:

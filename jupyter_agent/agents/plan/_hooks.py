@@ -24,6 +24,7 @@ from ...loop.hooks import (
     ToolOutcome,
     UsageItem,
 )
+from ...tools.notebook.cards import call_events, figure_images
 from ...tools.registry import Tool, invoke_with_usage
 from ..compression import compress_llm, tool_output_processor
 from ..run import Run
@@ -175,7 +176,8 @@ class PlanHooks:
                                error=INTERACTIVE_NOT_SUPPORTED, seconds=r.seconds,
                                usages=usages)
         return ToolOutcome(output=r.output, value=r.value, error=r.error, stop=r.stop,
-                           seconds=r.seconds, usages=usages)
+                           seconds=r.seconds, usages=usages, events=call_events(call.id, r.value),
+                           images=figure_images(r.value))
 
     # ------------------------------------------------------------------ stopping
     def on_stop_candidate(self, ctx: StopContext) -> StopDecision:

@@ -109,7 +109,8 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
     # request, so the answer is always read by the model).
     cfg = LoopConfig(model=prof.model, tools=schemas, max_rounds=max(0, lo.max_rounds - round_offset),
                      batch_size=BATCH_TOOL_SIZE, temperature=map_temperature(prof, lo.temperature),
-                     max_tokens=max_tokens, stream=lo.stream, round_offset=round_offset)
+                     max_tokens=max_tokens, stream=lo.stream, round_offset=round_offset,
+                     vision=prof.capabilities.vision)
 
     def on_result(result: LoopResult) -> None:
         run = p.run

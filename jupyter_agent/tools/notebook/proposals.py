@@ -42,9 +42,11 @@ class CellProposal(BaseModel):
     def model_text(self) -> str:
         """What the model is told: the cell is only proposed, nothing ran."""
         lines = self.source.count("\n") + 1
-        return (f"Proposed a {self.kind} cell ({lines} line{'s' if lines != 1 else ''}, id "
-                f"{self.id}). The user sees it with Insert below / Discard; it has not run "
-                "and is not in the notebook yet.")
+        # No id: nothing the model can call takes one, and the same request must come out of
+        # the same proposal (a cassette matches requests exactly).
+        return (f"Proposed a {self.kind} cell ({lines} line{'s' if lines != 1 else ''}). The "
+                "user sees it with Insert below / Discard; it has not run and is not in the "
+                "notebook yet.")
 
     def to_markdown(self) -> str:
         """The proposal as Markdown (how it is shown without a front end)."""

@@ -8,6 +8,7 @@
 // Once answered, a card folds to one line ("✓ Allowed for this session: bash `grep …`",
 // "✓ Which period? → Monthly figures") that opens on the full card.
 
+import { codeBlock } from "./code.js";
 import { append, argsSummary, clip, details, firstLine, h, prettyJson } from "./dom.js";
 
 /** What a card says once its answer is sent (the kernel picks it up when it is idle). */
@@ -36,6 +37,7 @@ const KNOWN_DETAIL = new Set([
   "arguments",
   "args",
   "cwd",
+  "display",
   ...SUBJECTS.map(([key]) => key),
 ]);
 
@@ -80,8 +82,13 @@ function detailBlock(detail) {
   const d = detail || {};
   row("Tool", d.tool ?? d.name);
   const shown = new Map();
+  // The tool's display hints ({"code": "python"}): that subject is shown highlighted.
+  const langs = d.display && typeof d.display === "object" ? d.display : {};
   for (const [key, label] of SUBJECTS) {
-    if (typeof d[key] === "string" && d[key]) {
+    if (typeof d[key] === "string" && d[key] && typeof langs[key] === "string") {
+      append(box, h("div", "ja-label", label), codeBlock(d[key], langs[key]));
+      shown.set(key, d[key]);
+    } else if (typeof d[key] === "string" && d[key]) {
       row(label, d[key], true);
       shown.set(key, d[key]);
     }

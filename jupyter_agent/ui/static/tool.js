@@ -23,6 +23,7 @@ import {
   isKnown,
   prettyJson,
 } from "./dom.js";
+import { renderFigures, renderProposal } from "./proposal.js";
 
 const TOOL_ICONS = {
   queued: "○",
@@ -99,7 +100,13 @@ export function renderTool(state, key, item, st, live) {
   );
   card.dataset.callId = item.call_id || "";
   card.dataset.state = st;
-  return card;
+  // A figure or a proposed cell is shown under the card, without opening it.
+  const figures = Array.isArray(item.figures) && item.figures.length;
+  if (!figures && !item.proposal) return card;
+  const box = h("div", "ja-tool-with-extras");
+  append(box, card, figures ? renderFigures(item.figures) : null);
+  if (item.proposal) box.appendChild(renderProposal(state, item.proposal));
+  return box;
 }
 
 function fillTool(state, key, item, st, card) {

@@ -104,7 +104,7 @@ def test_insert_cell_records_a_proposal() -> None:
     tools = notebook_tools({}, on_proposal=seen.append)
     insert = tools[-1]
     r = insert.invoke(json.dumps({"source": "df.describe()\n", "explanation": "Stats."}))
-    assert r.error is None and r.output.startswith("Proposed a code cell (1 line, id cell-")
+    assert r.error is None and r.output.startswith("Proposed a code cell (1 line). ")
     assert "has not run" in r.output
     (p,) = seen
     assert insert.proposals == [p] and r.value is p  # type: ignore[attr-defined]

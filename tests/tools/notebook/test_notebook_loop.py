@@ -80,7 +80,7 @@ def test_the_model_misbehaves_and_the_loop_goes_on(shell: Any, server: ScriptedO
     assert "Not a variable name" in results["c2"]
     assert "not valid JSON" in results["c3"]
     assert "No cells 999..999" in results["c4"]
-    assert results["c5"].startswith("Proposed a code cell (2 lines, id cell-")
+    assert results["c5"].startswith("Proposed a code cell (2 lines). ")
     (proposal,) = proposals
     assert proposal.source == "key = [redacted]\nprint(data)" and proposal.status == "proposed"
     assert run.tool_values["c5"] == proposal

@@ -1,0 +1,50 @@
+"""What a card shows of a notebook tool's result, as events: figures, proposed cells.
+
+The tool runners call :func:`call_events` after each call; the events follow the call's
+``tool_returned`` in the run's stream, so the live card, the store and the saved output all
+see them. Figures are capped here (count and size), so a run that draws a hundred large plots
+cannot make the saved notebook grow without bound: the model still reads every description.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...events import BaseEvent, CellProposed, ToolFigures
+from .proposals import CellProposal
+from .run import PythonRun
+
+__all__ = ["MAX_CARD_FIGURES", "MAX_FIGURE_CHARS", "call_events", "figure_images"]
+
+MAX_CARD_FIGURES = 4
+"""Figures of one call shown on its card (the others are described only)."""
+MAX_FIGURE_CHARS = 400_000
+"""Base64 characters of one figure kept for the card (about 300 KB of PNG)."""
+
+
+def _kept(value: PythonRun) -> list[dict[str, Any]]:
+    out = []
+    for i, fig in enumerate(value.figures):
+        png = fig.png_base64 if i < MAX_CARD_FIGURES and len(fig.png_base64) <= MAX_FIGURE_CHARS \
+            else ""
+        out.append({"index": fig.index, "png": png, "width": fig.width, "height": fig.height,
+                    "description": fig.description})
+    return out
+
+
+def call_events(call_id: str, value: Any) -> list[BaseEvent]:
+    """The events a card needs for one call's ``value``: ``tool_figures`` for a
+    ``run_python`` that drew, ``cell_proposed`` for an ``insert_cell``; else none."""
+    if isinstance(value, PythonRun) and value.figures:
+        return [ToolFigures(call_id=call_id, figures=_kept(value))]
+    if isinstance(value, CellProposal):
+        return [CellProposed(call_id=call_id, proposal=value.model_dump(mode="json"))]
+    return []
+
+
+def figure_images(value: Any) -> list[str]:
+    """The PNGs (base64) of the figures a ``run_python`` call drew and a card keeps: what a
+    model that accepts images is sent."""
+    if not isinstance(value, PythonRun):
+        return []
+    return [f["png"] for f in _kept(value) if f["png"]]

@@ -1,0 +1,113 @@
+"""``%%toolloop --notebook`` in a real JupyterLab (this checkout's extension), headless
+Chromium, the scripted model: the model asks to run code in the kernel; the approval card
+shows it highlighted; after *Allow once* the code runs in the kernel (the next cell sees its
+variable) and its figure shows on the tool card; the proposed cell's *Insert below* puts a new
+cell under the agent's cell, once, however often it is clicked."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import nbformat
+import pytest
+
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+
+from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, built_extension_load, start_lab
+from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.timeout(420),
+    pytest.mark.skipif(chromium_path() is None, reason="no system Chromium"),
+    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
+                       reason="the JupyterLab extension is not built (run `make install`)"),
+]
+
+KEY = "sk-test-key-notebook-0123456789"
+NOTEBOOK = "notebook-tools.ipynb"
+CODE = ("import matplotlib.pyplot as plt\n"
+        "growth = {k: v[-1] - v[0] for k, v in sales.items()}\n"
+        "plt.bar(list(growth), list(growth.values()))\nplt.title('growth')\ngrowth")
+PROPOSED = "plt.bar(list(growth), list(growth.values()))"
+CELLS = [
+    "%load_ext jupyter_agent\nsales = {'north': [10, 12], 'south': [8, 15]}",
+    "%%toolloop --notebook --history 0\nWhich region grew fastest? Make a chart.",
+    "print(sorted(growth.items()))",
+]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabPage, ScriptedOpenAI]]:
+    from playwright.sync_api import sync_playwright
+
+    base = tmp_path_factory.mktemp("notebook-lab")
+    with ScriptedOpenAI() as model, start_lab(base, {
+        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
+        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
+    }) as server:
+        load = built_extension_load()
+        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
+        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
+        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
+            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
+        nb = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
+            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                     "language": "python"}})
+        nbformat.write(nb, server.root / NOTEBOOK)
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            page.set_default_timeout(30_000)
+            ui = LabPage(page, server)
+            try:
+                ui.open(NOTEBOOK)
+                ui.run(0)
+                yield ui, model
+            except BaseException:
+                print(server.log_tail())
+                raise
+            finally:
+                browser.close()
+
+
+def test_run_python_approval_figure_and_insert_below(lab: tuple[LabPage, ScriptedOpenAI]
+                                                     ) -> None:
+    ui, model = lab
+    model.enqueue(tool_calls([call("run_python", {"code": CODE}, id="c_run")]))
+    ui.run(1)
+    cell = ui.cell(1)
+    ask = cell.locator(".ja-widget .ja-ask-approval")
+    ask.wait_for()
+    assert "Run this code in the kernel?" in ask.inner_text()
+    code = ask.locator(".ja-code")
+    assert code.inner_text() == CODE
+    assert "import" in code.locator(".ja-c-keyword").all_inner_texts()
+    ui.shot("lab-notebook-approval.png", ARTIFACTS_DIR, cell)
+    model.enqueue(tool_calls([call("insert_cell", {"source": PROPOSED,
+                                                   "explanation": "The growth chart."},
+                                   id="c_cell")]),
+                  text("South grew fastest (+7)."))
+    ask.locator('.ja-option[data-index="1"]').click()
+    # Once the run ends, the saved output (the extension's renderer) replaces the widget.
+    run = cell.locator(".ja-run")
+    run.locator('.ja-badge[data-status="done"]').wait_for(timeout=60_000)
+    img = run.locator(".ja-figure-img")
+    assert img.count() == 1 and img.evaluate("i => i.complete && i.naturalWidth > 100")
+    assert "title 'growth'" in run.locator(".ja-figure figcaption").inner_text()
+    cells_before = ui.page.locator(".jp-Notebook .jp-Cell").count()
+    insert = run.locator(".ja-proposal .ja-insert")
+    insert.click()
+    run.locator(".ja-proposal-done").wait_for()
+    assert "Inserted below." in run.locator(".ja-proposal").inner_text()
+    assert ui.page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1
+    new = ui.cell(2)
+    assert new.locator(".jp-InputArea-editor").inner_text().strip() == PROPOSED
+    assert run.locator(".ja-proposal button").count() == 0  # no second insert
+    ui.shot("lab-notebook-inserted.png", ARTIFACTS_DIR, ui.page.locator(".jp-Notebook"))
+    # The code ran in the kernel: the user's next cell (now index 3) sees its variable.
+    ui.run(3)
+    out = ui.cell(3).locator(".jp-OutputArea-output").inner_text()
+    assert "[('north', 2), ('south', 7)]" in out
