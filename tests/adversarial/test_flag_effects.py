@@ -92,6 +92,7 @@ def _shared(magic: str) -> list[Case]:
         Case(magic, "--record", base, base + " --record", key=lambda o: o["recorded"]),
         Case(magic, "--replay", base, base + " --replay", key=_requests,
              prep=[f"%%{magic} --session {{s}}r --no-history --record\nSay hi."]),
+        Case(magic, "--with", base, base + " --with docs"),
     ]
 
 
@@ -117,6 +118,7 @@ def _tooled(magic: str) -> list[Case]:
         Case(magic, "--max-rounds", base, base + " --max-rounds 1", script=_probe_rounds,
              key=_requests),
         Case(magic, "--agent", base, base + " --agent terse"),
+        Case(magic, "--notebook", base, base + " --notebook"),
     ]
 
 
