@@ -89,9 +89,13 @@ def footer_text(view: dict[str, Any]) -> str:
     """One line: model, rounds, tokens, cost, time."""
     f = view["footer"]
     approx = "~" if f.get("estimated") else ""
+    inp, out, cost = f.get("input_tokens"), f.get("output_tokens"), f.get("cost")
+    # Unknown (None: no call accounted, or a model without prices) reads "unknown", never 0.
+    tokens = ("tokens unknown" if inp is None or out is None
+              else f"{approx}{inp} in / {approx}{out} out tokens")
+    price = "cost unknown" if cost is None else f"${cost:.4f}"
     return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
-            f"{approx}{f.get('input_tokens', 0)} in / {approx}{f.get('output_tokens', 0)} out tokens · "
-            f"${f.get('cost', 0.0):.4f} · {f.get('seconds', 0.0):.1f} s")
+            f"{tokens} · {price} · {f.get('seconds', 0.0):.1f} s")
 
 
 def render_markdown(view: dict[str, Any]) -> str:
