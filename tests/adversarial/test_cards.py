@@ -167,3 +167,33 @@ def test_unknown_prices_and_counts_are_never_zero(server: ScriptedOpenAI) -> Non
     server.enqueue(text("hello"))
     priced = toolloop("Hi.", model="gpt-4.1-mini")
     assert priced.view["footer"]["cost"] > 0 and "cost unknown" not in render_plain(priced.view)
+
+
+def test_a_resume_cell_after_a_click_says_so_and_does_not_fail(ipython: Any,
+                                                               server: ScriptedOpenAI) -> None:
+    from jupyter_agent.magics import _on_click
+    from tests.agents.plan.plan_scripts import ask
+
+    ipython.run_cell("%load_ext jupyter_agent")
+    server.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]), text("Chose it."))
+    with capture_output() as cap:
+        res = ipython.run_cell("%%plan\ngo")
+    assert res.error_in_exec is None, (res.error_in_exec, cap.stdout, cap.stderr)
+    run = ipython.user_ns["_agent_run"]
+    assert run.status == "ask"
+    # The user clicks option 1 on the card before the tutorial's resume cell runs.
+    with capture_output():
+        _on_click(run, {"type": "answer", "call_id": "a1", "how": "option", "option_index": 1,
+                        "answer": "x"})
+    assert run.status != "ask"
+    asked = len(server.requests)
+    with capture_output() as cap:
+        result = ipython.run_cell("%agent resume --option 2")
+    assert result.error_in_exec is None
+    assert "already answered" in cap.stdout
+    assert len(server.requests) == asked  # nothing was answered twice
+    # With nothing answered and nothing waiting, the cell still fails with one line.
+    ipython.user_ns.pop("_agent_run")
+    with capture_output():
+        result = ipython.run_cell("%agent resume --option 2")
+    assert result.error_in_exec is not None
