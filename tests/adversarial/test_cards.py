@@ -8,7 +8,8 @@ import time
 from typing import Any, Callable
 
 import pytest
-from IPython.testing.globalipapp import get_ipython, start_ipython
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import tool, toolloop
