@@ -28,6 +28,7 @@ from jupyter_agent.events import (
     TextDelta,
     ToolCalled,
     ToolReturned,
+    ToolStarted,
     UsageRecorded,
 )
 from jupyter_agent.ui._esm import bundle_esm
@@ -147,7 +148,8 @@ def test_clock_skew_and_static_mode_never_claim_a_running_time(open_run: OpenRun
     assert page.inner_text(".ja-elapsed") == "0 s"
     # A saved notebook's "running" run may be long dead: no ticking time, no stop button.
     static = open_run(_running(600, ToolCalled(round=1, call_id="c1", name="bash",
-                                               arguments="{}")), live=False)
+                                               arguments="{}"),
+                               ToolStarted(round=1, call_id="c1", name="bash")), live=False)
     assert static.locator(".ja-elapsed, .ja-stop").count() == 0
     assert static.inner_text('.ja-tool[data-call-id="c1"] .ja-tool-time') == "running…"
 
