@@ -99,7 +99,6 @@ class LiveDisplay:
                 self.widget = None
         self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
                               display_id=True)
-        self.hint_handle: Any = None
         displays[run.run_id] = self
 
     def on_stop(self, msg: dict[str, Any]) -> None:
@@ -112,18 +111,14 @@ class LiveDisplay:
         self.run.abort()
 
     def show_hint(self, text: str) -> None:
-        """Show how to answer a waiting run, under it; cleared once the run goes on."""
-        from IPython.display import display
-
-        bundle = {"text/plain": text, "text/markdown": text}
-        if self.hint_handle is None:
-            self.hint_handle = display(bundle, raw=True, display_id=True)
-        else:
-            self.hint_handle.update(bundle, raw=True)
+        """Show how to answer a waiting run, in its own output (``view["hint"]``: drawn by the
+        card and the text fallbacks); cleared once the run goes on. Not a second output: a
+        cleared one would be saved as an empty output."""
+        self.run.view["hint"] = text
+        self.refresh()
 
     def _clear_hint(self) -> None:
-        if self.hint_handle is not None:
-            self.hint_handle.update({"text/plain": ""}, raw=True)
+        self.run.view.pop("hint", None)  # the event that cleared it pushes the view
 
     def _bundle(self, final: bool = False) -> dict[str, Any]:
         # A finished run is shown by the static renderer (same look, no kernel needed), so a

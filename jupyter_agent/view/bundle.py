@@ -131,6 +131,8 @@ def render_markdown(view: dict[str, Any]) -> str:
         out.append("\n".join(_ask_md(view["ask"])))
     if view.get("error"):
         out.append(f"**{view.get('status', 'error')}:** {_md_escape_inline(view['error'])}")
+    if view.get("hint") and view.get("status") == "ask":
+        out.append(f"*{view['hint']}*")
     out.append(f"*{footer_text(view)}*")
     return mask("\n\n".join(out))
 
@@ -148,6 +150,8 @@ def render_plain(view: dict[str, Any]) -> str:
         parts.append(f"{ask['question']}\n{opts}")
     if view.get("error"):
         parts.append(f"[{view.get('status')}] {view['error']}")
+    if view.get("hint") and view.get("status") == "ask":
+        parts.append(view["hint"])
     parts.append(f"[{view.get('status')}] {footer_text(view)}")
     return mask("\n\n".join(parts))
 

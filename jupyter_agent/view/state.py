@@ -28,6 +28,8 @@ Shape::
               "detail", "answered": None | {"how", "answer", "option_index"}} | None,
       "answer": str,             # the final answer (withdrawn drafts excluded)
       "error": str | None,
+      "hint": str,               # only while the run waits: how to answer it from a new cell
+                                 # (set by the live display, not by an event)
       "footer": {"model", "rounds", "input_tokens", "output_tokens", "cost", "seconds",
                  "estimated": bool, "unpriced": bool},
                  # tokens and cost are None while unknown (no model call accounted); cost

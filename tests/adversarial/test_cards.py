@@ -182,11 +182,18 @@ def test_a_resume_cell_after_a_click_says_so_and_does_not_fail(ipython: Any,
     assert res.error_in_exec is None, (res.error_in_exec, cap.stdout, cap.stderr)
     run = ipython.user_ns["_agent_run"]
     assert run.status == "ask"
+    # While it waits, the run's own output says how to answer from a new cell.
+    assert f"%agent resume {run.run_id}" in run.view["hint"]
+    assert f"%agent resume {run.run_id}" in render_plain(run.view)
     # The user clicks option 1 on the card before the tutorial's resume cell runs.
-    with capture_output():
+    with capture_output() as clicked:
         _on_click(run, {"type": "answer", "call_id": "a1", "how": "option", "option_index": 1,
                         "answer": "x"})
     assert run.status != "ask"
+    assert "hint" not in run.view and "%agent resume" not in render_markdown(run.view)
+    # No output, first or updated, is ever empty (a saved notebook would keep it).
+    for out in [*cap.outputs, *clicked.outputs]:
+        assert any(v for v in out.data.values()), out.data
     asked = len(server.requests)
     with capture_output() as cap:
         result = ipython.run_cell("%agent resume --option 2")

@@ -378,3 +378,18 @@ def test_dark_theme_screenshots(open_run: OpenRun) -> None:
         if dark:
             fg = page.locator(".ja-ask-verdict").evaluate("e => getComputedStyle(e).color")
             assert fg == "rgba(255, 255, 255, 0.87)"
+
+
+def test_a_waiting_run_says_how_to_answer_from_a_new_cell(open_run: OpenRun) -> None:
+    view = _running(5)
+    view["status"] = "ask"
+    view["hint"] = ("Waiting for your answer. Click an option, or run "
+                    "`%agent resume run-7 --option N` / `--dismiss`. <b>not markup</b>")
+    page = open_run(view, live=False)  # a saved notebook shows it too
+    hint = page.locator(".ja-hint")
+    assert "%agent resume run-7 --option N" in hint.inner_text()
+    assert "`" not in hint.inner_text() and hint.locator("b").count() == 0  # text, not markup
+    assert hint.locator("button.ja-copy").count() == 1
+    # Once the run goes on, the line is gone.
+    view["status"] = "running"
+    assert open_run(view, live=False).locator(".ja-hint").count() == 0
