@@ -393,3 +393,44 @@ def test_a_waiting_run_says_how_to_answer_from_a_new_cell(open_run: OpenRun) -> 
     # Once the run goes on, the line is gone.
     view["status"] = "running"
     assert open_run(view, live=False).locator(".ja-hint").count() == 0
+
+
+def test_a_click_after_a_kernel_restart_says_so_and_gives_the_command(open_run: OpenRun) -> None:
+    waiting = reduce_events([
+        RunStarted(run_id="run-9", agent="toolloop", model="m"),
+        ToolCalled(round=1, call_id="c1", name="bash", arguments=json.dumps({"command": COMMAND})),
+        AskPending(call_id="c1", kind="approval", question="Run this command in the workspace?",
+                   options=["Allow once", "Allow for this session", "Deny"], allow_other=False,
+                   detail={"tool": "bash", "command": COMMAND}),
+    ])
+    page = open_run(waiting, live=False)
+    result = page.evaluate(
+        """async ([src, view]) => {
+            const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
+            const widget = (await import(url)).default;
+            let tries = 0;
+            // The comm of a restarted kernel: every send throws (what JupyterLab does).
+            const model = {view, get(k) { return this[k]; }, on() {}, off() {},
+                           send() { tries += 1; throw new Error("Cannot send"); }};
+            const el = document.createElement("div");
+            el.id = "gone";
+            document.body.appendChild(el);
+            widget.render({model, el});
+            el.querySelector('.ja-option[data-index="2"]').click();
+            await new Promise(r => setTimeout(r, 50));
+            el.querySelector('.ja-option[data-index="1"]')?.click();  // a second click: nothing
+            return {tries};
+        }""",
+        [bundle_esm(STATIC_DIR / "widget.js"), waiting],
+    )
+    assert result == {"tries": 1}
+    card = page.locator("#gone")
+    gone = card.locator(".ja-kernel-gone")
+    assert "%agent resume run-9 --option 2" in gone.inner_text()
+    assert "kernel was restarted" in gone.inner_text()
+    assert gone.locator("button.ja-copy").count() == 1
+    # No button stays clickable, no "sent" or "Cannot send" claim, the badge does not lie.
+    assert card.locator(".ja-option:enabled, .ja-other-submit:enabled").count() == 0
+    assert "Cannot send" not in card.inner_text() and "Answer sent" not in card.inner_text()
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    card.screenshot(path=str(ARTIFACTS_DIR / "cards-kernel-gone.png"))
