@@ -1,8 +1,9 @@
 """The MIME bundle of a run: run JSON, markdown and plain text, all from the same view state.
 
 Every front end shows something: JupyterLab with our extension renders the run JSON, GitHub
-and nbconvert render the markdown, a terminal prints the plain text. No HTML is produced here:
-model output is escaped as markdown text, never passed through as markup.
+nbconvert and VS Code render the sanitised HTML (``view/card_html.py``: the card's layout, every text
+escaped, no script), markdown readers the markdown, a terminal the plain text. Model output is
+never passed through as markup.
 
 The view and events come masked from the run's recorder; each representation is masked once
 more as it is built (a secret registered during the run, a view built by hand), so no
@@ -16,8 +17,9 @@ from typing import Any
 
 from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json, merge_deltas
 from ..secrets import mask, mask_json
+from .card_html import footer_text, render_html
 
-__all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "build_bundle",
+__all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
            "output_metadata"]
 
 _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
@@ -83,19 +85,6 @@ def _ask_md(ask: dict[str, Any]) -> list[str]:
     elif not answered:
         lines.append("\n*Waiting for an answer.*")
     return lines
-
-
-def footer_text(view: dict[str, Any]) -> str:
-    """One line: model, rounds, tokens, cost, time."""
-    f = view["footer"]
-    approx = "~" if f.get("estimated") else ""
-    inp, out, cost = f.get("input_tokens"), f.get("output_tokens"), f.get("cost")
-    # Unknown (None: no call accounted, or a model without prices) reads "unknown", never 0.
-    tokens = ("tokens unknown" if inp is None or out is None
-              else f"{approx}{inp} in / {approx}{out} out tokens")
-    price = "cost unknown" if cost is None else f"${cost:.4f}"
-    return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
-            f"{tokens} · {price} · {f.get('seconds', 0.0):.1f} s")
 
 
 def render_markdown(view: dict[str, Any]) -> str:
@@ -173,6 +162,7 @@ def build_bundle(view: dict[str, Any], events: list[BaseEvent],
         bundle["application/vnd.jupyter.widget-view+json"] = {
             "version_major": 2, "version_minor": 1, "model_id": widget_model_id}
     bundle[RUN_MIME_TYPE] = json.loads(mask_json(json.dumps(run_payload(view, events))))
+    bundle["text/html"] = mask(render_html(view))
     bundle["text/markdown"] = render_markdown(view)
     bundle["text/plain"] = render_plain(view)
     return bundle

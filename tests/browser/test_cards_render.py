@@ -434,3 +434,53 @@ def test_a_click_after_a_kernel_restart_says_so_and_gives_the_command(open_run: 
     assert "Cannot send" not in card.inner_text() and "Answer sent" not in card.inner_text()
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     card.screenshot(path=str(ARTIFACTS_DIR / "cards-kernel-gone.png"))
+
+
+def test_nbconvert_html_reads_like_the_card_and_runs_nothing(browser: Any, tmp_path: Path) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from jupyter_agent.secrets import register_secret
+    from jupyter_agent.view.bundle import build_bundle, output_metadata
+
+    secret = "sk-live-secret-9f8e7d6c5b4a"
+    register_secret(secret)
+    hostile = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+    view = reduce_events([
+        RunStarted(run_id="run-h", agent="toolloop", model="gpt-test"),
+        ToolCalled(round=1, call_id="c1", name="bash",
+                   arguments=json.dumps({"command": COMMAND, "note": hostile})),
+        ToolStarted(round=1, call_id="c1", name="bash"),
+        ToolReturned(round=1, call_id="c1", name="bash", output=f"3 a.csv\nkey={secret}",
+                     seconds=0.42),
+        UsageRecorded(round=1, model="gpt-test", input_tokens=120, output_tokens=30, cost=0.0012),
+        TextDelta(round=2, text=f"## Result\n\nThere are **3** lines in `a.csv`.\n\n{hostile}\n\n"
+                                "```python\nprint('<b>hi</b>')\n```"),
+        RunFinished(status="done", answer="x", rounds=2, seconds=1.5),
+    ])
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("%%toolloop\nCount the lines.")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=build_bundle(view, []),
+                                           metadata=output_metadata(view))]
+    nb.cells = [cell]
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    assert secret not in body
+    page_path = tmp_path / "export.html"
+    page_path.write_text(body, encoding="utf-8")
+    page = browser.new_page(viewport={"width": 960, "height": 700})
+    page.goto(page_path.as_uri())
+    out = page.locator(".jp-OutputArea-output").first
+    text = out.inner_text()
+    assert "window.pwned" in text  # shown as text...
+    assert page.evaluate("window.pwned === undefined")  # ...never run
+    assert out.locator("script, img, [onerror]").count() == 0
+    # The card's layout: the call folds to one line with its arguments as name=value, not the
+    # raw JSON; the answer is formatted; the footer has the counts.
+    assert 'bash command="grep -c' in " ".join(text.split())
+    assert out.locator("details summary").count() >= 1
+    assert out.locator("strong", has_text="3").count() >= 1
+    assert "120 in / 30 out tokens" in text
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    out.locator("details").first.locator("summary").click()
+    page.screenshot(path=str(ARTIFACTS_DIR / "nbconvert-run.png"), full_page=True)
+    page.close()

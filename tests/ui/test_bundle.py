@@ -53,7 +53,7 @@ def test_simplest_bundle() -> None:
     events = a_run_of_events()
     view = reduce_events(events)
     bundle = build_bundle(view, events)
-    assert list(bundle) == [RUN_MIME_TYPE, "text/markdown", "text/plain"]
+    assert list(bundle) == [RUN_MIME_TYPE, "text/html", "text/markdown", "text/plain"]
     assert bundle["text/plain"].startswith("2 + 2 = 4.")
     assert "2 + 2 = 4." in bundle["text/markdown"]
     assert bundle[RUN_MIME_TYPE]["view"] == view
