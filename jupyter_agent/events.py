@@ -24,6 +24,7 @@ __all__ = [
     "TextDelta",
     "ToolCalled",
     "ToolArgsDelta",
+    "ToolStarted",
     "ToolReturned",
     "UsageRecorded",
     "PlanUpdated",
@@ -115,6 +116,16 @@ class ToolArgsDelta(BaseEvent):
     delta: str
 
 
+class ToolStarted(BaseEvent):
+    """A call began to run (its ``tool_called`` may come much earlier: announced while the
+    model streams, or queued behind an earlier call of its round). ``t`` is when it began."""
+
+    type: Literal["tool_started"] = "tool_started"
+    round: int
+    call_id: str
+    name: str
+
+
 class ToolReturned(BaseEvent):
     type: Literal["tool_returned"] = "tool_returned"
     round: int
@@ -141,6 +152,8 @@ class UsageRecorded(BaseEvent):
     """Cost of this call alone, in the profile's currency (calls are priced one by one)."""
     estimated: bool = False
     """True when the provider sent no usage and tokens were counted locally."""
+    priced: bool = True
+    """False when the model's profile has no prices: the cost is unknown, not 0."""
 
 
 class PlanUpdated(BaseEvent):
@@ -252,6 +265,7 @@ RunEvent = Annotated[
         TextDelta,
         ToolCalled,
         ToolArgsDelta,
+        ToolStarted,
         ToolReturned,
         UsageRecorded,
         PlanUpdated,

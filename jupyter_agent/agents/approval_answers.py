@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from ..answers import Answer
 from ..errors import ResumeError
-from ..events import ToolReturned, UsageRecorded
+from ..events import ToolReturned, ToolStarted, UsageRecorded
 from ..llm.types import Message, ToolCall
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem, images_message
@@ -94,6 +94,8 @@ def answered_outcome(p: TurnContext, item: WaitingCall, choice: Choice, tool: An
         text = unknown_tool_message(name, available)
         out = ToolOutcome(output=text, error=text)
     else:
+        # The approved call runs now: its card goes from waiting to running.
+        p.recorder.emit(ToolStarted(round=round_, call_id=call.id, name=name))
         out = run_call(p, tool, call, round_=round_)
     _returned(p, call, out, round_)
     return out

@@ -232,7 +232,8 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
         cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
     # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
     with recorder.finishing(lambda status: finish_turn(p, status)):
-        with p.turn_client.reporting_to(recorder.emit):  # a failover shows as a warning
+        with p.turn_client.reporting_to(recorder.emit), run.looping():
+            # (a failover shows as a warning; a stop from another thread interrupts the loop)
             if stopped:
                 result = LoopResult(status="done", messages=list(messages), stopped=True,
                                     answer=answer_of(list(head)))

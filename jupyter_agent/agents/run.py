@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import secrets
+import signal
 import threading
 import time
 import weakref
@@ -73,12 +75,41 @@ class Run:
         """What a suspended run saved (status ``ask``); ``None`` otherwise."""
         self.plan: dict[str, Any] | None = None
         self.abort_requested = False
+        # The thread running this run's loop (None when it is not running), and whether an
+        # abort already interrupted it: see abort().
+        self._loop_thread: int | None = None
+        self._interrupted = False
+        self._loop_lock = threading.Lock()
         _LAST.value = self
 
     def abort(self) -> None:
-        """Ask the run to stop: the loop checks this flag before each round and between
-        streamed chunks; the run then ends with status ``aborted`` (an open ask still wins)."""
+        """Ask the run to stop; it then ends with status ``aborted``, keeping what it did so
+        far (an open ask still wins).
+
+        The loop checks the flag before each round and between streamed chunks. Called from
+        another thread while the loop runs (a stop message, a timer), it also interrupts the
+        loop's thread as Ctrl-C would, so a silent server or a running tool stops at once
+        instead of at the next chunk. A run that is not running is only flagged.
+        """
         self.abort_requested = True
+        with self._loop_lock:
+            ident = self._loop_thread
+            if ident is None or ident == threading.get_ident() or self._interrupted:
+                return
+            self._interrupted = True
+            _interrupt_thread(ident)
+
+    @contextmanager
+    def looping(self) -> Iterator[None]:
+        """Mark the current thread as the one running this run's loop (for :meth:`abort`)."""
+        with self._loop_lock:
+            self._loop_thread = threading.get_ident()
+            self._interrupted = False
+        try:
+            yield
+        finally:
+            with self._loop_lock:
+                self._loop_thread = None
 
     # ------------------------------------------------------------ conveniences
     @property
@@ -109,6 +140,21 @@ class Run:
         from ..view.bundle import render_markdown
 
         return render_markdown(self.view)
+
+
+def _interrupt_thread(ident: int) -> None:
+    """Raise KeyboardInterrupt in thread ``ident``, as a kernel interrupt would.
+
+    The main thread gets a real SIGINT (it wakes a blocking read or sleep) when Python's own
+    handler is installed (the kernel's while it executes; anything else might not raise). A
+    worker thread gets the exception at its next Python instruction.
+    """
+    if ident == threading.main_thread().ident:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.pthread_kill(ident, signal.SIGINT)
+        return
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
+                                               ctypes.py_object(KeyboardInterrupt))
 
 
 # The text field of each streamed delta event.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import MagicUsageError
+from ..errors import MagicUsageError, ResumeError
 from ..flags import integer, text
 from ._table import CommandTable
 
@@ -69,6 +69,26 @@ def _cmd_runs(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         print(f"{r.run_id} {when} {r.kind} (session {r.session}) {r.status}{why}")
 
 
+def _newest_pending() -> str | None:
+    """The newest waiting run's id (what ``%agent resume`` without an id answers), so its
+    original card is found and updated too."""
+    from ..session import default_store
+
+    store = default_store()
+    waiting = store.list_pending() if store is not None else []
+    return waiting[-1].run_id if waiting else None
+
+
+def _answered_already(run_id: str | None, ns: dict[str, Any]) -> Any:
+    """The notebook's last run when it is the one meant (``run_id`` or none given), no longer
+    waits, and its question was answered (by a click); else None."""
+    run = ns.get("_agent_run")
+    if run is None or (run_id and run.run_id != run_id) or run.status == "ask":
+        return None
+    answered = any(getattr(e, "type", "") == "ask_answered" for e in run.events)
+    return run if answered else None
+
+
 @TABLE.command("resume", "Answer a waiting run: RUN_ID --option N | --answer TEXT | --dismiss.")
 def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     from ..agents.resume import Answer, resume
@@ -82,7 +102,8 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         answer = Answer("dismissed")
     else:
         raise MagicUsageError("%agent resume: give --option N, --answer TEXT or --dismiss.")
-    live = displays.get(args.run_id) if args.run_id else None
+    run_id = args.run_id or _newest_pending()
+    live = displays.get(run_id) if run_id else None
     run_obj = live.run if live is not None else None
     holder: dict[str, Any] = {}
 
@@ -99,7 +120,16 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
             holder["display"] = LiveDisplay(r)
         holder["display"].on_event(event)
 
-    run = resume(args.run_id, answer, run=run_obj, listeners=[listener])
+    try:
+        run = resume(run_id, answer, run=run_obj, listeners=[listener])
+    except ResumeError:
+        done = _answered_already(args.run_id, ns)
+        if done is None:
+            raise
+        # The card was clicked before this cell ran (Run All of a tutorial): not a failure.
+        print(f"Run {done.run_id}'s question was already answered on its card; nothing to "
+              "resume.")
+        return
     ns["_agent_run"] = run
     if run.status == "ask":
         try:

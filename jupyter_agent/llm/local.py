@@ -88,7 +88,8 @@ def local_profile() -> dict[str, Any]:
             "model": LOCAL_MODEL_NAME,
             "max_context": N_CTX,
             "max_output": MAX_OUTPUT,
-            "price_tiers": [],
+            # It runs on this machine: its price is known, and it is 0 (not "unknown").
+            "price_tiers": [{"input_price": 0.0, "output_price": 0.0}],
             # Near-greedy unless the caller sets one: at the server's default (0.8) the 135M
             # model answered "12" to 17 + 25 given the add tool's result 42.
             "default_temperature": 0.0,

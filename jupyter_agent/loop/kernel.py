@@ -25,6 +25,7 @@ from ..events import (
     ToolArgsDelta,
     ToolCalled,
     ToolReturned,
+    ToolStarted,
     UsageRecorded,
 )
 from ..llm.protocol import ModelClient
@@ -132,6 +133,8 @@ class _LoopRun:
         self.tools_tokens = count_tools_tokens(cfg.tools)
         self.consecutive_tool_turns = 0
         self.round = cfg.round_offset
+        self.started: dict[str, float] = {}
+        """perf_counter time each call of the run began (its interrupted card keeps it)."""
 
     # -------------------------------------------------------------- the loop
     def run(self) -> LoopResult:
@@ -302,9 +305,11 @@ class _LoopRun:
         if resp.text:
             self.consecutive_tool_turns = 0  # both can happen in one turn: the reset wins
         cost = self.client.cost(resp.usage)
-        self._push_usage(UsageItem("agent_call", self.cfg.model, resp.usage, cost), self.round)
+        priced = bool(self.client.profile.price_tiers)
+        self._push_usage(UsageItem("agent_call", self.cfg.model, resp.usage, cost), self.round,
+                         priced=priced)
 
-    def _push_usage(self, u: UsageItem, round_: int | None = None) -> None:
+    def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True) -> None:
         res = self.result
         res.usages.append(u)
         res.input_tokens += u.usage.input_tokens
@@ -314,7 +319,7 @@ class _LoopRun:
                                 module=u.module, model=u.model,
                                 input_tokens=u.usage.input_tokens,
                                 output_tokens=u.usage.output_tokens, cost=u.cost,
-                                estimated=u.usage.estimated))
+                                estimated=u.usage.estimated, priced=priced))
 
     def _append(self, msg: Message, to_request: bool = True) -> None:
         self.result.assistant_messages.append(msg)
@@ -341,6 +346,8 @@ class _LoopRun:
     # -------------------------------------------------------------- tools
     def _call_tool(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
         start = time.perf_counter()
+        self.started[call.id] = start
+        self.emit(ToolStarted(round=self.round, call_id=call.id, name=call.name))
         try:
             if self.hooks.run_tool is None:
                 out = ToolOutcome(output=f'Unknown tool "{call.name}". Available tools: none',
@@ -399,9 +406,13 @@ class _LoopRun:
             if out is None:
                 # Interrupted before this call finished: still answer every call, so the saved
                 # history never ends with tool calls that lack results.
-                out = ToolOutcome(output=_INTERRUPTED, error="interrupted")
+                # A call that had started keeps the time it ran; one still queued ran for 0 s.
+                began = self.started.get(call.id)
+                out = ToolOutcome(output=_INTERRUPTED, error="interrupted",
+                                  seconds=0.0 if began is None else time.perf_counter() - began)
                 self.emit(ToolReturned(round=self.round, call_id=call.id, name=call.name,
-                                       output=out.output, error=out.error))
+                                       output=out.output, error=out.error,
+                                       seconds=round(out.seconds, 4)))
             for u in out.usages:
                 self._push_usage(u)
             if out.interactive is not None:

@@ -17,10 +17,13 @@ VOLATILE_FIELDS = frozenset({"t", "seconds", "run_id"})
 """Event fields left out of a comparison."""
 
 
+_TOOL_RUN = frozenset({"tool_started", "tool_returned"})
+
+
 def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``events`` (JSON dicts) without volatile fields, with tool-call and plan ids replaced
-    by ``call#N`` / ``plan#N`` and each run of consecutive ``tool_returned`` events in call
-    order."""
+    by ``call#N`` / ``plan#N`` and each run of consecutive ``tool_started`` /
+    ``tool_returned`` events in one order (starts, then results, in call order)."""
     ids: dict[str, str] = {}
     plans: dict[str, str] = {}
     cells: dict[str, str] = {}
@@ -40,10 +43,13 @@ def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     i = 0
     while i < len(out):
         j = i
-        while j < len(out) and out[j].get("type") == "tool_returned":
+        while j < len(out) and out[j].get("type") in _TOOL_RUN:
             j += 1
-        if j - i > 1:  # parallel results finish in any order: put them in call order
-            out[i:j] = sorted(out[i:j], key=lambda d: int(str(d["call_id"])[5:]))
+        if j - i > 1:
+            # Parallel calls start and finish in any order: starts first, then results, each
+            # in call order.
+            out[i:j] = sorted(out[i:j], key=lambda d: (d["type"] != "tool_started",
+                                                       int(str(d["call_id"])[5:])))
         i = max(j, i + 1)
     return out
 

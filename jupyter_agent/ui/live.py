@@ -108,32 +108,35 @@ class LiveDisplay:
         self._last = 0.0
         self._dirty = False
         self._interval = 1.0 / MAX_UPDATES_PER_SECOND
-        self._user_tools = False
         if widgets:
             try:
                 from .widget import RunWidget
 
-                self.widget = RunWidget(run.view, on_answer=on_answer)
+                self.widget = RunWidget(run.view, on_answer=on_answer, on_stop=self.on_stop)
             except Exception:  # no widget support (plain terminal IPython): markdown only
                 self.widget = None
         self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
                               display_id=True)
-        self.hint_handle: Any = None
         displays[run.run_id] = self
 
-    def show_hint(self, text: str) -> None:
-        """Show how to answer a waiting run, under it; cleared once the run goes on."""
-        from IPython.display import display
+    def on_stop(self, msg: dict[str, Any]) -> None:
+        """The card's stop button: end the run as an interrupt would. The message usually
+        arrives late (a busy kernel reads widget messages once the cell ends; the JupyterLab
+        extension interrupts the kernel meanwhile), so a stop naming another run, or for a run
+        no longer running, changes nothing."""
+        if msg.get("run_id") != self.run.run_id or self.run.status != "running":
+            return
+        self.run.abort()
 
-        bundle = {"text/plain": text, "text/markdown": text}
-        if self.hint_handle is None:
-            self.hint_handle = display(bundle, raw=True, display_id=True)
-        else:
-            self.hint_handle.update(bundle, raw=True)
+    def show_hint(self, text: str) -> None:
+        """Show how to answer a waiting run, in its own output (``view["hint"]``: drawn by the
+        card and the text fallbacks); cleared once the run goes on. Not a second output: a
+        cleared one would be saved as an empty output."""
+        self.run.view["hint"] = text
+        self.refresh()
 
     def _clear_hint(self) -> None:
-        if self.hint_handle is not None:
-            self.hint_handle.update({"text/plain": ""}, raw=True)
+        self.run.view.pop("hint", None)  # the event that cleared it pushes the view
 
     def _bundle(self, final: bool = False) -> dict[str, Any]:
         # A finished run is shown by the static renderer (same look, no kernel needed), so a
@@ -150,13 +153,10 @@ class LiveDisplay:
         kind = getattr(event, "type", "")
         if kind == "ask_answered":
             self._clear_hint()  # the hint would be stale (an output after a click updates only)
-        elif kind == "tool_called" and event.name not in _INTERNAL_TOOLS:  # type: ignore[attr-defined]
-            self._user_tools = True
-        # `usage` closes a response: the round's tools run next. Push then if a user tool is
-        # about to run, so its card shows "running" while it works (internal tools are fast).
-        before_tools = kind == "usage" and self._user_tools
-        if kind in _BEFORE_WAIT or before_tools or now - self._last >= self._interval:
-            self._user_tools = False if kind in ("usage", "round_started") else self._user_tools
+        # A user tool starting: push, so its card shows "running" while it works (internal
+        # tools are fast).
+        tool_starts = kind == "tool_started" and event.name not in _INTERNAL_TOOLS  # type: ignore[attr-defined]
+        if kind in _BEFORE_WAIT or tool_starts or now - self._last >= self._interval:
             self.flush(now)
         if kind in ("run_finished", "run_failed"):
             self.finish()

@@ -1,7 +1,8 @@
 """The live anywidget view of a run.
 
 Its only synced state is ``view`` (see :mod:`jupyter_agent.view.state`); clicks come back as
-custom messages ``{type: "answer", call_id, how, option_index, answer}``. The view dict is
+custom messages ``{type: "answer", call_id, how, option_index, answer}``, the stop button as
+``{type: "stop", run_id}`` (``static/widget.js`` documents both). The view dict is
 mutated in place by the run's reducer and pushed with ``send_state`` at a throttled rate,
 so a streamed token costs no copy of the whole state.
 """
@@ -30,9 +31,10 @@ class RunWidget(anywidget.AnyWidget):
     view = traitlets.Dict().tag(sync=True)
 
     def __init__(self, view: dict[str, Any], on_answer: Callable[[dict[str, Any]], None] | None = None,
-                 **kwargs: Any) -> None:
+                 on_stop: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any) -> None:
         super().__init__(view=view, **kwargs)
         self._on_answer = on_answer
+        self._on_stop = on_stop
         # Not named `_handle_msg`: that is ipywidgets' own comm handler, which this would
         # replace (every message from the front end would then fail with a TypeError).
         self.on_msg(self._on_custom_msg)
@@ -42,5 +44,10 @@ class RunWidget(anywidget.AnyWidget):
         self.send_state("view")
 
     def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "answer" and self._on_answer:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "answer" and self._on_answer:
             self._on_answer(content)
+        elif kind == "stop" and self._on_stop:
+            self._on_stop(content)

@@ -1,8 +1,9 @@
 """The MIME bundle of a run: run JSON, markdown and plain text, all from the same view state.
 
 Every front end shows something: JupyterLab with our extension renders the run JSON, GitHub
-and nbconvert render the markdown, a terminal prints the plain text. No HTML is produced here:
-model output is escaped as markdown text, never passed through as markup.
+nbconvert and VS Code render the sanitised HTML (``view/card_html.py``: the card's layout, every text
+escaped, no script), markdown readers the markdown, a terminal the plain text. Model output is
+never passed through as markup.
 
 The view and events come masked from the run's recorder; each representation is masked once
 more as it is built (a secret registered during the run, a view built by hand), so no
@@ -16,8 +17,9 @@ from typing import Any
 
 from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json, merge_deltas
 from ..secrets import mask, mask_json
+from .card_html import footer_text, render_html
 
-__all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "build_bundle",
+__all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
            "output_metadata"]
 
 _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
@@ -98,21 +100,6 @@ def _proposal_md(p: dict[str, Any]) -> str:
             f"{why}{_fence(p.get('source') or '', lang)}")
 
 
-def footer_text(view: dict[str, Any]) -> str:
-    """One line: model, rounds, tokens, cost, time."""
-    f = view["footer"]
-    approx = "~" if f.get("estimated") else ""
-    return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
-            f"{approx}{f.get('input_tokens', 0)} in / {approx}{f.get('output_tokens', 0)} out tokens · "
-            f"${f.get('cost', 0.0):.4f} · {f.get('seconds', 0.0):.1f} s{_parts(f)}")
-
-
-def _parts(footer: dict[str, Any]) -> str:
-    """`` in 2 parts`` for a run resumed after a question (its time is the sum of its parts)."""
-    parts = int(footer.get("parts") or 0)
-    return f" in {parts} parts" if parts > 1 else ""
-
-
 def render_markdown(view: dict[str, Any]) -> str:
     """A readable markdown transcript of the run (GitHub, nbconvert, VS Code)."""
     out: list[str] = []
@@ -152,6 +139,8 @@ def render_markdown(view: dict[str, Any]) -> str:
         out.append("\n".join(_ask_md(view["ask"])))
     if view.get("error"):
         out.append(f"**{view.get('status', 'error')}:** {_md_escape_inline(view['error'])}")
+    if view.get("hint") and view.get("status") == "ask":
+        out.append(f"*{view['hint']}*")
     out.append(f"*{footer_text(view)}*")
     return mask("\n\n".join(out))
 
@@ -169,6 +158,8 @@ def render_plain(view: dict[str, Any]) -> str:
         parts.append(f"{ask['question']}\n{opts}")
     if view.get("error"):
         parts.append(f"[{view.get('status')}] {view['error']}")
+    if view.get("hint") and view.get("status") == "ask":
+        parts.append(view["hint"])
     parts.append(f"[{view.get('status')}] {footer_text(view)}")
     return mask("\n\n".join(parts))
 
@@ -190,6 +181,7 @@ def build_bundle(view: dict[str, Any], events: list[BaseEvent],
         bundle["application/vnd.jupyter.widget-view+json"] = {
             "version_major": 2, "version_minor": 1, "model_id": widget_model_id}
     bundle[RUN_MIME_TYPE] = json.loads(mask_json(json.dumps(run_payload(view, events))))
+    bundle["text/html"] = mask(render_html(view))
     bundle["text/markdown"] = render_markdown(view)
     bundle["text/plain"] = render_plain(view)
     return bundle

@@ -15,7 +15,9 @@ Shape::
         {"kind": "reasoning", "round", "text"},
         {"kind": "text", "round", "text", "withdrawn": bool},
         {"kind": "tool", "round", "call_id", "name", "arguments", "output", "error",
-         "seconds", "state": "running"|"done"|"error", "internal": bool,
+         "seconds", "state": "queued"|"running"|"done"|"error", "internal": bool,
+         "started_at": float | None,   # queued: announced, not started (tool_started
+                                       # makes it running, from started_at, epoch seconds)
          "figures": [{"index", "png", "width", "height", "description"}],  # run_python drew
          "proposal": {"id", "source", "kind", "explanation", "status"}},   # insert_cell
         {"kind": "gate", "round", "reason", "feedback"},
@@ -28,8 +30,12 @@ Shape::
               "detail", "answered": None | {"how", "answer", "option_index"}} | None,
       "answer": str,             # the final answer (withdrawn drafts excluded)
       "error": str | None,
+      "hint": str,               # only while the run waits: how to answer it from a new cell
+                                 # (set by the live display, not by an event)
       "footer": {"model", "rounds", "input_tokens", "output_tokens", "cost", "seconds",
-                 "estimated": bool},
+                 "estimated": bool, "unpriced": bool},
+                 # tokens and cost are None while unknown (no model call accounted); cost
+                 # stays None once a call of a model without prices is ("unpriced")
     }
 """
 
@@ -60,12 +66,13 @@ def new_view() -> dict[str, Any]:
         "footer": {
             "model": "",
             "rounds": 0,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "cost": 0.0,
+            "input_tokens": None,
+            "output_tokens": None,
+            "cost": None,
             "seconds": 0.0,
             "parts": 0,
             "estimated": False,
+            "unpriced": False,
         },
     }
 
@@ -109,10 +116,15 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
                 "output": "",
                 "error": None,
                 "seconds": 0.0,
-                "state": "running",
+                "state": "queued",
                 "internal": d["name"] in ("update_plan", "ask_agent"),
+                "started_at": None,
             }
         )
+    elif kind == "tool_started":
+        card = _find_tool(view, d["call_id"])
+        if card is not None:
+            card.update(state="running", started_at=d["t"])
     elif kind == "tool_args_delta":
         card = _find_tool(view, d["call_id"])
         if card is not None:
@@ -142,9 +154,12 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             items.append({"kind": "proposal", "proposal": dict(d["proposal"])})
     elif kind == "usage":
         f = view["footer"]
-        f["input_tokens"] += d["input_tokens"]
-        f["output_tokens"] += d["output_tokens"]
-        f["cost"] += d["cost"]
+        f["input_tokens"] = (f["input_tokens"] or 0) + d["input_tokens"]
+        f["output_tokens"] = (f["output_tokens"] or 0) + d["output_tokens"]
+        # One call of a model without prices makes the total unknown (events saved before
+        # `priced` existed were priced).
+        f["unpriced"] = f.get("unpriced", False) or not d.get("priced", True)
+        f["cost"] = None if f["unpriced"] else (f["cost"] or 0.0) + d["cost"]
         f["estimated"] = f["estimated"] or d["estimated"]
         if d["model"]:
             f["model"] = d["model"]
@@ -186,7 +201,7 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             it for it in items
             if not (it.get("round") == d["round"] and it["kind"] in ("text", "reasoning")
                     or it["kind"] == "tool" and it.get("round") == d["round"]
-                    and it.get("state") == "running")
+                    and it.get("state") in ("queued", "running"))
         ]
         view["items"].append({"kind": "warning", "message": f"Round {d['round']} retried: {d['reason']}"})
     elif kind == "stop_gate_feedback":

@@ -28,6 +28,7 @@ from jupyter_agent.events import (
     TextDelta,
     ToolCalled,
     ToolReturned,
+    ToolStarted,
     UsageRecorded,
 )
 from jupyter_agent.ui._esm import bundle_esm
@@ -147,7 +148,8 @@ def test_clock_skew_and_static_mode_never_claim_a_running_time(open_run: OpenRun
     assert page.inner_text(".ja-elapsed") == "0 s"
     # A saved notebook's "running" run may be long dead: no ticking time, no stop button.
     static = open_run(_running(600, ToolCalled(round=1, call_id="c1", name="bash",
-                                               arguments="{}")), live=False)
+                                               arguments="{}"),
+                               ToolStarted(round=1, call_id="c1", name="bash")), live=False)
     assert static.locator(".ja-elapsed, .ja-stop").count() == 0
     assert static.inner_text('.ja-tool[data-call-id="c1"] .ja-tool-time') == "running…"
 
@@ -376,3 +378,109 @@ def test_dark_theme_screenshots(open_run: OpenRun) -> None:
         if dark:
             fg = page.locator(".ja-ask-verdict").evaluate("e => getComputedStyle(e).color")
             assert fg == "rgba(255, 255, 255, 0.87)"
+
+
+def test_a_waiting_run_says_how_to_answer_from_a_new_cell(open_run: OpenRun) -> None:
+    view = _running(5)
+    view["status"] = "ask"
+    view["hint"] = ("Waiting for your answer. Click an option, or run "
+                    "`%agent resume run-7 --option N` / `--dismiss`. <b>not markup</b>")
+    page = open_run(view, live=False)  # a saved notebook shows it too
+    hint = page.locator(".ja-hint")
+    assert "%agent resume run-7 --option N" in hint.inner_text()
+    assert "`" not in hint.inner_text() and hint.locator("b").count() == 0  # text, not markup
+    assert hint.locator("button.ja-copy").count() == 1
+    # Once the run goes on, the line is gone.
+    view["status"] = "running"
+    assert open_run(view, live=False).locator(".ja-hint").count() == 0
+
+
+def test_a_click_after_a_kernel_restart_says_so_and_gives_the_command(open_run: OpenRun) -> None:
+    waiting = reduce_events([
+        RunStarted(run_id="run-9", agent="toolloop", model="m"),
+        ToolCalled(round=1, call_id="c1", name="bash", arguments=json.dumps({"command": COMMAND})),
+        AskPending(call_id="c1", kind="approval", question="Run this command in the workspace?",
+                   options=["Allow once", "Allow for this session", "Deny"], allow_other=False,
+                   detail={"tool": "bash", "command": COMMAND}),
+    ])
+    page = open_run(waiting, live=False)
+    result = page.evaluate(
+        """async ([src, view]) => {
+            const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
+            const widget = (await import(url)).default;
+            let tries = 0;
+            // The comm of a restarted kernel: every send throws (what JupyterLab does).
+            const model = {view, get(k) { return this[k]; }, on() {}, off() {},
+                           send() { tries += 1; throw new Error("Cannot send"); }};
+            const el = document.createElement("div");
+            el.id = "gone";
+            document.body.appendChild(el);
+            widget.render({model, el});
+            el.querySelector('.ja-option[data-index="2"]').click();
+            await new Promise(r => setTimeout(r, 50));
+            el.querySelector('.ja-option[data-index="1"]')?.click();  // a second click: nothing
+            return {tries};
+        }""",
+        [bundle_esm(STATIC_DIR / "widget.js"), waiting],
+    )
+    assert result == {"tries": 1}
+    card = page.locator("#gone")
+    gone = card.locator(".ja-kernel-gone")
+    assert "%agent resume run-9 --option 2" in gone.inner_text()
+    assert "kernel was restarted" in gone.inner_text()
+    assert gone.locator("button.ja-copy").count() == 1
+    # No button stays clickable, no "sent" or "Cannot send" claim, the badge does not lie.
+    assert card.locator(".ja-option:enabled, .ja-other-submit:enabled").count() == 0
+    assert "Cannot send" not in card.inner_text() and "Answer sent" not in card.inner_text()
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    card.screenshot(path=str(ARTIFACTS_DIR / "cards-kernel-gone.png"))
+
+
+def test_nbconvert_html_reads_like_the_card_and_runs_nothing(browser: Any, tmp_path: Path) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from jupyter_agent.secrets import register_secret
+    from jupyter_agent.view.bundle import build_bundle, output_metadata
+
+    secret = "sk-live-secret-9f8e7d6c5b4a"
+    register_secret(secret)
+    hostile = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+    view = reduce_events([
+        RunStarted(run_id="run-h", agent="toolloop", model="gpt-test"),
+        ToolCalled(round=1, call_id="c1", name="bash",
+                   arguments=json.dumps({"command": COMMAND, "note": hostile})),
+        ToolStarted(round=1, call_id="c1", name="bash"),
+        ToolReturned(round=1, call_id="c1", name="bash", output=f"3 a.csv\nkey={secret}",
+                     seconds=0.42),
+        UsageRecorded(round=1, model="gpt-test", input_tokens=120, output_tokens=30, cost=0.0012),
+        TextDelta(round=2, text=f"## Result\n\nThere are **3** lines in `a.csv`.\n\n{hostile}\n\n"
+                                "```python\nprint('<b>hi</b>')\n```"),
+        RunFinished(status="done", answer="x", rounds=2, seconds=1.5),
+    ])
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("%%toolloop\nCount the lines.")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=build_bundle(view, []),
+                                           metadata=output_metadata(view))]
+    nb.cells = [cell]
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    assert secret not in body
+    page_path = tmp_path / "export.html"
+    page_path.write_text(body, encoding="utf-8")
+    page = browser.new_page(viewport={"width": 960, "height": 700})
+    page.goto(page_path.as_uri())
+    out = page.locator(".jp-OutputArea-output").first
+    text = out.inner_text()
+    assert "window.pwned" in text  # shown as text...
+    assert page.evaluate("window.pwned === undefined")  # ...never run
+    assert out.locator("script, img, [onerror]").count() == 0
+    # The card's layout: the call folds to one line with its arguments as name=value, not the
+    # raw JSON; the answer is formatted; the footer has the counts.
+    assert 'bash command="grep -c' in " ".join(text.split())
+    assert out.locator("details summary").count() >= 1
+    assert out.locator("strong", has_text="3").count() >= 1
+    assert "120 in / 30 out tokens" in text
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    out.locator("details").first.locator("summary").click()
+    page.screenshot(path=str(ARTIFACTS_DIR / "nbconvert-run.png"), full_page=True)
+    page.close()

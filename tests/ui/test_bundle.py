@@ -53,7 +53,7 @@ def test_simplest_bundle() -> None:
     events = a_run_of_events()
     view = reduce_events(events)
     bundle = build_bundle(view, events)
-    assert list(bundle) == [RUN_MIME_TYPE, "text/markdown", "text/plain"]
+    assert list(bundle) == [RUN_MIME_TYPE, "text/html", "text/markdown", "text/plain"]
     assert bundle["text/plain"].startswith("2 + 2 = 4.")
     assert "2 + 2 = 4." in bundle["text/markdown"]
     assert bundle[RUN_MIME_TYPE]["view"] == view
@@ -73,7 +73,7 @@ def test_reduced_view() -> None:
     assert answer == {"kind": "text", "round": 2, "text": "2 + 2 = 4.", "withdrawn": False}
     assert view["footer"] == {"model": "gpt-4.1-mini", "rounds": 2, "input_tokens": 120,
                               "output_tokens": 15, "cost": pytest.approx(0.003),
-                              "seconds": 1.5, "parts": 1, "estimated": True}
+                              "seconds": 1.5, "parts": 1, "estimated": True, "unpriced": False}
 
 
 def test_failed_tool_retry_and_withdrawn_draft() -> None:
@@ -160,6 +160,7 @@ SAMPLES: list[ev.BaseEvent] = [
     ev.ReasoningDelta(round=1, text="r"),
     ev.TextDelta(round=1, text="t"),
     ev.ToolCalled(round=1, call_id="c", name="n", arguments="{}"),
+    ev.ToolStarted(round=1, call_id="c", name="n"),
     ev.ToolArgsDelta(round=1, call_id="c", delta="{"),
     ev.ToolReturned(round=1, call_id="c", name="n", output="o", error="e", seconds=1.0,
                     internal=True),
@@ -272,9 +273,10 @@ def test_urgent_events_are_shown_at_once(ipython: Any, clock: FakeClock) -> None
         assert display.updates == before
         recorder.emit(ev.ToolCalled(round=1, call_id="c", name="f"))  # rides the throttle
         assert display.updates == before
-        # The response is complete (usage) and a user tool is about to run: shown now, so
-        # its card reads "running" while the tool works.
         recorder.emit(ev.UsageRecorded(round=1, input_tokens=3, output_tokens=1))
+        assert display.updates == before  # the call is only queued: nothing to show yet
+        # A user tool starts: shown now, so its card reads "running" while the tool works.
+        recorder.emit(ev.ToolStarted(round=1, call_id="c", name="f"))
         assert display.updates == before + 1
         recorder.emit(ev.ToolReturned(round=1, call_id="c", name="f", output="x"))
         assert display.updates == before + 1
@@ -283,6 +285,7 @@ def test_urgent_events_are_shown_at_once(ipython: Any, clock: FakeClock) -> None
         # Internal tools are fast: no push before they run, one at the next round.
         recorder.emit(ev.ToolCalled(round=2, call_id="p", name="update_plan"))
         recorder.emit(ev.UsageRecorded(round=2, input_tokens=3, output_tokens=1))
+        recorder.emit(ev.ToolStarted(round=2, call_id="p", name="update_plan"))
         assert display.updates == before + 2
 
 

@@ -20,6 +20,7 @@ import { renderAnsweredAsk, renderPendingAsk } from "./ask.js";
 import { append, copyButton, details, formatInt, h } from "./dom.js";
 import { STATUS_LABELS, renderError, renderFooter } from "./footer.js";
 import { renderMarkdown } from "./markdown.js";
+import { renderHint } from "./hint.js";
 import { renderPlan } from "./plan.js";
 import { elapsedNode, stopButton, syncTicker, waitingForModel, waitingNode } from "./progress.js";
 import { renderTool, toolState } from "./tool.js";
@@ -275,7 +276,7 @@ function draw(el, view, opts, state) {
       ),
     );
   }
-  top.push(renderError(view, !items.length && !view.answer), renderFooter(view));
+  top.push(renderError(view, !items.length && !view.answer), renderHint(view), renderFooter(view));
 
   for (const key of state.cache.keys()) if (!seen.has(key)) state.cache.delete(key);
   reconcile(itemsBox, itemNodes);

@@ -14,6 +14,10 @@
 //       ends), so a stop for a run that is no longer running must be ignored. The button sends
 //       it once; it can be pressed again only if the run still runs several seconds later.
 //
+// A send that throws means the comm is dead (the kernel was restarted or shut down): the card
+// is then drawn static under a line giving the `%agent resume` command for the click
+// (kernel_gone.js), and nothing more is sent.
+//
 // Because of that delay, the stop also goes out as a DOM event, `jupyter-agent-stop` (bubbling,
 // detail {run_id}), from the widget's element: the JupyterLab extension catches it and
 // interrupts the kernel when the run is the one it is busy with.
@@ -22,6 +26,7 @@
 // relative imports do not resolve, so the Python side inlines ./render.js and its imports
 // into one module before sending it.
 
+import { renderKernelGone } from "./kernel_gone.js";
 import { disposeRun, renderRunInto } from "./render.js";
 
 /** The DOM event a stop click also dispatches (labextension/src/stop.ts listens for it). */
@@ -31,15 +36,37 @@ export default {
   /** Draw the run into `el` and keep it current; return the cleanup anywidget calls. */
   render({ model, el }) {
     el.classList.add("ja-widget");
+    // Set once a send fails: the comm is dead (kernel restarted). From then on the card is
+    // drawn static, under a line with the command that answers it from a new cell.
+    let gone = null;
     const onAction = (msg) => {
+      if (gone) return;
       if (msg && msg.type === "stop") {
         const detail = { run_id: msg.run_id };
         el.dispatchEvent(new CustomEvent(STOP_EVENT, { bubbles: true, detail }));
       }
-      model.send(msg);
+      try {
+        model.send(msg);
+      } catch (err) {
+        gone = { msg };
+        // Drawn afresh: what the live card remembered ("sent") never reached a kernel.
+        queueMicrotask(() => {
+          disposeRun(el);
+          el.replaceChildren();
+          draw();
+        });
+      }
     };
     const opts = { onAction };
-    const draw = () => renderRunInto(el, model.get("view"), opts);
+    const draw = () => {
+      const view = model.get("view");
+      if (!gone) return renderRunInto(el, view, opts);
+      renderRunInto(el, view, undefined);
+      const root = el.firstElementChild || el;
+      const old = root.querySelector(":scope > .ja-kernel-gone");
+      if (old) old.remove();
+      root.insertBefore(renderKernelGone(view, gone.msg), root.firstChild);
+    };
     // A streaming run changes `view` many times a second: draw at most once per frame.
     let frame = 0;
     const schedule = () => {
