@@ -57,8 +57,11 @@ def test_the_magics_name_the_flags(ip: InteractiveShell, server: ScriptedOpenAI)
     assert _one_error(ip, "%%plan --answer a --option 1\ngo") == (
         "Give either --answer or --option, not both.")
     ip.user_ns["blank"] = ""
-    assert _one_error(ip, "%%toolloop\n{blank}") == (
-        "The cell is empty: write the task below %%toolloop.")
+    try:
+        assert _one_error(ip, "%%toolloop\n{blank}") == (
+            "The cell is empty: write the task below %%toolloop.")
+    finally:
+        ip.user_ns.pop("blank", None)  # the shared test shell: leave no variable behind
     assert server.requests == []
 
 
