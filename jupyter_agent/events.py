@@ -45,8 +45,11 @@ __all__ = [
 RUN_MIME_TYPE = "application/vnd.jupyter-agent.run+json"
 """The MIME type of a run's event log in a notebook output."""
 
-RUN_FORMAT_VERSION = 1
-"""Version of the run JSON payload; bumped only on incompatible changes."""
+RUN_FORMAT_VERSION = 2
+"""Version of the run JSON payload; bumped only on incompatible changes.
+
+2: event fields the view holds are left out (``from_view``; see ``view/payload.py``). Readers
+take version 1 too."""
 
 RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete", "running"]
 """How a run ended. ``ask`` means suspended: waiting for an answer or an approval."""

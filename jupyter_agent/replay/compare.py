@@ -63,6 +63,7 @@ def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
     run payloads by their comparable events, text with volatile parts masked, widget views
     and markdown renderings (drawn from the same events) left out."""
     from ..events import RUN_MIME_TYPE
+    from ..view.payload import payload_events
 
     out: list[Any] = []
     for o in outputs:
@@ -75,7 +76,7 @@ def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
                 payload = data[RUN_MIME_TYPE]
                 if isinstance(payload, str):
                     payload = json.loads(payload)
-                out.append(("run", comparable_events(payload.get("events") or [])))
+                out.append(("run", comparable_events(payload_events(payload))))
             elif "text/plain" in data:
                 out.append(("plain", comparable_text(_joined(data["text/plain"]))))
         elif kind == "error":

@@ -169,6 +169,8 @@ class LiveDisplay:
     def finish(self) -> None:
         """Replace the output with the complete bundle (what a saved notebook keeps)."""
         self.flush()
+        if self.widget is not None:
+            self.widget.snapshot()  # a widget drawn again later (reload, waiting run) needs it
         if self.handle is not None:
             self.handle.update(self._bundle(final=True), metadata=output_metadata(self.run.view),
                                raw=True)

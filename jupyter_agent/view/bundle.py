@@ -16,6 +16,7 @@ from typing import Any
 
 from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json, merge_deltas
 from ..secrets import mask, mask_json
+from .payload import share_with_view
 
 __all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "build_bundle",
            "output_metadata"]
@@ -31,9 +32,10 @@ def compact_events(events: list[BaseEvent]) -> list[dict[str, Any]]:
 
 
 def run_payload(view: dict[str, Any], events: list[BaseEvent]) -> dict[str, Any]:
-    """The ``application/vnd.jupyter-agent.run+json`` payload."""
+    """The ``application/vnd.jupyter-agent.run+json`` payload: the view, and the event log
+    without the text the view holds (read it back with :func:`.payload.payload_events`)."""
     return {"version": RUN_FORMAT_VERSION, "run_id": view.get("run_id", ""), "view": view,
-            "events": compact_events(events)}
+            "events": share_with_view(view, [event_to_json(e) for e in events])}
 
 
 def _md_escape_inline(text: str) -> str:
