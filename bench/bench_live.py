@@ -12,7 +12,8 @@ Reported, against the final view's size (its JSON):
   run's update count times the view's size at each update, measured at each push. "After" is
   what the comm actually carried (snapshots + patches). Target: under 3x.
 - saved output: the final MIME bundle (what a saved notebook keeps). "Before" is format 1
-  (view + every event, deltas merged); "after" is the current format. Target: under 1.5x.
+  (view + every event, deltas merged); "after" is the current format (the view). Target:
+  under 1.5x.
 
 Run: ``python bench/bench_live.py [--rounds 300] [--tool-bytes 2048] [--json]``.
 """
@@ -58,7 +59,8 @@ def run_once(base_url: str, rounds: int, tool_bytes: int) -> dict[str, Any]:
     from jupyter_agent.agents.toolloop import toolloop
     from jupyter_agent.events import RUN_FORMAT_VERSION
     from jupyter_agent.ui.live import LiveDisplay
-    from jupyter_agent.view.bundle import build_bundle, compact_events
+    from jupyter_agent.events import event_to_json, merge_deltas
+    from jupyter_agent.view.bundle import build_bundle
 
     line = "x" * 63 + "\n"
 
@@ -94,10 +96,10 @@ def run_once(base_url: str, rounds: int, tool_bytes: int) -> dict[str, Any]:
     display = shown["display"]
     sent = sum(c.bytes for c in comms)
     opened = sum(_size(data) for c in comms for kind, data in c.messages if kind == "comm_open")
-    bundle = build_bundle(view, run.events)
+    bundle = build_bundle(view)
     saved = _size(bundle)
     old_payload = {"version": 1, "run_id": view["run_id"], "view": view,
-                   "events": compact_events(run.events)}
+                   "events": merge_deltas([event_to_json(e) for e in run.events])}
     saved_before = saved - _size(bundle["application/vnd.jupyter-agent.run+json"]) + _size(old_payload)
     view_size = _size(view)
     return {
