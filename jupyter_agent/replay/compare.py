@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
-__all__ = ["VOLATILE_FIELDS", "comparable_events", "comparable_view", "comparable_text",
-           "comparable_outputs"]
+__all__ = ["VOLATILE_FIELDS", "comparable_events", "comparable_view", "payload_view",
+           "comparable_text", "comparable_outputs"]
 
 VOLATILE_FIELDS = frozenset({"t", "seconds", "run_id"})
 """Event fields left out of a comparison."""
@@ -45,6 +45,29 @@ def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def payload_view(payload: Any) -> dict[str, Any]:
+    """The view a saved run payload stands for, as this version draws it.
+
+    A format-1 payload also holds its events: they are reduced again, so a recording made
+    before a change to the reducer still compares with a replay made after it. A later
+    payload holds the view only: a reducer change that alters views needs the notebook
+    re-recorded (``replay/rerecord.py``).
+    """
+    from ..events import EVENT_ADAPTER
+    from ..view.state import reduce_events
+
+    if not isinstance(payload, dict):
+        return {}
+    events = payload.get("events")
+    if payload.get("version", 1) == 1 and isinstance(events, list) and events:
+        try:
+            return reduce_events([EVENT_ADAPTER.validate_python(e) for e in events])
+        except (ValueError, KeyError, TypeError):  # not events this version reads: the view
+            pass
+    view = payload.get("view")
+    return view if isinstance(view, dict) else {}
+
+
 _VOLATILE_VIEW_FIELDS = frozenset({"run_id", "started_at", "seconds"})
 
 
@@ -61,7 +84,7 @@ def comparable_view(view: dict[str, Any]) -> Any:
         if not isinstance(value, dict):
             return value
         out: dict[str, Any] = {}
-        for key, v in value.items():
+        for key, v in sorted(value.items()):  # a saved notebook's JSON has its keys sorted
             if key in _VOLATILE_VIEW_FIELDS:
                 continue
             if key == "call_id" and isinstance(v, str):
@@ -107,8 +130,7 @@ def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
                 payload = data[RUN_MIME_TYPE]
                 if isinstance(payload, str):
                     payload = json.loads(payload)
-                view = payload.get("view") if isinstance(payload, dict) else None
-                out.append(("run", comparable_view(view if isinstance(view, dict) else {})))
+                out.append(("run", comparable_view(payload_view(payload))))
             elif "text/plain" in data:
                 out.append(("plain", comparable_text(_joined(data["text/plain"]))))
         elif kind == "error":
