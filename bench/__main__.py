@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:
 
 from bench import (  # noqa: E402
     bench_import,
+    bench_live,
     bench_loop,
     bench_notebook,
     bench_plan,
@@ -24,7 +25,7 @@ from bench import (  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the import, loop, streaming, planning and notebook-tool benchmarks in turn."""
+    """Run the import, loop, streaming, planning, notebook-tool and live-view benchmarks."""
     parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
     args = parser.parse_args(argv)
@@ -38,6 +39,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_plan.main(["--repeat", "2"] if args.quick else [])
     print("=" * 78)
     bench_notebook.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_live.main(["--rounds", "60"] if args.quick else [])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Every run event, as one discriminated union.
 
 A run is a stream of these events. The live widget renders them, the store persists them and
-the static MIME bundle (``application/vnd.jupyter-agent.run+json``) is built from them: one
-stream, three consumers. Names and fields are a public format: add fields with defaults, never
+the static MIME bundle (``application/vnd.jupyter-agent.run+json``) holds the view reduced from
+them: one stream, three consumers. Names and fields are a public format: add fields with defaults, never
 rename. ``RUN_FORMAT_VERSION`` is written into the MIME payload so old notebooks stay readable.
 """
 
@@ -45,10 +45,13 @@ __all__ = [
 ]
 
 RUN_MIME_TYPE = "application/vnd.jupyter-agent.run+json"
-"""The MIME type of a run's event log in a notebook output."""
+"""The MIME type of a run's saved output in a notebook (its view state; see ``view/bundle.py``)."""
 
-RUN_FORMAT_VERSION = 1
-"""Version of the run JSON payload; bumped only on incompatible changes."""
+RUN_FORMAT_VERSION = 2
+"""Version of the run JSON payload; bumped only on incompatible changes.
+
+1 held the view and the event log; 2 holds the view only (``view/bundle.py``). Readers take
+both: the view is where it was."""
 
 RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete", "running"]
 """How a run ended. ``ask`` means suspended: waiting for an answer or an approval."""

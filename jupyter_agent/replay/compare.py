@@ -2,7 +2,8 @@
 
 Times, durations, run ids and tool-call ids differ from one execution to the next; and the
 results of tools run in parallel arrive in whatever order they finish. Everything else (event
-types, texts, tool calls and their outputs, usage, statuses) must be equal.
+types, texts, tool calls and their outputs, usage, statuses) must be equal. A saved notebook
+holds a run's view, not its events (``view/bundle.py``): notebooks compare by view.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import json
 import re
 from typing import Any
 
-__all__ = ["VOLATILE_FIELDS", "comparable_events", "comparable_text", "comparable_outputs"]
+__all__ = ["VOLATILE_FIELDS", "comparable_events", "comparable_view", "payload_view",
+           "comparable_text", "comparable_outputs"]
 
 VOLATILE_FIELDS = frozenset({"t", "seconds", "run_id"})
 """Event fields left out of a comparison."""
@@ -54,6 +56,59 @@ def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def payload_view(payload: Any) -> dict[str, Any]:
+    """The view a saved run payload stands for, as this version draws it.
+
+    A format-1 payload also holds its events: they are reduced again, so a recording made
+    before a change to the reducer still compares with a replay made after it. A later
+    payload holds the view only: a reducer change that alters views needs the notebook
+    re-recorded (``replay/rerecord.py``).
+    """
+    from ..events import EVENT_ADAPTER
+    from ..view.state import reduce_events
+
+    if not isinstance(payload, dict):
+        return {}
+    events = payload.get("events")
+    if payload.get("version", 1) == 1 and isinstance(events, list) and events:
+        try:
+            return reduce_events([EVENT_ADAPTER.validate_python(e) for e in events])
+        except (ValueError, KeyError, TypeError):  # not events this version reads: the view
+            pass
+    view = payload.get("view")
+    return view if isinstance(view, dict) else {}
+
+
+_VOLATILE_VIEW_FIELDS = frozenset({"run_id", "started_at", "seconds"})
+
+
+def comparable_view(view: dict[str, Any]) -> Any:
+    """A run's view state (what a saved run holds) without what differs from one execution to
+    the next: times, durations and run ids left out, tool-call and plan ids replaced by
+    ``call#N`` / ``plan#N`` in order of appearance. Tool cards are in call order already."""
+    ids: dict[str, str] = {}
+    plans: dict[str, str] = {}
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, Any] = {}
+        for key, v in sorted(value.items()):  # a saved notebook's JSON has its keys sorted
+            if key in _VOLATILE_VIEW_FIELDS:
+                continue
+            if key == "call_id" and isinstance(v, str):
+                out[key] = ids.setdefault(v, f"call#{len(ids) + 1}")
+            elif key == "planId" and isinstance(v, str):
+                out[key] = plans.setdefault(v, f"plan#{len(plans) + 1}")
+            else:
+                out[key] = scrub(v)
+        return out
+
+    return scrub(view)
+
+
 _VOLATILE_TEXT = [
     (re.compile(r"\brun_[0-9a-f]{12}\b"), "run_<id>"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?\b"), "<date>"),
@@ -71,8 +126,8 @@ def comparable_text(text: str) -> str:
 
 def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
     """A notebook cell's outputs as they must agree between a recording and its replay:
-    run payloads by their comparable events, text with volatile parts masked, widget views
-    and markdown renderings (drawn from the same events) left out."""
+    run payloads by their comparable view (every format holds it), text with volatile parts
+    masked, widget views and markdown renderings (drawn from the same view) left out."""
     from ..events import RUN_MIME_TYPE
 
     out: list[Any] = []
@@ -86,7 +141,7 @@ def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
                 payload = data[RUN_MIME_TYPE]
                 if isinstance(payload, str):
                     payload = json.loads(payload)
-                out.append(("run", comparable_events(payload.get("events") or [])))
+                out.append(("run", comparable_view(payload_view(payload))))
             elif "text/plain" in data:
                 out.append(("plain", comparable_text(_joined(data["text/plain"]))))
         elif kind == "error":

@@ -143,8 +143,7 @@ class LiveDisplay:
         # saved notebook never depends on widget state. A run waiting for an answer keeps the
         # live widget: its buttons must stay clickable.
         live = self.widget is not None and (not final or self.run.view.get("status") == "ask")
-        return build_bundle(self.run.view, self.run.events,
-                            self.widget.model_id if live else None)
+        return build_bundle(self.run.view, self.widget.model_id if live else None)
 
     def on_event(self, event: BaseEvent) -> None:
         """Listener for the run's recorder: push the view, throttled."""
@@ -187,6 +186,10 @@ class LiveDisplay:
     def finish(self) -> None:
         """Replace the output with the complete bundle (what a saved notebook keeps)."""
         self.flush()
+        if self.widget is not None and self.run.view.get("status") == "ask":
+            # The widget stays shown (its buttons must work): one drawn again later (a reload)
+            # starts from this snapshot. A finished run is shown statically: no snapshot.
+            self.widget.snapshot()
         if self.handle is not None:
             self.handle.update(self._bundle(final=True), metadata=output_metadata(self.run.view),
                                raw=True)

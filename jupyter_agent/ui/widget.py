@@ -1,20 +1,29 @@
 """The live anywidget view of a run.
 
-Its only synced state is ``view`` (see :mod:`jupyter_agent.view.state`); clicks come back as
-custom messages ``{type: "answer", call_id, how, option_index, answer}``, the stop button as
-``{type: "stop", run_id}`` (``static/widget.js`` documents both). The view dict is
-mutated in place by the run's reducer and pushed with ``send_state`` at a throttled rate,
-so a streamed token costs no copy of the whole state.
+The run's view dict (see :mod:`jupyter_agent.view.state`) is mutated in place by the run's
+reducer. The front end gets it in two ways: a snapshot, the synced traits ``view`` and
+``view_seq`` (sent when the widget opens, when the run pauses or ends, and when the front end
+asks with ``{type: "sync"}``), and between snapshots, at the live display's throttled rate,
+custom messages ``{type: "patch", seq, ops}`` holding only what changed
+(:class:`jupyter_agent.view.diff.ViewDiffer`). ``seq`` counts patches; a snapshot carries the
+seq of the last patch it includes, so the front end (``static/patch.js``) applies patch
+``seq + 1`` next and asks for a snapshot when one is missing. A long run thus sends each
+streamed token and each tool output about once, not once per update.
+
+Clicks come back as custom messages ``{type: "answer", call_id, how, option_index, answer}``,
+the stop button as ``{type: "stop", run_id}`` (``static/widget.js`` documents both).
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, Callable
 
 import anywidget
 import traitlets
 
+from ..view.diff import ViewDiffer
 from ._esm import bundle_esm
 
 __all__ = ["RunWidget", "STATIC"]
@@ -29,10 +38,16 @@ class RunWidget(anywidget.AnyWidget):
     _css = (STATIC / "run.css").read_text(encoding="utf-8") + "\n" + (
         STATIC / "code.css").read_text(encoding="utf-8")
     view = traitlets.Dict().tag(sync=True)
+    """The last snapshot of the run's view (a copy: the live dict changes under it)."""
+    view_seq = traitlets.Int(0).tag(sync=True)
+    """The seq of the last patch the snapshot includes."""
 
     def __init__(self, view: dict[str, Any], on_answer: Callable[[dict[str, Any]], None] | None = None,
                  on_stop: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any) -> None:
-        super().__init__(view=view, **kwargs)
+        super().__init__(view=copy.deepcopy(view), **kwargs)
+        self._source = view
+        self._differ = ViewDiffer(view)
+        self._seq = 0
         self._on_answer = on_answer
         self._on_stop = on_stop
         # Not named `_handle_msg`: that is ipywidgets' own comm handler, which this would
@@ -40,8 +55,18 @@ class RunWidget(anywidget.AnyWidget):
         self.on_msg(self._on_custom_msg)
 
     def push(self) -> None:
-        """Send the (in-place mutated) view to the front end."""
-        self.send_state("view")
+        """Send what changed in the (in-place mutated) view since the last push or snapshot."""
+        ops = self._differ.diff(self._source)
+        if ops:
+            self._seq += 1
+            self.send({"type": "patch", "seq": self._seq, "ops": ops})
+
+    def snapshot(self) -> None:
+        """Make the synced ``view`` the whole current view (sent only if it changed)."""
+        self._differ.reset(self._source)
+        with self.hold_sync():
+            self.view = copy.deepcopy(self._source)
+            self.view_seq = self._seq
 
     def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict):
@@ -51,3 +76,5 @@ class RunWidget(anywidget.AnyWidget):
             self._on_answer(content)
         elif kind == "stop" and self._on_stop:
             self._on_stop(content)
+        elif kind == "sync":  # the front end missed a patch
+            self.snapshot()

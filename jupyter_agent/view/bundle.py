@@ -1,11 +1,14 @@
 """The MIME bundle of a run: run JSON, markdown and plain text, all from the same view state.
 
+Its size stays close to the view's: the run JSON is the view (no event log since format 2)
+and the markdown shows each tool output as a short preview.
+
 Every front end shows something: JupyterLab with our extension renders the run JSON, GitHub
 nbconvert and VS Code render the sanitised HTML (``view/card_html.py``: the card's layout, every text
 escaped, no script), markdown readers the markdown, a terminal the plain text. Model output is
 never passed through as markup.
 
-The view and events come masked from the run's recorder; each representation is masked once
+The view comes masked from the run's recorder; each representation is masked once
 more as it is built (a secret registered during the run, a view built by hand), so no
 saved notebook holds a known secret (docs/security.md).
 """
@@ -15,11 +18,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json, merge_deltas
+from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE
 from ..secrets import mask, mask_json
 from .card_html import footer_text, render_html
 
-__all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
+__all__ = ["run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
            "output_metadata"]
 
 _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
@@ -27,20 +30,15 @@ _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked"
 _PREVIEW = 600
 
 
-def compact_events(events: list[BaseEvent]) -> list[dict[str, Any]]:
-    """The event log as JSON with consecutive deltas of the same part merged; a figure's PNG
-    is kept once, in the view, not again in its ``tool_figures`` event."""
-    out = merge_deltas([event_to_json(e) for e in events])
-    for e in out:
-        if e.get("type") == "tool_figures":
-            e["figures"] = [{**f, "png": ""} for f in e.get("figures") or []]
-    return out
+def run_payload(view: dict[str, Any]) -> dict[str, Any]:
+    """The ``application/vnd.jupyter-agent.run+json`` payload: the run's view state.
 
-
-def run_payload(view: dict[str, Any], events: list[BaseEvent]) -> dict[str, Any]:
-    """The ``application/vnd.jupyter-agent.run+json`` payload."""
-    return {"version": RUN_FORMAT_VERSION, "run_id": view.get("run_id", ""), "view": view,
-            "events": compact_events(events)}
+    The view is all a saved run needs to be drawn (the JupyterLab renderer reads it); the event
+    log, which repeated every text and tool output of the view and more, stays in the session
+    store (``%agent export`` rebuilds a run from it). Format 1 also held ``events``; readers
+    take both.
+    """
+    return {"version": RUN_FORMAT_VERSION, "run_id": view.get("run_id", ""), "view": view}
 
 
 def _md_escape_inline(text: str) -> str:
@@ -173,14 +171,13 @@ def output_metadata(view: dict[str, Any]) -> dict[str, Any]:
                             "seconds": f.get("seconds"), "rounds": f.get("rounds")}}
 
 
-def build_bundle(view: dict[str, Any], events: list[BaseEvent],
-                 widget_model_id: str | None = None) -> dict[str, Any]:
+def build_bundle(view: dict[str, Any], widget_model_id: str | None = None) -> dict[str, Any]:
     """The full MIME bundle; with a widget, its view comes first so live front ends use it."""
     bundle: dict[str, Any] = {}
     if widget_model_id:
         bundle["application/vnd.jupyter.widget-view+json"] = {
             "version_major": 2, "version_minor": 1, "model_id": widget_model_id}
-    bundle[RUN_MIME_TYPE] = json.loads(mask_json(json.dumps(run_payload(view, events))))
+    bundle[RUN_MIME_TYPE] = json.loads(mask_json(json.dumps(run_payload(view))))
     bundle["text/html"] = mask(render_html(view))
     bundle["text/markdown"] = render_markdown(view)
     bundle["text/plain"] = render_plain(view)

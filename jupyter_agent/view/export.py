@@ -56,7 +56,7 @@ def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answe
     code = v4.new_code_cell(source, metadata={"jupyter_agent": {"run_id": run.run_id,
                                                                 "status": run.status}})
     if events:
-        code.outputs = [v4.new_output("display_data", data=build_bundle(view, events),
+        code.outputs = [v4.new_output("display_data", data=build_bundle(view),
                                       metadata=output_metadata(view))]
     cells.append(code)
     answer = answer_text or view.get("answer") or ""

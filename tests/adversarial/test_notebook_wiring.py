@@ -85,7 +85,7 @@ def test_secrets_never_reach_the_card_the_bundle_or_the_model(ns: Any,
     run = toolloop("Show the key.", notebook=True, shell=ns, store=None, auto_approve=True)
     assert run.status == "done"
     assert run.proposals[0]["source"] == "API_KEY = [redacted]\nuse()"
-    bundle = build_bundle(run.view, run.events)
+    bundle = build_bundle(run.view)
     assert SECRET not in json.dumps(bundle)
     # What we send the model (tool results, prompts) never holds it; only the model's own
     # arguments, echoed back as its message, can (it wrote them).

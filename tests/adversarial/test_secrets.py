@@ -89,7 +89,7 @@ def tool_messages(server: ScriptedOpenAI) -> list[str]:
 def channels(run: Any, server: ScriptedOpenAI | None, *, seen: list[BaseEvent] | None = None,
              files: tuple[Path, ...] = (), export_to: Path | None = None) -> dict[str, bytes]:
     """Everything a run produced, by channel, as bytes to search."""
-    bundle = build_bundle(run.view, run.events, "model-id")
+    bundle = build_bundle(run.view, "model-id")
     out: dict[str, str | bytes] = {
         "events": json.dumps(run.events_json(), ensure_ascii=False),
         "view": json.dumps(run.view, ensure_ascii=False),
@@ -300,7 +300,7 @@ def test_a_secret_known_only_after_the_run(server: ScriptedOpenAI, tmp_path: Pat
     assert late in run.answer and late.encode() in store_bytes()  # not a secret back then
     register_secret(late)
     # Bundles and exports made from now on hold it no more.
-    bundle = build_bundle(run.view, run.events)
+    bundle = build_bundle(run.view)
     assert late not in json.dumps(bundle, ensure_ascii=False)
     assert MASK in bundle["text/markdown"] and MASK in bundle["text/plain"]
     exported = export_session(tmp_path / "late.ipynb", run.session).read_text()

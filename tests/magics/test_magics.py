@@ -78,8 +78,7 @@ def test_chat_cell_with_interpolation(shell: InteractiveShell, server: ScriptedO
     assert data["text/plain"].startswith("Photosynthesis turns light into sugar.")
     payload = data[RUN_MIME_TYPE]
     assert payload["view"]["answer"] == shell.user_ns["answer"]
-    assert payload["events"][0]["type"] == "run_started"
-    assert payload["events"][-1]["type"] == "run_finished"
+    assert payload["view"]["status"] == "done" and "events" not in payload  # the view only
     info = metadata[RUN_MIME_TYPE]
     assert info["status"] == "done" and info["model"] == "gpt-4.1-mini"
     assert info["input_tokens"] > 0 and info["output_tokens"] > 0 and info["cost"] > 0
@@ -121,10 +120,9 @@ def test_toolloop_cell(shell: InteractiveShell, server: ScriptedOpenAI) -> None:
     assert server.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_add",
                                                   "content": "42"}
     data, _ = final_bundle(cap)
-    events = data[RUN_MIME_TYPE]["events"]
-    returned = [e for e in events if e["type"] == "tool_returned"]
-    assert [(e["call_id"], e["name"], e["output"]) for e in returned] == [
-        ("call_add", "add", "42")]
+    cards = [i for i in data[RUN_MIME_TYPE]["view"]["items"] if i["kind"] == "tool"]
+    assert [(i["call_id"], i["name"], i["output"], i["state"]) for i in cards] == [
+        ("call_add", "add", "42", "done")]
     assert "**Tool `add`**" in data["text/markdown"]
     assert shell.user_ns["_agent_run"].tool_values == {"call_add": 42}
 

@@ -93,9 +93,8 @@ def test_chat_and_toolloop_notebook(server: ScriptedOpenAI, tmp_path: Path, pyth
     assert meta["model"] and meta["input_tokens"] > 0 and meta["cost"] > 0
 
     (loop,) = bundles(nb.cells[4])
-    events = loop[RUN_MIME_TYPE]["events"]
-    returned = [e for e in events if e["type"] == "tool_returned"]
-    assert [(e["call_id"], e["name"], e["output"]) for e in returned] == [
+    cards = [i for i in loop[RUN_MIME_TYPE]["view"]["items"] if i["kind"] == "tool"]
+    assert [(i["call_id"], i["name"], i["output"]) for i in cards] == [
         ("call_add_1", "add", "42")]
     assert "17 + 25 = 42." in loop["text/markdown"]
 

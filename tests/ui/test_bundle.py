@@ -15,11 +15,10 @@ from IPython.utils.capture import capture_output
 
 from jupyter_agent import events as ev
 from jupyter_agent.agents.run import Run, RunRecorder
-from jupyter_agent.events import EVENT_ADAPTER, RUN_MIME_TYPE, event_to_json
+from jupyter_agent.events import EVENT_ADAPTER, RUN_MIME_TYPE, event_to_json, merge_deltas
 from jupyter_agent.ui import live
 from jupyter_agent.view.bundle import (
     build_bundle,
-    compact_events,
     output_metadata,
     render_markdown,
     render_plain,
@@ -52,7 +51,7 @@ def a_run_of_events() -> list[ev.BaseEvent]:
 def test_simplest_bundle() -> None:
     events = a_run_of_events()
     view = reduce_events(events)
-    bundle = build_bundle(view, events)
+    bundle = build_bundle(view)
     assert list(bundle) == [RUN_MIME_TYPE, "text/html", "text/markdown", "text/plain"]
     assert bundle["text/plain"].startswith("2 + 2 = 4.")
     assert "2 + 2 = 4." in bundle["text/markdown"]
@@ -137,14 +136,14 @@ def test_metadata_carries_usage_not_secrets() -> None:
                     "seconds": 1.5, "rounds": 2}
 
 
-def test_compact_events_merges_consecutive_deltas() -> None:
+def test_merge_deltas_merges_consecutive_deltas() -> None:
     events = [ev.RunStarted(run_id="r", agent="chat", model="m")]
     events += [ev.TextDelta(round=1, text="x") for _ in range(500)]
     events += [ev.ToolCalled(round=1, call_id="a", name="f")]
     events += [ev.ToolArgsDelta(round=1, call_id="a", delta="1") for _ in range(3)]
     events += [ev.ToolArgsDelta(round=1, call_id="b", delta="2") for _ in range(2)]
     events += [ev.TextDelta(round=2, text="y") for _ in range(3)]
-    compact = compact_events(events)
+    compact = merge_deltas([event_to_json(e) for e in events])
     assert [(e["type"], e.get("text") or e.get("delta")) for e in compact] == [
         ("run_started", None), ("text_delta", "x" * 500), ("tool_called", None),
         ("tool_args_delta", "111"), ("tool_args_delta", "22"), ("text_delta", "yyy")]

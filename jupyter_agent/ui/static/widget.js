@@ -1,5 +1,5 @@
-// The anywidget front end of a run: draws the widget's one synced trait, `view`, and sends the
-// user's clicks back as custom messages.
+// The anywidget front end of a run: draws the run's view, kept current by the kernel's
+// snapshots and patches (./patch.js), and sends the user's clicks back as custom messages.
 //
 // Messages to the kernel (`model.send`):
 //
@@ -7,6 +7,8 @@
 //       An ask or approval card was answered: `how` is "option" (`option_index` 1-based, with
 //       the option's text as `answer`), "other" (the typed `answer`) or "dismissed". Sent once
 //       per card.
+//   {type: "sync", seq}
+//       The view missed a patch (./patch.js): the kernel answers with a new snapshot.
 //   {type: "stop", run_id}
 //       The user pressed the stop button of the running run `run_id` (the view's run_id). It
 //       asks for what a kernel interrupt does: the run ends as "aborted", keeping what it did so
@@ -27,12 +29,18 @@
 // into one module before sending it.
 
 import { renderKernelGone } from "./kernel_gone.js";
+import { subscribe, viewState } from "./patch.js";
 import { disposeRun, renderRunInto } from "./render.js";
 
 /** The DOM event a stop click also dispatches (labextension/src/stop.ts listens for it). */
 const STOP_EVENT = "jupyter-agent-stop";
 
 export default {
+  /** Follow the kernel's patches from the model's creation on, before any view is drawn. */
+  initialize({ model }) {
+    viewState(model);
+  },
+
   /** Draw the run into `el` and keep it current; return the cleanup anywidget calls. */
   render({ model, el }) {
     el.classList.add("ja-widget");
@@ -59,7 +67,7 @@ export default {
     };
     const opts = { onAction };
     const draw = () => {
-      const view = model.get("view");
+      const view = viewState(model).view;
       if (!gone) return renderRunInto(el, view, opts);
       renderRunInto(el, view, undefined);
       const root = el.firstElementChild || el;
@@ -67,7 +75,7 @@ export default {
       if (old) old.remove();
       root.insertBefore(renderKernelGone(view, gone.msg), root.firstChild);
     };
-    // A streaming run changes `view` many times a second: draw at most once per frame.
+    // A streaming run changes the view many times a second: draw at most once per frame.
     let frame = 0;
     const schedule = () => {
       if (!frame) {
@@ -77,10 +85,10 @@ export default {
         });
       }
     };
-    model.on("change:view", schedule);
+    const unsubscribe = subscribe(model, schedule);
     draw();
     return () => {
-      model.off("change:view", schedule);
+      unsubscribe();
       if (frame) cancelAnimationFrame(frame);
       frame = 0;
       disposeRun(el);

@@ -171,9 +171,9 @@ def test_figures_and_proposals_reach_the_card_and_stay_small(ip: Any,
     big_card = next(i for i in run.view["items"] if i.get("call_id") == "c_big")
     assert big_card["state"] == "error" and "proposal" not in big_card
     assert [p["source"] for p in run.proposals] == ["plt.plot([1, 2])"]
-    bundle = build_bundle(run.view, run.events)
+    bundle = build_bundle(run.view)
     payload = json.dumps(bundle["application/vnd.jupyter-agent.run+json"])
-    assert payload.count("iVBORw0KGg") == 4  # each kept PNG once (the view), not in the events
+    assert payload.count("iVBORw0KGg") == 4  # each kept PNG once, in the view
     assert "```python\nplt.plot([1, 2])\n```" in bundle["text/markdown"]
     assert "iVBORw0KGg" not in bundle["text/markdown"]
 

@@ -1,0 +1,199 @@
+"""The live widget sends changes, not the whole view: patches rebuild the view exactly, a long
+run sends about its view once, the front end's resync requests are safe, and the saved output
+stays close to the view's size.
+
+The widget's comm is a recording stub (``tests/fakes/comms.py``): the bytes counted are the JSON
+the kernel would send. Applying patches in the browser is checked in
+``tests/browser/test_live_patch.py``; here a reference applier (the ops of ``view/diff.py``)
+replays them in Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.agents.run import last_run
+from jupyter_agent.agents.toolloop import toolloop
+from jupyter_agent.events import RUN_MIME_TYPE, TextDelta
+from jupyter_agent.ui.live import LiveDisplay
+from jupyter_agent.ui.widget import RunWidget
+from jupyter_agent.view.bundle import build_bundle
+from jupyter_agent.view.diff import ViewDiffer
+from jupyter_agent.view.state import new_view, reduce_event
+from tests.fakes.comms import RecordingComm, recording_comms
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.fakes.run_stream import run_stream
+
+
+def _size(obj: Any) -> int:
+    return len(json.dumps(obj, ensure_ascii=False).encode("utf-8"))
+
+
+def apply_ops(view: dict[str, Any], ops: list[dict[str, Any]]) -> None:
+    """The ops of view/diff.py, as ui/static/patch.js applies them."""
+    for op in ops:
+        kind = op["op"]
+        if kind == "truncate":
+            del view["items"][op["length"]:]
+        elif kind == "push":
+            view["items"].append(copy.deepcopy(op["item"]))
+        elif kind == "update":
+            item = view["items"][op["index"]]
+            item.update(copy.deepcopy(op.get("set", {})))
+            for key, tail in op.get("append", {}).items():
+                item[key] = item.get(key, "") + tail
+            for key in op.get("delete", []):
+                item.pop(key, None)
+        elif kind == "set":
+            view[op["key"]] = copy.deepcopy(op["value"])
+        elif kind == "delete":
+            view.pop(op["key"], None)
+        elif kind == "merge":
+            view[op["key"]].update(op["value"])
+        else:
+            raise AssertionError(f"unknown op {kind}")
+
+
+def _wire(comms: list[RecordingComm]) -> RecordingComm:
+    """The run widget's comm (each DOM widget also opens one for its layout)."""
+    (wire,) = [c for c in comms if "view" in c.messages[0][1]["state"]]
+    return wire
+
+
+def _sent(comm: RecordingComm, start: int = 0) -> list[dict[str, Any]]:
+    return [data for kind, data in comm.messages[start:] if kind == "comm_msg"]
+
+
+def test_patches_rebuild_the_view_after_every_update() -> None:
+    view = new_view()
+    with recording_comms() as comms:
+        widget = RunWidget(view)
+    wire = _wire(comms)
+    front = copy.deepcopy(wire.messages[0][1]["state"]["view"])  # what comm_open carried
+    seq = 0
+    for event in run_stream():
+        reduce_event(view, event)
+        before = len(wire.messages)
+        widget.push()
+        for msg in _sent(wire, before):
+            assert msg["method"] == "custom" and msg["content"]["type"] == "patch"
+            seq += 1
+            assert msg["content"]["seq"] == seq  # in order, none skipped
+            apply_ops(front, msg["content"]["ops"])
+        assert front == view, f"after {event.type}"
+    ops = [op["op"] for m in _sent(wire) for op in m["content"]["ops"]]
+    # Every kind of change went out as what it is, not as a whole view.
+    assert {"truncate", "push", "update", "set", "merge"} <= set(ops)
+    assert view["items"][-1]["text"] == "All parts read."
+
+
+def test_a_pushed_item_is_a_copy_later_changes_do_not_leak_into_sent_patches() -> None:
+    view = new_view()
+    differ = ViewDiffer(view)
+    reduce_event(view, TextDelta(round=1, text="a"))
+    (push,) = differ.diff(view)
+    reduce_event(view, TextDelta(round=1, text="b"))
+    assert push["item"]["text"] == "a"  # the patch already built does not change under us
+    assert differ.diff(view) == [{"op": "update", "index": 0, "append": {"text": "b"}}]
+    assert differ.diff(view) == []  # nothing changed: nothing to send
+
+
+def test_a_long_stream_sends_each_token_once() -> None:
+    view = new_view()
+    with recording_comms() as comms:
+        widget = RunWidget(view)
+    wire = _wire(comms)
+    opened = wire.bytes
+    for _ in range(5000):  # pushed after every token: the worst case, no throttle
+        reduce_event(view, TextDelta(round=1, text="token "))
+        widget.push()
+    patches = wire.bytes - opened
+    whole_view = _size(view)
+    # A fixed envelope per update (about 120 bytes: the live display sends at most 30 a
+    # second) plus each token once: linear in the stream, where the whole-view sync was
+    # quadratic (5,000 views of growing size).
+    assert patches < 160 * 5000 + 2 * whole_view
+    assert patches < whole_view * 5000 / 100  # the whole-view sync sent O(n^2): 5,000 views
+
+
+def test_resync_requests_are_answered_with_one_consistent_snapshot() -> None:
+    view = new_view()
+    with recording_comms() as comms:
+        widget = RunWidget(view)
+    wire = _wire(comms)
+    stream = run_stream(rounds=4)
+    for event in stream[:20]:
+        reduce_event(view, event)
+        widget.push()
+    for event in stream[20:30]:  # changed, not pushed yet
+        reduce_event(view, event)
+    start = len(wire.messages)
+    widget._on_custom_msg(widget, {"type": "sync", "seq": 3}, [])
+    (snap,) = _sent(wire, start)
+    assert snap["method"] == "update"
+    assert snap["state"]["view"] == view  # includes what was not pushed yet
+    assert snap["state"]["view_seq"] == widget._seq  # the last patch it includes
+    assert widget.view is not view  # a copy: the live dict changes under it
+    # A front end that keeps asking (or a hostile one) gets nothing more while nothing changed.
+    start = len(wire.messages)
+    for junk in ({"type": "sync"}, {"type": "sync", "seq": "x"}, "sync", None, [1],
+                 {"type": "patch", "seq": 99, "ops": [{"op": "truncate", "length": 0}]}):
+        widget._on_custom_msg(widget, junk, [])
+    assert _sent(wire, start) == [] and view["items"]  # the kernel's view is untouched
+    widget.push()
+    assert _sent(wire, start) == []  # the snapshot counted as sent: no duplicate patch
+    # After the snapshot, patches continue from its seq.
+    for event in stream[30:]:
+        reduce_event(view, event)
+    widget.push()
+    (patch,) = _sent(wire, start)
+    assert patch["content"]["seq"] == snap["state"]["view_seq"] + 1
+    front = copy.deepcopy(snap["state"]["view"])
+    apply_ops(front, patch["content"]["ops"])
+    assert front == view
+
+
+def read_part(part: int) -> str:
+    """Read one part of the archive."""
+    return (f"part {part}\n" + "x" * 63 + "\n") * 32  # 2 KB
+
+
+def test_a_long_run_sends_its_view_about_once_and_saves_it_about_once(
+        server: ScriptedOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    rounds = 80
+    server.enqueue(*[tool_calls([call("read_part", {"part": i}, id=f"call_{i}")],
+                                text=f"Reading part {i}.") for i in range(1, rounds + 1)],
+                   text("All parts read."))
+    shown: list[LiveDisplay] = []
+
+    def listener(event: Any) -> None:
+        with contextlib.redirect_stdout(io.StringIO()):  # no notebook: display() prints
+            if not shown:
+                shown.append(LiveDisplay(last_run()))
+            shown[0].on_event(event)
+
+    with recording_comms() as comms:
+        run = toolloop("Read every part.", tools=[read_part], max_rounds=rounds + 1,
+                       listeners=[listener])
+    assert run.status == "done" and run.rounds == rounds + 1
+    cards = [i for i in run.view["items"] if i["kind"] == "tool"]
+    assert len(cards) == rounds and all(len(c["output"]) > 2000 and not c["error"] for c in cards)
+    wire = _wire(comms)
+    view_bytes = _size(run.view)
+    opened = _size(wire.messages[0][1])  # the comm_open: widget code + the first view
+    live = wire.bytes - opened
+    assert shown[0].updates > rounds  # updates were sent all along...
+    assert live < 1.5 * view_bytes  # ...but each part of the view about once
+    assert all(kind == "comm_msg" and data["method"] == "custom"
+               for kind, data in wire.messages[1:])  # no whole-view state syncs
+    saved = build_bundle(run.view)
+    assert saved[RUN_MIME_TYPE]["view"] == run.view
+    assert _size(saved) < 1.5 * view_bytes
