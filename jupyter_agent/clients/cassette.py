@@ -263,6 +263,16 @@ class Cassette(BaseModel):
             self._used_answers.add(hit[0])
             return hit[1]
 
+    def peek_answer(self, call_id: str, question: str = "") -> RecordedAnswer | None:
+        """The answer recorded for the ask ``call_id`` (else the next unused one to the same
+        question), clicked or given by a cell, without using it up."""
+        with self._lock:
+            hit = next((a for a in self.answers if call_id and a.call_id == call_id), None)
+            if hit is None and question:
+                hit = next((a for i, a in enumerate(self.answers)
+                            if a.question == question and i not in self._used_answers), None)
+            return hit
+
     def profile(self, name: str) -> ModelProfile | None:
         """The recorded ModelProfile called ``name``, or None."""
         data = self.profiles.get(name)
