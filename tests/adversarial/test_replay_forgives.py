@@ -19,11 +19,21 @@ from jupyter_agent.replay import NoRecordingError, go_live, start
 from jupyter_agent.replay.mode import replay_store_dir
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
-from tests.replay.conftest import offline  # noqa: F401  (the fixture)
 
 ASK = {"reason": "The format decides the whole report.", "blockerType": "ambiguous_goal",
        "question": "Which format should the report use?", "options": ["Markdown", "HTML", "PDF"]}
 TASK = "Write a short report about apples."
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Call to drop the key and the base URL: a replay needs neither."""
+
+    def go() -> None:
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            monkeypatch.delenv(name, raising=False)
+
+    return go
 
 
 def _record_ask(server: ScriptedOpenAI, cassette: Path) -> None:
