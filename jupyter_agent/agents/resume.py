@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from ..answers import Answer, AnswerSource
+from ..answers import Answer, AnswerSource, WaitingAsk
 from ..errors import ParameterError, ResumeError
 from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
@@ -56,6 +56,30 @@ def _rebuild_run(store: Any, run_id: str, pending: PendingRun) -> Run:
     run.view = view
     run.rounds = pending.rounds
     return run
+
+
+def _as_recorded(ask: WaitingAsk, answer: Answer, n_options: int) -> None:
+    """In replay mode, refuse an answer other than the recorded one (the cassette holds no
+    continuation for it), before anything changes: the question keeps waiting. A recorded
+    option outside the card's options (a damaged cassette) refuses nothing here."""
+    from .. import config
+
+    if config.settings.cassette_mode != "replay":
+        return
+    from ..clients.cassettes import active_cassette
+
+    recorded = active_cassette().peek_answer(ask.call_id, ask.question)
+    if recorded is not None and recorded.how == "option" and not (
+            recorded.option_index and 1 <= recorded.option_index <= n_options):
+        return
+    if recorded is None or (recorded.how == answer.how and (
+            recorded.how != "option" or recorded.option_index == answer.option_index)):
+        return
+    given = {"option": f"option {recorded.option_index}", "other": "with its own text",
+             "dismissed": "by dismissing it"}[recorded.how]
+    raise ResumeError(f"This recording answered {given}: answer the same way, or go live "
+                      "(`%agent live`) and run the cell again to ask the model; the question "
+                      "still waits.")
 
 
 def settle(p: TurnContext, run: Run) -> Run:
@@ -136,6 +160,7 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
                 and not (answer.option_index and 1 <= answer.option_index <= len(options))):
             raise OptionOutOfRange(f"option must be between 1 and {len(options)}; nothing "
                                    "changed.", parameters=("option",))
+        _as_recorded(load_pending(record.pending, run_id).waiting_ask(), answer, len(options))
     raw = store.claim_pending(run_id, expected_call_id)
     if raw is None:
         raise ResumeError(_refusal(store, run_id, expected_call_id))

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from ..answers import Answer, WaitingAsk
 from ..errors import JupyterAgentError
 from ._diff import closest, describe_difference
+from ._turnmatch import turn_match
 
 if TYPE_CHECKING:
     from ..llm.profiles import ModelProfile
@@ -208,7 +209,9 @@ class Cassette(BaseModel):
 
     def find(self, body: dict[str, Any]) -> Interaction:
         """The recording for ``body``; the n-th identical request gets the n-th recording
-        (the last one again once they are used up).
+        (the last one again once they are used up). A request whose earlier turns differ from
+        the recording's (a cell run again, a run resumed in a session that has moved on) gets
+        the recording of its own turn (see :mod:`._turnmatch`).
 
         Raises:
             NoRecordingError: nothing was recorded for this request; the message names the
@@ -222,6 +225,13 @@ class Cassette(BaseModel):
                 n = self._served[key]
                 self._served[key] += 1
                 return matches[min(n, len(matches) - 1)]
+            found = turn_match(summary, [i.request for i in self.interactions], _normalize_ids)
+            if found is not None:
+                hits, length = found
+                tail = f"turn:{self.interactions[hits[0]].key}:{length}"
+                n = self._served[tail]
+                self._served[tail] += 1
+                return self.interactions[hits[min(n, len(hits) - 1)]]
         raise NoRecordingError(self.miss_message(summary))
 
     def miss_message(self, summary: dict[str, Any]) -> str:
@@ -235,8 +245,8 @@ class Cassette(BaseModel):
         best = closest(summary, recorded)
         what = describe_difference(summary, recorded[best])
         return (f"No recording for this request: {what} (closest recording: #{best + 1} of "
-                f"{len(recorded)}{where}). Re-record with `%agent record` or "
-                "`python -m jupyter_agent.replay.rerecord`.")
+                f"{len(recorded)}{where}). Run the notebook from the top (Restart Kernel and Run "
+                "All), go live with `%agent live`, or re-record with `%agent record`.")
 
     def answer_for(self, call_id: str, question: str = "",
                    via: tuple[str, ...] = ("click",)) -> RecordedAnswer | None:
@@ -252,6 +262,16 @@ class Cassette(BaseModel):
                 return None
             self._used_answers.add(hit[0])
             return hit[1]
+
+    def peek_answer(self, call_id: str, question: str = "") -> RecordedAnswer | None:
+        """The answer recorded for the ask ``call_id`` (else the next unused one to the same
+        question), clicked or given by a cell, without using it up."""
+        with self._lock:
+            hit = next((a for a in self.answers if call_id and a.call_id == call_id), None)
+            if hit is None and question:
+                hit = next((a for i, a in enumerate(self.answers)
+                            if a.question == question and i not in self._used_answers), None)
+            return hit
 
     def profile(self, name: str) -> ModelProfile | None:
         """The recorded ModelProfile called ``name``, or None."""

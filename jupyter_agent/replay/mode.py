@@ -6,15 +6,22 @@ replaying ones, both on the cassette at ``settings.cassette_path`` (one cassette
 file, shared by every client of the process: :mod:`jupyter_agent.clients.cassettes`). This
 module switches the mode.
 
-Record and replay run on a scratch session store (an empty temporary one) unless told to keep
-the real one: a replay must start from the same empty sessions as its recording, or the
-history sent along would differ; and a replay must not mix recorded answers into real sessions.
-``%agent live`` puts the real store back.
+Record and replay run on their own session store unless told to keep the real one: a replay
+must start from the same empty sessions as its recording, or the history sent along would
+differ; and a replay must not mix recorded answers into real sessions. ``%agent live`` puts
+the real store back.
+
+A recording starts on an empty temporary store. A replay's store is a file in the temporary
+directory keyed by the cassette's path, so it survives a kernel restart: a question left
+waiting is still found by ``%agent pending`` / ``%agent resume`` once the notebook's
+``%agent replay`` cell has run again. That cell starts the store afresh unless a run is still
+waiting in it (Restart Kernel and Run All then replays from empty sessions).
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import shutil
 import tempfile
 import threading
@@ -30,7 +37,7 @@ from ..config import CassetteMode, CassetteTiming
 from ..errors import MagicUsageError
 from ..llm.protocol import ModelClient
 
-__all__ = ["Mode", "start", "go_live", "cell_client", "describe"]
+__all__ = ["Mode", "start", "go_live", "cell_client", "describe", "replay_store_dir"]
 
 Mode = CassetteMode
 
@@ -42,7 +49,7 @@ def _forget(state: dict[str, Any]) -> None:
     in for closed too (the default store starts afresh, whatever resets first)."""
     from ..session.store import swap_default_store
 
-    scratch = state.pop("scratch", None)
+    scratch = state.pop("scratch", None) or state.pop("kept", None)
     previous = state.pop("store", None)
     state.clear()
     if scratch is not None:
@@ -55,7 +62,8 @@ def _forget(state: dict[str, Any]) -> None:
 
 _state: dict[str, Any] = STATE.slot("replay.mode", dict, reset=_forget)
 """What ``go_live`` restores: ``store`` (the previous default store), ``scratch`` (the scratch
-directory), ``model`` (the previous ``settings.active_model``, when replay/record changed it)."""
+directory), ``kept`` (a replay store's directory, left in place), ``model`` (the previous
+``settings.active_model``, when replay/record changed it)."""
 
 
 def cell_client(mode: Literal["record", "replay"], model: str | None) -> ModelClient:
@@ -104,7 +112,10 @@ def start(mode: Literal["record", "replay"], path: str | Path | None = None, *,
             _state["model"] = config.settings.active_model
             config.settings.active_model = wanted
         if not keep_store:
-            _use_scratch_store()
+            if mode == "replay":
+                _use_replay_store(p)
+            else:
+                _use_scratch_store()
         config.settings.cassette_mode = mode
         config.settings.cassette_path = str(p)
         config.settings.cassette_timing = timing
@@ -149,6 +160,35 @@ def _use_scratch_store() -> None:
     _state["scratch"] = scratch
 
 
+def replay_store_dir(cassette_path: str | Path) -> Path:
+    """The directory of the replay store for the cassette at ``cassette_path`` (the same
+    one in every kernel process, so it survives a restart)."""
+    key = hashlib.sha256(str(Path(cassette_path).resolve()).encode("utf-8")).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"jupyter-agent-replay-{key}"
+
+
+def _use_replay_store(cassette_path: Path) -> None:
+    from ..session import Store
+    from ..session.store import swap_default_store
+
+    where = replay_store_dir(cassette_path)
+    store: Store | None = None
+    if (where / "store.sqlite3").exists():
+        try:
+            store = Store(where / "store.sqlite3")
+            if not store.list_pending():  # nothing waiting: replay from empty sessions
+                store.close()
+                store = None
+        except Exception:  # an unreadable leftover: start afresh
+            store = None
+    if store is None:
+        shutil.rmtree(where, ignore_errors=True)
+        where.mkdir(parents=True, exist_ok=True)
+        store = Store(where / "store.sqlite3")
+    _state["store"] = swap_default_store(store)
+    _state["kept"] = where
+
+
 def _restore() -> None:
     """Undo what the last ``start`` changed (model choice, scratch store)."""
     if "model" in _state:
@@ -161,6 +201,12 @@ def _restore() -> None:
         if store is not None:
             store.close()
         shutil.rmtree(scratch, ignore_errors=True)
+    if _state.pop("kept", None) is not None:  # a replay store: closed, the file stays
+        from ..session.store import swap_default_store
+
+        store = swap_default_store(_state.pop("store", None))
+        if store is not None:
+            store.close()
 
 
 @atexit.register
