@@ -13,6 +13,7 @@ waits for an answer. The loop only ever sees the
 from __future__ import annotations
 
 import dataclasses
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -29,7 +30,17 @@ if TYPE_CHECKING:
     from ..session.store import Store
 
 __all__ = ["TurnOptions", "TurnContext", "resolve_store", "resolve_client", "resolve_profile", "open_turn", "drive", "finish_turn",
-           "suspend"]
+           "suspend", "calling_abort_check"]
+
+# The abort check of the loop whose tools are running in this context (tool threads get a copy
+# of the caller's context): a sub-agent started by a tool stops when the calling run is aborted.
+_ABORT_CHECK: ContextVar[Callable[[], bool] | None] = ContextVar("jupyter_agent_abort_check",
+                                                                 default=None)
+
+
+def calling_abort_check() -> Callable[[], bool] | None:
+    """The abort check of the run whose tool is calling (``None`` outside a run's tools)."""
+    return _ABORT_CHECK.get()
 
 
 @dataclass
@@ -215,7 +226,11 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
                 result = LoopResult(status="done", messages=list(messages), stopped=True,
                                     answer=answer_of(list(head)))
             else:
-                result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+                token = _ABORT_CHECK.set(hooks.is_aborted)
+                try:
+                    result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+                finally:
+                    _ABORT_CHECK.reset(token)
         run.messages = result.messages
         run.tool_values.update(result.tool_values)
         run.tool_records.extend(result.tool_records)
