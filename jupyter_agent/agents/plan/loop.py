@@ -77,10 +77,14 @@ def resume_plan(p: TurnContext, pending: PlanPending, answer: Answer, held: Part
     catalog = normalize_catalog(tools)
     by_name = {t.name: t for t in tools}
     card = pending.card
+    stopped = False
     if isinstance(card, ApprovalCard):  # an approval card: the call runs now, or is denied
-        content = plan_approval_answer(p, card, answer, by_name,
-                                       rt.permissions if rt is not None else None,
-                                       round_=pending.rounds)
+        out = plan_approval_answer(p, card, answer, by_name,
+                                   rt.permissions if rt is not None else None,
+                                   round_=pending.rounds)
+        # An approved call that raised the stop signal ends the run here, no further request,
+        # as it would have without the card (docs/behaviour.md §2.7).
+        content, stopped = out.output, out.stop
     else:
         request = _ask_request(card)
         content = format_answer_for_model(request, _ask_answer(request, answer))
@@ -88,17 +92,18 @@ def resume_plan(p: TurnContext, pending: PlanPending, answer: Answer, held: Part
     messages = [*pending.messages, answer_msg]
     return _drive_plan(p, messages, catalog, by_name, pending.plan_state.model_copy(deep=True),
                        pending.options, turn_messages=[*pending.turn_messages, answer_msg],
-                       resumed=True, round_offset=pending.rounds, runtime=rt)
+                       resumed=True, round_offset=pending.rounds, runtime=rt, stopped=stopped)
 
 
 # ---------------------------------------------------------------------------- the loop
 def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
                 by_name: dict[str, Tool[Any]], state: PlanRunState, lo: PlanOptions, *,
                 turn_messages: list[Message], resumed: bool, round_offset: int = 0,
-                runtime: TurnSetup | None = None) -> Run:
+                runtime: TurnSetup | None = None, stopped: bool = False) -> Run:
     """Run (or continue) the loop; suspend on an ask, otherwise finish the Run and the store.
 
-    ``turn_messages``: the turn's messages before this part, the user's first.
+    ``turn_messages``: the turn's messages before this part, the user's first. ``stopped``:
+    the answered call raised the stop signal: the run ends ``done`` without a request.
     """
     prof = p.client.profile
     schemas = catalog.schemas()
@@ -128,7 +133,8 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
             result.answer = final_answer_text(result.assistant_messages) or result.answer
 
     return drive(p, messages, cfg, ph.hooks(), persist_from=len(messages) - 1,
-                 on_result=on_result, persist_prefix=turn_messages if resumed else None)
+                 on_result=on_result, persist_prefix=turn_messages if resumed else None,
+                 stopped=stopped)
 
 
 def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanOptions,
