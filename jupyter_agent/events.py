@@ -19,6 +19,7 @@ __all__ = [
     "RunStatus",
     "BaseEvent",
     "RunStarted",
+    "ToolsOffered",
     "RoundStarted",
     "ReasoningDelta",
     "TextDelta",
@@ -73,6 +74,14 @@ class RunStarted(BaseEvent):
     """The user's text for this turn, after interpolation."""
     session: str | None = None
     """Session name, when the run belongs to one."""
+
+
+class ToolsOffered(BaseEvent):
+    type: Literal["tools_offered"] = "tools_offered"
+    tools: list[str] = Field(default_factory=list)
+    """The names of the tools the turn offers the model (``%%toolloop``, ``%%plan``: the
+    runtime's set, without the plan's own ``update_plan``/``ask_agent``); sent as a turn
+    starts or resumes."""
 
 
 class RoundStarted(BaseEvent):
@@ -236,6 +245,7 @@ class RunFailed(BaseEvent):
 RunEvent = Annotated[
     Union[
         RunStarted,
+        ToolsOffered,
         RoundStarted,
         ReasoningDelta,
         TextDelta,

@@ -18,7 +18,7 @@ from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, BaseEvent, event_to_json
 from ..secrets import mask, mask_json
 
 __all__ = ["compact_events", "run_payload", "render_markdown", "render_plain", "build_bundle",
-           "output_metadata"]
+           "output_metadata", "tools_text"]
 
 _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
                 "skipped": "[-]"}
@@ -94,6 +94,14 @@ def footer_text(view: dict[str, Any]) -> str:
             f"${f.get('cost', 0.0):.4f} · {f.get('seconds', 0.0):.1f} s")
 
 
+def tools_text(view: dict[str, Any]) -> str | None:
+    """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools; ``None`` otherwise."""
+    tools = view.get("tools")
+    if tools is None:
+        return None
+    return "Tools: " + (", ".join(tools) if tools else "none")
+
+
 def render_markdown(view: dict[str, Any]) -> str:
     """A readable markdown transcript of the run (GitHub, nbconvert, VS Code)."""
     out: list[str] = []
@@ -127,6 +135,9 @@ def render_markdown(view: dict[str, Any]) -> str:
         out.append("\n".join(_ask_md(view["ask"])))
     if view.get("error"):
         out.append(f"**{view.get('status', 'error')}:** {_md_escape_inline(view['error'])}")
+    tools = tools_text(view)
+    if tools:
+        out.append(f"*{_md_escape_inline(tools)}*")
     out.append(f"*{footer_text(view)}*")
     return mask("\n\n".join(out))
 
@@ -144,6 +155,9 @@ def render_plain(view: dict[str, Any]) -> str:
         parts.append(f"{ask['question']}\n{opts}")
     if view.get("error"):
         parts.append(f"[{view.get('status')}] {view['error']}")
+    tools = tools_text(view)
+    if tools:
+        parts.append(tools)
     parts.append(f"[{view.get('status')}] {footer_text(view)}")
     return mask("\n\n".join(parts))
 

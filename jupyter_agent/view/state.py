@@ -21,6 +21,8 @@ Shape::
         {"kind": "compressed", "round", "method", "tokens_before", "tokens_after"},
         {"kind": "ask"|"approval", ...}   # an answered ask: a copy of "ask" below
       ],
+      "tools": [str] | None,     # the tools offered (tools_offered); None: none were offered
+                                 # (%%chat)
       "plan": {...} | None,      # the active plan (agents.plan.state.Plan as JSON)
       "ask": {"call_id", "kind", "question", "options", "descriptions", "allow_other",
               "detail", "answered": None | {"how", "answer", "option_index"}} | None,
@@ -51,6 +53,7 @@ def new_view() -> dict[str, Any]:
         "status": "running",
         "started_at": None,
         "items": [],
+        "tools": None,
         "plan": None,
         "ask": None,
         "answer": "",
@@ -139,6 +142,8 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
         view["footer"]["rounds"] = max(view["footer"]["rounds"], d["round"])
     elif kind == "plan_updated":
         view["plan"] = d["plan"]
+    elif kind == "tools_offered":
+        view["tools"] = list(d["tools"])
     elif kind == "ask_pending":
         view["ask"] = {
             "call_id": d["call_id"],

@@ -156,6 +156,7 @@ def test_compact_events_merges_consecutive_deltas() -> None:
 
 SAMPLES: list[ev.BaseEvent] = [
     ev.RunStarted(run_id="r", agent="chat", model="m", prompt="p", session="s"),
+    ev.ToolsOffered(tools=["read_file", "probe"]),
     ev.RoundStarted(round=1, model="m", tool_choice="none"),
     ev.ReasoningDelta(round=1, text="r"),
     ev.TextDelta(round=1, text="t"),
