@@ -28,6 +28,7 @@ __all__ = [
     "ToolReturned",
     "UsageRecorded",
     "PlanUpdated",
+    "PlanStatus",
     "AskPending",
     "AskAnswered",
     "RoundRetried",
@@ -157,6 +158,15 @@ class PlanUpdated(BaseEvent):
     """The whole active plan after the update (see ``agents.plan.state.Plan``)."""
 
 
+class PlanStatus(BaseEvent):
+    type: Literal["plan_status"] = "plan_status"
+    status: Literal["generating", "updating"]
+    """``generating`` when no plan exists yet, ``updating`` when one does."""
+    round: int = 0
+    call_id: str = ""
+    """The ``update_plan`` call that appeared in the stream (it has not run yet)."""
+
+
 class AskPending(BaseEvent):
     type: Literal["ask_pending"] = "ask_pending"
     call_id: str
@@ -254,6 +264,7 @@ RunEvent = Annotated[
         ToolReturned,
         UsageRecorded,
         PlanUpdated,
+        PlanStatus,
         AskPending,
         AskAnswered,
         RoundRetried,

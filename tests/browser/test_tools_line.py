@@ -37,3 +37,18 @@ def test_an_empty_set_says_none_and_a_chat_card_has_no_line(open_run: OpenRun) -
     chat = open_run(reduce_events([RunStarted(run_id="r", agent="chat", model="m"),
                                    TextDelta(round=1, text="hi")]))
     assert chat.locator(".ja-tools-line").count() == 0
+
+
+def test_a_running_plan_card_says_what_its_update_plan_call_does(open_run: OpenRun) -> None:  # noqa: F811
+    from jupyter_agent.events import PlanStatus, RunFinished, ToolCalled, ToolReturned
+
+    start = [RunStarted(run_id="r", agent="plan", model="m"), ToolsOffered(tools=[]),
+             ToolCalled(round=1, call_id="p1", name="update_plan"),
+             PlanStatus(status="generating", round=1, call_id="p1")]
+    page = open_run(reduce_events(start))
+    assert page.inner_text(".ja-plan-status").endswith("Generating the plan…")
+    returned = ToolReturned(round=1, call_id="p1", name="update_plan", output="ok")
+    after = open_run(reduce_events([*start, returned]))
+    assert after.locator(".ja-plan-status").count() == 0
+    ended = open_run(reduce_events([*start, RunFinished(status="done")]))
+    assert ended.locator(".ja-plan-status").count() == 0

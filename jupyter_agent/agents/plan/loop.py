@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from ...answers import Answer
-from ...events import Warning_
+from ...events import BaseEvent, PlanStatus, ToolCalled, Warning_
 from ...llm.profiles import map_temperature
 from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message
@@ -29,7 +29,7 @@ from ..turn import TurnSetup
 from ._hooks import PlanHooks
 from .approvals import plan_approval_answer
 from .ask import AskAnswer, AskRequest, format_answer_for_model
-from .constants import BATCH_TOOL_SIZE
+from .constants import BATCH_TOOL_SIZE, UPDATE_PLAN_TOOL_NAME
 from .run_state import PlanRunState, build_initial_messages, final_answer_text
 from .tools import ToolCatalog, normalize_catalog
 
@@ -115,6 +115,17 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
     cfg = LoopConfig(model=prof.model, tools=schemas, max_rounds=max(0, lo.max_rounds - round_offset),
                      batch_size=BATCH_TOOL_SIZE, temperature=map_temperature(prof, lo.temperature),
                      max_tokens=max_tokens, stream=lo.stream, round_offset=round_offset)
+
+    def announce(event: BaseEvent) -> None:
+        # An update_plan call appeared in the stream (it has not run): say whether the plan is
+        # being made or changed (docs/behaviour.md §6.4). Last listener, so every consumer
+        # sees the call first, then the status.
+        if isinstance(event, ToolCalled) and event.name == UPDATE_PLAN_TOOL_NAME:
+            p.recorder.emit(PlanStatus(
+                status="updating" if state.active_plan is not None else "generating",
+                round=event.round, call_id=event.call_id))
+
+    p.recorder.listeners.append(announce)
 
     def on_result(result: LoopResult) -> None:
         run = p.run
