@@ -17,7 +17,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ..events import BaseEvent, ToolCalled, Warning_
+from .._previews import history_text
+from ..events import BaseEvent, ToolCalled, ToolReturned, Warning_
 from ..llm.protocol import ModelClient
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
@@ -94,6 +95,8 @@ class TurnContext:
     """The run's tokens and cost before this turn (a resumed run): the turn records the rest."""
     persisted: int = 0
     """Leading messages of this turn already in the session (written before a suspension)."""
+    event_base: int = 0
+    """The run's events before this turn (a resumed run): the turn records the calls after."""
 
     @property
     def client(self) -> ModelClient:
@@ -266,7 +269,21 @@ def finish_turn(p: TurnContext, status: str) -> None:
     p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
                         output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
                         duration=r.seconds, model=answered, profile=answered,
-                        error=r.error if status == "error" else None)
+                        error=r.error if status == "error" else None,
+                        tools=_turn_tools(p), history=history_text(r.messages))
+
+
+def _turn_tools(p: TurnContext) -> list[dict[str, Any]]:
+    """The tool calls this turn answered, with their whole results (the store keeps previews:
+    the events hold only the stream preview)."""
+    whole = {rec.get("call_id"): rec for rec in p.run.tool_records}
+    out = []
+    for e in p.run.events[p.event_base:]:
+        if isinstance(e, ToolReturned):
+            rec = whole.get(e.call_id) or {}
+            out.append({"call_id": e.call_id, "name": e.name, "error": e.error,
+                        "output": rec.get("output", e.output)})
+    return out
 
 
 def suspend(p: TurnContext, pending: PendingRun) -> None:

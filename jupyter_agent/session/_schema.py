@@ -96,7 +96,14 @@ ALTER TABLE runs ADD COLUMN error TEXT;
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# What a turn did, kept short (docs/behaviour.md §12): each tool result cut to 500 + 500
+# characters (``tools``, JSON) and the conversation as text, at most 10000 (``history_preview``).
+_V3 = """
+ALTER TABLE turns ADD COLUMN tools TEXT;
+ALTER TABLE turns ADD COLUMN history_preview TEXT;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 """``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
