@@ -19,6 +19,7 @@ __all__ = [
     "RunStatus",
     "BaseEvent",
     "RunStarted",
+    "ToolsOffered",
     "RoundStarted",
     "ReasoningDelta",
     "TextDelta",
@@ -28,6 +29,7 @@ __all__ = [
     "ToolReturned",
     "UsageRecorded",
     "PlanUpdated",
+    "PlanStatus",
     "AskPending",
     "AskAnswered",
     "RoundRetried",
@@ -78,6 +80,14 @@ class RunStarted(BaseEvent):
     """The user's text for this turn, after interpolation."""
     session: str | None = None
     """Session name, when the run belongs to one."""
+
+
+class ToolsOffered(BaseEvent):
+    type: Literal["tools_offered"] = "tools_offered"
+    tools: list[str] = Field(default_factory=list)
+    """The names of the tools the turn offers the model (``%%toolloop``, ``%%plan``: the
+    runtime's set, without the plan's own ``update_plan``/``ask_agent``); sent as a turn
+    starts or resumes."""
 
 
 class RoundStarted(BaseEvent):
@@ -163,6 +173,15 @@ class PlanUpdated(BaseEvent):
     type: Literal["plan_updated"] = "plan_updated"
     plan: dict[str, Any]
     """The whole active plan after the update (see ``agents.plan.state.Plan``)."""
+
+
+class PlanStatus(BaseEvent):
+    type: Literal["plan_status"] = "plan_status"
+    status: Literal["generating", "updating"]
+    """``generating`` when no plan exists yet, ``updating`` when one does."""
+    round: int = 0
+    call_id: str = ""
+    """The ``update_plan`` call that appeared in the stream (it has not run yet)."""
 
 
 class AskPending(BaseEvent):
@@ -263,6 +282,7 @@ class RunFailed(BaseEvent):
 RunEvent = Annotated[
     Union[
         RunStarted,
+        ToolsOffered,
         RoundStarted,
         ReasoningDelta,
         TextDelta,
@@ -272,6 +292,7 @@ RunEvent = Annotated[
         ToolReturned,
         UsageRecorded,
         PlanUpdated,
+        PlanStatus,
         AskPending,
         AskAnswered,
         RoundRetried,

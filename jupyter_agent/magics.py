@@ -98,7 +98,8 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
     for decorator in reversed([
         argument("-t", "--tools", type=flags.name_list,
-                 help="Comma-separated tool names (default: all registered)."),
+                 help="Comma-separated tool names (default: the agent's; an agent with a "
+                      "workspace: built-ins, MCP and @tool functions; else every @tool)."),
         argument("--max-rounds", type=flags.integer(1),
                  help="Model requests before the final answer (1 or more)."),
         argument("--agent", type=flags.text,

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._previews import MAX_ATTACHMENTS
 from ..errors import ConfigError, ToolError
 from ..tools.builtin import Workspace
 from ..tools.builtin import files as _files
@@ -39,6 +40,9 @@ def _attachments(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not items:
         raise ConfigError("attach_files needs at least one file.")
+    if len(items) > MAX_ATTACHMENTS:
+        raise ConfigError(f"attach_files takes at most {MAX_ATTACHMENTS} files, not "
+                          f"{len(items)}: attach fewer, or put them in a workspace for an agent.")
     out: list[Attachment] = []
     for i, item in enumerate(items, start=1):
         raw = os.path.expanduser(os.fspath(item))
@@ -74,12 +78,13 @@ def attach_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     """A tool that reads the given files, and only those.
 
     Args:
-        paths: The files (each must exist); ids ``file_1``, ``file_2``... follow this order.
+        paths: The files (each must exist; at most 20); ids ``file_1``, ``file_2``... follow
+            this order.
         name: Tool name (the default does not clash with the workspace ``read_file``).
         description: What the model reads (default: says which files are attached).
 
     Raises:
-        ConfigError: a path is not an existing file.
+        ConfigError: a path is not an existing file, or more than 20 files.
     """
     files = _attachments(paths)
     if description is None:

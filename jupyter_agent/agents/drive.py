@@ -13,10 +13,12 @@ waits for an answer. The loop only ever sees the
 from __future__ import annotations
 
 import dataclasses
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ..events import BaseEvent, ToolCalled, Warning_
+from .._previews import history_text
+from ..events import BaseEvent, ToolCalled, ToolReturned, Warning_
 from ..llm.protocol import ModelClient
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
@@ -29,7 +31,17 @@ if TYPE_CHECKING:
     from ..session.store import Store
 
 __all__ = ["TurnOptions", "TurnContext", "resolve_store", "resolve_client", "resolve_profile", "open_turn", "drive", "finish_turn",
-           "suspend"]
+           "suspend", "calling_abort_check"]
+
+# The abort check of the loop whose tools are running in this context (tool threads get a copy
+# of the caller's context): a sub-agent started by a tool stops when the calling run is aborted.
+_ABORT_CHECK: ContextVar[Callable[[], bool] | None] = ContextVar("jupyter_agent_abort_check",
+                                                                 default=None)
+
+
+def calling_abort_check() -> Callable[[], bool] | None:
+    """The abort check of the run whose tool is calling (``None`` outside a run's tools)."""
+    return _ABORT_CHECK.get()
 
 
 @dataclass
@@ -99,6 +111,8 @@ class TurnContext:
     """The run's tokens and cost before this turn (a resumed run): the turn records the rest."""
     persisted: int = 0
     """Leading messages of this turn already in the session (written before a suspension)."""
+    event_base: int = 0
+    """The run's events before this turn (a resumed run): the turn records the calls after."""
 
     @property
     def client(self) -> ModelClient:
@@ -238,7 +252,11 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
                 result = LoopResult(status="done", messages=list(messages), stopped=True,
                                     answer=answer_of(list(head)))
             else:
-                result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+                token = _ABORT_CHECK.set(hooks.is_aborted)
+                try:
+                    result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+                finally:
+                    _ABORT_CHECK.reset(token)
         run.messages = result.messages
         run.tool_values.update(result.tool_values)
         run.tool_records.extend(result.tool_records)
@@ -275,7 +293,21 @@ def finish_turn(p: TurnContext, status: str) -> None:
     p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
                         output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
                         duration=p.recorder.seconds, model=answered, profile=answered,
-                        error=r.error if status == "error" else None)
+                        error=r.error if status == "error" else None,
+                        tools=_turn_tools(p), history=history_text(r.messages))
+
+
+def _turn_tools(p: TurnContext) -> list[dict[str, Any]]:
+    """The tool calls this turn answered, with their whole results (the store keeps previews:
+    the events hold only the stream preview)."""
+    whole = {rec.get("call_id"): rec for rec in p.run.tool_records}
+    out = []
+    for e in p.run.events[p.event_base:]:
+        if isinstance(e, ToolReturned):
+            rec = whole.get(e.call_id) or {}
+            out.append({"call_id": e.call_id, "name": e.name, "error": e.error,
+                        "output": rec.get("output", e.output)})
+    return out
 
 
 def suspend(p: TurnContext, pending: PendingRun) -> None:

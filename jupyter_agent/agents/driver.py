@@ -43,6 +43,7 @@ from .delegation import SubAgentTask
 from .drive import (
     TurnContext,
     TurnOptions,
+    calling_abort_check,
     drive,
     open_turn,
     resolve_client,
@@ -180,6 +181,7 @@ def run_sub_agent(task: SubAgentTask) -> Run:
     included; every ``ask`` of the permission policy is a denial (nobody can answer a card
     inside a tool call); nothing is persisted or shown; each priced call is reported to the
     calling run (``task.usage_module``), before any error. The caller's last run stays its last.
+    Aborting the calling run aborts the sub-agent's loop too (before its next request).
 
     Raises:
         KeyboardInterrupt: the user interrupted the sub-agent (the calling run stops too).
@@ -209,6 +211,8 @@ def run_sub_agent(task: SubAgentTask) -> Run:
         rounds = max(0, min(task.max_rounds, SUB_AGENT_MAX_ROUNDS - 1))
         cfg, hooks = loop_parts(ctx, tools, parallel=False, max_rounds=rounds, temperature=None,
                                 max_tokens=None, stream=False, permissions=permissions)
+        # Aborting the calling run (``Run.abort()``) stops this nested loop too (§2.11).
+        hooks = dataclasses.replace(hooks, is_aborted=calling_abort_check())
         run = drive(ctx, messages, cfg, hooks, persist_from=len(messages) - 1)
     finally:
         set_last_run(parent_run)  # the sub-run is not the user's "last run"

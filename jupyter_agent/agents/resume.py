@@ -197,7 +197,7 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
         p = TurnContext(turn_client=tc, run=run, recorder=recorder, store=store,
                         turn_id=turn_id, history=[],
                         turn_base=(run.input_tokens, run.output_tokens, run.cost),
-                        persisted=pending.persisted)
+                        persisted=pending.persisted, event_base=len(run.events))
         recorder.emit(answer.event(pending.call_id, pending.card.options))
         if tc.answer_log is not None:  # a recording keeps the answer for its replay
             tc.answer_log.keep(pending.waiting_ask(), answer,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
+from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
 from ..secrets import StreamMasker, mask, mask_obj, masked_stdio
@@ -177,6 +178,16 @@ def masked_event(event: BaseEvent) -> BaseEvent:
     return event.model_copy(update=changes) if changes else event
 
 
+def _stream_preview(event: BaseEvent) -> BaseEvent:
+    """A ``tool_returned`` event keeps the first and last 5000 characters of a longer result
+    (``_previews.STREAM_PREVIEW``); the model, ``Run.tool_calls`` and the session history keep
+    it whole. Cut after masking, so a cut never keeps half a key."""
+    output = event.__dict__.get("output") if event.__dict__.get("type") == "tool_returned" else None
+    if not isinstance(output, str) or len(output) <= sum(STREAM_PREVIEW):
+        return event
+    return event.model_copy(update={"output": head_tail(output, *STREAM_PREVIEW)})
+
+
 class RunRecorder:
     """Receives every event of a run and hands it to the view, the listeners and the store.
 
@@ -218,7 +229,7 @@ class RunRecorder:
             field = _DELTA_FIELDS.get(d["type"])
             if field is None:
                 self._release_streams()
-                self._emit(masked_event(event))
+                self._emit(_stream_preview(masked_event(event)))
                 return
             key = (d["type"], d["round"], d.get("call_id"))
             stream = self._streams.get(key)

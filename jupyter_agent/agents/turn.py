@@ -19,11 +19,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..errors import ConfigError, ToolError
-from ..events import UsageRecorded, Warning_
+from ..events import ToolsOffered, UsageRecorded, Warning_
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import UsageItem
 from ..runtime.agents import Agent, agent_for_intent, resolve_agent
-from ..runtime.catalog import NOTEBOOK_SET_NAME, SPAWN_TOOL_NAME, resolve_tool_specs
+from ..runtime.catalog import (
+    NOTEBOOK_SET_NAME,
+    SPAWN_TOOL_NAME,
+    resolve_tool_specs,
+    workspace_agent_specs,
+)
 from ..runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
@@ -37,7 +42,7 @@ from .spawn import SpawnParent, make_spawn_tool
 if TYPE_CHECKING:
     from .drive import TurnContext
 
-__all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory"]
+__all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
 
 AgentSource = Literal["user", "session", "intent"]
 
@@ -82,6 +87,7 @@ class TurnSetup:
         self.permissions.session = p.run.session
         if self.spawn is not None:
             self.spawn.client = p.client
+        p.recorder.emit(ToolsOffered(tools=[t.name for t in self.tools]))  # the card's line
         for message in self.notices:
             p.recorder.emit(Warning_(message=message))
         self.notices.clear()
@@ -163,6 +169,18 @@ def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext
     return tools, parent
 
 
+def default_specs(agent: Agent | None) -> list[Any] | None:
+    """The tools of a turn that named none (docs/behaviour.md §5.1): the agent's own ``tools``;
+    for an agent with a workspace and no ``tools``, its built-ins, the connected MCP servers'
+    tools and the notebook's ``@tool`` functions; otherwise (no agent, or an agent without a
+    workspace) ``None``: every ``@tool`` function, so a plain cell stays predictable."""
+    if agent is None:
+        return None
+    if agent.tools is not None:
+        return agent.tools
+    return workspace_agent_specs() if agent.workspace else None
+
+
 def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str = "agent",
                store: Any = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
@@ -175,7 +193,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         kind: ``toolloop`` or ``plan``.
         prompt: The user's raw text (the intent looks at nothing else).
         opt: The turn's :class:`~jupyter_agent.agents.drive.TurnOptions`.
-        tools: The cell's tool specs (``--tools``); ``None``: the agent's, else every ``@tool``.
+        tools: The cell's tool specs (``--tools``); ``None``: :func:`default_specs`.
         store: The session store (``None``: no session lookups or bindings).
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
     """
@@ -210,7 +228,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),
         auto_approve=bool(getattr(opt, "auto_approve", False)))
-    specs = tools if tools is not None else (agent.tools if agent is not None else None)
+    specs = tools if tools is not None else default_specs(agent)
     with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),

@@ -181,7 +181,8 @@ def _cmd_agents(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         print("No agents defined. Define one: Agent('name', instructions=..., tools=[...]).")
     for a in agents:
         parts = [f"model {a.model}" if a.model else "", f"tools {', '.join(a.tool_names())}"
-                 if a.tools is not None else "tools: every @tool",
+                 if a.tools is not None else "tools: built-ins, MCP, every @tool"
+                 if a.workspace else "tools: every @tool",
                  f"workspace {a.workspace}" if a.workspace else "",
                  f"intents {', '.join(a.intents)}" if a.intents else "",
                  "read-only" if a.read_only else ""]

@@ -34,7 +34,9 @@ class Agent(BaseModel):
         instructions: Role instructions, put into the system prompt of every turn.
         tools: Tool names (``@tool`` functions, built-ins such as ``"bash"``, MCP tools,
             ``"spawn_agent"``), :class:`~jupyter_agent.tools.registry.Tool` objects or plain
-            functions; ``None`` means the cell's default (every ``@tool`` function).
+            functions; ``None`` means the default: with a ``workspace``, the built-ins, the
+            connected MCP servers' tools and every ``@tool`` function; without one, every
+            ``@tool`` function (docs/behaviour.md §5.1).
         model: Model or profile name, used unless the cell says ``--model``.
         workspace: The folder the file tools are confined to and ``bash`` runs in (sandboxed
             when bubblewrap is available, docs/sandbox.md; relative paths are taken

@@ -5,8 +5,10 @@ tools (``bash``, ``read_file``, ``write_file``, ``web_fetch``, ``search_files``,
 ``glob_files``), ``spawn_agent``, the notebook tools (``list_variables``, ``inspect_variable``,
 ``run_python``, ``read_notebook``, ``read_cells``, ``insert_cell``, or ``notebook`` for all of
 them: docs/notebook-tools.md), and the tools of connected MCP servers (``mcp_<server>_<tool>``,
-or ``mcp_<server>`` for all of one server's tools). Built-ins and MCP tools are offered only
-when named (by ``--tools`` or by the agent); the default tool set is every ``@tool`` function.
+or ``mcp_<server>`` for all of one server's tools). The default set depends on the turn
+(docs/behaviour.md §5.1): a plain turn offers every ``@tool`` function; an agent with a
+workspace and no tools of its own offers :func:`workspace_agent_specs` (its built-ins, the
+connected MCP servers' tools, then every ``@tool`` function); named tools always win.
 
 Every tool here carries an ``origin`` attribute (``user``, ``builtin``, ``mcp``, ``spawn``),
 which the permission policy reads: a user's tool is allowed by default, the others are not.
@@ -23,7 +25,8 @@ from ..tools.notebook import NOTEBOOK_TOOL_NAMES
 from ..tools.registry import REGISTRY, Tool
 
 __all__ = ["BUILTIN_TOOL_NAMES", "READ_ONLY_BUILTINS", "builtin_tools", "resolve_tool_specs",
-           "tag", "rebind_builtins", "SPAWN_TOOL_NAME", "NOTEBOOK_SET_NAME", "NOTEBOOK_TOOL_NAMES"]
+           "tag", "rebind_builtins", "SPAWN_TOOL_NAME", "NOTEBOOK_SET_NAME", "NOTEBOOK_TOOL_NAMES",
+           "workspace_agent_specs"]
 
 READ_ONLY_BUILTINS = frozenset({"read_file", "search_files", "glob_files", "web_fetch"})
 """Built-ins without side effects in the workspace: they may run in parallel batches."""
@@ -66,6 +69,20 @@ def _mcp_lookup(name: str) -> list[Tool[Any]] | None:
     except ImportError:  # the mcp package is an optional extra
         return None
     return find_mcp_tools(name)
+
+
+def workspace_agent_specs() -> list[str]:
+    """The tool names an agent with a workspace gets when it names none: the six built-ins,
+    every tool of every connected MCP server, then the notebook's ``@tool`` functions (a
+    ``@tool`` function that shares a built-in's name replaces it, as a named one does). The
+    permission policy still asks before the risky ones run (docs/behaviour.md §10.5)."""
+    try:
+        from ..tools.mcp import mcp_tool_names
+    except ImportError:  # the mcp package is an optional extra
+        mcp: list[str] = []
+    else:
+        mcp = mcp_tool_names()
+    return [*BUILTIN_TOOL_NAMES, *mcp, *REGISTRY.names()]
 
 
 def _unknown(name: str) -> ToolError:

@@ -102,7 +102,14 @@ _V3 = """
 ALTER TABLE runs ADD COLUMN origin TEXT;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+# What a turn did, kept short (docs/behaviour.md §12): each tool result cut to 500 + 500
+# characters (``tools``, JSON) and the conversation as text, at most 10000 (``history_preview``).
+_V4 = """
+ALTER TABLE turns ADD COLUMN tools TEXT;
+ALTER TABLE turns ADD COLUMN history_preview TEXT;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 """``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

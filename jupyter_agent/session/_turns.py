@@ -8,6 +8,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from .._previews import NODE_PREVIEW, head_tail, history_preview
 from ..secrets import mask
 from ._db import Database, dumps, loads
 from ._sessions import ensure_session_row
@@ -17,13 +18,14 @@ __all__ = ["TurnsMixin"]
 
 _TURN_COLUMNS = (
     "id, session, run_id, mode, agent, intent, model, profile, started, duration,"
-    " input_tokens, output_tokens, cost, status, error"
+    " input_tokens, output_tokens, cost, status, error, tools, history_preview"
 )
 
 
 def _turn(row: tuple[Any, ...]) -> TurnRecord:
     fields = dict(zip((c.strip() for c in _TURN_COLUMNS.split(",")), row, strict=True))
     fields["intent"] = loads(fields["intent"])
+    fields["tools"] = loads(fields["tools"]) or []
     return TurnRecord.model_validate(fields)
 
 
@@ -80,12 +82,21 @@ class TurnsMixin:
         profile: str | None = None,
         duration: float | None = None,
         error: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        history: str | None = None,
     ) -> TurnRecord:
         """Record how a turn ended. ``duration`` defaults to the time since ``start_turn``.
 
         ``model``/``profile`` replace the ones given at the start only when not ``None`` (the
-        answering model can differ after a failover).
+        answering model can differ after a failover). ``tools`` (``call_id``, ``name``,
+        ``output``, ``error`` of each call) and ``history`` (the conversation as text) are
+        masked, then kept as previews: 500 + 500 characters of each output, 10000 of the
+        history (docs/behaviour.md §12).
         """
+        previews = [{"call_id": str(t.get("call_id", "")), "name": str(t.get("name", "")),
+                     "error": None if t.get("error") is None else mask(str(t["error"])),
+                     "output": head_tail(mask(str(t.get("output") or "")), *NODE_PREVIEW)}
+                    for t in tools or []]
         now = time.time()
         with self._db.write() as conn:
             row = conn.execute("SELECT started FROM turns WHERE id = ?", (turn_id,)).fetchone()
@@ -94,7 +105,7 @@ class TurnsMixin:
             conn.execute(
                 "UPDATE turns SET status = ?, input_tokens = ?, output_tokens = ?, cost = ?,"
                 " model = COALESCE(?, model), profile = COALESCE(?, profile), duration = ?,"
-                " error = ? WHERE id = ?",
+                " error = ?, tools = ?, history_preview = ? WHERE id = ?",
                 (
                     status,
                     int(input_tokens),
@@ -104,6 +115,8 @@ class TurnsMixin:
                     profile,
                     max(0.0, now - row[0]) if duration is None else float(duration),
                     None if error is None else mask(error),
+                    dumps(previews) if previews else None,
+                    None if history is None else history_preview(mask(history)),
                     turn_id,
                 ),
             )

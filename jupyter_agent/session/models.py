@@ -87,6 +87,12 @@ class TurnRecord(BaseModel):
     """``running`` until finished, then the run status (``done``, ``ask``, ``error``, …)."""
     error: str | None = None
     """One-line error message for failed turns (never a key)."""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """The turn's tool calls (``call_id``, ``name``, ``error``, ``output``: the result's first
+    and last 500 characters), masked."""
+    history_preview: str | None = None
+    """The turn's conversation (request and answer) as text, masked, at most 10000
+    characters (its first and last 5000)."""
 
 
 class RunRecord(BaseModel):

@@ -23,7 +23,7 @@ from ..secrets import mask, mask_json
 from .card_html import footer_text, render_html
 
 __all__ = ["run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
-           "output_metadata"]
+           "output_metadata", "tools_text"]
 
 _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
                 "skipped": "[-]"}
@@ -98,6 +98,14 @@ def _proposal_md(p: dict[str, Any]) -> str:
             f"{why}{_fence(p.get('source') or '', lang)}")
 
 
+def tools_text(view: dict[str, Any]) -> str | None:
+    """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools; ``None`` otherwise."""
+    tools = view.get("tools")
+    if tools is None:
+        return None
+    return "Tools: " + (", ".join(tools) if tools else "none")
+
+
 def render_markdown(view: dict[str, Any]) -> str:
     """A readable markdown transcript of the run (GitHub, nbconvert, VS Code)."""
     out: list[str] = []
@@ -137,6 +145,9 @@ def render_markdown(view: dict[str, Any]) -> str:
         out.append("\n".join(_ask_md(view["ask"])))
     if view.get("error"):
         out.append(f"**{view.get('status', 'error')}:** {_md_escape_inline(view['error'])}")
+    tools = tools_text(view)
+    if tools:
+        out.append(f"*{_md_escape_inline(tools)}*")
     if view.get("hint") and view.get("status") == "ask":
         out.append(f"*{view['hint']}*")
     out.append(f"*{footer_text(view)}*")
@@ -156,6 +167,9 @@ def render_plain(view: dict[str, Any]) -> str:
         parts.append(f"{ask['question']}\n{opts}")
     if view.get("error"):
         parts.append(f"[{view.get('status')}] {view['error']}")
+    tools = tools_text(view)
+    if tools:
+        parts.append(tools)
     if view.get("hint") and view.get("status") == "ask":
         parts.append(view["hint"])
     parts.append(f"[{view.get('status')}] {footer_text(view)}")

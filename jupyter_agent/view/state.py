@@ -25,6 +25,10 @@ Shape::
         {"kind": "compressed", "round", "method", "tokens_before", "tokens_after"},
         {"kind": "ask"|"approval", ...}   # an answered ask: a copy of "ask" below
       ],
+      "tools": [str] | None,     # the tools offered (tools_offered); None: none were offered
+                                 # (%%chat)
+      "plan_status": "generating"|"updating"|None,  # an update_plan call is on its way
+                                 # (plan_status); cleared when it returns or the run ends
       "plan": {...} | None,      # the active plan (agents.plan.state.Plan as JSON)
       "ask": {"call_id", "kind", "question", "options", "descriptions", "allow_other",
               "detail", "answered": None | {"how", "answer", "option_index"}} | None,
@@ -59,6 +63,8 @@ def new_view() -> dict[str, Any]:
         "status": "running",
         "started_at": None,
         "items": [],
+        "tools": None,
+        "plan_status": None,
         "plan": None,
         "ask": None,
         "answer": "",
@@ -135,6 +141,8 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             card = {"kind": "tool", "round": d["round"], "call_id": d["call_id"], "name": d["name"],
                     "arguments": "", "internal": d["internal"]}
             items.append(card)
+        if d["name"] == "update_plan":
+            view["plan_status"] = None  # the update ran (or failed): nothing is on its way
         card.update(
             output=d["output"],
             error=d["error"],
@@ -167,6 +175,10 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
         view["footer"]["rounds"] = max(view["footer"]["rounds"], d["round"])
     elif kind == "plan_updated":
         view["plan"] = d["plan"]
+    elif kind == "tools_offered":
+        view["tools"] = list(d["tools"])
+    elif kind == "plan_status":
+        view["plan_status"] = d["status"]
     elif kind == "ask_pending":
         view["ask"] = {
             "call_id": d["call_id"],
@@ -226,6 +238,7 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
                     session=d["session"], status="running", started_at=d["t"])
         view["footer"]["model"] = d["model"]
     elif kind == "run_finished":
+        view["plan_status"] = None
         view["status"] = d["status"]
         view["answer"] = d["answer"]
         view["error"] = d["error"]

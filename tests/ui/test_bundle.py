@@ -155,6 +155,7 @@ def test_merge_deltas_merges_consecutive_deltas() -> None:
 
 SAMPLES: list[ev.BaseEvent] = [
     ev.RunStarted(run_id="r", agent="chat", model="m", prompt="p", session="s"),
+    ev.ToolsOffered(tools=["read_file", "probe"]),
     ev.RoundStarted(round=1, model="m", tool_choice="none"),
     ev.ReasoningDelta(round=1, text="r"),
     ev.TextDelta(round=1, text="t"),
@@ -166,6 +167,7 @@ SAMPLES: list[ev.BaseEvent] = [
     ev.UsageRecorded(round=1, module="m", model="x", input_tokens=1, output_tokens=2, cost=0.5,
                      estimated=True),
     ev.PlanUpdated(plan={"task": "T", "steps": [{"id": "1", "status": "pending"}]}),
+    ev.PlanStatus(status="updating", round=1, call_id="c"),
     ev.AskPending(call_id="c", kind="approval", question="q?", options=["a", "b", "c"],
                   descriptions=["x", "y", "z"], allow_other=False, detail={"tool": "bash"}),
     ev.AskAnswered(call_id="c", how="option", answer="a", option_index=1),

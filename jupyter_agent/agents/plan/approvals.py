@@ -48,11 +48,12 @@ def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | 
 
 def plan_approval_answer(p: TurnContext, card: ApprovalCard, answer: Answer,
                          tools: dict[str, Any], permissions: PermissionContext | None, *,
-                         round_: int) -> str:
-    """The result text of the call an approval card waited on, after ``answer``: the tool's
-    output (allowed) or ``Permission denied by the user: <tool> was not run.``"""
+                         round_: int) -> ToolOutcome:
+    """The outcome of the call an approval card waited on, after ``answer``: the tool's
+    (allowed; its ``stop`` says it raised the stop signal) or the denial ``Permission denied
+    by the user: <tool> was not run.``"""
     item = WaitingCall.of(card)
     ctx = permissions or PermissionContext(session=p.run.session, store=p.store)
     out = answered_outcome(p, item, approval_choice(answer), tools.get(item.name), ctx,
                            round_=round_, available=list(tools))
-    return out.output
+    return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from ...answers import Answer
-from ...events import Warning_
+from ...events import BaseEvent, PlanStatus, ToolCalled, Warning_
 from ...llm.profiles import map_temperature
 from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message
@@ -29,7 +29,7 @@ from ..turn import TurnSetup
 from ._hooks import PlanHooks
 from .approvals import plan_approval_answer
 from .ask import AskAnswer, AskRequest, format_answer_for_model
-from .constants import BATCH_TOOL_SIZE
+from .constants import BATCH_TOOL_SIZE, UPDATE_PLAN_TOOL_NAME
 from .run_state import PlanRunState, build_initial_messages, final_answer_text
 from .tools import ToolCatalog, normalize_catalog
 
@@ -77,10 +77,14 @@ def resume_plan(p: TurnContext, pending: PlanPending, answer: Answer, held: Part
     catalog = normalize_catalog(tools)
     by_name = {t.name: t for t in tools}
     card = pending.card
+    stopped = False
     if isinstance(card, ApprovalCard):  # an approval card: the call runs now, or is denied
-        content = plan_approval_answer(p, card, answer, by_name,
-                                       rt.permissions if rt is not None else None,
-                                       round_=pending.rounds)
+        out = plan_approval_answer(p, card, answer, by_name,
+                                   rt.permissions if rt is not None else None,
+                                   round_=pending.rounds)
+        # An approved call that raised the stop signal ends the run here, no further request,
+        # as it would have without the card (docs/behaviour.md §2.7).
+        content, stopped = out.output, out.stop
     else:
         request = _ask_request(card)
         content = format_answer_for_model(request, _ask_answer(request, answer))
@@ -88,17 +92,18 @@ def resume_plan(p: TurnContext, pending: PlanPending, answer: Answer, held: Part
     messages = [*pending.messages, answer_msg]
     return _drive_plan(p, messages, catalog, by_name, pending.plan_state.model_copy(deep=True),
                        pending.options, turn_messages=[*pending.turn_messages, answer_msg],
-                       resumed=True, round_offset=pending.rounds, runtime=rt)
+                       resumed=True, round_offset=pending.rounds, runtime=rt, stopped=stopped)
 
 
 # ---------------------------------------------------------------------------- the loop
 def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
                 by_name: dict[str, Tool[Any]], state: PlanRunState, lo: PlanOptions, *,
                 turn_messages: list[Message], resumed: bool, round_offset: int = 0,
-                runtime: TurnSetup | None = None) -> Run:
+                runtime: TurnSetup | None = None, stopped: bool = False) -> Run:
     """Run (or continue) the loop; suspend on an ask, otherwise finish the Run and the store.
 
-    ``turn_messages``: the turn's messages before this part, the user's first.
+    ``turn_messages``: the turn's messages before this part, the user's first. ``stopped``:
+    the answered call raised the stop signal: the run ends ``done`` without a request.
     """
     prof = p.client.profile
     schemas = catalog.schemas()
@@ -111,6 +116,17 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
                      batch_size=BATCH_TOOL_SIZE, temperature=map_temperature(prof, lo.temperature),
                      max_tokens=max_tokens, stream=lo.stream, round_offset=round_offset,
                      vision=prof.capabilities.vision)
+
+    def announce(event: BaseEvent) -> None:
+        # An update_plan call appeared in the stream (it has not run): say whether the plan is
+        # being made or changed (docs/behaviour.md §6.4). Last listener, so every consumer
+        # sees the call first, then the status.
+        if isinstance(event, ToolCalled) and event.name == UPDATE_PLAN_TOOL_NAME:
+            p.recorder.emit(PlanStatus(
+                status="updating" if state.active_plan is not None else "generating",
+                round=event.round, call_id=event.call_id))
+
+    p.recorder.listeners.append(announce)
 
     def on_result(result: LoopResult) -> None:
         run = p.run
@@ -129,7 +145,8 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
             result.answer = final_answer_text(result.assistant_messages) or result.answer
 
     return drive(p, messages, cfg, ph.hooks(), persist_from=len(messages) - 1,
-                 on_result=on_result, persist_prefix=turn_messages if resumed else None)
+                 on_result=on_result, persist_prefix=turn_messages if resumed else None,
+                 stopped=stopped)
 
 
 def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanOptions,

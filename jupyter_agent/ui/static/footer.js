@@ -2,6 +2,7 @@
 // (model, rounds, tokens, cost, time).
 
 import { append, formatCost, formatInt, formatSeconds, h, isKnown } from "./dom.js";
+import { renderToolsLine } from "./tools_line.js";
 
 /** The words of each run status (the header badge and the end note). */
 export const STATUS_LABELS = {
@@ -21,7 +22,7 @@ export const STATUS_LABELS = {
  */
 export function renderFooter(view) {
   const f = view.footer || {};
-  const foot = h("footer", "ja-footer");
+  const foot = append(h("footer", "ja-footer"), renderToolsLine(view));
   const rounds = Number(f.rounds) || 0;
   const count = (n) => (isKnown(n) && f.estimated ? "~" : "") + formatInt(n);
   // Every model call has input tokens, so 0 in and 0 out means no call was accounted (none
