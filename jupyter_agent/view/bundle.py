@@ -28,6 +28,7 @@ __all__ = ["run_payload", "render_markdown", "render_plain", "render_html", "bui
 _STATUS_ICON = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "blocked": "[!]",
                 "skipped": "[-]"}
 _PREVIEW = 600
+_TOOL_PREVIEW = 200
 
 
 def run_payload(view: dict[str, Any]) -> dict[str, Any]:
@@ -123,7 +124,9 @@ def render_markdown(view: dict[str, Any]) -> str:
             status = "error" if item.get("error") else "ok"
             head = (f"**Tool `{item['name']}`** ({status}, {item.get('seconds', 0.0):.2f} s) "
                     f"`{_md_escape_inline(_preview(item.get('arguments') or '', 200))}`")
-            out.append(head + "\n\n" + _fence(_preview(item.get("output") or "")))
+            # A short preview: the whole output is in the view, and the markdown is the fallback
+            # of readers without HTML (keeps a saved run close to its view's size).
+            out.append(head + "\n\n" + _fence(_preview(item.get("output") or "", _TOOL_PREVIEW)))
             for fig in item.get("figures") or []:
                 out.append(f"> *{_md_escape_inline(fig.get('description') or 'figure')}*")
             if item.get("proposal"):

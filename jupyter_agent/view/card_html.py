@@ -20,6 +20,9 @@ from ..secrets import mask
 __all__ = ["render_html", "footer_text"]
 
 _PREVIEW = 4000
+# Tool outputs are previews here, as in the markdown: the whole output is in the view (run+json),
+# and a saved notebook should stay close to its view's size (docs/behaviour.md).
+_TOOL_PREVIEW = 200
 _BOX = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:14px;"
         "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:8px 12px;"
         "margin:4px 0;max-width:100%")
@@ -119,10 +122,10 @@ def _tool(item: dict[str, Any], status: str) -> str:
         body.append(f"<div style=\"{_DIM}\">Arguments</div><pre style=\"{_PRE}\">{_esc(pretty)}</pre>")
     error = item.get("error")
     if error and error != "interrupted":
-        body.append(f"<div style=\"{_DIM}\">Error</div><pre style=\"{_PRE}\">{_esc(_clip(str(error)))}</pre>")
+        body.append(f"<div style=\"{_DIM}\">Error</div><pre style=\"{_PRE}\">{_esc(_clip(str(error), _TOOL_PREVIEW))}</pre>")
     output = str(item.get("output") or "")
     if output and output != error:
-        body.append(f"<div style=\"{_DIM}\">Output</div><pre style=\"{_PRE}\">{_esc(_clip(output))}</pre>")
+        body.append(f"<div style=\"{_DIM}\">Output</div><pre style=\"{_PRE}\">{_esc(_clip(output, _TOOL_PREVIEW))}</pre>")
     return f"<details style='margin:2px 0'><summary>{head}</summary>{''.join(body)}</details>"
 
 

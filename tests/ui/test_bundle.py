@@ -124,8 +124,8 @@ def test_long_tool_output_is_previewed_head_and_tail() -> None:
         ev.ToolReturned(round=1, call_id="c", name="dump", output="H" * 2000 + "T" * 2000),
     ])
     md = render_markdown(view)
-    assert "H" * 300 in md and "T" * 300 in md and "characters hidden" in md
-    assert len(md) < 1500
+    assert "H" * 100 in md and "T" * 100 in md and "characters hidden" in md
+    assert len(md) < 600  # a preview: the whole output is in the view
 
 
 def test_metadata_carries_usage_not_secrets() -> None:
