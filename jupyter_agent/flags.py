@@ -16,7 +16,7 @@ import keyword
 import math
 from typing import Callable
 
-__all__ = ["unquote", "text", "integer", "number", "identifier", "name_list"]
+__all__ = ["unquote", "text", "integer", "number", "amount", "identifier", "name_list"]
 
 
 def unquote(value: str) -> str:
@@ -74,6 +74,18 @@ def number(minimum: float, maximum: float) -> Callable[[str], float]:
 
     parse.__name__ = "number"
     return parse
+
+
+def amount(value: str) -> float:
+    """A finite number above 0 (``--max-cost``)."""
+    raw = unquote(value).strip()
+    try:
+        result = float(raw)
+    except ValueError:
+        raise _bad(f"must be a number above 0, not {value!r}") from None
+    if not math.isfinite(result) or result <= 0:
+        raise _bad(f"must be a number above 0, not {raw}")
+    return result
 
 
 def identifier(value: str) -> str:

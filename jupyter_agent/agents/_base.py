@@ -46,6 +46,9 @@ class TurnOptions:
     and ``%%plan`` only."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
+    is_aborted: Callable[[], bool] | None = None
+    """Polled before each round and between streamed chunks: ``True`` ends the run with
+    status ``aborted`` (a batch's stop button aborts its items in flight this way)."""
 
 
 @dataclass
@@ -62,6 +65,8 @@ class Prepared:
     """The run's tokens and cost before this turn (a resumed run): the turn records the rest."""
     persisted: int = 0
     """Leading messages of this turn already in the session (written before a suspension)."""
+    is_aborted: Callable[[], bool] | None = None
+    """The caller's abort check (:attr:`TurnOptions.is_aborted`)."""
 
 
 def _store(opt: TurnOptions) -> Any:
@@ -116,7 +121,7 @@ def prepare(kind: str, prompt: str, opt: TurnOptions, *, mode: str = "ask", inte
     notice = None if explicit else local_default_notice(model)
     if notice:
         recorder.emit(Warning_(message=notice))
-    return Prepared(client, run, recorder, store, turn_id, history)
+    return Prepared(client, run, recorder, store, turn_id, history, is_aborted=opt.is_aborted)
 
 
 def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
@@ -211,9 +216,11 @@ def drive(p: Prepared, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: L
             user_hook(output)
 
     user_aborted = hooks.is_aborted
+    caller_aborted = p.is_aborted
     hooks = dataclasses.replace(
         hooks, on_round_end=on_round_end,
-        is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted()))
+        is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted())
+        or bool(caller_aborted and caller_aborted()))
     # A resumed run's earlier calls keep their ids: a new call never takes one of them, even
     # when context fitting dropped the message that carried it.
     used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import MissingKeyError
 from ._stream import StreamAssembler
+from .limiter import limiter_for
 from .profiles import ModelProfile, resolve_profile
 from .tokens import count_messages_tokens, count_text_tokens, count_tools_tokens
 from .types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usage
@@ -220,12 +221,18 @@ class ModelClient:
         body = self.build_body(request)
         start = time.perf_counter()
         attempt = 0
+        # Shared by every thread calling this server: a 429/5xx pauses them all (llm/limiter.py).
+        limiter = limiter_for(self.base_url)
         while True:
+            limiter.wait()
             try:
                 resp = self._attempt(request, body, on_delta)
                 resp.seconds = time.perf_counter() - start
                 return resp
             except _Retryable as exc:
+                delay = self.retry.delay(attempt, exc.retry_after)
+                if exc.status is not None:  # the server answered "not now": nobody asks now
+                    limiter.pause(delay)
                 if attempt >= self.retry.max_retries:
                     return ChatResponse(
                         error=f"Model request failed after {attempt + 1} attempts: {exc}",
@@ -234,7 +241,8 @@ class ModelClient:
                     )
                 if on_delta is not None:
                     on_delta("retry", {"attempt": attempt + 1, "reason": str(exc)})
-                time.sleep(self.retry.delay(attempt, exc.retry_after))
+                if exc.status is None:
+                    time.sleep(delay)  # a connection problem of this request only
                 attempt += 1
             except _Fatal as exc:
                 return ChatResponse(error=str(exc), status_code=exc.status,

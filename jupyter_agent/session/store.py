@@ -1,10 +1,10 @@
 """The embedded session store: one SQLite file, no server.
 
 Holds sessions (history, bindings, remembered permissions), turn records, runs with their
-event logs, and the pending state of suspended asks. Safe to use from several threads of one
-kernel and from several kernels (processes) on the same file at once. API keys never reach
-the file: every JSON value written is scrubbed of ``*API_KEY`` environment values and of keys
-given to ``register_secret``.
+event logs, the pending state of suspended asks, and batches with their finished items. Safe
+to use from several threads of one kernel and from several kernels (processes) on the same
+file at once. API keys never reach the file: every JSON value written is scrubbed of
+``*API_KEY`` environment values and of keys given to ``register_secret``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._batches import BatchesMixin
 from ._db import Database
 from ._runs import RunsMixin
 from ._schema import SCHEMA_VERSION
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["Store", "default_store", "reset_default_store", "swap_default_store"]
 
 
-class Store(SessionsMixin, TurnsMixin, RunsMixin, TranscriptMixin):
+class Store(SessionsMixin, TurnsMixin, RunsMixin, TranscriptMixin, BatchesMixin):
     """A session store backed by the SQLite file at ``path``.
 
     ``path`` defaults to ``<data dir>/store.sqlite3`` (see ``paths.default_data_dir``). The
