@@ -134,7 +134,7 @@ def run_batch_cell(magics: Any, kind: str, args: Any, line: str, cell: str) -> N
         box["display"].update(view)
 
     try:
-        result = batch(cell.strip(), ns[args.over], agent=kind, model=models,
+        result = batch(cell.strip(), ns[args.over], kind=kind, model=models,
                        concurrency=args.concurrency or 4, expect=args.expect,
                        match=args.match or "exact", score=score, max_cost=args.max_cost,
                        max_items=args.max_items, rerun=args.rerun, engine=args.engine or "thread",

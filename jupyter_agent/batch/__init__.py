@@ -1,6 +1,6 @@
 """Batch runs and evaluations: one agent over many inputs, resumable, with one progress card.
 
-``jupyter_agent.batch(template, over, agent="toolloop", concurrency=4, ...)`` runs ``chat``,
+``jupyter_agent.batch(template, over, kind="toolloop", concurrency=4, ...)`` runs ``chat``,
 ``toolloop`` or ``plan`` once per row of a DataFrame or list and returns a
 :class:`~jupyter_agent.batch.api.BatchResult` (its ``results`` table, its ``board`` comparing
 models). The cell magics do the same with ``--over VAR`` (docs/behaviour.md, "Batches").

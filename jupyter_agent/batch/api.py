@@ -14,11 +14,14 @@ from ..errors import ParameterError
 from .engine import Controller, Execution, execute
 from .evaluate import score_outcomes
 from .inputs import load_inputs
+from .progress import preview
 from .results import as_table, board_rows, chart_png, results_table
 from .spec import BatchSpec
 
 __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 
+PREVIEW_ROWS = 20
+"""Results shown in the finished card (the table in ``--out`` has them all)."""
 _COMMON = {"system", "temperature", "max_tokens", "knowledge", "listeners", "client", "agent",
            "auto_approve"}
 _OPTIONS = {"chat": _COMMON - {"agent", "auto_approve"},
@@ -59,9 +62,9 @@ class BatchResult:
         self.view["board"] = self.board_rows
         self.view["preview"] = [
             {"row": i.row + 1, "model": i.model, "status": o["status"],
-             "answer": str(o.get("answer") or "")[:120], "error": str(o.get("error") or "")[:120],
+             "answer": preview(o.get("answer")), "error": preview(o.get("error")),
              "score": None if self.scores is None else self.scores[i.position]}
-            for i, o in zip(ex.items[:20], ex.outcomes[:20])]
+            for i, o in zip(ex.items[:PREVIEW_ROWS], ex.outcomes[:PREVIEW_ROWS])]
 
     def card(self, run_id: str) -> Any:
         """The full card of one item's run (see :func:`jupyter_agent.batch.cards.run_card`)."""
@@ -99,16 +102,16 @@ def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | 
     return out  # type: ignore[return-value]
 
 
-def _spec(template: str, over: Any, agent: str, model: Any, namespace: Mapping[str, Any],
+def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[str, Any],
           options: dict[str, Any], **fields: Any) -> BatchSpec:
     from ..config import choose_model
 
-    if agent not in _OPTIONS:
-        raise ParameterError(f"agent must be chat, toolloop or plan, not {agent!r}.")
-    unknown = sorted(set(options) - _OPTIONS[agent])
+    if kind not in _OPTIONS:
+        raise ParameterError(f"kind must be chat, toolloop or plan, not {kind!r}.")
+    unknown = sorted(set(options) - _OPTIONS[kind])
     if unknown:
-        raise ParameterError(f"{unknown[0]} is not an option of a {agent} batch (options: "
-                             f"{', '.join(sorted(_OPTIONS[agent]))}).")
+        raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "
+                             f"{', '.join(sorted(_OPTIONS[kind]))}).")
     inputs = load_inputs(over)
     models = [choose_model(m) for m in split_models(model)]
     clients = dict(fields.pop("clients", None) or {})
@@ -117,11 +120,11 @@ def _spec(template: str, over: Any, agent: str, model: Any, namespace: Mapping[s
         if len(models) > 1:
             raise ParameterError("client serves one model: pass clients per model, or one model.")
         clients[models[0]] = client
-    return BatchSpec(kind=agent, template=template, inputs=inputs, models=models,  # type: ignore[arg-type]
+    return BatchSpec(kind=kind, template=template, inputs=inputs, models=models,  # type: ignore[arg-type]
                      options=options, clients=clients, namespace=namespace, **fields)
 
 
-def batch(template: str, over: Any, *, agent: str = "toolloop",
+def batch(template: str, over: Any, *, kind: str = "toolloop",
           model: str | list[str] | None = None, concurrency: int = 4,
           expect: str | None = None, match: str = "exact",
           score: Callable[..., Any] | None = None, max_cost: float | None = None,
@@ -131,7 +134,7 @@ def batch(template: str, over: Any, *, agent: str = "toolloop",
           on_progress: Callable[[dict[str, Any]], None] | None = None,
           controller: Controller | None = None, clients: dict[str, Any] | None = None,
           **options: Any) -> Any:
-    """Run ``agent`` (``chat``, ``toolloop`` or ``plan``) once per row of ``over``.
+    """Run ``kind`` (``chat``, ``toolloop`` or ``plan``) once per row of ``over``.
 
     Args:
         template: The prompt; ``{field}`` takes the row's field (``{item}`` for a list of
@@ -158,14 +161,15 @@ def batch(template: str, over: Any, *, agent: str = "toolloop",
         on_progress: Called with the card's state, a few times a second.
         controller: Stop requests from elsewhere (the card's button).
         clients: A model client per model name (record/replay cells).
-        **options: Options of the entry point (``system``, ``tools``, ``max_rounds``...).
+        **options: Options of the entry point (``system``, ``tools``, ``max_rounds``,
+            ``agent`` for a named agent...).
 
     Returns:
         A :class:`BatchResult` (a :class:`BatchRun` with ``wait=False``).
     """
     if namespace is None:
         namespace = sys._getframe(1).f_globals  # a notebook cell's variables, as in the cell
-    spec = _spec(template, over, agent, model, namespace, dict(options), concurrency=concurrency,
+    spec = _spec(template, over, kind, model, namespace, dict(options), concurrency=concurrency,
                  expect=expect, match=match, score=score, max_cost=max_cost,
                  max_items=max_items, rerun=rerun, engine=engine, auto_answer=auto_answer,
                  clients=clients)

@@ -97,6 +97,20 @@ def _stored_outcome(store: Any, rec: Any) -> dict[str, Any] | None:
     return out
 
 
+def _check_tools(spec: BatchSpec) -> None:
+    """An unknown tool name fails every item alike: say so before anything runs."""
+    tools = spec.options.get("tools")
+    if spec.kind == "chat" or tools is None:
+        return
+    import os
+
+    from ..runtime.catalog import resolve_tool_specs
+    from ..tools.builtin import Workspace
+
+    resolve_tool_specs([t for t in tools if t != "spawn_agent"],
+                       workspace=lambda: Workspace(os.getcwd()))
+
+
 def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
             on_progress: Callable[[dict[str, Any]], None] | None = None,
             interval: float = PROGRESS_INTERVAL) -> Execution:
@@ -108,6 +122,7 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             items that finished are kept in the store.
     """
     check_spec(spec)
+    _check_tools(spec)
     ctl = controller or Controller()
     items = build_items(spec)
     skey = spec_key(spec)

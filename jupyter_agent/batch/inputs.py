@@ -93,7 +93,8 @@ def template_fields(template: str) -> list[str]:
 
 
 def check_fields(template: str, inputs: Inputs, namespace: Mapping[str, Any]) -> list[str]:
-    """The template's fields, checked: each is in every row or in ``namespace``.
+    """The template's fields, checked: each is in every row, or in no row and in
+    ``namespace``.
 
     Raises:
         ParameterError: one line naming the field and the first row without it.
@@ -101,12 +102,16 @@ def check_fields(template: str, inputs: Inputs, namespace: Mapping[str, Any]) ->
     fields = template_fields(template)
     for f in fields:
         missing = next((i for i, row in enumerate(inputs.rows) if f not in row), None)
-        if missing is None or f in namespace:
+        if missing is None:
             continue
         if all(f not in row for row in inputs.rows):
+            if f in namespace:
+                continue  # a notebook variable, the same for every row
             have = ", ".join(str(c) for c in inputs.columns) or "none"
             raise ParameterError(f"Unknown field {{{f}}} in the template: the rows have the "
                                  f"fields {have}, and no notebook variable has that name.")
+        # Some rows have it: a row without it is a hole in the data, never a cue to take a
+        # notebook variable of the same name instead.
         have = ", ".join(str(k) for k in inputs.rows[missing]) or "none"
         raise ParameterError(f"Row {missing + 1} has no field {{{f}}} (its fields: {have}).")
     return fields

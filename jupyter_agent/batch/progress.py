@@ -12,7 +12,7 @@ from typing import Any
 
 from .item import FINISHED
 
-__all__ = ["Progress", "LiveUsage", "LATEST", "BATCH_FORMAT_VERSION"]
+__all__ = ["Progress", "LiveUsage", "LATEST", "BATCH_FORMAT_VERSION", "preview"]
 
 LATEST = 5
 """Finished items shown under the counts."""
@@ -105,8 +105,8 @@ class Progress:
         self._count(outcome)
         self.latest.append({"row": item.row + 1, "model": item.model,
                             "status": outcome["status"],
-                            "answer": _preview(outcome.get("answer") or ""),
-                            "error": _preview(outcome.get("error") or ""),
+                            "answer": preview(outcome.get("answer")),
+                            "error": preview(outcome.get("error")),
                             "seconds": outcome.get("seconds") or 0.0,
                             "run_id": outcome.get("run_id")})
         del self.latest[:-LATEST]
@@ -159,6 +159,9 @@ class Progress:
         self.stop_reason = reason
 
 
-def _preview(text: str) -> str:
-    text = " ".join(str(text).split())
+def preview(text: Any) -> str:
+    """One line of model text for the card: cut short, secrets masked."""
+    from ..secrets import mask
+
+    text = mask(" ".join(str(text or "").split()))  # the card is an output: never a key
     return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"

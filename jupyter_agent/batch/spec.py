@@ -137,7 +137,7 @@ def build_items(spec: BatchSpec) -> list[Item]:
 def check_spec(spec: BatchSpec) -> None:
     """Raise :class:`ParameterError` (naming the parameter) for a value outside its range."""
     if spec.kind not in KINDS:
-        raise ParameterError(f"agent must be one of {', '.join(KINDS)}, not {spec.kind!r}.")
+        raise ParameterError(f"kind must be one of {', '.join(KINDS)}, not {spec.kind!r}.")
     if not spec.template or not spec.template.strip():
         raise ParameterError("template must not be empty.")
     n = spec.concurrency

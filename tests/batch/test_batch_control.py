@@ -39,7 +39,7 @@ def _first_refused(srv: ScriptedOpenAI, turn: Any) -> dict[str, Any]:
 def test_a_429_with_retry_after_pauses_every_worker(srv: ScriptedOpenAI) -> None:
     srv.latency = 0.05  # other requests are in flight when the 429 lands
     box = _first_refused(srv, error(429, "slow down", retry_after=1.0))
-    res = batch("Classify: {item}", ITEMS[:40], agent="chat", concurrency=8)
+    res = batch("Classify: {item}", ITEMS[:40], kind="chat", concurrency=8)
 
     assert list(res.results["status"]) == ["done"] * 40  # the refused item was retried
     t0 = box["t"]
@@ -57,7 +57,7 @@ def test_a_429_with_retry_after_pauses_every_worker(srv: ScriptedOpenAI) -> None
 def test_a_503_backs_off_globally_too(srv: ScriptedOpenAI) -> None:
     srv.latency = 0.05
     box = _first_refused(srv, error(503, "overloaded"))  # no Retry-After: the client's backoff
-    res = batch("Classify: {item}", ITEMS, agent="chat", concurrency=8)
+    res = batch("Classify: {item}", ITEMS, kind="chat", concurrency=8)
     assert list(res.results["status"]) == ["done"] * 80
     t0 = box["t"]
     # The first backoff is 0.5 s with ±25% jitter: at least 0.375 s of silence.
@@ -67,7 +67,7 @@ def test_a_503_backs_off_globally_too(srv: ScriptedOpenAI) -> None:
 def test_max_cost_stops_starting_items(srv: ScriptedOpenAI) -> None:
     # gpt-4.1-mini: 0.4 per million input tokens, so each answer costs 0.4.
     srv.default = text("billing", usage={"prompt_tokens": 1_000_000, "completion_tokens": 0})
-    res = batch("Classify: {item}", ITEMS[:20], agent="chat", concurrency=1, max_cost=1.0,
+    res = batch("Classify: {item}", ITEMS[:20], kind="chat", concurrency=1, max_cost=1.0,
                 model="gpt-4.1-mini")
     out = res.results
     assert list(out["status"]) == ["done"] * 3 + ["skipped"] * 17
@@ -80,7 +80,7 @@ def test_max_cost_stops_starting_items(srv: ScriptedOpenAI) -> None:
 def test_max_cost_with_concurrency_lets_running_items_finish(srv: ScriptedOpenAI) -> None:
     srv.default = hang(0.1, then=text("billing", usage={"prompt_tokens": 1_000_000,
                                                         "completion_tokens": 0}))
-    res = batch("Classify: {item}", ITEMS[:40], agent="chat", concurrency=4, max_cost=1.0,
+    res = batch("Classify: {item}", ITEMS[:40], kind="chat", concurrency=4, max_cost=1.0,
                 model="gpt-4.1-mini")
     done = int((res.results["status"] == "done").sum())
     # Three answers reach the limit; at most the three others then running also finish.
@@ -89,10 +89,10 @@ def test_max_cost_with_concurrency_lets_running_items_finish(srv: ScriptedOpenAI
 
 
 def test_max_items_and_a_rerun_continues_with_the_next(srv: ScriptedOpenAI) -> None:
-    res = batch("Classify: {item}", ITEMS[:12], agent="chat", concurrency=3, max_items=5)
+    res = batch("Classify: {item}", ITEMS[:12], kind="chat", concurrency=3, max_items=5)
     assert list(res.results["status"]) == ["done"] * 5 + ["skipped"] * 7
     assert len(srv.requests) == 5 and "item limit" in res.stop_reason
-    res = batch("Classify: {item}", ITEMS[:12], agent="chat", concurrency=3, max_items=5)
+    res = batch("Classify: {item}", ITEMS[:12], kind="chat", concurrency=3, max_items=5)
     assert list(res.results["status"]) == ["done"] * 10 + ["skipped"] * 2
     assert len(srv.requests) == 10 and res.view["reused"] == 5
     # The same ten prompts, each asked once.
@@ -101,7 +101,7 @@ def test_max_items_and_a_rerun_continues_with_the_next(srv: ScriptedOpenAI) -> N
 
 def test_stop_finish_lets_running_items_end_and_starts_no_more(srv: ScriptedOpenAI) -> None:
     srv.default = hang(0.6, then=text("billing"))
-    run = batch("Classify: {item}", ITEMS[:20], agent="chat", concurrency=4, wait=False)
+    run = batch("Classify: {item}", ITEMS[:20], kind="chat", concurrency=4, wait=False)
     _wait_for(lambda: len(srv.requests) == 4)
     run.stop("finish")
     run.stop("finish")  # a second click changes nothing
@@ -148,7 +148,7 @@ def test_the_cards_stop_button_reaches_the_batch(srv: ScriptedOpenAI) -> None:
         widget._handle_msg({"content": {"data": {"method": "custom", "content": content}},
                            "buffers": []})
 
-    run = batch("Classify: {item}", ITEMS[:12], agent="chat", concurrency=2, wait=False,
+    run = batch("Classify: {item}", ITEMS[:12], kind="chat", concurrency=2, wait=False,
                 controller=ctl)
     _wait_for(lambda: len(srv.requests) == 2)
     click({"type": "stop", "mode": "explode"})

@@ -72,8 +72,9 @@ def test_items_run_on_the_workers_with_notebook_tools(srv: ScriptedOpenAI, clust
 
 
 def _warm_up() -> None:
-    import jupyter_agent.agents.chat  # noqa: F401
     import openai  # noqa: F401
+
+    import jupyter_agent.agents.chat  # noqa: F401
 
 
 def test_a_worker_killed_mid_batch_loses_no_item(srv: ScriptedOpenAI, cluster: Any) -> None:
@@ -81,7 +82,7 @@ def test_a_worker_killed_mid_batch_loses_no_item(srv: ScriptedOpenAI, cluster: A
     rows = [f"ticket {n} with an invoice" for n in range(24)]
     pids = cluster.run(os.getpid)  # worker address -> process id
     cluster.run(_warm_up)  # so both workers send their first requests at once
-    run = batch("Classify: {item}", rows, agent="chat", engine="dask", concurrency=8,
+    run = batch("Classify: {item}", rows, kind="chat", engine="dask", concurrency=8,
                 wait=False)
     end = time.monotonic() + 60
     while len(srv.requests) < 8:  # every worker thread is waiting on a request

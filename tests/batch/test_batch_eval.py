@@ -34,7 +34,7 @@ def test_expect_matches_by_mode(srv: ScriptedOpenAI, mode: str, scores: list[flo
     _answers(srv, {"my invoice": " billing ", "crash": "Technical",
                    "hello": "It is other, surely.", "refund": "billing"})
     rows = ROWS.copy()
-    res = batch("Classify: {ticket}", rows.iloc[[0, 1, 2, 3]], agent="chat", expect="label",
+    res = batch("Classify: {ticket}", rows.iloc[[0, 1, 2, 3]], kind="chat", expect="label",
                 match=mode)
     assert list(res.results["score"]) == scores
     (board,) = res.board_rows
@@ -59,12 +59,12 @@ def test_a_score_function_gets_the_answer_and_the_row(srv: ScriptedOpenAI) -> No
         seen.append((answer, row))
         return 0.5 if row["label"] == "refund" else float(answer == row["label"])
 
-    res = batch("Classify: {ticket}", ROWS, agent="chat", score=close_enough)
+    res = batch("Classify: {ticket}", ROWS, kind="chat", score=close_enough)
     assert list(res.results["score"]) == [1.0, 1.0, 1.0, 0.5]
     assert sorted(a for a, _ in seen) == ["billing", "billing", "other", "technical"]
     assert all(set(r) == {"ticket", "label"} for _, r in seen)
 
-    one_arg = batch("Classify: {ticket}", ROWS, agent="chat", score=lambda a: a == "billing")
+    one_arg = batch("Classify: {ticket}", ROWS, kind="chat", score=lambda a: a == "billing")
     assert list(one_arg.results["score"]) == [1.0, 0.0, 0.0, 1.0]
 
 
@@ -78,7 +78,7 @@ def test_a_score_function_that_fails_spoils_only_its_item(srv: ScriptedOpenAI) -
             return "great"  # not a number
         return True
 
-    res = batch("Classify: {ticket}", ROWS, agent="chat", score=picky)
+    res = batch("Classify: {ticket}", ROWS, kind="chat", score=picky)
     out = res.results
     assert list(out["status"]) == ["done"] * 4  # the answers stand
     assert out["score"][0] == 1.0 and out["score"][3] == 1.0
@@ -93,7 +93,7 @@ def test_failed_items_count_as_wrong_and_get_no_score(srv: ScriptedOpenAI,
     from tests.fakes.openai_server import error
 
     srv.default = match(rule(error(500, "down"), contains="crash"), otherwise=text("billing"))
-    res = batch("Classify: {ticket}", ROWS, agent="chat", expect="label")
+    res = batch("Classify: {ticket}", ROWS, kind="chat", expect="label")
     assert list(res.results["status"]) == ["done", "error", "done", "done"]
     assert res.results["score"][1] is None or math.isnan(res.results["score"][1])
     assert res.board_rows[0]["accuracy"] == pytest.approx(1 / 4)
@@ -107,7 +107,7 @@ def test_several_models_run_every_row_and_are_compared(srv: ScriptedOpenAI) -> N
         rule(hang(0.3, then=text("technical")), contains="crash", model="gpt-4.1"),
         rule(text("billing"), contains="invoice"),
         otherwise=text("other"))
-    res = batch("Classify: {ticket}", ROWS, agent="chat", expect="label",
+    res = batch("Classify: {ticket}", ROWS, kind="chat", expect="label",
                 model="gpt-4.1-mini,gpt-4.1", concurrency=4)
     out = res.results
     assert list(out["model"]) == ["gpt-4.1-mini", "gpt-4.1"] * 4
@@ -130,7 +130,7 @@ def test_several_models_run_every_row_and_are_compared(srv: ScriptedOpenAI) -> N
 
 
 def test_one_model_without_evaluation_has_no_board(srv: ScriptedOpenAI) -> None:
-    res = batch("Classify: {ticket}", ROWS, agent="chat")
+    res = batch("Classify: {ticket}", ROWS, kind="chat")
     assert res.board is None and res.chart() is None and "score" not in res.results
 
 
@@ -142,5 +142,5 @@ def test_bad_evaluation_parameters_are_refused_before_any_request(srv: ScriptedO
                           ({"model": "gpt-4.1,gpt-4.1"}, "one model twice"),
                           ({"model": "gpt-4.1,"}, "model must name models")]:
         with pytest.raises(ParameterError, match=words):
-            batch("Classify: {ticket}", ROWS, agent="chat", **kwargs)
+            batch("Classify: {ticket}", ROWS, kind="chat", **kwargs)
     assert srv.requests == []

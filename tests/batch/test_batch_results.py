@@ -33,7 +33,7 @@ def test_a_dataframe_gives_its_rows_back_in_order_with_the_result_columns(
     srv.default = answer
     df = pd.DataFrame({"ticket": TICKETS, "id": range(100, 106)},
                       index=[f"t{i}" for i in range(6)])
-    result = batch("Classify: {ticket}", df, agent="chat", concurrency=3)
+    result = batch("Classify: {ticket}", df, kind="chat", concurrency=3)
 
     out = result.results
     assert isinstance(out, pd.DataFrame)
@@ -56,7 +56,7 @@ def test_a_dataframe_gives_its_rows_back_in_order_with_the_result_columns(
 
 
 def test_items_share_no_history_and_no_session(srv: ScriptedOpenAI) -> None:
-    batch("Classify: {ticket}", [{"ticket": t} for t in TICKETS[:3]], agent="chat",
+    batch("Classify: {ticket}", [{"ticket": t} for t in TICKETS[:3]], kind="chat",
           concurrency=1)
     for body in srv.requests:  # one user message each: nothing of another item came along
         assert [m["role"] for m in body["messages"] if m["role"] != "system"] == ["user"]
@@ -66,17 +66,17 @@ def test_items_share_no_history_and_no_session(srv: ScriptedOpenAI) -> None:
 
 def test_polars_list_of_dicts_and_plain_values(srv: ScriptedOpenAI) -> None:
     pl_df = pl.DataFrame({"ticket": TICKETS[:3], "n": [1, 2, 3]})
-    res = batch("Classify: {ticket}", pl_df, agent="chat").results
+    res = batch("Classify: {ticket}", pl_df, kind="chat").results
     assert isinstance(res, pl.DataFrame)
     assert res.columns == ["ticket", "n", *COLUMNS]
     assert res["answer"].to_list() == EXPECTED[:3] and res["n"].to_list() == [1, 2, 3]
 
     dicts = batch("Classify: {ticket}", [{"ticket": t, "k": i} for i, t in enumerate(TICKETS[:2])],
-                  agent="chat").results
+                  kind="chat").results
     assert list(dicts.columns) == ["ticket", "k", *COLUMNS]
     assert list(dicts["answer"]) == EXPECTED[:2]
 
-    values = batch("Classify: {item}", TICKETS[3:], agent="chat").results
+    values = batch("Classify: {item}", TICKETS[3:], kind="chat").results
     assert list(values.columns) == ["item", *COLUMNS]
     assert list(values["answer"]) == EXPECTED[3:]
 
@@ -86,10 +86,10 @@ STYLE = "one word"
 
 def test_notebook_variables_fill_fields_the_rows_lack(srv: ScriptedOpenAI) -> None:
     # Like a cell: a field the rows lack comes from the caller's variables...
-    res = batch("Answer in {STYLE}: {ticket}", [{"ticket": "an invoice"}], agent="chat").results
+    res = batch("Answer in {STYLE}: {ticket}", [{"ticket": "an invoice"}], kind="chat").results
     # ...and a row's field wins over a variable of the same name.
     batch("Answer in {STYLE}: {ticket}", [{"ticket": "a crash", "STYLE": "French"}],
-          agent="chat", namespace={"STYLE": "ignored"})
+          kind="chat", namespace={"STYLE": "ignored"})
     assert res["answer"][0] == "billing"
     assert user_texts(srv) == ["Answer in one word: an invoice", "Answer in French: a crash"]
 
@@ -131,7 +131,7 @@ def test_one_failing_item_does_not_stop_the_others(srv: ScriptedOpenAI,
 
     srv.default = answer
     rows = [{"ticket": t} for t in ["an invoice", "broken row", "a crash"]]
-    res = batch("Classify: {ticket}", rows, agent="chat", concurrency=2)
+    res = batch("Classify: {ticket}", rows, kind="chat", concurrency=2)
     out = res.results
     assert list(out["status"]) == ["done", "error", "done"]
     assert list(out["answer"]) == ["billing", "", "technical"]
@@ -165,6 +165,6 @@ def test_a_tool_that_raises_is_the_models_problem_not_the_batchs(srv: ScriptedOp
 @pytest.mark.parametrize("kind", ["chat", "toolloop", "plan"])
 def test_every_agent_kind_runs_over_rows(srv: ScriptedOpenAI, kind: str) -> None:
     options: dict[str, Any] = {} if kind == "chat" else {"tools": []}
-    out = batch("Classify: {item}", ["an invoice", "a crash"], agent=kind, **options).results
+    out = batch("Classify: {item}", ["an invoice", "a crash"], kind=kind, **options).results
     assert list(out["answer"]) == ["billing", "technical"]
     assert {default_store().get_run(r).kind for r in out["run_id"]} == {kind}

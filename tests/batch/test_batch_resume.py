@@ -30,7 +30,7 @@ import json, sys
 import jupyter_agent
 rows = json.loads(sys.argv[1])
 print("START", flush=True)
-jupyter_agent.batch("Classify: {item}", rows, agent="chat", concurrency=4)
+jupyter_agent.batch("Classify: {item}", rows, kind="chat", concurrency=4)
 print("FINISHED", flush=True)
 """
 
@@ -70,7 +70,7 @@ def test_a_killed_kernel_loses_only_the_items_in_flight(srv: ScriptedOpenAI,
     # Only the items in flight (at most 4) were lost.
     assert asked_before - 4 <= len(saved) <= asked_before
 
-    res = batch("Classify: {item}", ROWS, agent="chat", concurrency=4)
+    res = batch("Classify: {item}", ROWS, kind="chat", concurrency=4)
     assert list(res.results["status"]) == ["done"] * 20
     assert list(res.results["answer"]) == ["billing"] * 20
     assert len(srv.requests) - asked_before == 20 - len(saved)  # only what was missing
@@ -82,30 +82,30 @@ def test_a_killed_kernel_loses_only_the_items_in_flight(srv: ScriptedOpenAI,
 
 
 def test_rerun_runs_everything_and_new_rows_run_alone(srv: ScriptedOpenAI) -> None:
-    first = batch("Classify: {item}", ROWS[:4], agent="chat")
-    again = batch("Classify: {item}", ROWS[:4], agent="chat")
+    first = batch("Classify: {item}", ROWS[:4], kind="chat")
+    again = batch("Classify: {item}", ROWS[:4], kind="chat")
     assert len(srv.requests) == 4 and again.view["reused"] == 4
     assert list(again.results["run_id"]) == list(first.results["run_id"])
 
-    more = batch("Classify: {item}", ROWS[:6], agent="chat")  # two rows added
+    more = batch("Classify: {item}", ROWS[:6], kind="chat")  # two rows added
     assert len(srv.requests) == 6 and more.view["reused"] == 4
 
-    forced = batch("Classify: {item}", ROWS[:4], agent="chat", rerun=True)
+    forced = batch("Classify: {item}", ROWS[:4], kind="chat", rerun=True)
     assert len(srv.requests) == 10 and forced.view["reused"] == 0
     assert not set(forced.results["run_id"]) & set(first.results["run_id"])
 
     # Another template, or other options, is other work.
-    batch("Label: {item}", ROWS[:2], agent="chat")
-    batch("Classify: {item}", ROWS[:2], agent="chat", system="Be terse.")
+    batch("Label: {item}", ROWS[:2], kind="chat")
+    batch("Classify: {item}", ROWS[:2], kind="chat", system="Be terse.")
     assert len(srv.requests) == 14
 
 
 def test_duplicate_rows_are_separate_items_each_run_once(srv: ScriptedOpenAI) -> None:
     rows = ["an invoice", "an invoice", "a crash", "an invoice"]
-    res = batch("Classify: {item}", rows, agent="chat", concurrency=4)
+    res = batch("Classify: {item}", rows, kind="chat", concurrency=4)
     assert list(res.results["answer"]) == ["billing", "billing", "technical", "billing"]
     assert len(set(res.results["run_id"])) == 4 and len(srv.requests) == 4
-    batch("Classify: {item}", rows, agent="chat")
+    batch("Classify: {item}", rows, kind="chat")
     assert len(srv.requests) == 4  # all four found again, none merged
 
 
@@ -114,13 +114,13 @@ def test_failed_and_aborted_items_run_again_finished_ones_do_not(srv: ScriptedOp
     from tests.fakes.openai_server import error
 
     srv.default = error(500, "down")
-    res = batch("Classify: {item}", ROWS[:3], agent="chat")
+    res = batch("Classify: {item}", ROWS[:3], kind="chat")
     assert list(res.results["status"]) == ["error"] * 3
     from tests.batch.conftest import classifier
 
     srv.default = classifier()
     n = len(srv.requests)
-    res = batch("Classify: {item}", ROWS[:3], agent="chat")
+    res = batch("Classify: {item}", ROWS[:3], kind="chat")
     assert list(res.results["status"]) == ["done"] * 3 and len(srv.requests) == n + 3
 
 
@@ -135,7 +135,7 @@ def _asking(body: dict[str, Any]) -> Any:
 
 def test_an_item_that_asks_waits_and_is_resumable_by_its_run_id(srv: ScriptedOpenAI) -> None:
     srv.default = _asking
-    res = batch("Paint item {item}", [1, 2, 3], agent="plan", tools=[], concurrency=3)
+    res = batch("Paint item {item}", [1, 2, 3], kind="plan", tools=[], concurrency=3)
     out = res.results
     assert list(out["status"]) == ["ask"] * 3 and res.view["counts"]["ask"] == 3
     store = default_store()
@@ -148,7 +148,7 @@ def test_an_item_that_asks_waits_and_is_resumable_by_its_run_id(srv: ScriptedOpe
     assert len(srv.requests) == 4
     # ...then the same cell again: that item is done now, the others still wait, and
     # nobody is asked again.
-    again = batch("Paint item {item}", [1, 2, 3], agent="plan", tools=[], concurrency=3)
+    again = batch("Paint item {item}", [1, 2, 3], kind="plan", tools=[], concurrency=3)
     assert list(again.results["status"]) == ["ask", "done", "ask"]
     assert again.results["answer"][1] == run.answer
     assert again.results["input_tokens"][1] > out["input_tokens"][1]  # both parts counted
@@ -158,7 +158,7 @@ def test_an_item_that_asks_waits_and_is_resumable_by_its_run_id(srv: ScriptedOpe
 
 def test_auto_answer_answers_every_question_with_option_one(srv: ScriptedOpenAI) -> None:
     srv.default = _asking
-    res = batch("Paint item {item}", [1, 2], agent="plan", tools=[], auto_answer="first")
+    res = batch("Paint item {item}", [1, 2], kind="plan", tools=[], auto_answer="first")
     assert list(res.results["status"]) == ["done", "done"]
     assert all("Red" in a for a in res.results["answer"])
     assert default_store().list_pending() == [] and len(srv.requests) == 4
