@@ -4,8 +4,13 @@ Items run through the public entry points with no session (no history is shared 
 items, and an item's ask never supersedes another's) and without streaming (nobody watches an
 item's tokens; one JSON body is cheaper). Each item's run is stored under its own ``run_id``,
 so ``%agent pending`` / ``%agent resume`` answer an item that asked, and its full card can be
-shown later. On a Dask worker there is no store: the run's events and pending state travel
-back with the outcome and the kernel stores them (:func:`store_remote_run`).
+shown later.
+
+Items do not write to the store themselves: the run's events and pending state come back with
+the outcome and the coordinator stores them (:func:`store_run`), one transaction per item.
+Thirty-two threads each opening write transactions would queue on SQLite's lock, whose busy
+handler sleeps in steps of milliseconds; one writer never waits. The same path serves items
+run on Dask workers, which have no store.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ from typing import Any, Callable
 
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
-__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome",
-           "store_remote_run", "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "one_line"]
+__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome", "store_run",
+           "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "one_line"]
 
 FINISHED = frozenset({"done", "max_rounds", "incomplete"})
 """Statuses with an answer: a re-run keeps them (``rerun`` forces)."""
@@ -110,7 +115,9 @@ def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | Non
         return error_outcome(one_line(exc), time.perf_counter() - start, box.get("run_id"))
     out = outcome_of(run)
     if detail:
-        out.update(kind=task.kind, events=run.events_json(), pending=run.pending)
+        from ..events import merge_deltas
+
+        out.update(kind=task.kind, events=merge_deltas(run.events_json()), pending=run.pending)
     return out
 
 
@@ -146,8 +153,10 @@ def run_remote(task: ItemTask) -> dict[str, Any]:
         return {"fatal": type(exc).__name__, "error": str(exc)}
 
 
-def store_remote_run(store: Any, outcome: dict[str, Any]) -> None:
-    """Save a run made on a worker (its events, then its status or suspended ask)."""
+def store_run(store: Any, outcome: dict[str, Any]) -> None:
+    """Save an item's run from its outcome (its events, then its status or suspended ask).
+
+    Call it inside a store transaction: the run and its item are written together."""
     run_id = outcome.get("run_id")
     if store is None or not run_id or store.get_run(run_id) is not None:
         return

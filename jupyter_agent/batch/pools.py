@@ -1,16 +1,16 @@
-"""Where items run: threads of this process, or a Dask cluster. Same four calls for both.
+"""Where items run: threads of this process, or a Dask cluster.
 
-The coordinator never hands a pool more than ``concurrency`` items at once (one more each time
-one ends), so a table of 10,000 rows is 10,000 small dicts in memory, not 10,000 queued tasks,
-and a stop takes effect at the next item.
+Never more than ``concurrency`` items are out at once (a worker thread takes one more when it
+is free; the Dask loop submits one more when a future ends), so a table of 10,000 rows is
+10,000 small dicts in memory, not 10,000 queued tasks, and a stop takes effect at once.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
 import os
 import secrets as _secrets
+import threading
 from typing import Any, Callable
 
 from .item import ItemTask, run_item, run_remote
@@ -19,54 +19,65 @@ __all__ = ["ThreadPool", "DaskPool"]
 
 
 class ThreadPool:
-    """Items on ``concurrency`` threads sharing this process's clients and store.
+    """``concurrency`` worker threads that each take their next item as soon as they are free.
 
     One model client per model serves every thread: the ``openai`` client's HTTP pool is
-    thread-safe and keeps up to 100 idle connections, so each worker reuses its own.
+    thread-safe and keeps up to 100 idle connections, so each worker reuses its own. A worker
+    hands each ended item to ``on_done`` itself (the item is stored before the worker takes
+    another), so an item is "in flight" until it is stored, and a killed kernel loses only
+    those. The threads are daemons and end when no item is left (or the batch stops).
     """
 
-    remote = False
-
-    def __init__(self, concurrency: int, *, store: Any, is_aborted: Callable[[], bool],
+    def __init__(self, concurrency: int, *, is_aborted: Callable[[], bool],
                  on_event: Callable[[int, Any], None]) -> None:
-        self._ex = concurrent.futures.ThreadPoolExecutor(
-            max_workers=concurrency, thread_name_prefix="jupyter-agent-batch")
-        self._store = store
+        self.concurrency = concurrency
         self._is_aborted = is_aborted
         self._on_event = on_event
+        self._ended = threading.Semaphore(0)
+        self._alive = 0
 
-    def submit(self, task: ItemTask, position: int) -> Any:
-        """Start one item; returns its handle."""
-        def listen(event: Any) -> None:
-            self._on_event(position, event)
+    def start(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
+              on_done: Callable[[Any, Any], None], workers: int) -> None:
+        """Start ``workers`` threads: each runs ``next_item()`` until it returns ``None`` and
+        hands every outcome (or the exception that ended the item) to ``on_done``."""
+        self._alive = workers
+        for n in range(workers):
+            threading.Thread(target=self._work, args=(next_item, on_done), daemon=True,
+                             name=f"jupyter-agent-batch-{n}").start()
 
-        return self._ex.submit(run_item, task, store=self._store, is_aborted=self._is_aborted,
-                               on_event=listen)
+    def _work(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
+              on_done: Callable[[Any, Any], None]) -> None:
+        try:
+            while (nxt := next_item()) is not None:
+                item, task = nxt
 
-    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
-        """The handles that are done, waiting up to ``timeout`` for the first one."""
-        done, _ = concurrent.futures.wait(handles, timeout=timeout,
-                                          return_when=concurrent.futures.FIRST_COMPLETED)
-        return list(done)
+                def listen(event: Any, position: int = item.position) -> None:
+                    self._on_event(position, event)
 
-    def result(self, handle: Any) -> dict[str, Any]:
-        """The outcome (a fatal mistake is raised again here)."""
-        return handle.result()
+                try:
+                    value: Any = run_item(task, store=None, is_aborted=self._is_aborted,
+                                          on_event=listen, detail=True)
+                except BaseException as exc:  # a fatal mistake: on_done stops the batch
+                    value = exc
+                on_done(item, value)
+        finally:
+            self._ended.release()
 
-    def cancel(self, handles: list[Any]) -> None:
-        """Nothing to do: a running item sees the abort flag before its next round."""
+    def wait(self, timeout: float) -> None:
+        """Return when a worker ended, or after ``timeout`` seconds."""
+        if self._ended.acquire(timeout=timeout):
+            self._alive -= 1
 
-    def close(self) -> None:
-        """Let the threads end (items still running finish on their own)."""
-        self._ex.shutdown(wait=False, cancel_futures=True)
+    @property
+    def finished(self) -> bool:
+        """Every worker has ended."""
+        return self._alive <= 0
 
 
 class DaskPool:
     """Items on a ``dask.distributed`` cluster: the active client's, or a ``LocalCluster``
     started here (and closed at the end). A worker that dies loses nothing: the scheduler runs
     its items again on another worker."""
-
-    remote = True
 
     def __init__(self, concurrency: int) -> None:
         try:
@@ -104,15 +115,21 @@ class DaskPool:
             pass
         return [f for f in handles if f.done()]
 
-    def result(self, handle: Any) -> dict[str, Any]:
-        """The outcome; a fatal mistake made on the worker is raised again here."""
-        out = handle.result()
+    def result(self, handle: Any) -> Any:
+        """The outcome, or the exception that ended it (a fatal mistake made on the worker,
+        rebuilt here; a cancelled future; a worker that died too often)."""
+        try:
+            out = handle.result()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            return exc
         if isinstance(out, dict) and out.get("fatal"):
             from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
             kinds = {"ToolError": ToolError, "ParameterError": ParameterError,
                      "MagicUsageError": MagicUsageError}
-            raise kinds.get(out["fatal"], ConfigError)(out["error"])
+            return kinds.get(out["fatal"], ConfigError)(out["error"])
         return out
 
     def cancel(self, handles: list[Any]) -> None:

@@ -95,8 +95,11 @@ def test_ten_thousand_rows_at_concurrency_64_stay_bounded(srv: ScriptedOpenAI) -
     df = pd.DataFrame({"text": [f"ticket {n} about an invoice" for n in range(10_000)]})
     peak = {"threads": 0, "running": 0}
 
-    def workers() -> int:
-        return sum(t.name.startswith("jupyter-agent-batch") for t in threading.enumerate())
+    before = {t.ident for t in threading.enumerate()}
+
+    def workers() -> int:  # this batch's worker threads
+        return sum(t.name.startswith("jupyter-agent-batch") and t.ident not in before
+                   for t in threading.enumerate())
 
     def watch(view: dict[str, Any]) -> None:
         peak["threads"] = max(peak["threads"], workers())
