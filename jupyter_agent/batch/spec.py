@@ -95,7 +95,10 @@ def _digest(obj: Any) -> str:
 
 def spec_key(spec: BatchSpec) -> str:
     """The hash of what every item computes (agent, template and options, not the rows)."""
-    opts = {k: v for k, v in spec.options.items() if k not in ("listeners", "store", "client")}
+    # An option left at its default (None, False) is the same work as an option not given:
+    # a cell (which passes every flag) and a script (which passes few) find each other's items.
+    opts = {k: v for k, v in spec.options.items()
+            if k not in ("listeners", "store", "client") and v is not None and v is not False}
     return _digest({"kind": spec.kind, "template": spec.template, "options": fingerprint(opts),
                     "auto_answer": spec.auto_answer})
 
