@@ -112,6 +112,16 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
     if unknown:
         raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "
                              f"{', '.join(sorted(_OPTIONS[kind]))}).")
+    from ..agents._params import check_parameters
+
+    check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
+    if fields.get("engine") == "dask":
+        from .. import config
+
+        if fields.get("clients") or options.get("client") or \
+                config.settings.cassette_mode != "live":
+            raise ParameterError("engine 'dask' makes live model calls only: record and replay "
+                                 "run on the thread engine.")
     inputs = load_inputs(over)
     models = [choose_model(m) for m in split_models(model)]
     clients = dict(fields.pop("clients", None) or {})

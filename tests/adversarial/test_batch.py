@@ -194,3 +194,14 @@ def test_a_second_interrupt_aborts_running_items(srv: ScriptedOpenAI) -> None:  
     t.join()
     assert list(res.results["status"]) == ["aborted"] * 4 + ["skipped"] * 4
     assert len(srv.requests) == 4 and "aborted" in res.stop_reason
+
+
+def test_entry_point_parameters_are_checked_before_anything_runs(
+        srv: ScriptedOpenAI) -> None:  # noqa: F811
+    with pytest.raises(ParameterError, match="max_rounds must be an integer of 1 or more"):
+        batch("Do {item}", ["x"], max_rounds=0)
+    with pytest.raises(ParameterError, match="option must be an integer of 1 or more"):
+        batch("Do {item}", ["x"], kind="plan", option=0)
+    with pytest.raises(ParameterError, match="engine 'dask' makes live model calls only"):
+        batch("Do {item}", ["x"], kind="chat", engine="dask", clients={"m": object()})
+    _nothing_happened(srv)
