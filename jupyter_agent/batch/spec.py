@@ -25,6 +25,8 @@ Kind = Literal["chat", "toolloop", "plan"]
 KINDS = ("chat", "toolloop", "plan")
 MATCH_MODES = ("exact", "icase", "contains")
 ENGINES = ("thread", "dask")
+_LONG_TEXT = 200
+_LONG_LIST = 50
 MAX_CONCURRENCY = 256
 """Items running at once, at most: each is a thread (or a Dask task slot) and a connection."""
 
@@ -69,8 +71,11 @@ class Item:
 
 
 def fingerprint(value: Any, depth: int = 0) -> Any:
-    """A JSON value standing for ``value`` in a hash: plain data as is, a tool or agent by its
-    name, a function by its qualified name, anything else by its type."""
+    """A small JSON value standing for ``value`` in a hash (and in the stored batch): plain
+    data as is, long texts and long lists (knowledge documents) by their hash, a tool or agent
+    by its name, a function by its qualified name, anything else by its type."""
+    if isinstance(value, str) and len(value) > _LONG_TEXT:
+        return "sha256:" + _digest(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if depth > 4:
@@ -79,7 +84,8 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
         return {str(k): fingerprint(v, depth + 1) for k, v in sorted(value.items(), key=str)}
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
-        return [fingerprint(v, depth + 1) for v in items]
+        out = [fingerprint(v, depth + 1) for v in items]
+        return out if len(out) <= _LONG_LIST else f"{len(out)} items, sha256:{_digest(out)}"
     name = getattr(value, "name", None)
     if isinstance(name, str):
         return f"{type(value).__name__}:{name}"

@@ -205,3 +205,15 @@ def test_entry_point_parameters_are_checked_before_anything_runs(
     with pytest.raises(ParameterError, match="engine 'dask' makes live model calls only"):
         batch("Do {item}", ["x"], kind="chat", engine="dask", clients={"m": object()})
     _nothing_happened(srv)
+
+
+def test_large_knowledge_is_stored_as_a_hash_and_still_tells_batches_apart(
+        srv: ScriptedOpenAI) -> None:  # noqa: F811
+    docs = [f"Document {n}: " + "policy text " * 500 for n in range(200)]
+    batch("Classify: {item}", ["an invoice"], kind="chat", knowledge=docs)
+    (record,) = default_store().list_batches()
+    assert len(str(record.options)) < 500  # not the 1.2 MB of documents
+    batch("Classify: {item}", ["an invoice"], kind="chat", knowledge=docs)
+    assert len(srv.requests) == 1  # the same documents: the same work
+    batch("Classify: {item}", ["an invoice"], kind="chat", knowledge=docs[:-1])
+    assert len(srv.requests) == 2  # other documents: other work

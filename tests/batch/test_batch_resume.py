@@ -162,3 +162,31 @@ def test_auto_answer_answers_every_question_with_option_one(srv: ScriptedOpenAI)
     assert list(res.results["status"]) == ["done", "done"]
     assert all("Red" in a for a in res.results["answer"])
     assert default_store().list_pending() == [] and len(srv.requests) == 4
+
+
+def test_a_toolloop_item_waiting_on_an_approval_is_resumable(srv: ScriptedOpenAI) -> None:
+    from jupyter_agent import tool
+
+    done: list[str] = []
+
+    @tool(requires_approval=True)
+    def refund(order: str) -> str:
+        """Refund an order (asks first)."""
+        done.append(order)
+        return f"refunded {order}"
+
+    def answer(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return text(f"ok: {last['content']}")
+        return tool_calls([call("refund", {"order": last["content"].split()[-1]})])
+
+    srv.default = answer
+    res = batch("Refund order {item}", ["A1", "B2"], tools=["refund"])
+    out = res.results
+    assert list(out["status"]) == ["ask", "ask"] and done == []  # nothing ran unapproved
+    run = resume(out["run_id"][0], Answer("option", option_index=1))  # Allow once
+    assert run.status == "done" and done == ["A1"] and run.answer == "ok: refunded A1"
+    again = batch("Refund order {item}", ["A1", "B2"], tools=["refund"])
+    assert list(again.results["status"]) == ["done", "ask"] and done == ["A1"]
+    assert len(srv.requests) == 3
