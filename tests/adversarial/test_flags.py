@@ -189,6 +189,8 @@ AGENT_CASES = [
     ("replay --model ''", "--model", "must not be empty"),
     ("replay --timing ''", "--timing", "must not be empty"),
     ("replay --timing slow", "--timing", "invalid choice"),
+    ("show ''", "run_id", "must not be empty"),
+    ("show", "run_id", "required"),
 ]
 
 
