@@ -8,7 +8,7 @@ by the scripted server in a child process.
    hand-written ``ThreadPoolExecutor`` loop over the raw ``openai`` client (same requests, no
    store, no events); the two run interleaved, best of ``--repeat`` each.
 2. Overhead per item at concurrency 1, no latency: ``jupyter_agent.batch`` against a plain
-   ``for`` loop of ``toolloop(...)`` calls (both store their runs).
+   ``for`` loop of ``toolloop(...)`` calls (both store their runs), interleaved, best of each.
 3. Dask: the same items on a 2-worker ``LocalCluster`` against the thread engine.
 
 Run: ``python bench/bench_batch.py [--items 400] [--no-dask]``. Nothing asserts a time.
@@ -139,16 +139,20 @@ def throughput(n: int, concurrency: int, latency: float, repeat: int) -> dict[st
             "ours_vs_handwritten": ours / hand, "handwritten_vs_ideal": hand / ideal}
 
 
-def overhead(n: int) -> dict[str, float]:
+def overhead(n: int, repeat: int) -> dict[str, float]:
     proc, url = serve(script())
+    loops: list[float] = []
+    ours: list[float] = []
     try:
         _env(url)
         run_ours(5, 1)
         run_plain_loop(5)
-        loop_s = min(run_plain_loop(n) for _ in range(2))
-        ours_s = min(run_ours(n, 1) for _ in range(2))
+        for _ in range(repeat):  # interleaved, best of each
+            loops.append(run_plain_loop(n))
+            ours.append(run_ours(n, 1))
     finally:
         stop(proc)
+    loop_s, ours_s = min(loops), min(ours)
     return {"items": n, "plain_loop_s": loop_s, "batch_s": ours_s,
             "overhead_ms_per_item": (ours_s - loop_s) / n * 1000}
 
@@ -189,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out: dict[str, Any] = {"throughput": throughput(args.items, args.concurrency, args.latency,
                                                     args.repeat),
-                           "overhead": overhead(args.overhead_items)}
+                           "overhead": overhead(args.overhead_items, args.repeat + 2)}
     if not args.no_dask:
         out["dask"] = dask_vs_threads(args.items, args.concurrency, args.latency)
     if args.json:

@@ -103,10 +103,12 @@ class Progress:
         self.live.drop(item.position)
         self.spent += float(outcome.get("cost") or 0.0)
         self._count(outcome)
+        # Masked and cut when shown (view), a few times a second, not once per item; masked
+        # before it is cut, so no part of a secret can survive the cut.
         self.latest.append({"row": item.row + 1, "model": item.model,
                             "status": outcome["status"],
-                            "answer": preview(outcome.get("answer")),
-                            "error": preview(outcome.get("error")),
+                            "answer": str(outcome.get("answer") or ""),
+                            "error": str(outcome.get("error") or ""),
                             "seconds": outcome.get("seconds") or 0.0,
                             "run_id": outcome.get("run_id")})
         del self.latest[:-LATEST]
@@ -150,7 +152,8 @@ class Progress:
                 "output_tokens": self.tokens[1] + live_out, "cost": self.cost + live_cost,
                 "elapsed": round(self.elapsed, 3), "rate": round(rate, 2),
                 "eta": None if eta is None else round(eta, 1),
-                "latest": [dict(x) for x in self.latest]}
+                "latest": [{**x, "answer": preview(x["answer"]), "error": preview(x["error"])}
+                           for x in self.latest]}
 
     def close(self, status: str, reason: str = "") -> None:
         """The batch ended: ``done``, ``stopped`` or ``error`` (``reason`` says why)."""
