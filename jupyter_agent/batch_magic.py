@@ -108,7 +108,7 @@ def run_batch_cell(magics: Any, kind: str, args: Any, line: str, cell: str) -> N
     if args.over not in ns:
         raise UsageError(f"--over: no variable named {args.over!r}.")
     words = shlex.split(line, posix=False)
-    if args.session or args.no_history or "--history" in words:
+    if args.session or args.no_history or any(w.split("=")[0] == "--history" for w in words):
         raise UsageError("--over: batch items run without a session or history; remove "
                          "--session / --history.")
     score = None

@@ -125,6 +125,7 @@ REFUSED = [
     ("%%chat --over tickets\nHi {text", "Bad braces"),
     ("%%chat --over tickets --session other\nHi {text}", "without a session"),
     ("%%chat --over tickets --history 2\nHi {text}", "without a session"),
+    ("%%chat --over tickets --history=0\nHi {text}", "without a session"),
     ("%%chat --over tickets --score label\nHi {text}", "not a function"),
     ("%%chat --over tickets --expect nope\nHi {text}", "no field 'nope'"),
     ("%%chat --over tickets --expect label --score judge\nHi {text}", "expect or score"),
