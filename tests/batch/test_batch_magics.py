@@ -130,6 +130,8 @@ REFUSED = [
     ("%%chat --over tickets --expect nope\nHi {text}", "no field 'nope'"),
     ("%%chat --over tickets --expect label --score judge\nHi {text}", "expect or score"),
     ("%%chat --over tickets\n   ", "The cell is empty"),
+    ("%%chat --over label\nHi {item}", "must be a DataFrame, a list of dicts or a list"),
+    ("%%chat --over judge\nHi {item}", "must be a DataFrame, a list of dicts or a list"),
     ("%%toolloop --over tickets --tools nope\nHi {text}", "Unknown tool 'nope'"),
 ]
 
