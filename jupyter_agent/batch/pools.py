@@ -11,6 +11,7 @@ import math
 import os
 import secrets as _secrets
 import threading
+import time
 from typing import Any, Callable
 
 from .item import ItemTask, run_item, run_remote
@@ -99,31 +100,46 @@ class DaskPool:
             self.client = Client(cluster)
             self._own = (self.client, cluster)
         self._tag = _secrets.token_hex(4)
+        from distributed import as_completed
+
+        # Results are gathered in the background as futures end: one wait per batch of ended
+        # items instead of a round trip to the cluster per item.
+        self._ended = as_completed(with_results=True, raise_errors=False)
+        self._results: dict[str, Any] = {}
 
     def submit(self, task: ItemTask, position: int) -> Any:
         """Send one item to the cluster."""
-        return self.client.submit(run_remote, task, pure=False,
-                                  key=f"jupyter-agent-item-{self._tag}-{position}")
+        future = self.client.submit(run_remote, task, pure=False,
+                                    key=f"jupyter-agent-item-{self._tag}-{position}")
+        self._ended.add(future)
+        return future
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
-        """The futures that are done (finished, failed or cancelled)."""
-        from distributed import wait
-
-        try:
-            wait(handles, timeout=timeout, return_when="FIRST_COMPLETED")
-        except (TimeoutError, OSError):
-            pass
-        return [f for f in handles if f.done()]
+        """The futures that ended (finished, failed or cancelled), waiting up to ``timeout``."""
+        end = time.monotonic() + timeout
+        while not self._ended.has_ready():
+            if time.monotonic() >= end:
+                return []
+            time.sleep(0.01)  # short: a kernel interrupt is seen at once
+        ended = []
+        for future, value in self._ended.next_batch(block=False):
+            self._results[future.key] = value
+            ended.append(future)
+        return ended
 
     def result(self, handle: Any) -> Any:
         """The outcome, or the exception that ended it (a fatal mistake made on the worker,
         rebuilt here; a cancelled future; a worker that died too often)."""
-        try:
-            out = handle.result()
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:
-            return exc
+        out = self._results.pop(handle.key, None)
+        if out is None:
+            try:
+                out = handle.result()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:
+                return exc
+        if isinstance(out, BaseException):
+            return out
         if isinstance(out, dict) and out.get("fatal"):
             from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
