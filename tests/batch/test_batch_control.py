@@ -45,7 +45,9 @@ def test_a_429_with_retry_after_pauses_every_worker(srv: ScriptedOpenAI) -> None
     t0 = box["t"]
     # The 429 reached the client about 0.05 s after its request arrived: from then on for
     # one second, no worker may ask (those already on the wire were answered normally).
-    during = [t - t0 for t in srv.request_times if t0 + 0.2 < t < t0 + 0.95]
+    # (The window starts late enough for a request already being sent to have arrived, even
+    # on a loaded machine.)
+    during = [t - t0 for t in srv.request_times if t0 + 0.35 < t < t0 + 0.95]
     assert during == []
     # Without the shared pause, 8 workers at 0.05 s a request would have sent ~100 here.
     retry = [t for t, u in zip(srv.request_times, user_texts(srv))
@@ -61,7 +63,7 @@ def test_a_503_backs_off_globally_too(srv: ScriptedOpenAI) -> None:
     assert list(res.results["status"]) == ["done"] * 80
     t0 = box["t"]
     # The first backoff is 0.5 s with ±25% jitter: at least 0.375 s of silence.
-    assert [t for t in srv.request_times if t0 + 0.12 < t < t0 + 0.37] == []
+    assert [t for t in srv.request_times if t0 + 0.15 < t < t0 + 0.4] == []
 
 
 def test_max_cost_stops_starting_items(srv: ScriptedOpenAI) -> None:
