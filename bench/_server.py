@@ -35,9 +35,11 @@ def _patch_nodelay() -> None:
     openai_server._Handler.setup = setup_nodelay  # type: ignore[method-assign]
 
 
-def serve(default: Any, turns: list[Any] | None = None, timeout: float = 30.0
-          ) -> tuple[subprocess.Popen[str], str]:
+def serve(default: Any, turns: list[Any] | None = None, timeout: float = 30.0,
+          latency: float = 0.0) -> tuple[subprocess.Popen[str], str]:
     """Start the server in a child process; returns ``(process, base_url)``.
+
+    ``latency`` is waited before answering each chat request (a slow model).
 
     Stop it with ``process.stdin.close(); process.wait()``.
     """
@@ -47,8 +49,9 @@ def serve(default: Any, turns: list[Any] | None = None, timeout: float = 30.0
         json.dump(script, fh)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    extra = ["--latency", str(latency)] if latency else []
     proc = subprocess.Popen([sys.executable, "-m", "bench._server", "--port", "0", "--script",
-                             fh.name, "--exit-with-parent"], cwd=ROOT, env=env,
+                             fh.name, "--exit-with-parent", *extra], cwd=ROOT, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()),  # type: ignore[union-attr]

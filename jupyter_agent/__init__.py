@@ -20,6 +20,7 @@ __all__ = [
     "toolloop",
     "plan",
     "resume",
+    "batch",
     "Run",
     "last_run",
     "classify",
@@ -51,6 +52,8 @@ _LAZY = {
     "toolloop": ("jupyter_agent.agents.toolloop", "toolloop"),
     "plan": ("jupyter_agent.agents.plan.agent", "plan"),
     "resume": ("jupyter_agent.agents.resume", "resume"),
+    # The batch package is itself callable: ``jupyter_agent.batch(template, over, ...)``.
+    "batch": ("jupyter_agent.batch", ""),
     "Run": ("jupyter_agent.agents.run", "Run"),
     "last_run": ("jupyter_agent.agents.run", "last_run"),
     "classify": ("jupyter_agent.agents.helpers", "classify"),
@@ -72,6 +75,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from . import batch
     from .agents.attachments import attach_files
     from .agents.chat import chat
     from .agents.resume import resume
@@ -98,7 +102,8 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'jupyter_agent' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(target[0]), target[1])
+    module = importlib.import_module(target[0])
+    value = getattr(module, target[1]) if target[1] else module
     globals()[name] = value
     return value
 

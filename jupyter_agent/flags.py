@@ -19,7 +19,8 @@ from typing import Callable
 
 from .errors import JupyterAgentError, ParameterError
 
-__all__ = ["unquote", "text", "integer", "number", "identifier", "name_list", "usage_message"]
+__all__ = ["unquote", "text", "integer", "number", "amount", "identifier", "name_list",
+           "usage_message"]
 
 
 def unquote(value: str) -> str:
@@ -77,6 +78,18 @@ def number(minimum: float, maximum: float) -> Callable[[str], float]:
 
     parse.__name__ = "number"
     return parse
+
+
+def amount(value: str) -> float:
+    """A finite number above 0 (``--max-cost``)."""
+    raw = unquote(value).strip()
+    try:
+        result = float(raw)
+    except ValueError:
+        raise _bad(f"must be a number above 0, not {value!r}") from None
+    if not math.isfinite(result) or result <= 0:
+        raise _bad(f"must be a number above 0, not {raw}")
+    return result
 
 
 def identifier(value: str) -> str:

@@ -15,6 +15,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
+from .batch_magic import batch_arguments, refuse_batch_flags, run_batch_cell
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
 
@@ -62,7 +63,8 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Model or profile name for this cell."),
         argument("-s", "--system", type=flags.text, help="Extra system prompt text."),
         argument("-o", "--out", type=flags.identifier,
-                 help="Store the answer text in this notebook variable."),
+                 help="Store the answer text in this notebook variable (with --over: the "
+                      "results table)."),
         argument("--session", type=flags.text,
                  help="Session whose history is used (default: the current session, see "
                       "%%agent session)."),
@@ -265,10 +267,14 @@ class AgentMagics(Magics):
     # ---------------------------------------------------------------- magics
     @magic_arguments()
     @_shared_arguments
+    @batch_arguments
     @cell_magic
     def chat(self, line: str, cell: str) -> None:
         """Send the cell to the model once and stream the answer."""
         args = parse_argstring(self.chat, line)
+        if args.over:
+            return run_batch_cell(self, "chat", args, line, cell)
+        refuse_batch_flags(args)
         prompt, opts = self._common(args, cell, "chat")
         from .agents.chat import chat
 
@@ -280,10 +286,14 @@ class AgentMagics(Magics):
     @argument("--parallel", action="store_true", help="Run batchable tool calls in parallel.")
     @argument("--tool-choice", type=flags.text,
               help="Force the first request: a tool name, auto, required or none.")
+    @batch_arguments
     @cell_magic
     def toolloop(self, line: str, cell: str) -> None:
         """Let the model call your @tool functions until it answers."""
         args = parse_argstring(self.toolloop, line)
+        if args.over:
+            return run_batch_cell(self, "toolloop", args, line, cell)
+        refuse_batch_flags(args)
         prompt, opts = self._common(args, cell, "toolloop")
         tools = self._tools(args)
         from .agents.toolloop import MAX_ROUNDS, toolloop
@@ -307,10 +317,14 @@ class AgentMagics(Magics):
               help="Answer the first question with option N (from 1).")
     @argument("--auto-answer", type=flags.text, choices=["first"],
               help="Answer every question with option 1.")
+    @batch_arguments
     @cell_magic
     def plan(self, line: str, cell: str) -> None:
         """Run the planning agent: a live plan, questions as buttons, a stop gate."""
         args = parse_argstring(self.plan, line)
+        if args.over:
+            return run_batch_cell(self, "plan", args, line, cell)
+        refuse_batch_flags(args)
         prompt, opts = self._common(args, cell, "plan")
         tools = self._tools(args)
         try:

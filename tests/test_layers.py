@@ -44,7 +44,9 @@ LAYERS: list[tuple[str, list[str]]] = [
         "replay/rerecord.py",   # re-record their cassettes,
         "replay/compare.py",    # compare saved outputs
         "demo.py",              # the demo notebooks
+        "batch_magic.py",       # --over on the three cell magics
     ]),
+    ("batch", ["batch/"]),      # one agent over many inputs: runs agents, no IPython
     ("agents", ["agents/"]),    # chat, toolloop, plan, helpers, sub-agents; the turn driver
     ("ui", ["ui/"]),            # widgets and the live display; draw what view/ computes
     ("view", [

@@ -17,7 +17,7 @@ SLOTS = {
     "session.default_store", "llm.profiles", "tools.registry", "tools.mcp_servers",
     "clients.cache", "clients.notices_shown", "clients.failover_marks", "clients.roles",
     "clients.cassettes", "replay.mode", "runtime.agents", "runtime.intent_rules",
-    "agents.last_run", "agents.held", "ui.displays", "tools.sandbox_probe",
+    "agents.last_run", "agents.held", "ui.displays", "tools.sandbox_probe", "llm.limiters",
 }
 
 
@@ -60,12 +60,14 @@ def _dirty_everything(tmp_path: Path) -> None:
     from jupyter_agent.clients.cassettes import cassette_at
     from jupyter_agent.clients.failover import mark_profile
     from jupyter_agent.clients.turn import TurnClient
+    from jupyter_agent.llm import limiter  # noqa: F401  (its pauses)
     from jupyter_agent.llm.profiles import ModelProfile, register_profile
     from jupyter_agent.replay import mode
     from jupyter_agent.runtime.agents import Agent
     from jupyter_agent.runtime.intent import INTENT_RULES
     from jupyter_agent.session import default_store
     from jupyter_agent.tools import mcp  # noqa: F401  (its servers: tests/runtime connect one)
+    from jupyter_agent.tools.builtin import _bwrap  # noqa: F401  (its probe cache)
     from jupyter_agent.tools.registry import tool
     from jupyter_agent.ui.live import LiveDisplay
 

@@ -79,6 +79,9 @@ class TurnOptions:
     ``model`` in the model order of :mod:`jupyter_agent.clients.factory`)."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
+    is_aborted: Callable[[], bool] | None = None
+    """Polled before each round and between streamed chunks: ``True`` ends the run with
+    status ``aborted`` (a batch's stop button aborts its items in flight this way)."""
     origin: str | None = None
     """Where the turn starts (``cell:<id>``: a notebook cell the front end named). A new turn
     supersedes only the questions waiting from the same origin (the cell re-run); ``None`` (a
@@ -113,6 +116,8 @@ class TurnContext:
     """Leading messages of this turn already in the session (written before a suspension)."""
     event_base: int = 0
     """The run's events before this turn (a resumed run): the turn records the calls after."""
+    is_aborted: Callable[[], bool] | None = None
+    """The caller's abort check (:attr:`TurnOptions.is_aborted`)."""
 
     @property
     def client(self) -> ModelClient:
@@ -194,7 +199,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     notice = local_default_notice(tc)
     if notice:
         recorder.emit(Warning_(message=notice))
-    return TurnContext(tc, run, recorder, store, turn_id, history)
+    return TurnContext(tc, run, recorder, store, turn_id, history, is_aborted=opt.is_aborted)
 
 
 def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
@@ -236,9 +241,11 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
             user_hook(output)
 
     user_aborted = hooks.is_aborted
+    caller_aborted = p.is_aborted
     hooks = dataclasses.replace(
         hooks, on_round_end=on_round_end,
-        is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted()))
+        is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted())
+        or bool(caller_aborted and caller_aborted()))
     # A resumed run's earlier calls keep their ids: a new call never takes one of them, even
     # when context fitting dropped the message that carried it.
     used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)

@@ -1,8 +1,9 @@
 """``%agent SUBCOMMAND``: every subcommand, parsed with argparse, at the edge of the package.
 
 Each module holds one topic's :class:`~jupyter_agent.commands._table.CommandTable`:
-``runs`` (pending, resume, model), ``session`` (sessions, agents, history, export…) and
-``replay`` (record, replay, live, cassette). Add a subcommand to a table; this module joins them.
+``runs`` (pending, resume, model), ``session`` (sessions, agents, history, export…),
+``replay`` (record, replay, live, cassette) and ``batch`` (batches, show). Add a subcommand
+to a table; this module joins them.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ __all__ = ["run_command", "all_commands"]
 
 def _tables() -> list[CommandTable]:
     # Imported on the first %agent line, not with the magics: %load_ext stays cheap.
-    from . import replay, runs, session
+    from . import batch, replay, runs, session
 
-    return [runs.TABLE, session.TABLE, replay.TABLE]
+    return [runs.TABLE, session.TABLE, replay.TABLE, batch.TABLE]
 
 
 def all_commands() -> dict[str, tuple[Command, str]]:

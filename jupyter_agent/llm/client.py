@@ -43,6 +43,7 @@ from ._sse import (
     sse_payloads,
 )
 from ._stream import StreamAssembler
+from .limiter import limiter_for
 from .profiles import ModelProfile, resolve_profile
 from .protocol import Reply, Transport, TransportError
 from .tokens import count_messages_tokens, count_text_tokens, count_tools_tokens
@@ -273,7 +274,10 @@ class OpenAIClient:
                   start: float) -> ChatResponse:
         """Attempt the call, retrying per the policy within the deadline."""
         attempt = 0
+        # Shared by every thread calling this server: a 429/5xx pauses them all (llm/limiter.py).
+        limiter = limiter_for(self.base_url)
         while True:
+            limiter.wait()
             try:
                 resp = self._attempt(request, body, on_delta)
                 resp.seconds = time.perf_counter() - start
@@ -286,20 +290,23 @@ class OpenAIClient:
                 if not exc.retryable:
                     return ChatResponse(error=str(exc), status_code=exc.status,
                                         seconds=time.perf_counter() - start)
+                pause = self.retry.delay(attempt, exc.retry_after)
+                if exc.status is not None:  # the server answered "not now": nobody asks now
+                    limiter.pause(pause)
                 if attempt >= self.retry.max_retries:
                     return ChatResponse(
                         error=f"Model request failed after {attempt + 1} attempts: {exc}",
                         status_code=exc.status,
                         seconds=time.perf_counter() - start,
                     )
-                pause = self.retry.delay(attempt, exc.retry_after)
                 if pause >= deadline.remaining():  # no time left for another attempt
                     return ChatResponse(
                         error=f"{deadline.message()} (after {attempt + 1} attempts; last: {exc})",
                         status_code=exc.status, seconds=time.perf_counter() - start)
                 if on_delta is not None:
                     on_delta("retry", {"attempt": attempt + 1, "reason": str(exc)})
-                time.sleep(pause)
+                if exc.status is None:
+                    time.sleep(pause)  # a connection problem of this request only
                 attempt += 1
 
     # ----------------------------------------------------------------- private

@@ -109,7 +109,46 @@ ALTER TABLE turns ADD COLUMN tools TEXT;
 ALTER TABLE turns ADD COLUMN history_preview TEXT;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+# Batches (``jupyter_agent/batch/``): one row per run of a batch cell, one row per finished
+# item. An item is found again by what it computes (the spec hash: agent, template, options;
+# the item hash: its prompt and which occurrence of that prompt it is; the model), so a re-run
+# of the same cell, even over a table with rows added, skips what is already done.
+_V5 = """
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id     TEXT PRIMARY KEY,
+    spec_key     TEXT NOT NULL,
+    inputs_hash  TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    template     TEXT NOT NULL,
+    options      TEXT NOT NULL,
+    models       TEXT NOT NULL,
+    n_items      INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    created      REAL NOT NULL,
+    updated      REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batches_spec ON batches(spec_key, inputs_hash);
+
+CREATE TABLE IF NOT EXISTS batch_items (
+    spec_key       TEXT NOT NULL,
+    item_key       TEXT NOT NULL,
+    model          TEXT NOT NULL,
+    batch_id       TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    run_id         TEXT,
+    answer         TEXT NOT NULL DEFAULT '',
+    rounds         INTEGER NOT NULL DEFAULT 0,
+    input_tokens   INTEGER NOT NULL DEFAULT 0,
+    output_tokens  INTEGER NOT NULL DEFAULT 0,
+    cost           REAL NOT NULL DEFAULT 0,
+    seconds        REAL NOT NULL DEFAULT 0,
+    error          TEXT,
+    updated        REAL NOT NULL,
+    PRIMARY KEY (spec_key, item_key, model)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 """``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

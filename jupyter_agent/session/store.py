@@ -1,7 +1,7 @@
 """The embedded session store: one SQLite file, no server.
 
 Holds sessions (history, bindings, remembered permissions), turn records, runs with their
-event logs, and the pending state of suspended asks. Safe to use from several threads of one
+event logs, the pending state of suspended asks, and batches with their finished items. Safe to use from several threads of one
 kernel and from several kernels (processes) on the same file at once. Secrets never reach
 the file: every JSON value and error text written is masked by
 :func:`jupyter_agent.secrets.mask` (secret-looking environment values, the configured key,
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._state import STATE, Box
+from ._batches import BatchesMixin
 from ._db import Database
 from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Store", "default_store", "reset_default_store", "swap_default_store"]
 
 
-class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin):
+class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin, BatchesMixin):
     """A session store backed by the SQLite file at ``path``.
 
     ``path`` defaults to ``<data dir>/store.sqlite3`` (see ``paths.default_data_dir``). The

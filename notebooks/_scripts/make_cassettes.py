@@ -5,7 +5,9 @@
 
 Tutorials that need a more capable model than the embedded one (tools, planning with
 questions, helpers) replay a *scripted* model: the turns below are what that model answers,
-request after request, in the order the notebook makes them. Each notebook is executed headless
+request after request, in the order the notebook makes them. A batch sends its requests in
+any order, so its tutorial's model answers by content instead (``MATCHED``: a ``match`` turn
+and the number of requests the notebook makes). Each notebook is executed headless
 (nbclient) in record mode against ``tests.fakes.openai_server.ScriptedOpenAI`` running in a
 subprocess, so every request, stream and tool call goes through the real code; the cassette
 and the outputs are written back into the notebook (``jupyter_agent.replay.rerecord``).
@@ -32,7 +34,14 @@ NOTEBOOKS = ROOT / "notebooks"
 sys.path.insert(0, str(ROOT))  # tests.fakes is part of the repository, not of the package
 
 from jupyter_agent.replay.rerecord import rerecord  # noqa: E402
-from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls  # noqa: E402
+from tests.fakes.openai_server import (  # noqa: E402
+    ScriptedOpenAI,
+    call,
+    match,
+    rule,
+    text,
+    tool_calls,
+)
 
 SCRIPTED_MODEL = "scripted-model"
 KEY = "sk-scripted-tutorial-key"  # the scripted server accepts any key; never written
@@ -195,6 +204,26 @@ NOTEBOOK_06 = [
     text("Only one: sales, a table of 8 rows (region, quarter, revenue)."),
 ]
 
+
+# Eight labelled tickets (07): the default model gets them all right (in mixed case); of the
+# two compared, gpt-4.1-mini files the refund and the export button under "other", and adds a
+# full stop once (wrong for --match icase, right for the notebook's forgiving score).
+_TICKETS_07 = [("charged twice", "Billing"), ("crashes every time", "technical"),
+               ("refund", "billing"), ("Error 500", "Technical"), ("office in Lyon", "other"),
+               ("wrong company name", "billing"), ("export button", "technical"),
+               ("football", "Other")]
+EVAL_07 = match(
+    rule(text("other"), contains="refund", model="gpt-4.1-mini"),
+    rule(text("Other."), contains="export button", model="gpt-4.1-mini"),
+    rule(text("Billing."), contains="wrong company name", model="gpt-4.1-mini"),
+    *(rule(text(answer), contains=words) for words, answer in _TICKETS_07),
+    otherwise=text("other"))
+
+MATCHED: dict[str, tuple[Any, int]] = {
+    # the batch (8), the comparison of two models (16); the re-run asks nothing
+    "07-evaluate-your-agent.ipynb": (EVAL_07, 24),
+}
+
 SCRIPTS: dict[str, list[Any]] = {
     "02-tools.ipynb": TOOLS_02,
     "03-planning-with-ask.ipynb": PLAN_03,
@@ -205,11 +234,14 @@ SCRIPTS: dict[str, list[Any]] = {
 LOCAL = ("01-chat-basics.ipynb",)
 
 
-def record_scripted(name: str, turns: list[Any]) -> None:
-    """Execute ``name`` in record mode against a scripted server answering ``turns``."""
+def record_scripted(name: str, turns: list[Any], *, default: Any = None,
+                    expected: int | None = None) -> None:
+    """Execute ``name`` in record mode against a scripted server answering ``turns`` in
+    order (or every request with ``default``, ``expected`` requests in all)."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "requests.jsonl"
-        proc, url = ScriptedOpenAI.serve_subprocess(turns, model=SCRIPTED_MODEL, record_to=log)
+        proc, url = ScriptedOpenAI.serve_subprocess(turns, default=default, model=SCRIPTED_MODEL,
+                                                    record_to=log)
         try:
             cassette = rerecord(NOTEBOOKS / name, model=SCRIPTED_MODEL,
                                 env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": KEY})
@@ -218,9 +250,10 @@ def record_scripted(name: str, turns: list[Any]) -> None:
             proc.stdin.close()
             proc.wait(timeout=30)
         made = len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
-    if made != len(turns):
-        raise SystemExit(f"{name}: the notebook made {made} model requests, the script has "
-                         f"{len(turns)} turns; fix the script or the notebook.")
+    want = len(turns) if expected is None else expected
+    if made != want:
+        raise SystemExit(f"{name}: the notebook made {made} model requests, the script "
+                         f"expects {want}; fix the script or the notebook.")
     _check(name, cassette)
 
 
@@ -254,12 +287,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="Tutorial numbers or names (default: all).")
     args = parser.parse_args(argv)
-    names = [*LOCAL, *SCRIPTS]
+    names = [*LOCAL, *SCRIPTS, *MATCHED]
     if args.only:
         names = [n for n in names if any(n.startswith(o) or n == o for o in args.only)]
     for name in sorted(names):
         if name in SCRIPTS:
             record_scripted(name, SCRIPTS[name])
+        elif name in MATCHED:
+            default, expected = MATCHED[name]
+            record_scripted(name, [], default=default, expected=expected)
         else:
             record_local(name)
     return 0

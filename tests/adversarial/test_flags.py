@@ -124,8 +124,29 @@ PLAN = [
     ("--auto-answer", "''", "must not be empty"),
     ("--auto-answer", "second", "invalid choice"),
 ]
+BATCH = [  # --over and its companions (docs/behaviour.md, "Batches")
+    ("--over", "''", "Python variable name"),
+    ("--over", "1rows", "Python variable name"),
+    ("--concurrency", "0", "from 1 to 256"),
+    ("--concurrency", "257", "from 1 to 256"),
+    ("--concurrency", "many", "from 1 to 256"),
+    ("--expect", "''", "must not be empty"),
+    ("--match", "fuzzy", "invalid choice"),
+    ("--score", "''", "Python variable name"),
+    ("--score", "a.b", "Python variable name"),
+    ("--max-cost", "0", "above 0"),
+    ("--max-cost", "-1", "above 0"),
+    ("--max-cost", "nan", "above 0"),
+    ("--max-cost", "inf", "above 0"),
+    ("--max-cost", "lots", "above 0"),
+    ("--max-items", "0", "1 or more"),
+    ("--max-items", "-2", "1 or more"),
+    ("--engine", "spark", "invalid choice"),
+    ("--engine", "''", "must not be empty"),
+]
 CELL_CASES = (
-    [("chat", *c) for c in SHARED]
+    [(m, *c) for m in ("chat", "toolloop", "plan") for c in BATCH]
+    + [("chat", *c) for c in SHARED]
     + [(m, *c) for m in ("toolloop", "plan") for c in SHARED + TOOLS]
     + [("toolloop", *c) for c in TOOLLOOP]
     + [("plan", *c) for c in PLAN]
@@ -179,6 +200,8 @@ AGENT_CASES = [
     ("replay --model ''", "--model", "must not be empty"),
     ("replay --timing ''", "--timing", "must not be empty"),
     ("replay --timing slow", "--timing", "invalid choice"),
+    ("show ''", "run_id", "must not be empty"),
+    ("show", "run_id", "required"),
 ]
 
 

@@ -50,6 +50,8 @@ from tests.fakes.turns import (
     DripTurn,
     ErrorTurn,
     HangTurn,
+    MatchRule,
+    MatchTurn,
     RawTurn,
     ScriptedCall,
     TextTurn,
@@ -63,8 +65,10 @@ from tests.fakes.turns import (
     empty,
     error,
     hang,
+    match,
     pieces,
     raw,
+    rule,
     stream_deltas,
     text,
     tool_calls,
@@ -76,9 +80,10 @@ if TYPE_CHECKING:  # annotations only, so Python 3.10 never imports it
     from typing import Self
 
 __all__ = [  # the turn builders are re-exported: tests import everything from here
-    "AUTO_ID", "NO_TURN_MESSAGE", "DisconnectTurn", "ErrorTurn", "HangTurn", "ScriptedCall",
-    "ScriptedOpenAI", "TextTurn", "ToolCallsTurn", "Turn", "TurnLike", "call", "disconnect",
-    "empty", "error", "hang", "main", "text", "tool_calls", "turn_from_json",
+    "AUTO_ID", "NO_TURN_MESSAGE", "DisconnectTurn", "ErrorTurn", "HangTurn", "MatchRule",
+    "MatchTurn", "ScriptedCall", "ScriptedOpenAI", "TextTurn", "ToolCallsTurn", "Turn",
+    "TurnLike", "call", "disconnect", "empty", "error", "hang", "main", "match", "rule", "text",
+    "tool_calls", "turn_from_json",
     "DripTurn", "RawTurn", "drip", "raw",
 ]
 
@@ -158,6 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
         if turn is None:
             self._send_json(500, _error_body(500, NO_TURN_MESSAGE))
             return
+        if owner.latency and owner._stopping.wait(owner.latency):
+            raise _Dropped  # shutting down
         self._answer(turn, body)
 
     def _authorised(self) -> bool:
@@ -171,6 +178,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, turn: Turn, body: dict[str, Any]) -> None:
         stream = bool(body.get("stream"))
+        if isinstance(turn, MatchTurn):
+            picked = turn.pick(body)
+            if picked is None:
+                return self._send_json(500, _error_body(500, NO_TURN_MESSAGE))
+            return self._answer(picked, body)
         if isinstance(turn, HangTurn):
             if self.server.owner._stopping.wait(turn.seconds):
                 raise _Dropped  # shutting down: don't keep the thread waiting
@@ -313,9 +325,12 @@ class ScriptedOpenAI:
     """
 
     def __init__(self, *, model: str = "scripted-model", host: str = "127.0.0.1", port: int = 0,
-                 expected_key: str | None = None, record_to: str | Path | None = None) -> None:
-        """``expected_key`` also rejects a wrong key; ``record_to`` appends bodies as JSON lines."""
+                 expected_key: str | None = None, record_to: str | Path | None = None,
+                 latency: float = 0.0) -> None:
+        """``expected_key`` also rejects a wrong key; ``record_to`` appends bodies as JSON lines;
+        ``latency`` is waited before answering each chat request (a slow model)."""
         self.model = model
+        self.latency = latency
         self.expected_key = expected_key
         self.record_to = Path(record_to) if record_to else None
         self._address = (host, port)
@@ -333,6 +348,8 @@ class ScriptedOpenAI:
             self._queue: deque[TurnLike] = deque()
             self.default: TurnLike | None = None
             self.requests: list[dict[str, Any]] = []
+            self.request_times: list[float] = []
+            """``time.monotonic()`` at each request's arrival, in the order of ``requests``."""
             self.request_headers: list[dict[str, str]] = []
             self.auth_present: list[bool] = []
             self.connections = 0
@@ -403,6 +420,7 @@ class ScriptedOpenAI:
         if "authorization" in headers:
             headers["authorization"] = "Bearer <redacted>"  # never keep or print the key
         with self._lock:
+            self.request_times.append(time.monotonic())
             self.requests.append(body)
             self.request_headers.append(headers)
             self.auth_present.append(present)
@@ -420,7 +438,8 @@ class ScriptedOpenAI:
     @staticmethod
     def serve_subprocess(script_turns: Sequence[Turn], *, default: Turn | None = None,
                          model: str = "scripted-model", record_to: str | Path | None = None,
-                         timeout: float = 30.0) -> tuple[subprocess.Popen[str], str]:
+                         timeout: float = 30.0, latency: float = 0.0
+                         ) -> tuple[subprocess.Popen[str], str]:
         """Run the CLI in a child process; returns ``(process, base_url)`` once it is READY.
 
         The child also exits when its stdin closes, so it never outlives a crashed parent.
@@ -434,6 +453,8 @@ class ScriptedOpenAI:
                "--script", fh.name, "--model", model, "--exit-with-parent"]
         if record_to is not None:
             cmd += ["--record", str(record_to)]
+        if latency:
+            cmd += ["--latency", str(latency)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (str(_REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
         proc = subprocess.Popen(cmd, cwd=_REPO_ROOT, env=env, stdin=subprocess.PIPE,
@@ -462,10 +483,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, help="JSON list of turns, or {turns, default}.")
     parser.add_argument("--model", default="scripted-model")
     parser.add_argument("--record", type=Path, help="Append each request body here (JSONL).")
+    parser.add_argument("--latency", type=float, default=0.0,
+                        help="Seconds to wait before answering each chat request.")
     parser.add_argument("--exit-with-parent", action="store_true",
                         help="Exit when stdin reaches EOF (the parent closed it or died).")
     args = parser.parse_args(argv)
-    srv = ScriptedOpenAI(model=args.model, host=args.host, port=args.port, record_to=args.record)
+    srv = ScriptedOpenAI(model=args.model, host=args.host, port=args.port, record_to=args.record,
+                         latency=args.latency)
     if args.script:
         script = json.loads(args.script.read_text(encoding="utf-8"))
         if isinstance(script, list):

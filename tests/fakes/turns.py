@@ -20,10 +20,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
-    "AUTO_ID", "DisconnectTurn", "ErrorTurn", "HangTurn", "ScriptedCall", "TextTurn",
-    "ToolCallsTurn", "Turn", "TurnLike", "call", "completion_message", "disconnect", "empty",
-    "error", "hang", "pieces", "stream_deltas", "text", "tool_calls", "turn_from_json",
-    "usage_for",
+    "AUTO_ID", "DisconnectTurn", "ErrorTurn", "HangTurn", "MatchRule", "MatchTurn",
+    "ScriptedCall", "TextTurn", "ToolCallsTurn", "Turn", "TurnLike", "call",
+    "completion_message", "disconnect", "empty", "error", "hang", "match", "pieces", "rule",
+    "stream_deltas", "text", "tool_calls", "turn_from_json", "usage_for",
     "DripTurn", "RawTurn", "drip", "raw",
 ]
 
@@ -137,14 +137,64 @@ class RawTurn(_Model):
     payloads: list[str]
 
 
+class MatchRule(_Model):
+    """One rule of a :class:`MatchTurn`: every condition given must hold."""
+
+    contains: str | None = None
+    """A substring of the request's last user message."""
+    last_role: str | None = None
+    """The role of the request's last message (``tool`` after a tool round)."""
+    model: str | None = None
+    """The request's ``model``."""
+    turn: Turn
+
+    def matches(self, body: dict[str, Any]) -> bool:
+        """Whether the request ``body`` meets every condition of this rule."""
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        if self.model is not None and body.get("model") != self.model:
+            return False
+        if self.last_role is not None and (not messages or messages[-1].get("role")
+                                           != self.last_role):
+            return False
+        if self.contains is not None:
+            users = [m for m in messages if m.get("role") == "user"]
+            content = users[-1].get("content") if users else ""
+            if not isinstance(content, str) or self.contains not in content:
+                return False
+        return True
+
+
+class MatchTurn(_Model):
+    """The turn of the first rule the request matches, else ``otherwise`` (else HTTP 500).
+
+    Serialisable, so a server in another process can answer requests that arrive in any
+    order (concurrent batch items) by their content instead of by their position.
+    """
+
+    kind: Literal["match"] = "match"
+    rules: list[MatchRule]
+    otherwise: Turn | None = None
+
+    def pick(self, body: dict[str, Any]) -> Any:
+        """The turn for the request ``body``."""
+        for rule in self.rules:
+            if rule.matches(body):
+                return rule.turn
+        return self.otherwise
+
+
 Turn = Annotated[
-    TextTurn | ToolCallsTurn | ErrorTurn | DisconnectTurn | HangTurn | DripTurn | RawTurn,
+    TextTurn | ToolCallsTurn | ErrorTurn | DisconnectTurn | HangTurn | DripTurn | RawTurn
+    | MatchTurn,
     Field(discriminator="kind"),
 ]
 """Any JSON-serialisable scripted turn."""
 HangTurn.model_rebuild()
 DripTurn.model_rebuild()
+MatchRule.model_rebuild()
+MatchTurn.model_rebuild()
 TurnLike = (TextTurn | ToolCallsTurn | ErrorTurn | DisconnectTurn | HangTurn | DripTurn | RawTurn
+            | MatchTurn
             | Callable[[dict], Any])
 """A turn, or ``fn(request_body) -> turn`` evaluated when the request arrives."""
 _TURN_ADAPTER: TypeAdapter[Any] = TypeAdapter(Turn)
@@ -216,6 +266,17 @@ def drip(seconds: float, interval: float | None = 1.0, *, before: str = "", stal
 def raw(*payloads: str) -> RawTurn:
     """``data:`` lines sent verbatim (malformed on purpose), one per payload."""
     return RawTurn(payloads=list(payloads))
+
+
+def match(*rules: MatchRule, otherwise: Turn | None = None) -> MatchTurn:
+    """A turn chosen by the request's content (see :class:`MatchTurn`)."""
+    return MatchTurn(rules=list(rules), otherwise=otherwise)
+
+
+def rule(turn: Turn, *, contains: str | None = None, last_role: str | None = None,
+         model: str | None = None) -> MatchRule:
+    """One rule of :func:`match`."""
+    return MatchRule(turn=turn, contains=contains, last_role=last_role, model=model)
 
 
 def pieces(s: str, size: int) -> list[str]:

@@ -1,0 +1,243 @@
+"""``jupyter_agent.batch(...)``: one agent over many inputs, from Python.
+
+The magics' ``--over`` calls the same function (``jupyter_agent/batch_magic.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any, Callable
+
+from ..errors import ParameterError
+from .engine import Controller, Execution, execute
+from .evaluate import score_outcomes
+from .inputs import load_inputs
+from .progress import preview
+from .results import as_table, board_rows, chart_png, results_table
+from .spec import BatchSpec
+
+__all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
+
+PREVIEW_ROWS = 20
+"""Results shown in the finished card (the table in ``--out`` has them all)."""
+_COMMON = {"system", "temperature", "max_tokens", "knowledge", "listeners", "client", "agent",
+           "auto_approve"}
+_OPTIONS = {"chat": _COMMON - {"agent", "auto_approve"},
+            "toolloop": _COMMON | {"tools", "parallel", "max_rounds", "tool_choice"},
+            "plan": _COMMON | {"tools", "max_rounds", "answer", "option"}}
+
+
+class BatchResult:
+    """What a batch produced.
+
+    Attributes:
+        results: One row per item: the input columns, then ``answer``, ``status``, ``rounds``,
+            ``input_tokens``, ``output_tokens``, ``cost``, ``seconds``, ``error``, ``run_id``
+            (plus ``model`` with several models, ``score`` in an evaluation).
+        board: The comparison of models (accuracy, cost, p50/p95 seconds, tokens), or ``None``
+            when there is one model and no evaluation.
+        status: ``done``, or ``stopped`` (a stop, a limit); ``stop_reason`` says which.
+        view: The card's final state.
+    """
+
+    def __init__(self, ex: Execution) -> None:
+        spec = ex.spec
+        self.batch_id = ex.batch_id
+        self.outcomes = ex.outcomes
+        self.view = ex.progress.view()
+        self.status: str = self.view["status"]
+        self.stop_reason: str = self.view["stop_reason"]
+        scored = spec.expect is not None or spec.score is not None
+        self.scores = score_outcomes(ex.outcomes, ex.items, spec.inputs.rows, expect=spec.expect,
+                                     match=spec.match, score=spec.score) if scored else None
+        self.results = results_table(spec.inputs, ex.items, ex.outcomes, spec.models,
+                                     self.scores)
+        self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores)
+                           if scored or len(spec.models) > 1 else [])
+        self.board = as_table(self.board_rows) if self.board_rows else None
+        if self.board is not None and hasattr(self.results, "attrs"):
+            self.results.attrs["board"] = self.board
+        self.view["board"] = self.board_rows
+        self.view["preview"] = [
+            {"row": i.row + 1, "model": i.model, "status": o["status"],
+             "answer": preview(o.get("answer")), "error": preview(o.get("error")),
+             "score": None if self.scores is None else self.scores[i.position]}
+            for i, o in zip(ex.items[:PREVIEW_ROWS], ex.outcomes[:PREVIEW_ROWS])]
+
+    def card(self, run_id: str) -> Any:
+        """The full card of one item's run (see :func:`jupyter_agent.batch.cards.run_card`)."""
+        from .cards import run_card
+
+        return run_card(run_id)
+
+    def chart(self) -> bytes | None:
+        """The comparison as a PNG (``None`` without matplotlib or without a comparison)."""
+        return chart_png(self.board_rows)
+
+    def bundle(self) -> dict[str, Any]:
+        """The card as a static MIME bundle (markdown and plain text)."""
+        from ..view.batch import batch_bundle
+
+        return batch_bundle(self.view)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return self.bundle()
+
+    def __repr__(self) -> str:
+        c = self.view["counts"]
+        return (f"<BatchResult {self.batch_id} {self.status}: {c['done']} done, {c['failed']} "
+                f"failed, {c['ask']} waiting for an answer, {c['skipped']} not run>")
+
+
+def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | None]:
+    """``"a,b"`` or ``["a", "b"]`` -> ``["a", "b"]``; ``None`` -> ``[None]`` (the default)."""
+    if model is None:
+        return [None]
+    names = model.split(",") if isinstance(model, str) else list(model)
+    out = [n.strip() if isinstance(n, str) else n for n in names]
+    if not out or any(not isinstance(n, str) or not n for n in out):
+        raise ParameterError(f"model must name models (comma-separated), not {model!r}.")
+    return out  # type: ignore[return-value]
+
+
+def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[str, Any],
+          options: dict[str, Any], **fields: Any) -> BatchSpec:
+    from ..clients.factory import resolve_model
+
+    if kind not in _OPTIONS:
+        raise ParameterError(f"kind must be chat, toolloop or plan, not {kind!r}.")
+    unknown = sorted(set(options) - _OPTIONS[kind])
+    if unknown:
+        raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "
+                             f"{', '.join(sorted(_OPTIONS[kind]))}).")
+    from ..agents._params import check_parameters
+
+    check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
+    if fields.get("engine") == "dask":
+        from .. import config
+
+        if fields.get("clients") or options.get("client") or \
+                config.settings.cassette_mode != "live":
+            raise ParameterError("engine 'dask' makes live model calls only: record and replay "
+                                 "run on the thread engine.")
+    inputs = load_inputs(over)
+    models = [resolve_model(m).name for m in split_models(model)]
+    clients = dict(fields.pop("clients", None) or {})
+    client = options.pop("client", None)
+    if client is not None:
+        if len(models) > 1:
+            raise ParameterError("client serves one model: pass clients per model, or one model.")
+        clients[models[0]] = client
+    return BatchSpec(kind=kind, template=template, inputs=inputs, models=models,  # type: ignore[arg-type]
+                     options=options, clients=clients, namespace=namespace, **fields)
+
+
+def batch(template: str, over: Any, *, kind: str = "toolloop",
+          model: str | list[str] | None = None, concurrency: int = 4,
+          expect: str | None = None, match: str = "exact",
+          score: Callable[..., Any] | None = None, max_cost: float | None = None,
+          max_items: int | None = None, rerun: bool = False, engine: str = "thread",
+          auto_answer: str | None = None, namespace: Mapping[str, Any] | None = None,
+          store: Any = "default", wait: bool = True,
+          on_progress: Callable[[dict[str, Any]], None] | None = None,
+          controller: Controller | None = None, clients: dict[str, Any] | None = None,
+          **options: Any) -> Any:
+    """Run ``kind`` (``chat``, ``toolloop`` or ``plan``) once per row of ``over``.
+
+    Args:
+        template: The prompt; ``{field}`` takes the row's field (``{item}`` for a list of
+            plain values), else the variable of ``namespace``.
+        over: A pandas or polars DataFrame, a list of dicts, or a list of values.
+        model: A model, or several (a list or ``"a,b"``): every row runs on each, and the
+            result has a ``model`` column and a comparison board.
+        concurrency: Items running at once (default 4).
+        expect: The row field holding the expected answer (an evaluation); ``match`` is
+            ``exact``, ``icase`` or ``contains``.
+        score: Instead of ``expect``: ``score(answer, row)`` returning a number or a bool.
+        max_cost: Start no item once this call has spent this much (running items finish).
+        max_items: Start at most this many items (a re-run continues with the next ones).
+        rerun: Run every item again (default: items finished by an earlier call with the same
+            template, options and inputs are taken from the session store).
+        engine: ``thread`` (default) or ``dask`` (the active ``dask.distributed`` client, else a
+            ``LocalCluster`` started for the batch).
+        auto_answer: ``"first"``: a plan item that asks is answered with option 1; without
+            it the item waits with status ``ask`` (``%agent pending`` / ``%agent resume``).
+        namespace: Variables for template fields the rows lack (default: the caller's
+            globals, like a notebook cell).
+        store: The session store (``"default"``) or ``None`` (nothing kept, no resuming).
+        wait: ``False`` returns a :class:`BatchRun` at once (its ``stop()`` works while it runs).
+        on_progress: Called with the card's state, a few times a second.
+        controller: Stop requests from elsewhere (the card's button).
+        clients: A model client per model name (record/replay cells).
+        **options: Options of the entry point (``system``, ``tools``, ``max_rounds``,
+            ``agent`` for a named agent...).
+
+    Returns:
+        A :class:`BatchResult` (a :class:`BatchRun` with ``wait=False``).
+    """
+    if namespace is None:
+        namespace = sys._getframe(1).f_globals  # a notebook cell's variables, as in the cell
+    spec = _spec(template, over, kind, model, namespace, dict(options), concurrency=concurrency,
+                 expect=expect, match=match, score=score, max_cost=max_cost,
+                 max_items=max_items, rerun=rerun, engine=engine, auto_answer=auto_answer,
+                 clients=clients)
+    if store == "default":
+        from ..session import default_store
+
+        store = default_store()
+    run = BatchRun(spec, store, on_progress, controller)
+    if not wait:
+        return run.start()
+    return BatchResult(execute(spec, store=store, controller=run.controller,
+                               on_progress=on_progress))
+
+
+class BatchRun:
+    """A batch running in a background thread (``batch(..., wait=False)``)."""
+
+    def __init__(self, spec: BatchSpec, store: Any,
+                 on_progress: Callable[[dict[str, Any]], None] | None = None,
+                 controller: Controller | None = None) -> None:
+        self.spec = spec
+        self.store = store
+        self.on_progress = on_progress
+        self.controller = controller or Controller()
+        self._thread: threading.Thread | None = None
+        self._result: BatchResult | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> BatchRun:
+        """Start the batch in a daemon thread."""
+        def target() -> None:
+            try:
+                self._result = BatchResult(execute(self.spec, store=self.store,
+                                                   controller=self.controller,
+                                                   on_progress=self.on_progress))
+            except BaseException as exc:  # handed to wait()
+                self._error = exc
+
+        self._thread = threading.Thread(target=target, name="jupyter-agent-batch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, mode: str = "finish") -> None:
+        """``finish`` lets running items end; ``abort`` ends them at their next round."""
+        self.controller.stop(mode)
+
+    @property
+    def done(self) -> bool:
+        """Whether the batch has ended."""
+        return self._thread is not None and not self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> BatchResult:
+        """The result once the batch ends (a fatal mistake is raised here)."""
+        assert self._thread is not None, "start() the batch first"
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("the batch is still running")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result

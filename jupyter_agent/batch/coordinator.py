@@ -1,0 +1,205 @@
+"""Handing items out and taking outcomes in, for the thread and the Dask engines.
+
+Threads *pull*: each worker takes its next item as soon as it is free (:meth:`next_item`
+checks the stop and the limits under a lock) and records the item it ran itself, so no
+coordinating thread is on an item's path. Dask is *pushed*: the coordinator keeps
+``concurrency`` futures on the cluster, records each one that ends and submits one more.
+
+Recording an item is one store transaction (its run and its row in the batch; see
+``item.py``), so a killed kernel loses only the items not yet recorded: those in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+from .control import Controller
+from .item import (
+    FATAL_ERRORS,
+    OUTCOME_FIELDS,
+    ItemTask,
+    error_outcome,
+    one_line,
+    store_run,
+)
+from .progress import Progress
+from .spec import BatchSpec, Item
+
+__all__ = ["Coordinator"]
+
+Progressed = Callable[[dict[str, Any]], None] | None
+
+
+class Coordinator:
+    """One batch run: its pending items, the running ones and the outcomes."""
+
+    def __init__(self, spec: BatchSpec, store: Any, ctl: Controller, progress: Progress,
+                 outcomes: list[dict[str, Any] | None], skey: str, batch_id: str,
+                 todo: deque[Item]) -> None:
+        self.spec, self.store, self.ctl, self.progress = spec, store, ctl, progress
+        self.outcomes, self.skey, self.batch_id, self.todo = outcomes, skey, batch_id, todo
+        self.lock = threading.Lock()  # todo, running, started and the progress counts
+        self.running: dict[int, Item] = {}
+        self.started = 0
+        self.fatal: BaseException | None = None
+        self.settings: dict[str, Any] | None = None
+        if spec.engine == "dask":
+            from .ship import client_settings
+
+            self.settings = client_settings()
+
+    # ---------------------------------------------------------------------- handing out
+    def next_item(self) -> tuple[Item, ItemTask] | None:
+        """The next item to run, or ``None`` (none left, stopping, or a limit reached)."""
+        with self.lock:
+            if not self.todo or self.ctl.stopping.is_set() or self._limit_reached():
+                return None
+            item = self.todo.popleft()
+            self.started += 1
+            self.running[item.position] = item
+            self.progress.started()
+        return item, self._task(item)
+
+    def _task(self, item: Item) -> ItemTask:
+        opts = dict(self.spec.options)
+        client = self.spec.clients.get(item.model)
+        if client is not None:
+            opts["client"] = client
+        if self.spec.engine == "dask" and self.spec.kind != "chat":
+            from .ship import pack_tools
+
+            opts["tools"] = pack_tools(opts.get("tools"), opts.get("agent"))
+        return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
+                        self.settings)
+
+    def _limit_reached(self) -> bool:
+        spec, p = self.spec, self.progress
+        if spec.max_items is not None and self.started >= spec.max_items:
+            self.ctl.stop("finish", f"Stopped after {spec.max_items} items (the item limit); "
+                                    "run again to continue.")
+            return True
+        if spec.max_cost is not None and p.spent_live() >= spec.max_cost:
+            self.ctl.stop("finish", f"Stopped at a cost of {p.spent_live():.4f} (the limit is "
+                                    f"{spec.max_cost:g}); run again to continue.")
+            return True
+        return False
+
+    def on_event(self, position: int, event: Any) -> None:
+        """An event of a running item (any thread): its usage counts at once."""
+        if event.type == "usage":
+            self.progress.live.add(position, event.input_tokens, event.output_tokens, event.cost)
+
+    # ---------------------------------------------------------------------- taking in
+    def outcome(self, value: Any) -> dict[str, Any]:
+        """An item's outcome from what its worker returned (an exception included)."""
+        if not isinstance(value, BaseException):
+            return value
+        raw = error_outcome(one_line(value))
+        if isinstance(value, FATAL_ERRORS):
+            self.fatal = self.fatal or value
+            self.ctl.stop("abort", one_line(value))
+        elif self.ctl.aborting.is_set():  # Dask: a future cancelled by the stop
+            raw.update(status="aborted", error="Aborted by a stop.")
+        return raw
+
+    def record(self, item: Item, raw: dict[str, Any]) -> None:
+        """Store an ended item (its run and its row) and count it (any thread; an item
+        already recorded, e.g. given up on after interrupts, is not recorded twice)."""
+        with self.lock:
+            if self.running.pop(item.position, None) is None:
+                return
+        outcome = {f: raw.get(f) for f in OUTCOME_FIELDS}
+        if self.store is not None:
+            with self.store.transaction():
+                store_run(self.store, raw)
+                self.store.save_batch_item(self.batch_id, self.skey, item.key, item.model,
+                                           outcome)
+        with self.lock:
+            self.outcomes[item.position] = outcome
+            self.progress.finished(item, outcome)
+
+    def done(self, item: Item, value: Any) -> None:
+        """A worker thread ended an item: record it there and then."""
+        self.record(item, self.outcome(value))
+
+    def view(self) -> dict[str, Any]:
+        """The card's state now."""
+        with self.lock:
+            return self.progress.view()
+
+    def _interrupted(self, count: int) -> bool:
+        """A kernel interrupt: the first lets running items finish, the second aborts them,
+        the third stops waiting for them (they are recorded as aborted). True: stop now."""
+        self.ctl.stop("finish" if count == 1 else "abort", "Interrupted: running items were "
+                      + ("allowed to finish." if count == 1 else "aborted."))
+        if count < 3:
+            return False
+        for item in list(self.running.values()):
+            out = error_outcome("Interrupted while running.")
+            out["status"] = "aborted"
+            self.record(item, out)
+        return True
+
+    # ---------------------------------------------------------------------- the loops
+    def run(self, on_progress: Progressed, interval: float) -> None:
+        """Run every item (to the end, a stop or a limit)."""
+        if self.spec.engine == "dask":
+            self._run_dask(on_progress, interval)
+        else:
+            self._run_threads(on_progress, interval)
+        if self.fatal is not None:
+            raise self.fatal
+
+    def _run_threads(self, on_progress: Progressed, interval: float) -> None:
+        from .pools import ThreadPool
+
+        pool = ThreadPool(self.spec.concurrency, is_aborted=self.ctl.aborting.is_set,
+                          on_event=self.on_event)
+        pool.start(self.next_item, self.done, min(self.spec.concurrency, len(self.todo)))
+        interrupts, last = 0, 0.0
+        while not pool.finished:
+            try:
+                pool.wait(interval)
+                last = self._push(on_progress, last, interval)
+            except KeyboardInterrupt:
+                interrupts += 1
+                if self._interrupted(interrupts):
+                    break
+
+    def _run_dask(self, on_progress: Progressed, interval: float) -> None:
+        from .pools import DaskPool
+
+        pool = DaskPool(self.spec.concurrency)
+        futures: dict[Any, Item] = {}
+        interrupts, last = 0, 0.0
+        try:
+            while True:
+                try:
+                    while len(futures) < self.spec.concurrency:
+                        nxt = self.next_item()
+                        if nxt is None:
+                            break
+                        futures[pool.submit(nxt[1], nxt[0].position)] = nxt[0]
+                    if not futures:
+                        break
+                    if self.ctl.aborting.is_set():
+                        pool.cancel(list(futures))
+                    for f in pool.wait(list(futures), interval):
+                        self.record(futures.pop(f), self.outcome(pool.result(f)))
+                    last = self._push(on_progress, last, interval)
+                except KeyboardInterrupt:
+                    interrupts += 1
+                    if self._interrupted(interrupts):
+                        break
+        finally:
+            pool.close()
+
+    def _push(self, on_progress: Progressed, last: float, interval: float) -> float:
+        now = time.monotonic()
+        if on_progress is None or now - last < interval:
+            return last
+        on_progress(self.view())
+        return now

@@ -1,0 +1,141 @@
+"""Running a batch: what was done before is taken from the store, the rest is run.
+
+:func:`execute` opens the batch in the store, keeps the items an earlier run of the same cell
+finished (and the asks still waiting, refreshed from their runs), fails the rows that cannot
+run, and hands the rest to a :class:`~.coordinator.Coordinator`. Stopping (the card's button,
+a limit, a kernel interrupt) starts no new item: in ``finish`` mode the running ones end
+normally, in ``abort`` mode they end at their next round. Every item that ends is stored at
+once, so a killed kernel loses only the items in flight.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from typing import Any, Callable
+
+from .control import Controller
+from .coordinator import Coordinator
+from .item import FINISHED, OUTCOME_FIELDS, error_outcome, one_line
+from .progress import Progress
+from .spec import BatchSpec, Item, build_items, check_spec, fingerprint, inputs_hash, spec_key
+
+__all__ = ["Controller", "execute", "Execution", "PROGRESS_INTERVAL"]
+
+PROGRESS_INTERVAL = 0.25
+"""Seconds between two card updates (and the coordinator's wake-up tick)."""
+
+
+class Execution:
+    """What :func:`execute` produced (the public ``BatchResult`` is built from it)."""
+
+    def __init__(self, spec: BatchSpec, batch_id: str, items: list[Item],
+                 outcomes: list[dict[str, Any]], progress: Progress) -> None:
+        self.spec = spec
+        self.batch_id = batch_id
+        self.items = items
+        self.outcomes = outcomes
+        self.progress = progress
+
+
+def _skipped() -> dict[str, Any]:
+    out = error_outcome("")
+    out.update(status="skipped", error=None)
+    return out
+
+
+def _stored_outcome(store: Any, rec: Any) -> dict[str, Any] | None:
+    """A stored item to keep: finished, or still waiting on its ask (refreshed from its run,
+    which ``%agent resume`` may have finished since). ``None``: run it again."""
+    out = {f: getattr(rec, f) for f in OUTCOME_FIELDS}
+    if rec.status in FINISHED:
+        return out
+    if rec.status != "ask" or not rec.run_id:
+        return None
+    run = store.get_run(rec.run_id)
+    if run is None or run.status == "superseded":
+        return None
+    if run.status in ("ask", "running"):
+        return out
+    events = store.get_events(rec.run_id)
+    usage = [e for e in events if e.get("type") == "usage"]
+    end = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    out.update(status=run.status, answer=end.get("answer") or "", error=end.get("error"),
+               rounds=int(end.get("rounds") or rec.rounds),
+               input_tokens=sum(int(e.get("input_tokens") or 0) for e in usage),
+               output_tokens=sum(int(e.get("output_tokens") or 0) for e in usage),
+               cost=sum(float(e.get("cost") or 0.0) for e in usage))
+    return out
+
+
+def _check_tools(spec: BatchSpec) -> None:
+    """An unknown tool name fails every item alike: say so before anything runs."""
+    tools = spec.options.get("tools")
+    if spec.kind == "chat" or tools is None:
+        return
+    import os
+
+    from ..runtime.catalog import resolve_tool_specs
+    from ..tools.builtin import Workspace
+
+    resolve_tool_specs([t for t in tools if t != "spawn_agent"],
+                       workspace=lambda: Workspace(os.getcwd()))
+
+
+def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
+            on_progress: Callable[[dict[str, Any]], None] | None = None,
+            interval: float = PROGRESS_INTERVAL) -> Execution:
+    """Run the batch ``spec`` to the end (or to a stop) and return every item's outcome.
+
+    Raises:
+        ParameterError: a bad parameter or template field, before anything runs.
+        One of ``FATAL_ERRORS``: a mistake every item would make (no key, unknown tool); the
+            items that finished are kept in the store.
+    """
+    check_spec(spec)
+    _check_tools(spec)
+    ctl = controller or Controller()
+    items = build_items(spec)
+    skey = spec_key(spec)
+    batch_id = "batch_" + secrets.token_hex(6)
+    if store is not None:
+        batch_id = store.open_batch(
+            spec_key=skey, inputs_hash=inputs_hash(items), kind=spec.kind,
+            template=spec.template, options=fingerprint(spec.options), models=spec.models,
+            n_items=len(items)).batch_id
+    progress = Progress(batch_id=batch_id, kind=spec.kind, total=len(items),
+                        models=spec.models, rows=len(spec.inputs.rows),
+                        concurrency=spec.concurrency, engine=spec.engine)
+    outcomes: list[dict[str, Any] | None] = [None] * len(items)
+    stored = store.batch_items(skey) if store is not None and not spec.rerun else {}
+    todo: deque[Item] = deque()
+    for item in items:
+        rec = stored.get((item.key, item.model))
+        kept = _stored_outcome(store, rec) if rec is not None else None
+        if kept is not None:
+            outcomes[item.position] = kept
+            progress.counts["waiting"] -= 1
+            progress.reuse(kept)
+        elif item.error:
+            outcomes[item.position] = error_outcome(item.error)
+            progress.failed_early(outcomes[item.position])  # type: ignore[arg-type]
+        else:
+            todo.append(item)
+    coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)
+    fatal: BaseException | None = None
+    try:
+        coordinator.run(on_progress, interval)
+    except BaseException as exc:  # raised again below, once the batch's state is saved
+        fatal = exc
+    done = [o if o is not None else _skipped() for o in outcomes]
+    progress.skip_rest()
+    status = "error" if fatal is not None else ("stopped" if ctl.stopping.is_set() else "done")
+    reason = one_line(fatal) if fatal is not None else ctl.reason
+    progress.close(status, reason)
+    if store is not None:
+        store.set_batch_status(batch_id, status)
+    if on_progress is not None:
+        on_progress(progress.view())
+    if fatal is not None:
+        raise fatal
+    return Execution(spec, batch_id, items, done, progress)

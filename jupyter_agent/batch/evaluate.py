@@ -1,0 +1,86 @@
+"""Scoring answers: against an expected field of the row, or with the user's function.
+
+``expect`` compares the answer with the row's field: ``exact`` (the same text, outer spaces
+aside), ``icase`` (the same, ignoring case) or ``contains`` (the expected text appears in the
+answer, ignoring case). ``score`` is a notebook function called as ``score(answer, row)`` (or
+``score(answer)`` when it takes one argument) that returns a number or a bool. An item without
+an answer (failed, waiting, not run) gets no score; the comparison counts it as wrong.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from .inputs import is_missing
+from .item import FINISHED, one_line
+
+__all__ = ["matches", "score_outcomes"]
+
+
+def matches(answer: str, expected: Any, mode: str) -> bool:
+    """Whether ``answer`` matches ``expected`` under ``mode`` (``exact``/``icase``/``contains``)."""
+    got = str(answer).strip()
+    want = str(expected).strip()
+    if mode == "exact":
+        return got == want
+    if mode == "icase":
+        return got.casefold() == want.casefold()
+    return want.casefold() in got.casefold()
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 2
+    return 1 if len(positional) == 1 else 2
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    item = getattr(value, "item", None)  # a numpy scalar
+    if callable(item) and not isinstance(value, (int, float)):
+        value = item()
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    raise TypeError(f"the score function returned a {type(value).__name__}, not a number or "
+                    "a bool")
+
+
+def score_outcomes(outcomes: list[dict[str, Any]], items: list[Any], rows: list[dict[str, Any]],
+                   *, expect: str | None, match: str,
+                   score: Callable[..., Any] | None) -> list[float | None]:
+    """One score per outcome (``None`` when the item has no answer to score).
+
+    A score function that raises (or returns something else than a number) gives no score;
+    the item's ``error`` column says why, its status is unchanged.
+    """
+    if expect is None and score is None:
+        return [None] * len(outcomes)
+    arity = _arity(score) if score is not None else 0
+    out: list[float | None] = []
+    for outcome, item in zip(outcomes, items):
+        if outcome["status"] not in FINISHED:
+            out.append(None)
+            continue
+        row = rows[item.row]
+        answer = outcome.get("answer") or ""
+        if expect is not None:
+            want = row.get(expect)
+            out.append(None if is_missing(want) else float(matches(answer, want, match)))
+            continue
+        try:
+            value = score(answer) if arity == 1 else score(answer, dict(row))  # type: ignore[misc]
+            out.append(_number(value))
+        except Exception as exc:  # the user's function failed on this item: note it, go on
+            out.append(None)
+            note = f"score: {one_line(exc)}"
+            outcome["error"] = f"{outcome['error']}; {note}" if outcome.get("error") else note
+    return out

@@ -1,0 +1,171 @@
+"""One item: one call of ``chat()``, ``toolloop()`` or ``plan()``, and what the batch keeps.
+
+Items run through the public entry points with no session (no history is shared between
+items, and an item's ask never supersedes another's) and without streaming (nobody watches an
+item's tokens; one JSON body is cheaper). Each item's run is stored under its own ``run_id``,
+so ``%agent pending`` / ``%agent resume`` answer an item that asked, and its full card can be
+shown later.
+
+Items do not write to the store themselves: the run's events and pending state come back with
+the outcome and the coordinator stores them (:func:`store_run`), one transaction per item.
+Thirty-two threads each opening write transactions would queue on SQLite's lock, whose busy
+handler sleeps in steps of milliseconds; one writer never waits. The same path serves items
+run on Dask workers, which have no store.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
+
+__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome", "store_run",
+           "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "one_line"]
+
+FINISHED = frozenset({"done", "max_rounds", "incomplete"})
+"""Statuses with an answer: a re-run keeps them (``rerun`` forces)."""
+FATAL_ERRORS: tuple[type[Exception], ...] = (ConfigError, ToolError, ParameterError,
+                                              MagicUsageError)
+"""Mistakes that would fail every item alike (no key, unknown tool): they stop the batch."""
+OUTCOME_FIELDS = ("answer", "status", "rounds", "input_tokens", "output_tokens", "cost",
+                  "seconds", "error", "run_id")
+_ENTRIES = {"chat": ("jupyter_agent.agents.chat", "chat"),
+            "toolloop": ("jupyter_agent.agents.toolloop", "toolloop"),
+            "plan": ("jupyter_agent.agents.plan.agent", "plan")}
+
+
+@dataclass
+class ItemTask:
+    """What one worker needs to run one item (picklable: it travels to Dask workers)."""
+
+    kind: str
+    prompt: str
+    model: str
+    options: dict[str, Any] = field(default_factory=dict)
+    auto_answer: str | None = None
+    settings: dict[str, Any] | None = None
+    """Remote only: the kernel's non-secret client settings (base URL, retries)."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (an item's error column)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+def error_outcome(message: str, seconds: float = 0.0, run_id: str | None = None) -> dict[str, Any]:
+    """The outcome of an item that failed before or outside its run."""
+    return {"answer": "", "status": "error", "rounds": 0, "input_tokens": 0,
+            "output_tokens": 0, "cost": 0.0, "seconds": round(seconds, 3), "error": message,
+            "run_id": run_id}
+
+
+def outcome_of(run: Any) -> dict[str, Any]:
+    """The results columns of a finished (or suspended) run."""
+    return {"answer": run.answer or "", "status": run.status, "rounds": run.rounds,
+            "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+            "cost": float(run.cost), "seconds": round(float(run.seconds), 3),
+            "error": run.error, "run_id": run.run_id}
+
+
+def _entry(kind: str) -> Callable[..., Any]:
+    import importlib
+
+    module, name = _ENTRIES[kind]
+    return getattr(importlib.import_module(module), name)
+
+
+def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | None = None,
+             on_event: Callable[[Any], None] | None = None,
+             detail: bool = False) -> dict[str, Any]:
+    """Run one item and return its outcome (never raises for a failure of this item).
+
+    Args:
+        task: The item.
+        store: The session store its run is saved in (``None``: not saved).
+        is_aborted: Polled by the loop: ``True`` aborts the run (the batch's stop).
+        on_event: Called with each event of the run (live usage for the card).
+        detail: Also return the run's ``events`` (JSON) and ``pending`` state (remote runs).
+
+    Raises:
+        One of :data:`FATAL_ERRORS`: a mistake every item would make (the batch stops).
+    """
+    box: dict[str, Any] = {}
+
+    def listen(event: Any) -> None:
+        if event.type == "run_started":
+            box["run_id"] = event.run_id
+        if on_event is not None:
+            on_event(event)
+
+    opts = dict(task.options)
+    listeners = [listen, *(opts.pop("listeners", None) or [])]
+    opts.update(model=task.model, session=None, history=0, stream=False, store=store,
+                is_aborted=is_aborted, listeners=listeners)
+    if task.kind == "plan" and task.auto_answer:
+        opts["auto_answer"] = task.auto_answer
+    start = time.perf_counter()
+    try:
+        run = _entry(task.kind)(task.prompt, **opts)
+    except FATAL_ERRORS:
+        raise
+    except Exception as exc:  # this item's problem (no recording, a bug in a hook...)
+        return error_outcome(one_line(exc), time.perf_counter() - start, box.get("run_id"))
+    out = outcome_of(run)
+    if detail:
+        from ..events import merge_deltas
+
+        out.update(kind=task.kind, events=merge_deltas(run.events_json()), pending=run.pending)
+    return out
+
+
+def _apply_settings(settings: dict[str, Any] | None) -> None:
+    """Take the kernel's client settings on a worker (once; a change clears cached clients)."""
+    if not settings:
+        return
+    from .. import config
+
+    changed = False
+    for name, value in settings.items():
+        if getattr(config.settings, name, None) != value:
+            setattr(config.settings, name, value)
+            changed = True
+    if changed:
+        config.clear_client_cache()
+
+
+def run_remote(task: ItemTask) -> dict[str, Any]:
+    """A Dask task: run one item on a worker (no store) and return the outcome with its run's
+    events and pending state. A fatal mistake comes back as ``{"fatal": ..., "error": ...}``:
+    exceptions with custom constructors do not survive pickling whole."""
+    from .ship import unpack_tools
+
+    _apply_settings(task.settings)
+    opts = dict(task.options)
+    if "tools" in opts:
+        opts["tools"] = unpack_tools(opts["tools"])
+    local = ItemTask(task.kind, task.prompt, task.model, opts, task.auto_answer)
+    try:
+        return run_item(local, store=None, detail=True)
+    except FATAL_ERRORS as exc:
+        return {"fatal": type(exc).__name__, "error": str(exc)}
+
+
+def store_run(store: Any, outcome: dict[str, Any]) -> None:
+    """Save an item's run from its outcome (its events, then its status or suspended ask).
+
+    Call it inside a store transaction: the run and its item are written together."""
+    run_id = outcome.get("run_id")
+    if store is None or not run_id or store.get_run(run_id) is not None:
+        return
+    store.create_run(run_id, None, outcome.get("kind") or "toolloop")
+    events = outcome.get("events") or []
+    if events:
+        store.append_events(run_id, events)
+    status = outcome.get("status")
+    if status == "ask" and outcome.get("pending"):
+        store.suspend(run_id, outcome["pending"])
+    elif status in ("done", "aborted", "error", "max_rounds", "incomplete"):
+        store.set_status(run_id, status)

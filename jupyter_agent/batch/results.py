@@ -1,0 +1,148 @@
+"""The results table (the input columns plus one column per outcome field) and the
+comparison of models (accuracy, cost, latency percentiles, tokens), with an optional chart.
+
+A pandas input gives a pandas table (its index kept, repeated once per model), a polars input
+a polars table; a list gives a pandas table when pandas is installed, else a list of dicts.
+An input column that has the name of a result column is kept as ``input_<name>``.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from .inputs import VALUE_FIELD, Inputs
+from .item import FINISHED, OUTCOME_FIELDS
+
+__all__ = ["results_table", "board_rows", "as_table", "chart_png", "percentile"]
+
+
+def _columns(outcomes: list[dict[str, Any]], items: list[Any], models: list[str],
+             scores: list[float | None] | None) -> dict[str, list[Any]]:
+    cols: dict[str, list[Any]] = {}
+    if len(models) > 1:
+        cols["model"] = [i.model for i in items]
+    for f in OUTCOME_FIELDS:
+        cols[f] = [o.get(f) for o in outcomes]
+    if scores is not None:
+        cols["score"] = scores
+    return cols
+
+
+def _renamed(name: Any, taken: set[str]) -> Any:
+    return f"input_{name}" if isinstance(name, str) and name in taken else name
+
+
+def results_table(inputs: Inputs, items: list[Any], outcomes: list[dict[str, Any]],
+                  models: list[str], scores: list[float | None] | None = None) -> Any:
+    """The results, one row per item (row by row, models in order)."""
+    cols = _columns(outcomes, items, models, scores)
+    taken = set(cols)
+    rows = [i.row for i in items]
+    if inputs.kind == "pandas":
+        frame = inputs.source.iloc[rows].copy()
+        frame.columns = [_renamed(c, taken) for c in frame.columns]
+        for name, values in cols.items():
+            frame[name] = values
+        return frame
+    if inputs.kind == "polars":
+        import polars as pl
+
+        frame = inputs.source[rows] if rows else inputs.source.clear()
+        frame = frame.rename({c: _renamed(c, taken) for c in frame.columns if c in taken})
+        return frame.with_columns([pl.Series(n, v, strict=False) for n, v in cols.items()])
+    records = []
+    for n, item in enumerate(items):
+        src = inputs.rows[item.row]
+        rec = {_renamed(k, taken): v for k, v in src.items()}
+        if inputs.kind == "values":
+            rec = {_renamed(VALUE_FIELD, taken): src[VALUE_FIELD]}
+        rec.update({name: values[n] for name, values in cols.items()})
+        records.append(rec)
+    return as_table(records, columns=None if records else [VALUE_FIELD, *cols])
+
+
+def as_table(records: list[dict[str, Any]], columns: list[str] | None = None) -> Any:
+    """A pandas DataFrame of ``records`` when pandas is installed, else the list itself."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return records
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) by linear interpolation; ``None`` for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    k = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[str],
+               scores: list[float | None] | None) -> list[dict[str, Any]]:
+    """One row per model: items, done, failed, accuracy (failures count as wrong), cost,
+    p50/p95 seconds of the answered items, tokens."""
+    out = []
+    for model in models:
+        mine = [(o, s) for i, o, s in zip(items, outcomes, scores or [None] * len(items))
+                if i.model == model]
+        answered = [o for o, _ in mine if o["status"] in FINISHED]
+        seconds = [float(o.get("seconds") or 0.0) for o in answered]
+        row: dict[str, Any] = {
+            "model": model, "items": len(mine), "done": len(answered),
+            "failed": sum(1 for o, _ in mine if o["status"] in ("error", "aborted")),
+            "waiting": sum(1 for o, _ in mine if o["status"] in ("ask", "skipped")),
+        }
+        if scores is not None:
+            row["accuracy"] = (sum(s or 0.0 for _, s in mine) / len(mine)) if mine else None
+        row.update({
+            "cost": sum(float(o.get("cost") or 0.0) for o, _ in mine),
+            "p50_seconds": percentile(seconds, 50), "p95_seconds": percentile(seconds, 95),
+            "input_tokens": sum(int(o.get("input_tokens") or 0) for o, _ in mine),
+            "output_tokens": sum(int(o.get("output_tokens") or 0) for o, _ in mine),
+        })
+        out.append(row)
+    return out
+
+
+def chart_png(board: list[dict[str, Any]]) -> bytes | None:
+    """A PNG bar chart of the comparison (accuracy, cost, p50/p95 seconds), or ``None`` when
+    matplotlib is not installed or there is nothing to draw. No pyplot state is touched."""
+    if not board:
+        return None
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    names = [str(r["model"]) for r in board]
+    panels = []
+    if "accuracy" in board[0]:
+        panels.append(("Accuracy", [r["accuracy"] or 0.0 for r in board], None))
+    panels.append(("Cost", [r["cost"] for r in board], None))
+    panels.append(("Seconds per item (p50, p95)", [r["p50_seconds"] or 0.0 for r in board],
+                   [r["p95_seconds"] or 0.0 for r in board]))
+    fig = Figure(figsize=(3.2 * len(panels), 2.8), dpi=100)
+    FigureCanvasAgg(fig)
+    for n, (title, values, second) in enumerate(panels, start=1):
+        ax = fig.add_subplot(1, len(panels), n)
+        xs = range(len(names))
+        width = 0.4 if second else 0.6
+        ax.bar([x - (width / 2 if second else 0) for x in xs], values, width=width,
+               label="p50" if second else None)
+        if second:
+            ax.bar([x + width / 2 for x in xs], second, width=width, label="p95")
+            ax.legend(fontsize=7)
+        ax.set_xticks(list(xs), names, rotation=20, fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+        if title == "Accuracy":
+            ax.set_ylim(0, 1)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

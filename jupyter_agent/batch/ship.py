@@ -1,0 +1,87 @@
+"""Notebook tools on Dask workers: shipped as functions (cloudpickle), rebuilt there.
+
+A worker process has none of the notebook's ``@tool`` registrations. The kernel resolves the
+tools an item may use and sends each user tool as its function plus its options; Dask pickles
+the function with cloudpickle, by value when it was defined in the notebook, globals it reads
+included. Built-in tools travel by name and are built on the worker (bound to its working
+directory). A ``Tool`` object itself is not sent: its argument model is a class made at run
+time, which is rebuilt from the function on the other side instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["ShippedTool", "pack_tools", "unpack_tools", "client_settings"]
+
+
+@dataclass
+class ShippedTool:
+    """A user tool as data: the function and the options of its ``@tool``."""
+
+    fn: Callable[..., Any]
+    name: str
+    description: str
+    batchable: bool = True
+    timeout: float | None = None
+    requires_approval: bool = False
+    origin: str | None = None
+
+
+def _ship(t: Any) -> ShippedTool:
+    return ShippedTool(fn=t.fn, name=t.name, description=t.description, batchable=t.batchable,
+                       timeout=t.timeout, requires_approval=t.requires_approval,
+                       origin=getattr(t, "origin", None))
+
+
+def pack_tools(specs: list[Any] | None, agent: Any = None) -> list[Any]:
+    """The tools an item may use, ready to send: :class:`ShippedTool` for user tools, names
+    for built-ins. ``None`` means the agent's tools, else every ``@tool`` of the notebook."""
+    from ..tools.registry import REGISTRY, Tool
+
+    if specs is None:
+        specs = list(getattr(agent, "tools", None) or []) or REGISTRY.all()
+    out: list[Any] = []
+    for spec in specs:
+        if isinstance(spec, Tool):
+            out.append(spec.name if getattr(spec, "origin", "user") == "builtin" else _ship(spec))
+        elif isinstance(spec, str):
+            found = REGISTRY.get(spec.strip())
+            out.append(_ship(found) if found is not None else spec.strip())
+        elif callable(spec):
+            out.append(_ship(Tool(spec)))
+        else:
+            out.append(spec)  # refused by the entry point with its own message
+    return out
+
+
+def unpack_tools(packed: list[Any] | None) -> list[Any] | None:
+    """Tools back from :func:`pack_tools` (on the worker)."""
+    if packed is None:
+        return None
+    from ..runtime.catalog import tag
+    from ..tools.registry import Tool
+
+    out: list[Any] = []
+    for p in packed:
+        if isinstance(p, ShippedTool):
+            t = Tool(p.fn, name=p.name, description=p.description, batchable=p.batchable,
+                     timeout=p.timeout, requires_approval=p.requires_approval)
+            out.append(tag(t, p.origin) if p.origin else t)
+        else:
+            out.append(p)
+    return out
+
+
+def client_settings() -> dict[str, Any]:
+    """The kernel's client settings a worker needs (never the key: a worker reads its own
+    environment, which a cluster started here inherits)."""
+    import os
+
+    from .. import config
+
+    s = config.settings
+    return {"base_url": s.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            "max_retries": s.max_retries, "retry_base_delay": s.retry_base_delay,
+            "retry_max_delay": s.retry_max_delay, "timeout": s.timeout}

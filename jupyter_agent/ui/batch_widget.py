@@ -1,0 +1,38 @@
+"""The live anywidget of a batch card (drawn by ``static/batch.js``).
+
+Its one synced trait is ``view``, the card's small state dict. A click on a stop button comes
+back as ``{type: "stop", mode: "finish" | "abort"}`` and is handed to ``on_stop(mode)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import anywidget
+import traitlets
+
+from ._esm import bundle_esm
+from .widget import STATIC
+
+__all__ = ["BatchWidget"]
+
+
+class BatchWidget(anywidget.AnyWidget):
+    """The live batch card."""
+
+    _esm = bundle_esm(STATIC / "batch.js")
+    _css = ((STATIC / "run.css").read_text(encoding="utf-8")
+            + (STATIC / "batch.css").read_text(encoding="utf-8"))
+    view = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, view: dict[str, Any], on_stop: Callable[[str], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(view=view, **kwargs)
+        self._on_stop = on_stop
+        # Not `_handle_msg`: that is ipywidgets' own comm handler (see widget.py).
+        self.on_msg(self._on_custom_msg)
+
+    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if (isinstance(content, dict) and content.get("type") == "stop"
+                and content.get("mode") in ("finish", "abort") and self._on_stop is not None):
+            self._on_stop(content["mode"])

@@ -1,0 +1,150 @@
+// The batch progress card: counts, usage, speed, the latest results and the stop buttons.
+//
+// Draws the batch view (see jupyter_agent/batch/progress.py for its shape). Used by the live
+// anywidget (the default export) and usable by a MIME renderer of
+// application/vnd.jupyter-agent.batch+json (`renderBatch` without onAction: no buttons).
+// Answers and errors are model text: they go in through textContent, never as HTML.
+//
+// A click on a stop button sends {type: "stop", mode: "finish" | "abort"}.
+
+import { append, formatCost, formatInt, formatSeconds, h } from "./dom.js";
+
+const COUNTS = [
+  ["done", "done"],
+  ["failed", "failed"],
+  ["running", "running"],
+  ["waiting", "waiting"],
+  ["ask", "asking"],
+  ["skipped", "not run"],
+];
+const STATUS = { running: "running", done: "finished", stopped: "stopped", error: "failed" };
+
+function header(view) {
+  const models = view.models || [];
+  let over = `${formatInt(view.rows)} row${view.rows === 1 ? "" : "s"}`;
+  if (models.length > 1) over += ` × ${models.length} models`;
+  const status = view.status || "running";
+  const tone = { running: "running", done: "done", stopped: "incomplete" }[status] || "error";
+  return append(
+    h("header", "ja-header"),
+    h("span", "ja-agent", `Batch: ${view.kind || ""} over ${over}`),
+    h("span", "ja-model", `${view.engine || "thread"} · concurrency ${view.concurrency || 0}`),
+    h("span", `ja-badge ja-status-${tone}`, STATUS[status] || status),
+  );
+}
+
+function counts(view) {
+  const c = view.counts || {};
+  const row = h("div", "ja-batch-counts");
+  for (const [key, label] of COUNTS) {
+    append(row, append(h("span", `ja-batch-count ja-batch-${key}`),
+      h("b", "", formatInt(c[key] || 0)), ` ${label}`));
+  }
+  const total = Math.max(1, view.total || 0);
+  const bar = h("div", "ja-batch-bar");
+  for (const key of ["done", "failed", "ask", "running"]) {
+    const part = h("span", `ja-batch-bar-${key}`);
+    part.style.width = `${(100 * (c[key] || 0)) / total}%`;
+    bar.appendChild(part);
+  }
+  return append(h("div", ""), row, bar);
+}
+
+function usage(view) {
+  let text = `${formatInt(view.input_tokens)} in / ${formatInt(view.output_tokens)} out tokens`
+    + ` · cost ${formatCost(view.cost)} · ${(Number(view.rate) || 0).toFixed(1)} items/min`
+    + ` · ${formatSeconds(view.elapsed)}`;
+  if (view.status === "running" && view.eta !== null && view.eta !== undefined) {
+    text += ` · about ${formatSeconds(view.eta)} left`;
+  }
+  if (view.reused) text += ` · ${formatInt(view.reused)} from an earlier run`;
+  return h("div", "ja-footer", text);
+}
+
+function table(title, rows) {
+  if (!rows || !rows.length) return null;
+  const t = h("table", "ja-batch-table");
+  const head = append(h("tr", ""), h("th", "", "row"), h("th", "", "model"),
+    h("th", "", "status"), h("th", "", "answer"));
+  t.appendChild(head);
+  for (const r of rows) {
+    append(t, append(h("tr", `ja-batch-item ja-batch-item-${r.status}`),
+      h("td", "", String(r.row)), h("td", "", r.model), h("td", "", r.status),
+      h("td", "", r.answer || r.error || "")));
+  }
+  return append(h("div", ""), h("div", "ja-batch-label", title), t);
+}
+
+function board(rows) {
+  if (!rows || !rows.length) return null;
+  const keys = ["model", "items", "done", "failed", "accuracy", "cost", "p50_seconds",
+    "p95_seconds"].filter((k) => k in rows[0]);
+  const t = h("table", "ja-batch-table");
+  t.appendChild(append(h("tr", ""), ...keys.map((k) => h("th", "", k.replace("_seconds", " s")))));
+  for (const r of rows) {
+    t.appendChild(append(h("tr", ""), ...keys.map((k) => {
+      const v = r[k];
+      if (v === null || v === undefined) return h("td", "", "–");
+      if (k === "accuracy") return h("td", "", `${(100 * v).toFixed(1)}%`);
+      if (k === "cost") return h("td", "", formatCost(v));
+      if (k.endsWith("seconds")) return h("td", "", formatSeconds(v));
+      return h("td", "", typeof v === "number" ? formatInt(v) : String(v));
+    })));
+  }
+  return append(h("div", ""), h("div", "ja-batch-label", "Comparison"), t);
+}
+
+function stopButtons(view, onAction, sent) {
+  if (!onAction || view.status !== "running") return null;
+  const row = h("div", "ja-batch-stop");
+  const button = (mode, label) => {
+    const b = h("button", "ja-option", label);
+    b.disabled = sent.mode === "abort" || sent.mode === mode;
+    b.addEventListener("click", () => {
+      sent.mode = mode; // a second click of the same button sends nothing more
+      onAction({ type: "stop", mode });
+      b.disabled = true;
+    });
+    return b;
+  };
+  return append(row, button("finish", "Stop (let running items finish)"),
+    button("abort", "Stop now (abort running items)"));
+}
+
+/** Draw the batch view into `el` (cleared). opts = {onAction(msg)} | undefined. */
+export function renderBatch(el, view, opts, sent = {}) {
+  el.textContent = "";
+  const root = h("div", "ja-run ja-batch");
+  append(root, header(view || {}), counts(view || {}), usage(view || {}));
+  if (view && view.stop_reason) root.appendChild(h("div", "ja-warning", view.stop_reason));
+  const live = view && view.status === "running";
+  append(root,
+    table(live ? "Latest results" : "Results", live ? view.latest : view && (view.preview || view.latest)),
+    board(view && view.board),
+    stopButtons(view || {}, opts && opts.onAction, sent));
+  el.appendChild(root);
+}
+
+export default {
+  render({ model, el }) {
+    const sent = {};
+    const opts = { onAction: (msg) => model.send(msg) };
+    let frame = 0;
+    const draw = () => renderBatch(el, model.get("view"), opts, sent);
+    const schedule = () => {
+      if (!frame) {
+        frame = requestAnimationFrame(() => {
+          frame = 0;
+          draw();
+        });
+      }
+    };
+    model.on("change:view", schedule);
+    draw();
+    return () => {
+      model.off("change:view", schedule);
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+    };
+  },
+};

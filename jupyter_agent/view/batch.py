@@ -1,0 +1,136 @@
+"""The batch card as text: markdown (GitHub, nbconvert, a saved notebook) and plain text.
+
+The state it draws is the dict of ``batch/progress.py`` (counts, usage, speed, latest results;
+at the end a preview of the results in item order and the comparison board). No HTML: answers
+are escaped as markdown text. Times and rates always carry a decimal point, so two executions
+of a recorded notebook compare equal once numbers are masked.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["BATCH_MIME_TYPE", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
+
+BATCH_MIME_TYPE = "application/vnd.jupyter-agent.batch+json"
+_COUNTS = (("done", "done"), ("failed", "failed"), ("running", "running"),
+           ("waiting", "waiting"), ("ask", "asking"), ("skipped", "not run"))
+_BOARD = (("model", "model"), ("items", "items"), ("done", "done"), ("failed", "failed"),
+          ("accuracy", "accuracy"), ("cost", "cost"), ("p50_seconds", "p50 s"),
+          ("p95_seconds", "p95 s"), ("input_tokens", "tokens in"),
+          ("output_tokens", "tokens out"))
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt(key: str, value: Any) -> str:
+    if value is None:
+        return "–"
+    if key == "accuracy":
+        return f"{value:.1%}"
+    if key == "cost":
+        return f"{value:.4f}"
+    if key.endswith("seconds"):
+        return f"{value:.2f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _title(view: dict[str, Any]) -> str:
+    models = view.get("models") or []
+    over = f"{view.get('rows', 0):,} row{'s' if view.get('rows') != 1 else ''}"
+    if len(models) > 1:
+        over += f" × {len(models)} models"
+    return (f"{view.get('kind', '')} over {over} · {view.get('engine', 'thread')} engine, "
+            f"concurrency {view.get('concurrency', 0)}")
+
+
+def summary_line(view: dict[str, Any]) -> str:
+    """Counts, tokens, cost and speed in one line."""
+    c = view.get("counts") or {}
+    counts = " · ".join(f"{label} {c.get(key, 0):,}" for key, label in _COUNTS)
+    if view.get("reused"):
+        counts += f" ({view['reused']:,} from an earlier run)"
+    speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"
+             f" · cost {view.get('cost', 0.0):.4f} · {view.get('rate', 0.0):.1f} items/min"
+             f" · {view.get('elapsed', 0.0):.1f} s")
+    if view.get("status") == "running" and view.get("eta") is not None:
+        speed += f" · about {view['eta']:.1f} s left"
+    return f"{counts}\n{speed}"
+
+
+def _rows(view: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    if view.get("status") == "running" or not view.get("preview"):
+        return "Latest results", list(view.get("latest") or [])
+    return "Results", list(view.get("preview") or [])
+
+
+def _status(view: dict[str, Any]) -> str:
+    state = view.get("status", "running")
+    return {"running": "running", "done": "finished", "stopped": "stopped",
+            "error": "failed"}.get(state, state)
+
+
+def batch_markdown(view: dict[str, Any]) -> str:
+    """The card as markdown."""
+    out = [f"**Batch ({_status(view)})**: {_cell(_title(view))}",
+           summary_line(view).replace("\n", "  \n")]
+    if view.get("stop_reason"):
+        out.append(f"> {_cell(view['stop_reason'])}")
+    label, rows = _rows(view)
+    if rows:
+        scored = any(r.get("score") is not None for r in rows)
+        head = "| row | model | status | answer |" + (" score |" if scored else "")
+        lines = [f"**{label}**", "", head, "|---" * (5 if scored else 4) + "|"]
+        for r in rows:
+            text = r.get("answer") or r.get("error") or ""
+            line = f"| {r['row']} | {_cell(r['model'])} | {r['status']} | {_cell(text)} |"
+            if scored:
+                line += f" {_fmt('score', r.get('score'))} |"
+            lines.append(line)
+        out.append("\n".join(lines))
+    board = view.get("board") or []
+    if board:
+        keys = [(k, h) for k, h in _BOARD if k in board[0]]
+        lines = ["**Comparison**", "", "| " + " | ".join(h for _, h in keys) + " |",
+                 "|---" * len(keys) + "|"]
+        for r in board:
+            lines.append("| " + " | ".join(_cell(_fmt(k, r.get(k))) for k, _ in keys) + " |")
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def batch_plain(view: dict[str, Any]) -> str:
+    """The card as plain text (a terminal, a test)."""
+    out = [f"Batch {_status(view)}: {_title(view)}", summary_line(view)]
+    if view.get("stop_reason"):
+        out.append(view["stop_reason"])
+    label, rows = _rows(view)
+    if rows:
+        lines = [f"{label}:"]
+        for r in rows:
+            text = " ".join(str(r.get("answer") or r.get("error") or "").split())
+            score = "" if r.get("score") is None else f" (score {_fmt('score', r['score'])})"
+            lines.append(f"  {r['row']:>4} {r['model']} [{r['status']}] {text[:100]}{score}")
+        out.append("\n".join(lines))
+    board = view.get("board") or []
+    if board:
+        keys = [(k, h) for k, h in _BOARD if k in board[0]]
+        lines = ["Comparison:", "  " + " | ".join(h for _, h in keys)]
+        lines += ["  " + " | ".join(_fmt(k, r.get(k)) for k, _ in keys) for r in board]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def batch_bundle(view: dict[str, Any], widget_model_id: str | None = None) -> dict[str, Any]:
+    """The card's MIME bundle; with a widget, its view first so live front ends use it."""
+    bundle: dict[str, Any] = {}
+    if widget_model_id:
+        bundle["application/vnd.jupyter.widget-view+json"] = {
+            "version_major": 2, "version_minor": 1, "model_id": widget_model_id}
+    bundle[BATCH_MIME_TYPE] = json.loads(json.dumps(view, default=str))
+    bundle["text/markdown"] = batch_markdown(view)
+    bundle["text/plain"] = batch_plain(view)
+    return bundle

@@ -1,0 +1,116 @@
+"""The batch card (batch.js) in a real headless Chromium, from states the engine produces.
+
+The page loads the anywidget module exactly as the live widget ships it (``bundle_esm``) with a
+fake widget model that records the messages the card sends.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.batch.progress import Progress
+from jupyter_agent.batch.spec import Item
+from jupyter_agent.ui._esm import bundle_esm
+
+from .render_harness import INJECTION, STATIC_DIR, chromium_path, launch_browser, serve
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(chromium_path() is None, reason="no system Chromium"),
+]
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><link rel="stylesheet" href="run.css">
+<link rel="stylesheet" href="batch.css"></head>
+<body style="margin:16px;max-width:900px"><div id="card"></div>
+<script type="module">
+import widget from "./bundle.js";
+const view = await (await fetch("view.json")).json();
+window.sent = [];
+const handlers = [];
+const model = {
+  get: (k) => (k === "view" ? window.currentView : undefined),
+  on: (_e, f) => handlers.push(f), off: () => {},
+  send: (msg) => window.sent.push(msg),
+};
+window.currentView = view;
+window.update = (v) => { window.currentView = v; handlers.forEach((f) => f()); };
+widget.render({ model, el: document.getElementById("card") });
+window.ready = true;
+</script></body></html>
+"""
+
+
+def _view(status: str = "running") -> dict[str, Any]:
+    p = Progress(batch_id="b", kind="toolloop", total=10, models=["m1", "m2"], rows=5,
+                 concurrency=4, engine="thread")
+    for n, (state, answer) in enumerate([("done", "billing"), ("error", ""),
+                                         ("done", INJECTION)]):
+        p.started()
+        p.finished(Item(position=n, row=n, model="m1", prompt="p", key="k"),
+                   {"status": state, "answer": answer, "error": "HTTP 500" if not answer else None,
+                    "input_tokens": 10, "output_tokens": 2, "cost": 0.001, "seconds": 0.5,
+                    "run_id": f"run_{n}"})
+    p.started()
+    if status != "running":
+        p.skip_rest()
+        p.close(status, "Stopped after 4 items (the item limit); run again to continue.")
+    return p.view()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        yield b
+        b.close()
+
+
+def _open(browser: Any, tmp_path: Path, view: dict[str, Any]) -> Any:
+    for name in ("run.css", "batch.css"):
+        shutil.copy(STATIC_DIR / name, tmp_path / name)
+    (tmp_path / "bundle.js").write_text(bundle_esm(STATIC_DIR / "batch.js"), encoding="utf-8")
+    (tmp_path / "view.json").write_text(json.dumps(view), encoding="utf-8")
+    (tmp_path / "index.html").write_text(PAGE, encoding="utf-8")
+    server = serve(tmp_path)
+    url = server.__enter__()
+    page = browser.new_page(viewport={"width": 960, "height": 800})
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.goto(url + "index.html")
+    page.wait_for_function("window.ready === true")
+    page._server = server  # closed with the page's test
+    return page
+
+
+def test_the_live_card_counts_and_stops(browser: Any, tmp_path: Path) -> None:
+    page = _open(browser, tmp_path, _view())
+    counts = page.inner_text(".ja-batch-counts")
+    for words in ("2 done", "1 failed", "1 running", "6 waiting"):
+        assert words in counts
+    assert "Batch: toolloop over 5 rows × 2 models" in page.inner_text(".ja-header")
+    rows = page.locator(".ja-batch-item")
+    assert rows.count() == 3 and "HTTP 500" in rows.nth(1).inner_text()
+    assert INJECTION in rows.nth(2).inner_text()  # model text stays text
+    assert page.locator("img").count() == 0 and page.dialogs == []
+
+    page.click("text=Stop (let running items finish)")
+    page.click("text=Stop (let running items finish)", force=True)  # disabled: nothing sent
+    page.click("text=Stop now (abort running items)")
+    assert page.evaluate("window.sent") == [{"type": "stop", "mode": "finish"},
+                                           {"type": "stop", "mode": "abort"}]
+    # The engine's next state redraws the card; a finished batch has no buttons.
+    page.evaluate("v => window.update(v)", _view("stopped"))
+    page.wait_for_function("document.querySelectorAll('.ja-batch-stop').length === 0")
+    assert "not run" in page.inner_text(".ja-batch-counts")
+    assert "item limit" in page.inner_text(".ja-warning")
+    page.close()
+    page._server.__exit__(None, None, None)
