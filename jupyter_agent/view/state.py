@@ -31,7 +31,12 @@ Shape::
                                  # (plan_status); cleared when it returns or the run ends
       "plan": {...} | None,      # the active plan (agents.plan.state.Plan as JSON)
       "ask": {"call_id", "kind", "question", "options", "descriptions", "allow_other",
-              "detail", "answered": None | {"how", "answer", "option_index"}} | None,
+              "detail", "answered": None | {"how", "answer", "option_index"},
+              "recorded_option": int,   # only in replay mode, while it waits: the option the
+                                        # recording answered with (agents.resume.mark_recorded)
+              "refused": {"message", "seq"}}  # a click the kernel refused while the question
+                                        # still waits (magics._on_click); seq counts refusals
+              | None,
       "answer": str,             # the final answer (withdrawn drafts excluded)
       "error": str | None,
       "hint": str,               # only while the run waits: how to answer it from a new cell
