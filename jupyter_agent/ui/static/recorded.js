@@ -17,7 +17,8 @@ export function forgetRefused(state, ask) {
     state.sent.delete(ask.call_id);
     if (state.queued) state.queued.delete(ask.call_id);
   }
-  return state.sent.has(ask.call_id) ? null : String(refused.message || "");
+  // Plain text, backticks dropped (the kernel's wording, like the hint line).
+  return state.sent.has(ask.call_id) ? null : String(refused.message || "").replace(/`/g, "");
 }
 
 /** The recorded option of `ask` (1-based) when it names one of `n` options, else 0. */
