@@ -202,7 +202,9 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             ask["answered"] = {"how": d["how"], "answer": d["answer"], "option_index": d["option_index"]}
             # Keep a record of the answered ask in the item flow, so a run with several asks
             # shows each one where it happened.
-            items.append({"kind": "ask", **{k: v for k, v in ask.items()}})
+            # (What only a waiting card shows, the recorded option and a refusal, is not kept.)
+            items.append({"kind": "ask", **{k: v for k, v in ask.items()
+                                            if k not in ("recorded_option", "refused")}})
             view["ask"] = None
         view["started_at"] = d["t"]  # the run goes on from here (its earlier time is in the footer)
         card = _find_tool(view, d["call_id"])

@@ -117,12 +117,23 @@ def test_replay_marks_the_recorded_option_and_a_refused_click_leaves_it_waiting(
         saved.wait_for_function("window.ready === true")
         assert saved.locator(".ja-option.ja-recorded").count() == 1
         assert saved.locator(".ja-recorded-line").count() == 1
+        # A damaged view (an option the card lacks, a string) marks nothing and says nothing.
+        for bad in (9, 0, "2", None):
+            hostile = copy.deepcopy(before)
+            hostile["ask"]["recorded_option"] = bad
+            page.evaluate("(v) => window.renderRun(v)", hostile)
+            assert page.locator(".ja-recorded, .ja-recorded-line").count() == 0
+            assert page.locator(".ja-ask-pending .ja-option:enabled").count() == 3
         browser.close()
 
     # The recorded option goes on, and the mark is gone with the question.
     done = resume(run.run_id, Answer("option", option_index=2), run=run,
                   expected_call_id=call_id)
     assert done.status == "done" and done.view["ask"] is None
+    # The answered card keeps the question and the answer, not the replay-only notes.
+    asks = [it for it in done.view["items"] if it["kind"] == "ask"]
+    assert [a["answered"]["option_index"] for a in asks] == [2]
+    assert "recorded_option" not in asks[0] and "refused" not in asks[0]
 
 
 def test_live_mode_marks_nothing(server: ScriptedOpenAI) -> None:
