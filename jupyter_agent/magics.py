@@ -428,6 +428,14 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
                expected_call_id=call_id)
     except Exception as exc:  # a click that fails silently is the worst bug: show it
-        run.view["items"].append({"kind": "warning", "message": str(exc)})
+        ask = run.view.get("ask")
+        if (isinstance(exc, ResumeError) and isinstance(ask, dict) and not ask.get("answered")
+                and ask.get("call_id") == msg.get("call_id")):
+            # Refused while the question still waits (replay: not the recorded answer): the
+            # card says so in its own line and takes a click again (seq: each refusal anew).
+            seq = (ask.get("refused") or {}).get("seq", 0) + 1
+            ask["refused"] = {"message": str(exc), "seq": seq}
+        else:
+            run.view["items"].append({"kind": "warning", "message": str(exc)})
         if live is not None:
             live.refresh()

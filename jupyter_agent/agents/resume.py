@@ -58,17 +58,36 @@ def _rebuild_run(store: Any, run_id: str, pending: PendingRun) -> Run:
     return run
 
 
+def _recorded(ask: WaitingAsk) -> Any:
+    """The answer the active cassette recorded for ``ask`` in replay mode (else ``None``)."""
+    from .. import config
+
+    if config.settings.cassette_mode != "replay":
+        return None
+    from ..clients.cassettes import active_cassette
+
+    return active_cassette().peek_answer(ask.call_id, ask.question)
+
+
+def mark_recorded(run: Run) -> None:
+    """In replay mode, put the option the recording answered a waiting card with into the
+    view (``view["ask"]["recorded_option"]``), so the card marks it and says why the others
+    are refused. Nothing for an answer given as text or a dismissal, or a damaged option."""
+    ask = run.view.get("ask")
+    if run.pending is None or not isinstance(ask, dict) or ask.get("answered"):
+        return
+    recorded = _recorded(run.pending.waiting_ask())
+    n = len(ask.get("options") or []) or (3 if ask.get("kind") == "approval" else 0)
+    if (recorded is not None and recorded.how == "option" and recorded.option_index
+            and 1 <= recorded.option_index <= n):
+        ask["recorded_option"] = recorded.option_index
+
+
 def _as_recorded(ask: WaitingAsk, answer: Answer, n_options: int) -> None:
     """In replay mode, refuse an answer other than the recorded one (the cassette holds no
     continuation for it), before anything changes: the question keeps waiting. A recorded
     option outside the card's options (a damaged cassette) refuses nothing here."""
-    from .. import config
-
-    if config.settings.cassette_mode != "replay":
-        return
-    from ..clients.cassettes import active_cassette
-
-    recorded = active_cassette().peek_answer(ask.call_id, ask.question)
+    recorded = _recorded(ask)
     if recorded is not None and recorded.how == "option" and not (
             recorded.option_index and 1 <= recorded.option_index <= n_options):
         return
@@ -93,6 +112,7 @@ def settle(p: TurnContext, run: Run) -> Run:
         pending = run.pending
         answer = tc.answers.answer_for(pending.waiting_ask()) if tc.answers is not None else None
         if answer is None:
+            mark_recorded(run)
             break  # the user (or the notebook's own `%agent resume` cell) answers it
         p, run = _resume(run.run_id, answer, run=run, store=p.store,
                          listeners=list(p.recorder.listeners),

@@ -31,7 +31,12 @@ Shape::
                                  # (plan_status); cleared when it returns or the run ends
       "plan": {...} | None,      # the active plan (agents.plan.state.Plan as JSON)
       "ask": {"call_id", "kind", "question", "options", "descriptions", "allow_other",
-              "detail", "answered": None | {"how", "answer", "option_index"}} | None,
+              "detail", "answered": None | {"how", "answer", "option_index"},
+              "recorded_option": int,   # only in replay mode, while it waits: the option the
+                                        # recording answered with (agents.resume.mark_recorded)
+              "refused": {"message", "seq"}}  # a click the kernel refused while the question
+                                        # still waits (magics._on_click); seq counts refusals
+              | None,
       "answer": str,             # the final answer (withdrawn drafts excluded)
       "error": str | None,
       "hint": str,               # only while the run waits: how to answer it from a new cell
@@ -197,7 +202,9 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
             ask["answered"] = {"how": d["how"], "answer": d["answer"], "option_index": d["option_index"]}
             # Keep a record of the answered ask in the item flow, so a run with several asks
             # shows each one where it happened.
-            items.append({"kind": "ask", **{k: v for k, v in ask.items()}})
+            # (What only a waiting card shows, the recorded option and a refusal, is not kept.)
+            items.append({"kind": "ask", **{k: v for k, v in ask.items()
+                                            if k not in ("recorded_option", "refused")}})
             view["ask"] = None
         view["started_at"] = d["t"]  # the run goes on from here (its earlier time is in the footer)
         card = _find_tool(view, d["call_id"])

@@ -10,6 +10,7 @@
 
 import { codeBlock } from "./code.js";
 import { append, argsSummary, clip, details, firstLine, h, prettyJson } from "./dom.js";
+import { forgetRefused, markRecorded } from "./recorded.js";
 
 /** What a card says once its answer is sent (the kernel picks it up when it is idle). */
 const SENT_TEXT = "Answer sent; waiting for the kernel…";
@@ -139,6 +140,7 @@ export function renderPendingAsk(state, ask, onAction) {
 
   const options = optionsOf(ask);
   const descriptions = Array.isArray(ask.descriptions) ? ask.descriptions : [];
+  const refusal = live ? forgetRefused(state, ask) : null;
   const sent = state.sent.get(ask.call_id);
   const controls = [];
   const statusLine = h("div", "ja-ask-status");
@@ -194,6 +196,7 @@ export function renderPendingAsk(state, ask, onAction) {
     list.appendChild(button);
   });
   card.appendChild(list);
+  markRecorded(card, list, ask, options.length);
 
   if (live && ask.allow_other) {
     const row = h("div", "ja-other");
@@ -244,6 +247,9 @@ export function renderPendingAsk(state, ask, onAction) {
     for (const c of controls) c.disabled = true;
     card.classList.add("ja-ask-sent");
     statusLine.textContent = state.queued && state.queued.has(ask.call_id) ? QUEUED_TEXT : SENT_TEXT;
+  } else if (refusal) {
+    statusLine.classList.add("ja-ask-refused");
+    statusLine.textContent = refusal;
   } else if (!live) {
     statusLine.textContent = "Waiting for an answer.";
   }
