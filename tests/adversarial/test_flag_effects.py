@@ -208,9 +208,25 @@ def _parser_flags(magic: str) -> set[str]:
             if a.option_strings and a.dest != "help"}
 
 
+# The flags of a batch (``--over``) change a table of many runs, not one request: tests/batch
+# proves each one's effect through the magics or the same parameter of ``jupyter_agent.batch``.
+BATCH_FLAGS = {"--over": "over", "--concurrency": "concurrency", "--expect": "expect",
+               "--match": "match", "--score": "score", "--max-cost": "max_cost",
+               "--max-items": "max_items", "--rerun": "rerun", "--engine": "engine"}
+
+
 @pytest.mark.parametrize("magic", MAGICS)
 def test_every_flag_has_a_row(magic: str) -> None:
-    assert _parser_flags(magic) == {c.flag for c in CASES if c.magic == magic}
+    assert _parser_flags(magic) - set(BATCH_FLAGS) == {c.flag for c in CASES if c.magic == magic}
+
+
+def test_every_batch_flag_is_exercised_by_the_batch_tests() -> None:
+    batch_tests = "".join(p.read_text() for p in
+                          (Path(__file__).resolve().parents[1] / "batch").glob("test_*.py"))
+    for magic in MAGICS:
+        assert set(BATCH_FLAGS) <= _parser_flags(magic)
+    for flag, parameter in BATCH_FLAGS.items():
+        assert flag in batch_tests or f"{parameter}=" in batch_tests, flag
 
 
 def test_help_and_readme_list_every_flag(ip: InteractiveShell) -> None:

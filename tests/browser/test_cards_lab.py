@@ -21,6 +21,7 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
+from jupyter_agent._previews import STREAM_PREVIEW, head_tail
 from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls
 
 from .lab_harness import (
@@ -182,7 +183,10 @@ def test_400_line_output_stays_in_a_bounded_box_and_copies_whole(lab: Lab) -> No
 
     pre.hover()
     card.locator(".ja-collapsible:has(.ja-tool-output) > .ja-copy").click()
-    assert lab.page.evaluate("navigator.clipboard.readText()") == DUMP_400
+    # The card holds the stream preview of a long result (docs/behaviour.md §12.6: the model got
+    # it whole); copy gives exactly what the card holds.
+    assert lab.page.evaluate("navigator.clipboard.readText()") == head_tail(DUMP_400,
+                                                                            *STREAM_PREVIEW)
     out.locator(".ja-text .ja-actions .ja-copy").click()
     assert lab.page.evaluate("navigator.clipboard.readText()") == answer
     print(f"\n400-line output: box {client} px of {scroll} px, cell {cell_px:.0f} px")
