@@ -88,6 +88,7 @@ def comparable_view(view: dict[str, Any]) -> Any:
     ``call#N`` / ``plan#N`` in order of appearance. Tool cards are in call order already."""
     ids: dict[str, str] = {}
     plans: dict[str, str] = {}
+    cells: dict[str, str] = {}
 
     def scrub(value: Any) -> Any:
         if isinstance(value, list):
@@ -102,6 +103,10 @@ def comparable_view(view: dict[str, Any]) -> Any:
                 out[key] = ids.setdefault(v, f"call#{len(ids) + 1}")
             elif key == "planId" and isinstance(v, str):
                 out[key] = plans.setdefault(v, f"plan#{len(plans) + 1}")
+            elif key == "proposal" and isinstance(v, dict) and isinstance(v.get("id"), str):
+                # A proposed cell's id is random: numbered in order, like call ids.
+                numbered = {**v, "id": cells.setdefault(v["id"], f"cell#{len(cells) + 1}")}
+                out[key] = scrub(numbered)
             else:
                 out[key] = scrub(v)
         return out
