@@ -126,6 +126,7 @@ def _apply_settings(settings: dict[str, Any] | None) -> None:
     if not settings:
         return
     from .. import config
+    from ..clients import clear_client_cache
 
     changed = False
     for name, value in settings.items():
@@ -133,7 +134,7 @@ def _apply_settings(settings: dict[str, Any] | None) -> None:
             setattr(config.settings, name, value)
             changed = True
     if changed:
-        config.clear_client_cache()
+        clear_client_cache()
 
 
 def run_remote(task: ItemTask) -> dict[str, Any]:
