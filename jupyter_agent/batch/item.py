@@ -117,7 +117,8 @@ def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | Non
     if detail:
         from ..events import merge_deltas
 
-        out.update(kind=task.kind, events=merge_deltas(run.events_json()), pending=run.pending)
+        pending = run.pending.to_json() if run.pending is not None else None  # PendingRun
+        out.update(kind=task.kind, events=merge_deltas(run.events_json()), pending=pending)
     return out
 
 
