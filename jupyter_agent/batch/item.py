@@ -117,7 +117,8 @@ def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | Non
     if detail:
         from ..events import merge_deltas
 
-        out.update(kind=task.kind, events=merge_deltas(run.events_json()), pending=run.pending)
+        pending = run.pending.to_json() if run.pending is not None else None  # PendingRun
+        out.update(kind=task.kind, events=merge_deltas(run.events_json()), pending=pending)
     return out
 
 
@@ -126,6 +127,7 @@ def _apply_settings(settings: dict[str, Any] | None) -> None:
     if not settings:
         return
     from .. import config
+    from ..clients import clear_client_cache
 
     changed = False
     for name, value in settings.items():
@@ -133,7 +135,7 @@ def _apply_settings(settings: dict[str, Any] | None) -> None:
             setattr(config.settings, name, value)
             changed = True
     if changed:
-        config.clear_client_cache()
+        clear_client_cache()
 
 
 def run_remote(task: ItemTask) -> dict[str, Any]:

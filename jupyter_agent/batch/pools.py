@@ -123,6 +123,8 @@ class DaskPool:
             time.sleep(0.01)  # short: a kernel interrupt is seen at once
         ended = []
         for future, value in self._ended.next_batch(block=False):
+            if future.status == "error" and isinstance(value, tuple):
+                value = value[1]  # a failed task comes back as (type, exception, traceback)
             self._results[future.key] = value
             ended.append(future)
         return ended

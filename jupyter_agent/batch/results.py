@@ -47,11 +47,11 @@ def results_table(inputs: Inputs, items: list[Any], outcomes: list[dict[str, Any
             frame[name] = values
         return frame
     if inputs.kind == "polars":
-        import polars as pl
-
+        # The frame's own class builds the new columns: polars is there (the input is a polars
+        # frame) but is no dependency of this package, so it is not imported by name.
         frame = inputs.source[rows] if rows else inputs.source.clear()
         frame = frame.rename({c: _renamed(c, taken) for c in frame.columns if c in taken})
-        return frame.with_columns([pl.Series(n, v, strict=False) for n, v in cols.items()])
+        return frame.hstack(type(frame)(cols, strict=False))
     records = []
     for n, item in enumerate(items):
         src = inputs.rows[item.row]
