@@ -1,4 +1,4 @@
-"""``%%chat``: one streamed model call with history and knowledge (spec section 4)."""
+"""``%%chat``: one streamed model call with history and knowledge (docs/behaviour.md §4)."""
 
 from __future__ import annotations
 

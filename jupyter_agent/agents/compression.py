@@ -19,7 +19,7 @@ __all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
 
 def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
                   ) -> Callable[[int, list[dict[str, Any]], int], ContextFit | None]:
-    """A ``fit_context`` hook that cuts old rounds above 85% of the window (spec 4.4/6.2)."""
+    """A ``fit_context`` hook: cut old rounds above 85% of the window (docs/behaviour.md §3.4)."""
     from ..llm.tokens import count_messages_tokens
     from ..loop.compress.window import fit_messages_to_window
 
@@ -57,7 +57,7 @@ def compress_llm(client: ModelClient, module: str) -> CompressLLM:
 
 
 def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, list[UsageItem]]]:
-    """The ``process_tool_output`` hook: spec 6.3 compression of long tool results."""
+    """The ``process_tool_output`` hook: shorten long tool results (docs/behaviour.md §8.3)."""
     from ..loop.compress.tool_response import compress_tool_response
 
     llm = compress_llm(client, "tool_response_compress")

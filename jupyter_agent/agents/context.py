@@ -1,6 +1,6 @@
 """Building the request messages of a turn: system prompt, knowledge quotes, history.
 
-Spec 4.2–4.4 (chat) and 2.2 (tool loop): the system prompt is the profile's default prompt,
+docs/behaviour.md §3.1–3.3: the system prompt is the profile's default prompt,
 the user's ``--system`` text and the knowledge part, empty parts dropped, joined by a separator
 that differs between the chat and the tool loop.
 """
@@ -57,7 +57,8 @@ def join_system(parts: Iterable[str | None], separator: str) -> str:
 
 
 def quote_role(role: Literal["system", "user"] = "system", template: str | None = None) -> str:
-    """``user`` when asked for, or when a custom template mentions ``{{question}}`` (spec 4.3)."""
+    """``user`` when asked for, or when a custom template mentions ``{{question}}``
+    (docs/behaviour.md §3.2)."""
     if role == "user" or (template is not None and "{{question}}" in template):
         return "user"
     return "system"

@@ -29,7 +29,7 @@ from .delegation import SubAgentRunner, SubAgentTask
 __all__ = ["SPAWN_MAX_ROUNDS", "SUB_AGENT_PROMPT", "SpawnParent", "make_spawn_tool"]
 
 SPAWN_MAX_ROUNDS = SUB_AGENT_MAX_ROUNDS
-"""Model requests a spawned sub-agent may make (the spec's limit; every sub-agent's)."""
+"""Model requests a spawned sub-agent may make (docs/behaviour.md §10.8; every sub-agent's)."""
 
 SUB_AGENT_PROMPT = (
     "You are a sub-agent. A parent agent gave you one self-contained task. Work on it with "

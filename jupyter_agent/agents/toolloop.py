@@ -1,4 +1,4 @@
-"""``%%toolloop``: the model calls notebook tools until it answers (spec section 2)."""
+"""``%%toolloop``: the model calls notebook tools until it answers (docs/behaviour.md §5)."""
 
 from __future__ import annotations
 

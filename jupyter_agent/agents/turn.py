@@ -1,7 +1,7 @@
 """The runtime part of a turn in ``agent`` mode: session, agent role, intent, workspace,
 tools and permissions, resolved before the model is called.
 
-Order (spec "Session" and "Intent"): the agent the user chose (``--agent``) wins and becomes
+Order (docs/behaviour.md §10.4): the agent the user chose (``--agent``) wins and becomes
 the session's main agent (the workspace follows); else the agent bound to the session; else,
 when the intent is confident enough (>= 0.5) and an agent declares that intent, that agent for
 this turn only; else no agent (the default role, working in the current directory).

@@ -3,7 +3,7 @@
 For models without reliable native tool calls (the embedded SmolLM2 on llama.cpp): the reply is
 forced to be ``{"answer": "..."}`` or ``{"tool": NAME, "arguments": {...}}``, so it is always
 either an answer or one well-formed call. The tool prompt and the history
-rewrite are shared with the text protocol of spec 4.6 (:mod:`jupyter_agent.llm.tool_prompt`).
+rewrite are shared with the text protocol (docs/behaviour.md §9.4; :mod:`jupyter_agent.llm.tool_prompt`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Tiered prices (spec 7.1–7.2): every call is priced on its own, then the prices are summed.
+"""Tiered prices (docs/behaviour.md §9.5–9.6): each call is priced alone, then prices are summed.
 
 Tiers are chosen by the call's input tokens. ``price_unit`` is how many tokens a price covers
-(1,000,000 for our profiles, 1,000 in the reference) and ``bound_unit`` the unit of a tier's
-``max_input_tokens`` (1 for our profiles: plain tokens; 1,000 in the reference).
+(1,000,000 for our profiles; 1,000 in the per-1K convention) and ``bound_unit`` the unit of a
+tier's ``max_input_tokens`` (1 for our profiles: plain tokens; 1,000 per-1K).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _number(x: object) -> float | None:
 
 
 def sanitize_price_tiers(tiers: Sequence[Mapping[str, Any] | PriceTier]) -> list[PriceTier]:
-    """Clean a tier list as the reference does (first tier kept, non-increasing bounds skipped,
+    """Clean a tier list (docs/behaviour.md §9.5: first tier kept, non-increasing bounds skipped,
     a bound-less tier with a price closes the list, a priceless one ends it)."""
     raw = [t.model_dump() if isinstance(t, PriceTier) else dict(t) for t in tiers]
     out: list[PriceTier] = []

@@ -1,4 +1,4 @@
-"""Tool calling for models without reliable native tools: the text protocol (spec 4.6, improved).
+"""Tool calling for models without reliable native tools: the text protocol (docs/behaviour.md §9.4).
 
 The tools are described in the system prompt, the model answers ``0: <answer>`` or
 ``1: {"name": ..., "arguments": {...}}``, and the history is rewritten into that shape (the
@@ -25,9 +25,9 @@ __all__ = ["PromptStreamGate", "parse_prompt_output"]
 _ANSWER_MARKERS = ("0:", "0：")
 _CALL_MARKERS = ("1:", "1：")
 _MARKER_WINDOW = 6
-"""The ``0:`` marker counts only within this many leading characters (spec 8)."""
+"""The ``0:`` marker counts only within this many leading characters (docs/behaviour.md §9.4)."""
 _GATE_CHARS = 3
-"""Non-space characters held back before the stream gate decides (spec 8)."""
+"""Non-space characters held back before the stream gate decides (docs/behaviour.md §9.4)."""
 
 
 # -------------------------------------------------------------------- parsing (text style)
@@ -40,7 +40,7 @@ def parse_prompt_output(text: str) -> tuple[str, ToolCall | None]:
       JSON5 as ``{name, arguments}``, is the call (fresh id, arguments re-serialised as JSON).
       If it does not parse, the answer is ``Tool call error: <raw text>`` and there is no call.
     * ``1:`` later in the text counts only when a valid call follows it; otherwise the text
-      stays an answer (the reference turned every "Step 1: ..." into an error), and a reply
+      stays an answer (so "Step 1: ..." is not a failed call), and a reply
       that starts with ``0:`` is always an answer.
     * ``0:`` within the first 6 characters: everything up to and including it is stripped.
     """

@@ -3,7 +3,7 @@
 How the tools are described in the system prompt (:func:`tool_system_prompt`), how a
 native-tools history is rewritten for such a model (:func:`rewrite_history`), and how a call
 the model wrote becomes a :class:`~jupyter_agent.llm.types.ToolCall` (:func:`make_call`).
-The text protocol of spec 4.6 is :mod:`jupyter_agent.llm.prompt_tools`; the schema-constrained
+The text protocol (docs/behaviour.md §9.4) is :mod:`jupyter_agent.llm.prompt_tools`; the schema-constrained
 one used with the embedded model is :mod:`jupyter_agent.llm.constrained`. Both build on this
 module, and neither imports the other.
 """
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 Style = Literal["text", "json"]
-"""``text``: the 0:/1: protocol of spec 4.6; ``json``: the schema-constrained protocol."""
+"""``text``: the 0:/1: protocol; ``json``: the schema-constrained protocol."""
 
 
 def new_call_id() -> str:
@@ -105,7 +105,7 @@ def rewrite_history(messages: list[Message], style: Style = "text") -> list[Mess
 
     * assistant text -> ``0: <text>`` (``{"answer": text}`` in the json style);
     * assistant tool calls -> ``1: {"name", "arguments"}`` of the FIRST call only
-      (``{"tool", "arguments"}`` in the json style); the other calls are dropped (edge case 31)
+      (``{"tool", "arguments"}`` in the json style); the other calls are dropped (§9.4)
       and so are their tool responses, so the model never reads a result of a call it did
       not make;
     * tool message -> user message ``<ToolResponse>\\n...\\n</ToolResponse>``.

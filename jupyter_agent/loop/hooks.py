@@ -124,7 +124,7 @@ class LoopHooks:
     fit_context: Callable[[int, list[Message], int], ContextFit | None] | None = None
     """Before each request: shrink the messages (given their token count) or return None."""
     process_tool_output: Callable[[str], tuple[str, list[UsageItem]]] | None = None
-    """Shrink a long tool result (spec 6.3); default: head-and-tail truncation only."""
+    """Shrink a long tool result (docs/behaviour.md §8.3); default: left unchanged."""
     is_aborted: Callable[[], bool] | None = None
     """Polled between rounds; True ends the run with status ``aborted``."""
     on_round_end: Callable[[list[Message]], None] | None = None

@@ -1,4 +1,4 @@
-"""The loop kernel shared by every agent (spec section 1, with the README's improvements).
+"""The loop kernel shared by every agent (docs/behaviour.md §2).
 
 One function repeats: fit the context, call the model, run the tools, decide whether to stop.
 Agents give it behaviour through :class:`~jupyter_agent.loop.hooks.LoopHooks`; adding an agent
@@ -64,7 +64,7 @@ class LoopConfig:
     stream: bool = True
     parallel_tool_calls: bool | None = True
     final_answer_round: bool = True
-    """README item 4: at ``max_rounds`` make one last ``tool_choice='none'`` request."""
+    """docs/behaviour.md §2.9: at ``max_rounds`` make one last ``tool_choice='none'`` request."""
     round_offset: int = 0
     """Rounds already made before (a resumed run numbers its rounds on from there)."""
     reserved_ids: frozenset[str] = frozenset()
@@ -124,7 +124,7 @@ class _LoopRun:
         self.cfg = cfg
         self.hooks = hooks
         self.emit = emit
-        # Start-up (1.3): keep only id, type and function on every tool call.
+        # Start-up (docs/behaviour.md §2.2): keep only id, type and function on every tool call.
         self.messages: list[Message] = [_clean_calls(m) for m in messages]
         # Ids already in the history are taken: a model reusing one gets a fresh id.
         self.ids = CallIds(ids_in_messages(self.messages) | cfg.reserved_ids)
@@ -185,7 +185,7 @@ class _LoopRun:
                     continue
                 break
             else:
-                # Round limit reached with tools still being called (README item 4).
+                # Round limit reached with tools still being called (docs/behaviour.md §2.9).
                 res.status = "max_rounds"
                 if self.cfg.final_answer_round:
                     self._final_answer_round()
@@ -378,7 +378,7 @@ class _LoopRun:
         return text
 
     def _run_tools(self, calls: list[ToolCall], snapshot: list[Message]) -> tuple[bool, bool, bool]:
-        """Run one round's calls (1.5); returns (stop, interactive, aborted)."""
+        """Run one round's calls (§2.5–2.6); returns (stop, interactive, aborted)."""
         outcomes: list[ToolOutcome | None] = [None] * len(calls)
         can_batch = self.hooks.can_batch or (lambda c: True)
         size = max(1, self.cfg.batch_size)

@@ -51,7 +51,7 @@ BUILTIN_DEFAULTS: dict[str, Decision] = {
     "write_file": "ask",
     "web_fetch": "ask",
 }
-"""Default decision for each built-in workspace tool (spec README, "Defaults: permissions")."""
+"""Default decision for each built-in workspace tool (docs/behaviour.md §10.5)."""
 
 INTERNAL_TOOLS = frozenset({"update_plan", "ask_agent", "stop"})
 """Tools the loop itself provides; always allowed."""

@@ -22,7 +22,7 @@ def _json_default(obj: Any) -> Any:
 def result_to_text(value: Any) -> str:
     """str as is; pydantic, dict, list as JSON; pandas objects as compact text; else repr.
 
-    ``None`` becomes ``"none"`` (the reference's wording), so the model always gets a result.
+    ``None`` becomes ``"none"`` (docs/behaviour.md §5.2), so the model always gets a result.
     """
     if value is None:
         return "none"

@@ -56,7 +56,7 @@ class ToolResult(BaseModel):
 
 
 def format_validation_error(exc: ValidationError) -> str:
-    """Field-by-field validation errors, as the model is told (spec README item 7)."""
+    """Field-by-field validation errors, as the model is told (docs/behaviour.md §5.3)."""
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"

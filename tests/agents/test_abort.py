@@ -1,4 +1,4 @@
-"""``Run.abort()``: the flag the loop checks, racing the stream (agent-runtime spec, Session)."""
+"""``Run.abort()``: the flag the loop checks, racing the stream (docs/behaviour.md §2.11)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_scenario_41_quote_role_rule() -> None:
     user_text, system_part = apply_knowledge("Why?", ["doc A"], role="user")
     assert user_text == USER_QUOTE_PROMPT.replace("{{quote}}", "doc A").replace(
         "{{question}}", "Why?")
-    # Without {{question}} in a user-role template the question disappears (spec 9.34).
+    # Without {{question}} in a user-role template the question disappears (docs/behaviour.md §3.2).
     assert apply_knowledge("Why?", ["doc"], role="user", quote_prompt="K: {{quote}}") == (
         "K: doc", "")
 

@@ -1,4 +1,4 @@
-"""``toolloop()``: the model calls ``@tool`` functions until it answers (spec section 2)."""
+"""``toolloop()``: the model calls ``@tool`` functions until it answers (docs/behaviour.md §5)."""
 
 from __future__ import annotations
 

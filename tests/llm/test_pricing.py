@@ -1,4 +1,4 @@
-"""Tiered prices, per-call accounting and temperature mapping (spec 7, scenarios 44, 49–52)."""
+"""Prices, per-call accounting, temperature (docs/behaviour.md §9.5–9.7, §14.44, §14.49–14.52)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from jupyter_agent.loop.hooks import LoopHooks, ToolOutcome
 from jupyter_agent.loop.kernel import LoopConfig, run_loop
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
-# The reference's units: prices per 1,000 tokens, tier bounds in thousands of input tokens.
+# The per-1K units of §14.49: prices per 1,000 tokens, tier bounds in thousands of input tokens.
 REF = {"price_unit": 1000, "bound_unit": 1000}
 TIERS_49 = [{"max_input_tokens": 32, "input_price": 1, "output_price": 2},
             {"input_price": 3, "output_price": 6}]

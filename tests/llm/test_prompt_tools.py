@@ -1,4 +1,4 @@
-"""Prompt-mode tool calling (spec 4.6 and edge case 31) and the schema-constrained protocol."""
+"""Prompt-mode tool calling and the schema-constrained protocol (docs/behaviour.md §9.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The loop kernel against the scripted server: spec section 10 (1–14), section 9 (1–6), aborts."""
+"""The loop kernel on the scripted server (docs/behaviour.md §2; scenarios §14.1–14.14)."""
 
 from __future__ import annotations
 
@@ -339,7 +339,7 @@ def test_scenarios_13_14_the_last_interactive_call_wins(server: ScriptedOpenAI,
     assert_calls_answered(result.messages)
 
 
-# ------------------------------------------------------------------------- section 9 extras
+# ------------------------------------------------------------------- §2.10, §5.3 extras
 def test_unknown_tool_without_a_runner(server: ScriptedOpenAI, client: OpenAIClient) -> None:
     server.enqueue(tool_calls([call("ghost", {})]), text("ok"))
     result = run_loop(client, USER, LoopConfig(model="m", tools=TOOLS))

@@ -1,4 +1,4 @@
-"""One-call model helpers: ``classify``, ``extract`` and ``expand_query`` (spec section 5).
+"""One-call model helpers: ``classify``, ``extract`` and ``expand_query`` (docs/behaviour.md §7).
 
 Each makes one model call (``extract`` at most two), returns a pydantic result carrying the
 answer, usage and cost, and reports its usage to the running run when there is one

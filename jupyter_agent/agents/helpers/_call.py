@@ -1,7 +1,8 @@
 """The plumbing shared by the one-call helpers: pick a client, make one call, count its usage.
 
-Every helper call is priced on its own (spec 7.2) and reported to the current usage sink, so
-inside a run it adds up into the run; the helper's result object carries it as well.
+Every helper call is priced on its own and reported to the current usage sink
+(docs/behaviour.md §9.6), so inside a run it adds up into the run; the helper's result object
+carries it as well.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ __all__ = [
 ]
 
 HISTORY_ROUNDS = 6
-"""History a helper sees by default: the last 6 rounds (12 messages), as the reference."""
+"""History a helper sees by default: the last 6 rounds (12 messages), docs/behaviour.md §7.1."""
 
 
 class EmptyInputError(JupyterAgentError, ValueError):
-    """A helper was given an empty text (the reference rejects with ``Input is empty``)."""
+    """A helper was given an empty text: ``Input is empty``, before any request."""
 
     def __init__(self, what: str = "Input") -> None:
         super().__init__(f"{what} is empty")
@@ -83,7 +84,7 @@ def call_model(
     """Make one streamed call for helper ``module`` and report its usage.
 
     Raises ``ModelRequestError`` when the provider fails after retries (a failed call's usage is
-    not counted, spec 7.2) and ``KeyboardInterrupt`` when the user interrupted the stream.
+    not counted, §9.6) and ``KeyboardInterrupt`` when the user interrupted the stream.
     """
     client = resolve_client(model, client)
     request = ChatRequest(model=_request_model(model, client), messages=messages, stream=True,

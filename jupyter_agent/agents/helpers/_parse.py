@@ -21,7 +21,7 @@ def slice_balanced(text: str, opener: str) -> str | None:
     """The first ``opener``-bracketed value of ``text``, up to its matching closer.
 
     Only brackets of that kind are counted; brackets inside single- or double-quoted strings
-    and inside ``//`` or ``/* */`` comments are ignored (spec 5.2, the newer ``sliceJsonStr``).
+    and inside ``//`` or ``/* */`` comments are ignored (docs/behaviour.md §7.3).
     ``None`` when there is no opener or the value never closes.
     """
     start = text.find(opener)
@@ -81,8 +81,8 @@ def _candidates(text: str, opener: str) -> list[str]:
 def parse_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON(5) object found in a model's answer, or ``None``.
 
-    An array or a scalar is not an object and gives ``None`` (spec 5.2: such answers extract
-    nothing).
+    An array or a scalar is not an object and gives ``None``: such answers extract nothing
+    (docs/behaviour.md §7.3).
     """
     for candidate in _candidates(text or "", "{"):
         value = _loads(candidate)
@@ -94,9 +94,9 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
 def parse_json_array(text: str) -> list[Any] | None:
     """The first JSON(5) array found in a model's answer, or ``None``.
 
-    As a last resort the reference's cleanup is applied (first ``[`` to last ``]``, literal
-    ``\\n`` sequences and backslashes removed, double spaces collapsed); it is tried last
-    because it breaks escaped quotes.
+    As a last resort a cruder cleanup is applied (docs/behaviour.md §7.4): first ``[`` to last
+    ``]``, literal ``\\n`` sequences and backslashes removed, double spaces collapsed. It is
+    tried last because it breaks escaped quotes.
     """
     text = text or ""
     for candidate in _candidates(text, "["):

@@ -1,6 +1,6 @@
 """``classify``: route a text to one of a few categories with one model call.
 
-Spec 5.1, with README item 9: an answer that is exactly a category id wins; otherwise the first
+docs/behaviour.md §7.2: an answer that is exactly a category id wins; otherwise the first
 category (in list order) whose id, then whose description, appears in the answer; otherwise the
 last category, flagged as the fallback.
 """
@@ -48,7 +48,7 @@ class ClassifyResult(BaseModel):
     category: str
     """The chosen category's id."""
     label: str
-    """The chosen category's description (the reference's ``cqResult``)."""
+    """The chosen category's description."""
     index: int
     """Position of the category in the list given, from 0."""
     fallback: bool = False
@@ -95,7 +95,7 @@ def match_category(answer: str, categories: list[Category]) -> tuple[int, bool]:
         for i, c in enumerate(categories):
             if pick(c):
                 return i, False
-    # Substrings in list order (spec 5.1): "billing" also matches a key "bill" listed first.
+    # Substrings in list order (§7.2): "billing" also matches a key "bill" listed first.
     for i, c in enumerate(categories):
         if c.id in answer:
             return i, False

@@ -1,6 +1,6 @@
 """``extract``: fill a pydantic model (or a JSON schema) from text with one model call.
 
-Spec 5.2, with README item 8: the result is a validated instance of the user's model (a dict
+docs/behaviour.md §7.3: the result is a validated instance of the user's model (a dict
 for a JSON schema) and ``success`` is true when every required field is present and valid.
 When the answer does not validate, the model gets the field errors back once and may correct
 itself; that is the only second call.
@@ -110,7 +110,7 @@ def _field_errors(exc: ValidationError) -> list[FieldError]:
 
 
 def _clean(obj: dict[str, Any], target: Target) -> dict[str, Any]:
-    """Keys the schema does not know and empty-string values are dropped (spec 5.2)."""
+    """Keys the schema does not know and empty-string values are dropped (§7.3)."""
     keep_unknown = target.model.model_config.get("extra") == "allow"
     keys = target.keys
     return {k: v for k, v in obj.items() if v != "" and (keep_unknown or k in keys)}

@@ -1,6 +1,6 @@
-"""The prompts of the one-call helpers (spec 5.1–5.3), written in English for this product.
+"""The prompts of the one-call helpers (docs/behaviour.md §7.2–7.4).
 
-Each keeps the reference's section structure; optional sections are left out when empty and
+Each is a list of Markdown sections; optional sections are left out when empty and
 the newline runs this leaves are squeezed by the caller.
 """
 
@@ -29,7 +29,7 @@ def classify_system_prompt(
     previous: dict[str, str] | None = None,
 ) -> str:
     """The classifier's system prompt: role, optional background and last result, classes,
-    requirements and output format (spec 5.1)."""
+    requirements and output format (docs/behaviour.md §7.2)."""
     parts = [
         "## Role",
         ("You are a classification assistant. Using the background knowledge (if given), the "
@@ -62,7 +62,7 @@ def extract_system_prompt(
     previous: Any = None,
 ) -> str:
     """The extractor's system prompt: background, basic and specific requirements, previous
-    result, the JSON schema and the output rules (spec 5.2)."""
+    result, the JSON schema and the output rules (docs/behaviour.md §7.3)."""
     parts = [
         "## Background",
         ("You extract structured information from text. Combine the conversation history, the "
@@ -168,7 +168,7 @@ def _fenced(text: str | None) -> str:
 
 def query_user_prompt(query: str, *, count: int, background: str | None,
                       history_text: str | None) -> str:
-    """The query-extension user prompt, in the reference's order (spec 5.3)."""
+    """The query-extension user prompt (docs/behaviour.md §7.4)."""
     return "\n".join([
         "Generate search queries from the input below.",
         f"Expected count: {count}",

@@ -1,10 +1,9 @@
 """``expand_query``: rewrite a question into a few search queries with one model call.
 
-Spec 5.3, with README item 10: the result is distinct queries with the original first. The model
+docs/behaviour.md §7.4: the result is distinct queries with the original first. The model
 proposes up to ``n`` queries; ``k`` of them are chosen greedily for relevance to the question
-plus diversity, with the reference's gain. The reference scores with an embedding model; by
-default we use a local lexical vector (words and character trigrams), and ``embed=`` plugs in
-real embeddings.
+plus diversity. Scoring uses a local lexical vector by default (words and character
+trigrams); ``embed=`` plugs in real embeddings.
 """
 
 from __future__ import annotations
@@ -35,9 +34,9 @@ __all__ = [
 
 MODULE = "query_extension"
 ALPHA = 0.3
-"""Weight of relevance against diversity (the diversity term keeps weight 1, as the reference)."""
+"""Weight of relevance against diversity (the diversity term keeps weight 1, §7.4)."""
 HISTORY_RESERVE = 1000
-"""Tokens of the window kept free when fitting the history (spec 5.3)."""
+"""Tokens of the window kept free when fitting the history (docs/behaviour.md §7.4)."""
 
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
 """``embed(texts) -> one vector per text``."""
@@ -103,12 +102,12 @@ def select_queries(query: str, candidates: list[str], *, k: int = 3, alpha: floa
     """Pick ``min(k, len(candidates))`` candidates, relevant to ``query`` and unlike each other.
 
     gain(c) = ``alpha·cos(query, c)``, plus ``1 − max cos(c, s)`` over the already selected
-    ``s`` once something is selected (spec 5.3's weights). Each step takes the candidate with
-    the highest gain. The reference's *lazy* variant accepts a popped candidate when its
-    recomputed gain has not dropped; since this gain only grows, it never re-ranks and picks
-    the k most relevant, near-duplicates included. Recomputing every gain (k·n cosines, a few
+    ``s`` once something is selected (§7.4). Each step takes the candidate with the
+    highest gain. A *lazy* greedy pick (accept a popped candidate when its recomputed gain
+    has not dropped) would never re-rank, since this gain only grows, and would pick the k
+    most relevant, near-duplicates included. Recomputing every gain (k·n cosines, a few
     dozen here) gives the diversity the formula intends. Repeated candidates can both be
-    chosen (spec scenario 48); ``expand_query`` removes repeats before calling this.
+    chosen (§14.48); ``expand_query`` removes repeats before calling this.
     """
     k = min(k, len(candidates))
     if not query.strip() or k <= 0:

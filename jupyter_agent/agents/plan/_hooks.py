@@ -1,4 +1,4 @@
-"""The kernel hooks of one ``%%plan`` loop run (spec: reference 3.2, 3.3 and 6.1).
+"""The kernel hooks of one ``%%plan`` loop run (docs/behaviour.md §6.3, §6.4, §6.14).
 
 :class:`PlanHooks` gives the shared loop kernel the planning behaviour: ``tool_choice`` from the
 plan state, internal tools run alone and uncompressed, ``update_plan`` and ``ask_agent`` routed
@@ -42,12 +42,12 @@ GATE_FEEDBACK_PREFIX = "<stop_gate_feedback>"
 """How the kernel-injected stop-gate feedback messages start."""
 
 MODULE_COMPRESS_MESSAGES = "compress_llm_messages"
-"""Usage module name of the checkpoint compression call (spec 6.1, step 8)."""
+"""Usage module name of the checkpoint compression call (docs/behaviour.md §8.2)."""
 
 
 def _hide_loop_messages(messages: list[Message]) -> list[Message]:
     """Mark the loop's own user messages (stop-gate feedback) hidden, so checkpoint compression
-    does not take one of them for the user's newest message (README item 5)."""
+    does not take one of them for the user's newest message (§8.2)."""
     out: list[Message] = []
     for m in messages:
         content = m.get("content")
@@ -108,7 +108,7 @@ class PlanHooks:
         return t is None or t.batchable
 
     def fit_context(self, round_: int, messages: list[Message], tokens: int) -> ContextFit | None:
-        """Spec 6.1: above 80% of the window, replace the history by a model-written checkpoint
+        """§6.14: above 80% of the window, replace the history by a model-written checkpoint
         (active plan in front, newest user message kept); truncate old rounds if that fails."""
         prof = self.client.profile
         result = compress_request_messages(
@@ -118,13 +118,13 @@ class PlanHooks:
             return None
         usages = [UsageItem(u.module, prof.name, u.usage, self.client.cost(u.usage))
                   for u in result.usage]
-        # Even a failed checkpoint call is billed and reported (edge case 36).
+        # Even a failed checkpoint call is billed and reported (§8.2).
         return ContextFit(messages=result.messages, tokens=result.tokens_after,
                           method=result.method, usages=usages)
 
     # ------------------------------------------------------------------ tools
     def run_tool(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
-        """Route one call (3.3): ``ask_agent``, ``update_plan`` or a runtime tool."""
+        """Route one call (§6.4): ``ask_agent``, ``update_plan`` or a runtime tool."""
         if call.name == self.catalog.ask_name:
             return self._ask(call, snapshot)
         if call.name == self.catalog.update_plan_name:
@@ -140,7 +140,7 @@ class PlanHooks:
 
     def _ask(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
         parsed = parse_ask_arguments(call.arguments, tool_name=call.name)
-        if parsed.ask is None:  # not a pause: the model reads the error and goes on (3.7)
+        if parsed.ask is None:  # not a pause: the model reads the error and goes on (§6.10)
             return ToolOutcome(output=parsed.error or "", error=parsed.error, skip_compress=True,
                                internal=True)
         event = parsed.ask.pending_event(call.id)
@@ -171,7 +171,7 @@ class PlanHooks:
         r, usages = invoke_with_usage(t, call.arguments)
         if isinstance(r.value, Run) and r.value.status == "ask":
             # An agent used as a tool that suspended on its own question: not supported inside
-            # the planning loop (3.3 item 4, edge case 21). Its Run is still kept as the value.
+            # the planning loop (§6.4). Its Run is still kept as the value.
             return ToolOutcome(output=INTERACTIVE_NOT_SUPPORTED, value=r.value,
                                error=INTERACTIVE_NOT_SUPPORTED, seconds=r.seconds,
                                usages=usages)
@@ -181,7 +181,7 @@ class PlanHooks:
 
     # ------------------------------------------------------------------ stopping
     def on_stop_candidate(self, ctx: StopContext) -> StopDecision:
-        """The stop gate (3.5): allow, refuse with feedback, or end ``incomplete``."""
+        """The stop gate (§6.8): allow, refuse with feedback, or end ``incomplete``."""
         s = self.state
         verdict = self.gate.check(
             s.active_plan, require_plan=s.require_plan,

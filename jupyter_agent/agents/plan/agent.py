@@ -1,4 +1,4 @@
-"""``%%plan``: the planning agent on the shared loop kernel (spec: reference 3.2–3.3, 6.1).
+"""``%%plan``: the planning agent on the shared loop kernel (docs/behaviour.md §6).
 
 :func:`plan` starts the turn (:mod:`jupyter_agent.agents.driver`), runs the loop
 (:mod:`.loop`) and answers what it can without the user: a replayed cassette's clicks

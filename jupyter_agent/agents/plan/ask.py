@@ -3,7 +3,7 @@
 A valid ask suspends the run (the tool response is ``Waiting for user answer.``). The answer
 comes back later as that tool call's result, and it can end three ways: an option was chosen,
 the user typed their own text ("Other"), or the question was dismissed. The model is told
-which, in words it cannot confuse (spec: reference 3.7, README item 6).
+which, in words it cannot confuse (docs/behaviour.md §6.10).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Constants of the planning agent (spec: reference section 8 and README).
+"""Constants of the planning agent (docs/behaviour.md §6.1, §12).
 
 Model-facing texts live here when more than one module needs them; everything else stays next
 to the code that uses it.
@@ -31,10 +31,10 @@ MAX_STOP_GATE_REJECTIONS = 2
 """Refusals the stop gate gives before the next stop candidate ends the run ``incomplete``."""
 
 ASK_TOOL_NAME = "ask_agent"
-"""Default name of the internal ask tool (3.7)."""
+"""Default name of the internal ask tool (§6.10)."""
 
 UPDATE_PLAN_TOOL_NAME = "update_plan"
-"""Default name of the internal plan tool (3.4)."""
+"""Default name of the internal plan tool (§6.5)."""
 
 INTERNAL_TOOL_NAMES = (ASK_TOOL_NAME, UPDATE_PLAN_TOOL_NAME)
 """Names a runtime tool may not take; such tools are dropped from the catalog."""
@@ -55,4 +55,4 @@ WAITING_FOR_USER_ANSWER = "Waiting for user answer."
 """Tool response of a valid ask; the run is suspended after the round."""
 
 INTERACTIVE_NOT_SUPPORTED = "Interactive tool is not supported in unified agent loop yet."
-"""What a child tool that tries to become interactive inside ``%%plan`` answers (3.3)."""
+"""What a child tool that tries to become interactive inside ``%%plan`` answers (§6.4)."""

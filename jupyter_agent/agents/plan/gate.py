@@ -1,4 +1,4 @@
-"""The stop gate: may the planning agent finish now? (spec: reference 3.5, README item 3)
+"""The stop gate: may the planning agent finish now? (docs/behaviour.md §6.8)
 
 Every time the model answers without tool calls (a stop candidate), the loop asks the gate.
 A refusal comes with a user-role feedback message that tells the model what is still open; the

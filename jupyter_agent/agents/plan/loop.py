@@ -141,7 +141,7 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
             suspend(p, pending)
             return
         if result.status in ("done", "max_rounds", "aborted"):
-            # Text that came with tool calls is not the answer (scenario 33).
+            # Text that came with tool calls is not the answer (§6.12).
             result.answer = final_answer_text(result.assistant_messages) or result.answer
 
     return drive(p, messages, cfg, ph.hooks(), persist_from=len(messages) - 1,
@@ -155,7 +155,7 @@ def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanO
     interactive = result.interactive or {}
     saved = interactive["messages"]
     # This run part's output up to the ask round, whose assistant message is replaced by the
-    # synthetic one carrying only the winning ask call (edge case 7): that is what the session
+    # synthetic one carrying only the winning ask call (§6.11): that is what the session
     # gets once the run ends, so its history matches what the model saw.
     out = result.assistant_messages
     last = max((i for i, m in enumerate(out) if m.get("role") == "assistant"), default=len(out))

@@ -1,6 +1,6 @@
-"""The system prompt of the ``%%plan`` agent (spec: reference 3.8, rewritten for notebooks).
+"""The system prompt of the ``%%plan`` agent (docs/behaviour.md §6.13).
 
-The sections keep the reference's order and tags, so the stop gate's feedback, the tool
+The sections use the same tags as the tools and the gate, so the stop gate's feedback, the tool
 descriptions and the prompt all speak of the same things. The user's ``--system`` text goes
 into ``<user_background>``; ``<tool_constraint>`` appears only when no runtime tool is offered.
 """

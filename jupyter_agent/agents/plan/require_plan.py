@@ -1,14 +1,13 @@
-"""Does the user explicitly ask for a plan? (spec: reference 3.6, README item 2)
+"""Does the user explicitly ask for a plan? (docs/behaviour.md §6.9)
 
 When they do, the stop gate refuses to finish until a plan exists. Only the last user message
 counts, and the answer is worked out once per run (a resume reuses the saved value).
 
-Difference from the reference: Latin words match as whole words. The reference matched
-anywhere, so "build an explanation" (ex*plan*ation), "create a planet" and "makeplan" asked for
-a plan there; here they do not. Glued forms the reference lists as intended ("planmode",
-"activeplan", "updateplan", "stepbystep plan") still match, plural "plans" counts as "plan",
-and the Chinese phrases match anywhere, as specified. "Any character" gaps never cross a line
-break (the JavaScript meaning of ``.``), while whitespace gaps do.
+Latin words match as whole words: matching anywhere would make "build an explanation"
+(ex*plan*ation), "create a planet" and "makeplan" ask for a plan. The glued forms meant as
+requests ("planmode", "activeplan", "updateplan", "stepbystep plan") still match, plural
+"plans" counts as "plan", and the Chinese phrases match anywhere. "Any character" gaps
+never cross a line break (the JavaScript meaning of ``.``), while whitespace gaps do.
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ _SOURCES = (
 REQUIRE_PLAN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(source, re.IGNORECASE) for source in _SOURCES
 )
-"""The nine require-plan patterns, in the reference's order."""
+"""The nine require-plan patterns, in the order of docs/behaviour.md §6.9."""
 
 
 def _content_text(content: Any) -> str:

@@ -1,7 +1,7 @@
 """The planning state one ``%%plan`` run carries from round to round (pure; no I/O).
 
-``PlanRunState`` holds what the reference keeps in its loop and saves in the pending-ask
-context: the active plan, whether the user asked for a plan, and whether a runtime tool ran
+``PlanRunState`` holds what the loop keeps and a suspended run saves (docs/behaviour.md
+§6.2): the active plan, whether the user asked for a plan, and whether a runtime tool ran
 since the last successful plan update. It is plain data, so a suspended run saves it as JSON
 and a resume restores it unchanged. The stop-gate refusal count is not part of it: it starts
 again at 0 on every resume (``gate.StopGateCounter``).

@@ -1,10 +1,10 @@
-"""The plan state machine of ``%%plan`` (spec: reference 3.4).
+"""The plan state machine of ``%%plan`` (docs/behaviour.md §6.5–6.7).
 
 The model maintains its plan only through ``update_plan``. One call is an atomic batch of
 operations (``set_plan``, ``update_step``, ``replace_plan``): either every operation applies or
 none does, and the plan the loop holds never changes on failure.
 
-Attributes are snake_case; the JSON (tool arguments, events, saved state) uses the spec's
+Attributes are snake_case; the JSON (tool arguments, events, saved state) uses the
 camelCase names (``planId``, ``acceptanceCriteria``, ``outputSummary``, ``needsReplan``).
 """
 
@@ -57,7 +57,7 @@ def random_id(length: int = RANDOM_ID_LENGTH) -> str:
 
 
 class _SpecModel(BaseModel):
-    """Base of every plan shape: drops unknown keys, speaks the spec's JSON names.
+    """Base of every plan shape: drops unknown keys, speaks the plan's JSON names.
 
     Numbers are accepted where strings are expected because models often write ``"id": 1``;
     refusing that would cost a round for no gain.
@@ -72,7 +72,7 @@ class _SpecModel(BaseModel):
     )
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form with the spec's names; unset optional fields are left out."""
+        """The JSON form with the camelCase names; unset optional fields are left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
@@ -161,8 +161,8 @@ class PlanUpdateResult(BaseModel):
     """What one ``update_plan`` call did.
 
     ``plan`` is the plan the loop holds afterwards: the new plan on success, the unchanged
-    current plan (possibly ``None``) on failure. The reference returned a fallback plan on
-    failure instead; that one is kept apart in ``display_plan`` so it can never be adopted.
+    current plan (possibly ``None``) on failure. The fallback plan of a failure (§6.7) is
+    kept apart in ``display_plan`` so it can never be adopted.
     """
 
     ok: bool
@@ -236,8 +236,8 @@ def merge_stable_completed_steps(current: Plan, revised: Plan) -> tuple[list[Pla
     that were ``done`` stay done; completed steps the revision dropped are appended at the end,
     each with a warning. Returns the merged steps and the warnings.
     """
-    # With duplicate ids the last step wins here (update_step matches the first), as in the
-    # reference; duplicates are allowed, so both behaviours are observable.
+    # With duplicate ids the last step wins here (update_step matches the first),
+    # docs/behaviour.md §6.6; duplicates are allowed, so both behaviours are observable.
     by_id = {step.id: step for step in current.steps}
     merged: list[PlanStep] = []
     for step in revised.steps:

@@ -1,4 +1,4 @@
-"""The internal tools' schemas and the tool catalog of ``%%plan`` (spec: reference 3.1, 3.4, 3.7).
+"""Internal tool schemas and the tool catalog of ``%%plan`` (docs/behaviour.md §6.1, §6.5, §6.10).
 
 The model sees the runtime tools first, then ``ask_agent``, then ``update_plan``. A runtime tool
 that takes an internal tool's name is dropped with a warning, so the internal one always wins.
@@ -30,13 +30,13 @@ UPDATE_PLAN_DESCRIPTION = (
     "stepId/status/evidence/outputSummary/blocker/needsReplan/reason; never include plan in "
     "update_step."
 )
-"""The ``update_plan`` tool description (verbatim from the reference)."""
+"""The ``update_plan`` tool description (docs/behaviour.md §6.5)."""
 
 ASK_AGENT_DESCRIPTION = (
     "Ask the user only when required private input, unavailable required tools, or a "
     "completely ambiguous goal blocks planning."
 )
-"""The ``ask_agent`` tool description (verbatim from the reference)."""
+"""The ``ask_agent`` tool description (docs/behaviour.md §6.10)."""
 
 _STATUSES = ["pending", "in_progress", "done", "blocked", "skipped"]
 
@@ -178,7 +178,7 @@ def ask_agent_tool_schema(name: str = ASK_TOOL_NAME) -> dict[str, Any]:
     """The OpenAI function-tool dict advertised for ``ask_agent``.
 
     ``descriptions`` (one line under each option) and ``allowOther`` (offer a free-text
-    answer, default true) are our additions; the four reference fields stay required.
+    answer, default true) are our additions; the four other fields stay required.
     """
     return {
         "type": "function",

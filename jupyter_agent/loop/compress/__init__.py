@@ -1,4 +1,4 @@
-"""Context and tool-response compression (spec section 6).
+"""Context and tool-response compression (docs/behaviour.md §8).
 
 Before each request, ``%%plan`` calls :func:`compress_request_messages` (checkpoint above 80% of
 the window, truncation if that fails) and ``%%chat``/``%%toolloop`` call

@@ -1,4 +1,4 @@
-"""Structural anchors: exact strings a summary must not paraphrase (spec 6.4).
+"""Structural anchors: exact strings a summary must not paraphrase (docs/behaviour.md §8.6).
 
 Field names, headings, ids, paths, URLs, dates and numbers are what a later step needs verbatim,
 and what an LLM summary most often rewrites. They are extracted by pattern, listed in the
@@ -18,7 +18,7 @@ from jupyter_agent.loop.compress.constants import (
 
 __all__ = ["extract_anchors", "render_anchor_block"]
 
-# The reference runs these as JavaScript regexes, where \w and \b are ASCII-only: "用户user_id"
+# \w and \b are ASCII-only in these patterns (JavaScript semantics): "用户user_id"
 # still yields "user_id". Patterns without \p{..} therefore use the ASCII flag to match that.
 _A = regex.ASCII
 _M = regex.MULTILINE
@@ -75,7 +75,7 @@ _SPACES = regex.compile(r"\s+")
 def extract_anchors(content: str, limit: int = LARGE_CONTENT_PROMPT_ANCHOR_LIMIT) -> list[str]:
     """Up to ``limit`` distinct anchors from the first 12000 characters of ``content``.
 
-    Patterns run in the spec's order; an anchor is kept when, trimmed and with whitespace
+    Patterns run in the order of §8.6; an anchor is kept when, trimmed and with whitespace
     collapsed, it is 3 to 120 characters long and not already taken (ignoring case).
     """
     anchors: list[str] = []

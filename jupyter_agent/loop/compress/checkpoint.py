@@ -1,8 +1,8 @@
-"""Request-history compression into a context checkpoint (spec 6.1, README item 5).
+"""Request-history compression into a context checkpoint (docs/behaviour.md §8.2).
 
 Above 80% of the window, ``%%plan`` replaces its whole non-system history with one hidden user
 message: a ``<context_checkpoint>`` block written by the model (with the active plan in front).
-We improve on the reference in one way: the newest user message is kept verbatim after the
+The newest user message is kept verbatim after the
 checkpoint, so the model still reads the current question in the user's own words.
 When the checkpoint call fails, old rounds are truncated instead (as ``%%toolloop`` does).
 """

@@ -1,4 +1,4 @@
-"""Prompts of the checkpoint call (spec 6.1 items 7 and "The checkpoint system prompt")."""
+"""Prompts of the checkpoint call (docs/behaviour.md §8.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cheap, LLM-free reductions of a tool result: text cleanup and JSON minify/summary (spec 6.3).
+"""Cheap, LLM-free reductions of a tool result (docs/behaviour.md §8.3).
 
 The cleanup is lossy on purpose (URLs, UUIDs, timestamps and long hex ids go; paths become file
 names): it only runs on results already too large to pass through untouched.
@@ -78,7 +78,7 @@ def remove_noise(text: str) -> str:
 
 
 def light_cleanup(text: str) -> str:
-    """The ten light-processing steps of a tool result, in the spec's order.
+    """The ten light-processing steps of a tool result, in order (docs/behaviour.md §8.3).
 
     Images become ``[alt]``; URLs go; base64 runs of 100+ become ``[BASE64_DATA]``; paths shrink
     to their file name; hex ids (32+), UUIDs and ISO timestamps go; spaces and tabs collapse;
@@ -92,7 +92,7 @@ def light_cleanup(text: str) -> str:
 def parse_json_truthy(text: str) -> tuple[bool, Any]:
     """``(True, value)`` when ``text`` is JSON whose value is truthy the JavaScript way.
 
-    ``{}`` and ``[]`` count as truthy (as in the reference); ``0``, ``false``, ``null`` and
+    ``{}`` and ``[]`` count as truthy; ``0``, ``false``, ``null`` and
     ``""`` do not, so those take the text path.
     """
     try:

@@ -1,4 +1,4 @@
-"""Ratios and limits of context and tool-response compression (spec sections 6 and 8).
+"""Ratios and limits of context and tool-response compression (docs/behaviour.md §8, §12).
 
 Every budget is derived from the model's context window (``max_context``) with
 :func:`ratio_limit`, so a small local model and a 1M-token model get proportionate budgets.
@@ -79,7 +79,7 @@ WINDOW_TRUNCATE_RATIO = 0.85
 CHECKPOINT_OUTPUT_TARGET_RATIO = 0.2
 """Checkpoint output budget told to the model; also the "result still too large" log level."""
 REQUEST_CHECKPOINT_COMPLETION_ACCEPT_CONTEXT_RATIO = 0.5
-"""Ceiling on checkpoint completion tokens (the reference only logs; we pass it as max_tokens)."""
+"""Ceiling on checkpoint completion tokens, sent as ``max_tokens``."""
 
 TOOL_RESPONSE_DIRECT_RETURN_CONTEXT_RATIO = 0.2
 """Tool results at or below this share are returned untouched; also the LLM compression target."""
@@ -156,7 +156,7 @@ HEX_ID_MIN_CHARS = 32
 TOOL_MEMORY_RESULT_CHARS = 900
 TOOL_MEMORY_USER_CHARS = 240
 
-# Ratios the reference defines for paths outside this package (kept so callers share one table).
+# Ratios for paths outside this package (kept so callers share one table; unused today).
 
 TRUNCATION_MARKER = "\n\n... [content truncated: middle omitted to fit token budget] ...\n\n"
 TOOL_RESULT_CAP_MARKER = "\n\n... [tool result too long: {omitted:,} characters omitted] ...\n\n"

@@ -1,4 +1,4 @@
-"""Tool-response compression (spec 6.3): keep a tool result within its share of the window.
+"""Keep a tool result within its share of the window (docs/behaviour.md §8.3, §8.4).
 
 Three tiers, cheapest first: a small result passes untouched; a larger one gets LLM-free
 processing (JSON minify or structural summary, or lossy text cleanup); only a result still over
@@ -130,7 +130,7 @@ def compress_tool_response(
     count_tokens: TokenCounter = count_text_tokens,
     max_chars: int = TOOL_RESULT_MAX_CHARS,
 ) -> ToolResponseCompression:
-    """Fit one tool result into ``max_context``'s tool-result budget (spec 6.3).
+    """Fit one tool result into ``max_context``'s tool-result budget (docs/behaviour.md §8.3).
 
     A result longer than ``max_chars`` characters is first cut to that length (head and tail
     around a marker naming how much was left out), so a huge result costs no more than one of
@@ -219,9 +219,9 @@ def compress_large_content(
     parallel, merged, re-compressed up to twice if the merge is over ``limit``, truncated as a
     last resort, then topped up with a source excerpt and exact anchors when it came out short.
 
-    Differences from the reference, on purpose: without an LLM, or when a call raises, the text
-    is truncated head-and-tail to ``limit`` (the reference returned the over-budget cleaned
-    text), and calls that completed before a failure keep their usage (they were billed).
+    Without an LLM, or when a call raises, the text is truncated head-and-tail to ``limit``
+    (never returned over budget), and calls that completed before a failure keep their usage
+    (they were billed); docs/behaviour.md §8.4.
     """
     if count_tokens(content) <= limit:
         return LargeContentResult(text=content)

@@ -1,4 +1,4 @@
-"""Context-window filter (spec 6.2): drop the oldest rounds until the history fits.
+"""Context-window filter (docs/behaviour.md §3.5): drop the oldest rounds until the history fits.
 
 ``%%chat`` and ``%%toolloop`` call :func:`fit_messages_to_window` before every request; the
 checkpoint compressor uses it as its fallback when the checkpoint call fails.
@@ -27,7 +27,7 @@ def is_checkpoint_message(message: Message) -> bool:
     """True for a hidden user message holding a context checkpoint.
 
     The content, trimmed, must end with ``</context_checkpoint>`` and start with
-    ``<context_checkpoint>`` or, unlike the reference, with the ``<active_plan>`` block that
+    ``<context_checkpoint>`` or with the ``<active_plan>`` block that
     ``%%plan`` puts in front of it (otherwise the plan agent's checkpoints would be cut like
     ordinary history).
     """
@@ -48,7 +48,7 @@ def filter_messages_by_max_context(
     *,
     count_messages: MessagesCounter = count_messages_tokens,
 ) -> list[Message]:
-    """Keep the newest rounds that fit in ``max_context`` tokens (spec 6.2).
+    """Keep the newest rounds that fit in ``max_context`` tokens (docs/behaviour.md §3.5).
 
     Leading system/developer messages and the checkpoints right after them are always kept and
     their tokens come off the budget. The rest is grouped into rounds, each starting at a user

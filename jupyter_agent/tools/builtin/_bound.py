@@ -18,7 +18,7 @@ __all__ = ["BUILTIN_TIMEOUTS", "BUILTIN_TOOL_NAMES", "make_builtin_functions"]
 
 BUILTIN_TOOL_NAMES = ("bash", "read_file", "write_file", "web_fetch", "search_files",
                       "glob_files")
-"""Names of the built-in tools, in the order the spec lists them."""
+"""Names of the built-in tools, in the order of docs/behaviour.md §10.7."""
 
 BUILTIN_TIMEOUTS: dict[str, float] = {
     "bash": _shell.MAX_TIMEOUT + 30.0,

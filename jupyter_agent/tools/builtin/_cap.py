@@ -1,7 +1,7 @@
 """Cutting long tool results down to size, keeping both ends.
 
-The spec says "a result that is too long is cut". Keeping the head *and* the tail matters for
-tool output: a build log's first lines say what ran and its last lines say how it ended.
+A result that is too long is cut (docs/behaviour.md §5.4). Keeping the head *and* the tail matters
+for tool output: a build log's first lines say what ran and its last lines say how it ended.
 """
 
 from __future__ import annotations

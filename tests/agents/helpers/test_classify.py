@@ -1,4 +1,4 @@
-"""classify: one model call routes a text to a category (spec 5.1, README item 9)."""
+"""classify: one model call routes a text to a category (docs/behaviour.md §7.2)."""
 
 from __future__ import annotations
 

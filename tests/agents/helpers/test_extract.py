@@ -1,4 +1,4 @@
-"""extract: fill a pydantic model or a JSON schema from text (spec 5.2, README item 8)."""
+"""extract: fill a pydantic model or a JSON schema from text (docs/behaviour.md §7.3)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_scenario_46_required_default_fills_and_missing_optional_is_fine(srv, cl
     srv.enqueue(text('{"name":""}'))
     res = extract("someone", schema, client=client)
     assert res.value == {"name": "N/A"}
-    # README item 8 overrides the reference: a missing optional key does not fail.
+    # §7.3: a missing optional key does not fail.
     assert res.success is True and res.attempts == 1
 
 

@@ -1,4 +1,4 @@
-"""expand_query: rewrite a question into distinct search queries (spec 5.3, README item 10)."""
+"""expand_query: rewrite a question into distinct search queries (docs/behaviour.md §7.4)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_scenario_48_cleaning_then_distinct(srv, client):
 
 
 def test_scenario_48_selection_alone_keeps_repeats():
-    # The selection itself de-duplicates nothing (the reference leaves that to its caller).
+    # The selection itself de-duplicates nothing (expand_query does, §7.4).
     assert sorted(select_queries("original question", ["q1", "q1", "q2"], k=3)) == [
         "q1", "q1", "q2"]
 

@@ -1,4 +1,4 @@
-"""ask_agent validation and the three ways an ask ends (reference 3.7, scenario 28, README 6)."""
+"""ask_agent validation and the three ways an ask ends (docs/behaviour.md §6.10, §14.28)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_simplest_valid_ask():
     assert WAITING_FOR_USER_ANSWER == "Waiting for user answer."
 
 
-# Scenario 28
+# §14.28
 def test_two_options_give_the_validator_error():
     result = parse_ask_arguments(json.dumps({**VALID, "options": ["a", "b"]}))
     assert not result.ok

@@ -1,4 +1,4 @@
-"""Checkpoint compression inside ``%%plan`` (spec 6.1, README item 5) on a small window.
+"""Checkpoint compression inside ``%%plan`` (docs/behaviour.md §6.14, §8.2) on a small window.
 
 The profile's window is 6000 tokens, so the trigger is 4800: the planning prompt and the tool
 schemas (about 4450 tokens) fit, and one large tool result pushes the next request over.
@@ -62,7 +62,7 @@ def test_a_large_history_is_replaced_by_a_checkpoint(
     assert checkpoint.keys() == {"role", "content"} and checkpoint["role"] == "user"
     assert checkpoint["content"].startswith("<active_plan>\n{")
     assert checkpoint["content"].endswith(CHECKPOINT)
-    assert newest == {"role": "user", "content": PROMPT}  # README item 5: kept verbatim
+    assert newest == {"role": "user", "content": PROMPT}  # §8.2: kept verbatim
     (compressed,) = events_of(run, "context_compressed")
     assert compressed.method == "checkpoint" and compressed.round == 2
     assert compressed.tokens_after < compressed.tokens_before
@@ -108,7 +108,7 @@ def test_a_failed_checkpoint_falls_back_to_truncation_and_is_still_billed(
     (compressed,) = events_of(run, "context_compressed")
     assert compressed.method == "truncate" and compressed.round == 1
     billed = [u for u in events_of(run, "usage") if u.module == "compress_llm_messages"]
-    assert len(billed) == 1  # the thrown-away checkpoint call is billed (edge case 36)
+    assert len(billed) == 1  # the thrown-away checkpoint call is billed (§8.2)
     assert srv.requests[1]["messages"][0]["content"] == CHECKPOINT_SYSTEM_PROMPT
     # The old round (the long answer) was cut; the current question is whole.
     system, newest = srv.requests[2]["messages"]

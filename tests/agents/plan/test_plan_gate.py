@@ -1,4 +1,4 @@
-"""The stop gate (reference 3.5, scenarios 15, 16, 24-27, edge cases 13-17, 19; README item 3)."""
+"""The stop gate (docs/behaviour.md §6.8, §14.15, §14.16, §14.24–14.27)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _step(id_: str, status: str = "pending", **kw) -> PlanStep:
     return PlanStep(id=id_, title=f"step {id_}", description="", status=status, **kw)
 
 
-# Scenario 15 (gate part)
+# §14.15 (gate part)
 def test_required_plan_without_plan_is_refused_with_exact_feedback():
     decision = evaluate_stop_gate(None, require_plan=True)
     assert not decision.allow
@@ -59,7 +59,7 @@ def test_incomplete_plan_feedback_lists_unresolved_steps():
     )
 
 
-# Scenario 24 / edge case 15
+# §14.24
 def test_runtime_tool_after_complete_plan_is_refused():
     decision = evaluate_stop_gate(
         _plan(_step("1", "done")), runtime_tool_called_since_last_plan_update=True
@@ -100,7 +100,7 @@ def test_edge_15_only_a_successful_update_clears_the_runtime_flag():
     assert state.gate().allow and state.gate().reason == "Active plan is complete."
 
 
-# Scenario 25 / edge case 16
+# §14.25, §6.3
 def test_complete_plan_forces_final_answer():
     complete = _plan(_step("1", "done"))
     assert request_tool_choice(complete) == "none"
@@ -110,14 +110,14 @@ def test_complete_plan_forces_final_answer():
     assert would_allow_stop(None) and request_tool_choice(None) == "auto"
 
 
-# Scenario 26
+# §14.26
 def test_needs_replan_is_listed_even_when_done():
     decision = evaluate_stop_gate(_plan(_step("7", "done", needs_replan=True)))
     assert not decision.allow
     assert decision.missing == ["- 7: step 7 (done) needs replan."]
 
 
-# Scenario 27
+# §14.27
 def test_blocked_without_blocker_set_directly_is_listed():
     state = PlanRunState()
     result = state.on_update_plan(
@@ -159,7 +159,7 @@ def test_missing_items_order_and_repeats():
     ]
 
 
-# Edge cases 13 and 14
+# §6.6 (a reason is a blocker), §6.8 (blocked and skipped are resolved)
 def test_all_blocked_or_skipped_with_blockers_passes():
     plan = _plan(_step("1", "blocked", blocker="no key"), _step("2", "skipped"))
     assert evaluate_stop_gate(plan).allow
@@ -179,7 +179,7 @@ def test_all_blocked_or_skipped_with_blockers_passes():
     assert state.gate().allow
 
 
-# Scenario 16 and edge case 19, with README item 3: the third refusal ends "incomplete"
+# §14.16, §6.8: the third refusal ends "incomplete"
 def test_third_refusal_ends_incomplete_instead_of_error():
     counter = StopGateCounter()
     verdicts = [counter.check(None, require_plan=True) for _ in range(3)]
@@ -203,7 +203,7 @@ def test_incomplete_summary_lists_open_steps_and_custom_cap():
     )
 
 
-# Edge case 17: the count is per run; a resume starts a new counter at 0.
+# §6.8: the count is per run; a resume starts a new counter at 0.
 def test_allowed_stop_does_not_count_and_new_counter_starts_at_zero():
     counter = StopGateCounter()
     counter.check(_plan(_step("1")))

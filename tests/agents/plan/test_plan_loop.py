@@ -1,6 +1,6 @@
-"""The ``%%plan`` unified loop against the scripted server (reference 3.2–3.5, section 10).
+"""The ``%%plan`` loop against the scripted server (docs/behaviour.md §6).
 
-Scenarios 15–19, 24, 25, 33 and edge cases 15, 16, 18, 19 and 21: tool routing, the stop gate
+Scenarios §14.15–14.19, 14.24, 14.25, 14.33: tool routing, the stop gate
 with our ``incomplete`` ending, require-plan detection, batching, the conflict warning.
 """
 
@@ -32,7 +32,7 @@ def planning_prompt(message: dict[str, Any], *, runtime_tools: bool) -> bool:
 
 
 def test_simplest_plan_run_answers_directly(srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 17: no plan asked for, none made: the answer is accepted as it is.
+    # §14.17: no plan asked for, none made: the answer is accepted as it is.
     srv.enqueue(text("Hi! How can I help?"))
     run = plan("hello there", client=client, store=store, tools=[])
 
@@ -70,7 +70,7 @@ def test_session_history_comes_before_the_user_message_and_system_text_is_backgr
 
 def test_require_plan_feedback_then_plan_then_forced_final_answer(
         srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 15, scenario 25 and edge case 18: the draft is withdrawn, the feedback is added,
+    # §14.15, §14.25, §2.8: the draft is withdrawn, the feedback is added,
     # and once the plan is complete the final request forces an answer (tool_choice none).
     srv.enqueue(
         text("Here is the migration, no plan needed."),
@@ -104,7 +104,7 @@ def test_require_plan_feedback_then_plan_then_forced_final_answer(
 
 def test_three_direct_answers_end_incomplete_with_the_last_draft(
         srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 16 and edge case 19, with README item 3: status incomplete, draft kept.
+    # §14.16, §6.8: status incomplete, draft kept.
     srv.enqueue(text("draft 1"), text("draft 2"), text("draft 3"))
     run = plan("Please create a plan for migrating the DB", client=client, store=store,
                tools=[])
@@ -123,7 +123,7 @@ def test_three_direct_answers_end_incomplete_with_the_last_draft(
 
 
 def test_update_plan_set_plan_response_and_event(srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 18.
+    # §14.18.
     srv.enqueue(tool_calls([call("update_plan", set_plan("1"), id="p1")]),
                 tool_calls([call("update_plan", step_done("1"), id="p2")]), text("ok"))
     run = plan("tidy up", client=client, store=store, tools=[])
@@ -142,7 +142,7 @@ def test_update_plan_set_plan_response_and_event(srv: ScriptedOpenAI, client: An
 
 
 def test_failed_batch_changes_nothing(srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 19.
+    # §14.19.
     bad = {"updates": [{"action": "update_step", "stepId": "1", "status": "done",
                         "outputSummary": "ok"},
                        {"action": "update_step", "stepId": "99", "status": "done",
@@ -163,7 +163,7 @@ def test_failed_batch_changes_nothing(srv: ScriptedOpenAI, client: Any, store: S
 
 
 def test_answer_is_the_text_without_tool_calls(srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 33: [text "A" with tool calls, tool message, text "B"] answers "B".
+    # §14.33: [text "A" with tool calls, tool message, text "B"] answers "B".
     @tool(register=False)
     def lookup(key: str) -> str:
         """Look a key up."""
@@ -180,7 +180,7 @@ def test_answer_is_the_text_without_tool_calls(srv: ScriptedOpenAI, client: Any,
 
 def test_runtime_tool_after_complete_plan_is_gated_and_tool_choice_returns_to_auto(
         srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenarios 24, 25; edge cases 15 and 16: the forced answer is ignored by the model, a
+    # §14.24, §14.25, §6.3: the forced answer is ignored by the model, a
     # runtime tool runs, so the gate refuses until update_plan records it.
     @tool(register=False)
     def lookup(key: str) -> str:
@@ -208,7 +208,7 @@ def test_runtime_tool_after_complete_plan_is_gated_and_tool_choice_returns_to_au
 
 def test_runtime_tools_batch_and_internal_tools_run_alone_in_order(
         srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 3 on the plan loop: [rt1, update_plan, rt2, rt3] runs rt1, then update_plan,
+    # §14.3 on the plan loop: [rt1, update_plan, rt2, rt3] runs rt1, then update_plan,
     # then rt2 and rt3 together (a barrier only they can pass together proves it).
     order: list[str] = []
     lock = threading.Lock()
@@ -279,7 +279,7 @@ def test_runtime_batches_hold_at_most_five_calls(srv: ScriptedOpenAI, client: An
 
 def test_runtime_tool_named_like_an_internal_tool_is_dropped_with_a_warning(
         srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 31 and edge case 20.
+    # §14.31.
     def impostor() -> str:
         return "should never run"
 
@@ -299,7 +299,7 @@ def test_runtime_tool_named_like_an_internal_tool_is_dropped_with_a_warning(
 
 
 def test_invalid_ask_is_a_tool_error_not_a_pause(srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 28.
+    # §14.28.
     srv.enqueue(tool_calls([call("ask_agent", ask(options=["x", "y"]), id="a1")]), text("fine"))
     run = plan("go", client=client, store=store, tools=[])
 
@@ -320,7 +320,7 @@ def test_unknown_tool_goes_back_to_the_model(srv: ScriptedOpenAI, client: Any, s
 
 
 def test_an_interactive_child_is_not_supported(srv: ScriptedOpenAI, client: Any, store: Store):
-    # Edge case 21: an agent used as a tool suspends on its own question; the planning loop
+    # §6.4: an agent used as a tool suspends on its own question; the planning loop
     # answers the fixed message instead of suspending.
     @tool(register=False)
     def helper_agent(question: str) -> Any:
@@ -341,7 +341,7 @@ def test_an_interactive_child_is_not_supported(srv: ScriptedOpenAI, client: Any,
 
 def test_round_limit_ends_with_one_forced_final_answer(srv: ScriptedOpenAI, client: Any,
                                                        store: Store):
-    # README item 4 on the plan loop: max_rounds, then one tool_choice='none' request.
+    # §2.9 on the plan loop: max_rounds, then one tool_choice='none' request.
     srv.enqueue(tool_calls([call("update_plan", set_plan("1", "2"), id="p1")]),
                 tool_calls([call("update_plan", step_done("1"), id="p2")]),
                 text("Step 2 is still open; here is what I have."))

@@ -1,4 +1,4 @@
-"""The planning agent's system prompt (reference 3.8)."""
+"""The planning agent's system prompt (docs/behaviour.md §6.13)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Require-plan detection (reference 3.6, scenario 32, README item 2: whole words for Latin)."""
+"""Require-plan detection (docs/behaviour.md §6.9, §14.32: whole words for Latin)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_simplest_plan_request_is_detected():
 @pytest.mark.parametrize(
     "text",
     [
-        # the reference's example phrases, one row per pattern
+        # the example phrases of §6.9, one row per pattern
         "开启计划模式",
         "plan mode",
         "planmode",
@@ -45,7 +45,7 @@ def test_simplest_plan_request_is_detected():
         "step-by-step plan",
         "step by step update",
         "stepbystep plan",
-        # scenario 32
+        # §14.32
         "计划模式",
         # case-insensitive and plural
         "CREATE TWO PLANS please",
@@ -59,13 +59,13 @@ def test_phrases_that_ask_for_a_plan(text):
     "text",
     [
         "hello there",
-        # Scenario 32 says the REFERENCE returns true for this (ex*plan*ation). README item 2
-        # overrides it: Latin words match whole, so it is not a plan request here.
+        # Matching anywhere would find ex*plan*ation; Latin words match whole (§6.9, §14.32),
+        # so it is not a plan request.
         "Let me build an explanation",
-        "create a planet",  # reference false positive, fixed
-        "makeplan",  # reference false positive, fixed
+        "create a planet",  # "planet" is not "plan"
+        "makeplan",  # glued: neither "make" nor "plan" is a whole word
         "更新explanation",  # the Latin alternative inside a Chinese pattern is a whole word too
-        "create a\nplan",  # scenario 32: the "any character" gap does not cross a newline
+        "create a\nplan",  # §14.32: the "any character" gap does not cross a newline
         "the rebuild steps",  # "rebuild" is not the word "build"
         "step by step guide",
     ],

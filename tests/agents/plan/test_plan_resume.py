@@ -1,4 +1,4 @@
-"""Asks suspend a ``%%plan`` run as data; answers resume it (scenarios 29, 30, edge case 7).
+"""Asks suspend a ``%%plan`` run as data; answers resume it (docs/behaviour.md §6.11).
 
 Also: resuming from a rebuilt Run (a kernel restart), a tool missing at resume, idempotent and
 concurrent resumes, and the up-front answers of headless runs.
@@ -53,7 +53,7 @@ def test_simplest_ask_suspends_and_an_answer_resumes(srv: ScriptedOpenAI, client
 
 def test_valid_ask_in_turn_two_suspends_with_the_saved_context(
         srv: ScriptedOpenAI, client: Any, store: Store):
-    # Scenario 29.
+    # §14.29.
     run = _suspend_in_turn_two(srv, client, store)
 
     assert run.status == "ask" and run.error is None and run.answer == ""
@@ -93,7 +93,7 @@ def test_valid_ask_in_turn_two_suspends_with_the_saved_context(
 
 def test_resume_sends_saved_messages_plus_the_answer(srv: ScriptedOpenAI, client: Any,
                                                      store: Store):
-    # Scenario 30: no new system prompt, state restored, rounds numbered on.
+    # §14.30: no new system prompt, state restored, rounds numbered on.
     run = _suspend_in_turn_two(srv, client, store)
     saved = run.pending.messages
 
@@ -149,7 +149,7 @@ def test_other_text_and_dismissal_are_told_apart(srv: ScriptedOpenAI, client: An
 
 
 def test_two_asks_in_one_turn_last_wins(srv: ScriptedOpenAI, client: Any, store: Store):
-    # Edge case 7: both asks answer "Waiting for user answer.", the runtime tool still runs,
+    # §6.11: both asks answer "Waiting for user answer.", the runtime tool still runs,
     # and the saved context keeps only the winning ask call (no runtime tool result).
     ran: list[str] = []
 

@@ -1,4 +1,4 @@
-"""Per-run planning state, initial messages and the final answer (reference 3.2, 3.7, 10.33)."""
+"""Per-run planning state, initial messages, the final answer (docs/behaviour.md §6.2, §6.12)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_simplest_run_state_from_messages():
     assert state.tool_choice() == "auto"
 
 
-# Scenario 33
+# §14.33
 def test_answer_text_skips_text_that_came_with_tool_calls():
     messages = [
         {

@@ -1,4 +1,4 @@
-"""The plan state machine: update_plan batches (reference 3.4, scenarios 18-23, edge cases 9-13)."""
+"""The plan state machine: update_plan batches (docs/behaviour.md §6.5–6.7, §14.18–14.23)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _update(*ops: dict) -> dict:
     return {"updates": list(ops)}
 
 
-# Scenario 18
+# §14.18
 def test_set_plan_response_and_six_char_plan_id():
     args = json.dumps(
         _update(
@@ -120,7 +120,7 @@ def test_plural_message_for_several_operations():
     )
 
 
-# Scenario 19 / edge case 10
+# §14.19
 def test_batch_failure_applies_nothing():
     plan = _two_step_plan()
     result = apply_plan_update(
@@ -165,7 +165,7 @@ def test_failed_update_does_not_reset_runtime_tool_flag():
     assert state.active_plan.steps[0].status == "in_progress"
 
 
-# Scenario 20
+# §14.20
 def test_blocked_without_blocker_or_reason_fails():
     plan = _two_step_plan()
     result = apply_plan_update(
@@ -176,7 +176,7 @@ def test_blocked_without_blocker_or_reason_fails():
     assert result.plan is plan and plan.steps[0].status == "pending"
 
 
-# Scenario 21
+# §14.21
 def test_done_without_evidence_warns_but_succeeds():
     result = apply_plan_update(
         _two_step_plan(), _update({"action": "update_step", "stepId": "1", "status": "done"})
@@ -203,7 +203,7 @@ def test_existing_evidence_does_not_silence_done_warning_but_existing_summary_do
     assert second.warnings == []
 
 
-# Scenario 22
+# §14.22
 def test_update_step_without_plan():
     result = apply_plan_update(
         None, _update({"action": "update_step", "stepId": "1", "status": "done"})
@@ -216,7 +216,7 @@ def test_update_step_without_plan():
     assert result.display_plan.task == "Batch update failed"
 
 
-# Scenario 23
+# §14.23
 def test_replace_plan_keeps_completed_steps_and_plan_id():
     e1 = {"kind": "tool_result", "ref": "call_1", "summary": "E1"}
     e2 = {"kind": "model_output", "summary": "E2"}
@@ -333,7 +333,7 @@ def test_replace_plan_without_current_plan_is_set_plan():
     assert result.ok and result.plan.plan_id == "given1" and result.plan.steps[0].status == "done"
 
 
-# Edge case 9
+# §6.5, §6.7: lenient decoding, then validation
 def test_invalid_json_is_parsed_leniently_then_validated():
     plan = _two_step_plan()
     lenient = "{updates: [{action: 'update_step', stepId: '1', status: 'in_progress',},],}"
@@ -402,7 +402,7 @@ def test_unknown_keys_are_dropped_and_duplicate_ids_allowed():
     assert [s.status for s in edited.plan.steps] == ["skipped", "pending"]
 
 
-# Edge case 11
+# §6.6: set_plan
 def test_set_plan_over_existing_plan_discards_progress_and_plan_id():
     plan = _two_step_plan()
     plan.steps[0].status = "done"
@@ -423,7 +423,7 @@ def test_set_plan_over_existing_plan_discards_progress_and_plan_id():
     assert [s.status for s in result.plan.steps] == ["pending"]
 
 
-# Edge case 12
+# §6.6: update_step
 def test_update_step_clears_blocker_and_needs_replan_unless_sent_again():
     plan = _two_step_plan()
     plan.steps[0].status = "blocked"
@@ -451,7 +451,7 @@ def test_update_step_clears_blocker_and_needs_replan_unless_sent_again():
     assert plan.steps[0].blocker == "no access"
 
 
-# Edge case 13
+# §6.6: a reason is a blocker
 def test_blocked_with_reason_only_uses_reason_as_blocker():
     result = apply_plan_update(
         _two_step_plan(),

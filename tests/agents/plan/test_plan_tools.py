@@ -1,4 +1,4 @@
-"""Tool catalog and internal tool schemas (reference 3.1, 3.4, 3.7; scenario 31, edge case 20)."""
+"""Tool catalog and internal tool schemas (docs/behaviour.md §6.1, §6.5, §6.10, §14.31)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _fn(name: str) -> dict:
     return {"type": "function", "function": {"name": name, "description": "", "parameters": {}}}
 
 
-# Scenario 31 / edge case 20
+# §14.31
 def test_runtime_tool_named_like_internal_is_dropped_with_warning():
     catalog = normalize_catalog([_fn("a"), _fn("update_plan"), _fn("b"), _fn("ask_agent")])
     names = [t["function"]["name"] for t in catalog.schemas()]

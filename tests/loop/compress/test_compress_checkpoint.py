@@ -1,4 +1,4 @@
-"""History compression into a context checkpoint (spec 6.1, scenarios 34-37, edge cases 23, 36).
+"""History compression into a context checkpoint (docs/behaviour.md §8.2, §14.34–14.37).
 
 The compression model is an injected callable, so a plain function stands in for it. Token
 counts use an exact counter (one token per content character) so thresholds are checked to the
@@ -100,7 +100,7 @@ def test_scenario_35_small_window_trigger_is_capped_at_max_context() -> None:
 def test_scenario_36_fenced_answer_is_unwrapped_and_tagged() -> None:
     llm = FakeLLM("```markdown\nfoo\n```")
     # The only user message is larger than the 20000-token output budget, so it is not kept
-    # verbatim and the result is exactly [system, checkpoint] as in the reference.
+    # verbatim and the result is exactly [system, checkpoint].
     messages = [{"role": "system", "content": "S" * 100}, {"role": "user", "content": "u" * 80_000}]
     result = compress_request_messages(messages, 100_000, 0, llm, count_messages=count_chars)
 

@@ -1,4 +1,4 @@
-"""Tool-response compression (spec 6.3, scenarios 38-39, edge cases 26-27).
+"""Tool-response compression (docs/behaviour.md §8.3–8.4, §14.38–14.39).
 
 Token counts use ``len`` (one token per character) or a word counter, so the 20%/50% tiers are
 exact. The compression model is a plain function.
@@ -55,7 +55,7 @@ def test_scenario_38_result_within_20_percent_is_untouched() -> None:
     text = "see https://example.com/x and /home/me/data.csv " + "y" * (15_000 - 48)
     assert len(text) == 15_000
     result = compress_tool_response(text, 100_000, FakeLLM(), count_tokens=len)
-    assert result.text is text  # edge case 27: never touched at or below 20%
+    assert result.text is text  # §8.3: never touched at or below 20%
 
 
 def test_scenario_38_pretty_json_is_minified_without_llm() -> None:

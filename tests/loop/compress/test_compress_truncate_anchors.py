@@ -1,4 +1,4 @@
-"""Head-and-tail truncation and structural anchors (spec 6.3 helpers, 6.4)."""
+"""Head-and-tail truncation and structural anchors (docs/behaviour.md §8.5, §8.6)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_anchors_follow_pattern_order_and_deduplicate() -> None:
         "my-thing",
         "2024-01-02",
         "1.2",
-        "404",  # "45%" is lost: no word boundary after "%" (a quirk kept from the reference)
+        "404",  # "45%" is lost: no word boundary after "%" (a known quirk, §8.6)
         "./src/main.py",
     ]
 
@@ -91,7 +91,7 @@ def test_anchors_respect_scan_window_length_and_limit() -> None:
     assert extract_anchors("x" * 12_000 + " `late_anchor`") == []
     assert extract_anchors("`ab` `" + "y" * 121 + "`") == []
     assert extract_anchors("`one1` `two2` `three3`", limit=2) == ["one1", "two2"]
-    assert extract_anchors("中文user_id字段") == ["user_id"]  # ASCII \b, as in the reference
+    assert extract_anchors("中文user_id字段") == ["user_id"]  # ASCII \b (§8.6)
 
 
 def test_anchor_block_renders_a_prompt_section() -> None:

@@ -1,4 +1,4 @@
-"""Context-window filter (spec 6.2, scenario 40, edge cases 24 and 25)."""
+"""Context-window filter (docs/behaviour.md §3.5, §14.40)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_edge_24_checkpoint_with_active_plan_in_front_is_recognised() -> None:
     assert is_checkpoint_message(with_plan)
     messages = [SYSTEM, with_plan, U1, A1, U2, A2]
     budget = count_chars([SYSTEM, with_plan, U2, A2])
-    # The reference treated it as an ordinary old round and cut it; we keep it.
+    # Not an ordinary old round: it is kept (§3.5).
     assert filter_messages_by_max_context(messages, budget, count_messages=count_chars) == [
         SYSTEM,
         with_plan,
