@@ -98,14 +98,21 @@ function board(rows) {
 function stopButtons(view, onAction, sent) {
   if (!onAction || view.status !== "running") return null;
   const row = h("div", "ja-batch-stop");
+  const spent = (mode) => sent.mode === "abort" || sent.mode === mode;
+  const buttons = [];
   const button = (mode, label) => {
     const b = h("button", "ja-option", label);
-    b.disabled = sent.mode === "abort" || sent.mode === mode;
+    b.disabled = spent(mode);
     b.addEventListener("click", () => {
-      sent.mode = mode; // a second click of the same button sends nothing more
+      // A second click, or a finish after an abort, sends nothing more: each stop is also
+      // kernel interrupts, and one too many would make the coordinator stop waiting.
+      if (spent(mode)) return;
+      sent.mode = mode;
       onAction({ type: "stop", mode });
-      b.disabled = true;
+      for (const other of buttons) other.disabled = spent(other.dataset.mode);
     });
+    b.dataset.mode = mode;
+    buttons.push(b);
     return b;
   };
   return append(row, button("finish", "Stop (let running items finish)"),
