@@ -33,6 +33,10 @@ PAGE = """<!doctype html>
 import widget from "./bundle.js";
 const view = await (await fetch("view.json")).json();
 window.sent = [];
+// What the JupyterLab extension would hear: the stop event, caught where it bubbles to.
+window.events = [];
+document.addEventListener("jupyter-agent-stop", (e) => window.events.push(
+  { detail: e.detail, fromCard: document.getElementById("card").contains(e.target) }));
 const handlers = [];
 const model = {
   get: (k) => (k === "view" ? window.currentView : undefined),
@@ -112,5 +116,42 @@ def test_the_live_card_counts_and_stops(browser: Any, tmp_path: Path) -> None:
     page.wait_for_function("document.querySelectorAll('.ja-batch-stop').length === 0")
     assert "not run" in page.inner_text(".ja-batch-counts")
     assert "item limit" in page.inner_text(".ja-warning")
+    page.close()
+    page._server.__exit__(None, None, None)
+
+
+def _stop_event(interrupts: int) -> dict[str, Any]:
+    return {"detail": {"batch": True, "interrupts": interrupts}, "fromCard": True}
+
+
+def test_stop_now_asks_the_extension_for_two_interrupts(browser: Any, tmp_path: Path) -> None:
+    """During a ``%%toolloop --over`` cell the widget message waits for the cell to end: the
+    kernel hears the stop only as interrupts, and the coordinator aborts on the second."""
+    page = _open(browser, tmp_path, _view())
+    page.click("text=Stop now (abort running items)")
+    assert page.evaluate("window.events") == [_stop_event(2)]
+    assert page.evaluate("window.sent") == [{"type": "stop", "mode": "abort"}]
+    # After an abort both buttons are spent: clicks (forced) dispatch and send nothing more.
+    page.click("text=Stop (let running items finish)", force=True)
+    page.click("text=Stop now (abort running items)", force=True)
+    assert page.evaluate("window.events") == [_stop_event(2)]
+    assert len(page.evaluate("window.sent")) == 1
+    page.close()
+    page._server.__exit__(None, None, None)
+
+
+def test_finish_then_abort_is_one_interrupt_each(browser: Any, tmp_path: Path) -> None:
+    """The coordinator counts interrupts: a finish already sent one, so the abort adds one."""
+    page = _open(browser, tmp_path, _view())
+    page.click("text=Stop (let running items finish)")
+    page.click("text=Stop (let running items finish)", force=True)  # a double click
+    assert page.evaluate("window.events") == [_stop_event(1)]
+    # A progress update redraws the card between the clicks: the count survives it.
+    page.evaluate("v => window.update(v)", _view())
+    page.wait_for_timeout(100)
+    page.click("text=Stop now (abort running items)")
+    assert page.evaluate("window.events") == [_stop_event(1), _stop_event(1)]
+    assert page.evaluate("window.sent") == [{"type": "stop", "mode": "finish"},
+                                           {"type": "stop", "mode": "abort"}]
     page.close()
     page._server.__exit__(None, None, None)

@@ -5,7 +5,8 @@
 // application/vnd.jupyter-agent.batch+json (`renderBatch` without onAction: no buttons).
 // Answers and errors are model text: they go in through textContent, never as HTML.
 //
-// A click on a stop button sends {type: "stop", mode: "finish" | "abort"}.
+// A click on a stop button sends {type: "stop", mode: "finish" | "abort"} and dispatches the
+// bubbling DOM event `jupyter-agent-stop` (detail {batch, interrupts}) for the extension.
 
 import { append, formatCost, formatInt, formatSeconds, h } from "./dom.js";
 
@@ -97,14 +98,21 @@ function board(rows) {
 function stopButtons(view, onAction, sent) {
   if (!onAction || view.status !== "running") return null;
   const row = h("div", "ja-batch-stop");
+  const spent = (mode) => sent.mode === "abort" || sent.mode === mode;
+  const buttons = [];
   const button = (mode, label) => {
     const b = h("button", "ja-option", label);
-    b.disabled = sent.mode === "abort" || sent.mode === mode;
+    b.disabled = spent(mode);
     b.addEventListener("click", () => {
-      sent.mode = mode; // a second click of the same button sends nothing more
+      // A second click, or a finish after an abort, sends nothing more: each stop is also
+      // kernel interrupts, and one too many would make the coordinator stop waiting.
+      if (spent(mode)) return;
+      sent.mode = mode;
       onAction({ type: "stop", mode });
-      b.disabled = true;
+      for (const other of buttons) other.disabled = spent(other.dataset.mode);
     });
+    b.dataset.mode = mode;
+    buttons.push(b);
     return b;
   };
   return append(row, button("finish", "Stop (let running items finish)"),
@@ -125,10 +133,35 @@ export function renderBatch(el, view, opts, sent = {}) {
   el.appendChild(root);
 }
 
+/** The DOM event a stop click also dispatches (labextension/src/stop.ts listens for it). */
+const STOP_EVENT = "jupyter-agent-stop";
+
+/**
+ * How many kernel interrupts a stop click stands for. The coordinator counts interrupts
+ * (jupyter_agent/batch/coordinator.py): the first lets running items finish, the second aborts
+ * them. So "finish" is one; "abort" is two, or one more when a "finish" went out before.
+ */
+function stopInterrupts(mode, finishSent) {
+  return mode === "abort" && !finishSent ? 2 : 1;
+}
+
 export default {
   render({ model, el }) {
     const sent = {};
-    const opts = { onAction: (msg) => model.send(msg) };
+    let finishSent = false;
+    // A kernel reads widget messages only between cells: during a `%%toolloop --over` batch
+    // the message waits for the cell to end. So the stop also goes out as a bubbling DOM event
+    // the JupyterLab extension turns into kernel interrupts. The message still goes: it is what
+    // stops a batch started with wait=False, where the kernel is free to read it.
+    const onAction = (msg) => {
+      if (msg && msg.type === "stop") {
+        const detail = { batch: true, interrupts: stopInterrupts(msg.mode, finishSent) };
+        if (msg.mode === "finish") finishSent = true;
+        el.dispatchEvent(new CustomEvent(STOP_EVENT, { bubbles: true, detail }));
+      }
+      model.send(msg);
+    };
+    const opts = { onAction };
     let frame = 0;
     const draw = () => renderBatch(el, model.get("view"), opts, sent);
     const schedule = () => {

@@ -1,0 +1,166 @@
+"""A batch card's stop buttons during a ``%%toolloop --over`` cell, in a real JupyterLab.
+
+The kernel reads widget messages only when the cell ends, so during a blocking batch the card's
+widget message would wait for the batch to end. The card also dispatches ``jupyter-agent-stop``
+with an interrupt count; the extension interrupts the kernel that many times and the batch's
+coordinator counts them (one: let running items finish; two: abort them).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import nbformat
+import pytest
+from playwright.sync_api import expect
+
+from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls
+
+from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, built_extension_load, start_lab
+from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.timeout(420),
+    pytest.mark.skipif(chromium_path() is None,
+                       reason="no system Chromium (`make test` installs Debian's chromium)"),
+    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
+                       reason="the JupyterLab extension is not built (run `make install`)"),
+]
+
+KEY = "sk-test-key-batch-stop-0123456789"
+NOTEBOOK = "batch-stop.ipynb"
+SETUP = '''%load_ext jupyter_agent
+from jupyter_agent import tool
+
+@tool
+def noop() -> str:
+    """Nothing."""
+    return "ok"
+
+rows = [f"ticket {n} about an invoice" for n in range(12)]
+'''
+CELLS = [
+    SETUP,
+    "%%toolloop --over rows --concurrency 2 --out results\nClassify: {item}",
+    "%%toolloop --over rows --concurrency 2 --tools noop --out results2\nTask: {item}",
+    "print('statuses:', '|'.join(results['status']))",
+    "print('statuses:', '|'.join(results2['status']))",
+]
+FINISH, ABORT, SHOW_FINISH, SHOW_ABORT = 1, 2, 3, 4
+CARD = ".ja-run.ja-batch"
+
+
+class Lab:
+    def __init__(self, ui: LabPage, model: ScriptedOpenAI) -> None:
+        self.ui = ui
+        self.page = ui.page
+        self.model = model
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    from playwright.sync_api import sync_playwright
+
+    base = tmp_path_factory.mktemp("batch-stop-lab")
+    with ScriptedOpenAI() as model, start_lab(base, {
+        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
+        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
+    }) as server:
+        load = built_extension_load()
+        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
+        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
+        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
+            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
+        nb = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
+            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                     "language": "python"}})
+        nbformat.write(nb, server.root / NOTEBOOK)
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            page.set_default_timeout(30_000)
+            ui = LabPage(page, server)
+            try:
+                ui.open(NOTEBOOK)
+                ui.run(0)
+                yield Lab(ui, model)
+            except BaseException:
+                print(server.log_tail())
+                raise
+            finally:
+                browser.close()
+
+
+def _start(lab: Lab, index: int) -> None:
+    lab.ui.cell(index).locator(".jp-InputArea-editor").click()
+    lab.page.keyboard.press("Control+Enter")
+
+
+def _wait_ended(lab: Lab, index: int, timeout: float = 60_000) -> None:
+    prompt = lab.ui.cell(index).locator(".jp-InputArea-prompt")
+    lab.page.wait_for_function("el => /\\[\\d+\\]/.test(el.textContent)",
+                               arg=prompt.element_handle(), timeout=timeout)
+
+
+def _statuses(lab: Lab, index: int) -> list[str]:
+    lab.ui.run(index)
+    out = lab.ui.cell(index).locator(".jp-OutputArea-output").inner_text()
+    return out.split("statuses:", 1)[1].strip().split("|")
+
+
+def _wait_requests(lab: Lab, n: int) -> None:
+    end = time.monotonic() + 30
+    while len(lab.model.requests) < n:
+        assert time.monotonic() < end, "the batch never started"
+        time.sleep(0.05)
+
+
+def test_finish_during_a_cell_batch_lets_running_items_end(lab: Lab) -> None:
+    lab.model.reset()
+    lab.model.default = hang(4, then=text("billing"))
+    _start(lab, FINISH)
+    card = lab.ui.cell(FINISH).locator(CARD)
+    button = card.locator("text=Stop (let running items finish)")
+    expect(button).to_be_enabled(timeout=30_000)
+    _wait_requests(lab, 2)
+    t0 = time.monotonic()
+    button.click()
+    # One interrupt: the two running items end with their answers (4 s), no other starts;
+    # without it the cell would run 6 rounds of 4 s.
+    _wait_ended(lab, FINISH)
+    waited = time.monotonic() - t0
+    assert waited < 20, waited
+    statuses = _statuses(lab, SHOW_FINISH)
+    assert statuses == ["done"] * 2 + ["skipped"] * 10, statuses
+    assert len(lab.model.requests) == 2
+    lab.ui.shot("lab-batch-stopped.png", ARTIFACTS_DIR, lab.ui.cell(FINISH))
+
+
+def test_stop_now_during_a_cell_batch_aborts_running_items(lab: Lab) -> None:
+    lab.model.reset()
+
+    def answer(body: dict[str, Any]) -> Any:
+        if body["messages"][-1]["role"] == "tool":
+            return text("never asked")
+        return hang(5, then=tool_calls([call("noop", {})]))
+
+    lab.model.default = answer
+    _start(lab, ABORT)
+    card = lab.ui.cell(ABORT).locator(CARD)
+    button = card.locator("text=Stop now (abort running items)")
+    expect(button).to_be_enabled(timeout=30_000)
+    _wait_requests(lab, 2)
+    button.click()
+    # Two interrupts: the running items end at their next round (no tool result is sent back).
+    _wait_ended(lab, ABORT)
+    statuses = _statuses(lab, SHOW_ABORT)
+    assert statuses == ["aborted"] * 2 + ["skipped"] * 10, statuses
+    assert len(lab.model.requests) == 2
+    # The kernel is usable again, and no stray interrupt hit the cells run since.
+    lab.ui.run(0)
+    assert "Error" not in lab.ui.cell(0).locator(".jp-OutputArea").inner_text()
