@@ -115,8 +115,9 @@ def _env(base_url: str) -> None:
     os.environ["OPENAI_BASE_URL"] = base_url
     os.environ["OPENAI_API_KEY"] = KEY
     from jupyter_agent import config
+    from jupyter_agent.clients.factory import clear_client_cache
 
-    config.clear_client_cache()
+    clear_client_cache()
 
 
 def throughput(n: int, concurrency: int, latency: float, repeat: int) -> dict[str, float]:
