@@ -26,9 +26,10 @@ _TOOL_PREVIEW = 200
 _BOX = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:14px;"
         "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:8px 12px;"
         "margin:4px 0;max-width:100%")
-_PRE = ("white-space:pre-wrap;word-break:break-word;background:rgba(127,127,127,.08);"
-        "padding:6px 8px;border-radius:4px;margin:4px 0;font-size:13px")
-_DIM = "color:rgba(127,127,127,.95);font-size:12px"
+# Short inline styles: they repeat on every tool of a long run, and a saved run should stay close
+# to its view's size (GitHub and Jupyter's sanitisers keep inline styles, not <style> blocks).
+_PRE = "white-space:pre-wrap;overflow-wrap:anywhere;background:#8881;padding:4px 6px"
+_DIM = "color:gray;font-size:12px"
 _TOOL_ICON = {"done": "✓", "error": "✕", "interrupted": "■", "queued": "○", "running": "◌",
               "waiting": "?"}
 
