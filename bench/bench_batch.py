@@ -114,7 +114,6 @@ def run_plain_loop(n: int) -> float:
 def _env(base_url: str) -> None:
     os.environ["OPENAI_BASE_URL"] = base_url
     os.environ["OPENAI_API_KEY"] = KEY
-    from jupyter_agent import config
     from jupyter_agent.clients.factory import clear_client_cache
 
     clear_client_cache()
