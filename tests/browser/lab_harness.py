@@ -243,15 +243,18 @@ class LabPage:
         """The locator of the notebook's cell ``index``."""
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
 
+    def start(self, index: int) -> None:
+        """Run cell ``index`` with Ctrl+Enter and return at once (the cell may still run)."""
+        self.cell(index).locator(".jp-InputArea-editor").click()
+        self.page.keyboard.press("Control+Enter")
+
     def run(self, index: int, timeout: float = 60_000) -> None:
         """Run cell ``index`` with Ctrl+Enter and wait until its execution ended.
 
         Ctrl+Enter runs the cell in place (Shift+Enter would add a cell after the last one).
         """
-        cell = self.cell(index)
-        cell.locator(".jp-InputArea-editor").click()
-        self.page.keyboard.press("Control+Enter")
-        prompt = cell.locator(".jp-InputArea-prompt")
+        self.start(index)
+        prompt = self.cell(index).locator(".jp-InputArea-prompt")
         # "[*]:" while it runs, "[n]:" once the kernel replied.
         self.page.wait_for_function(
             "el => /\\[\\d+\\]/.test(el.textContent)", arg=prompt.element_handle(),

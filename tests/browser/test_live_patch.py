@@ -167,3 +167,33 @@ def test_a_missing_patch_asks_once_for_a_snapshot_and_old_or_bad_patches_change_
     assert result["end"]["sent"] == 1 and result["end"]["seq"] == 7
     assert result["end"]["view"] == views[6]
 
+
+
+def test_two_copies_of_the_module_on_one_model_apply_each_patch_once(page: Any) -> None:
+    """anywidget may import the widget module again for a new view: each copy then sees the
+    same model, and the same message object reaches every listener. Every patch must still be
+    applied once (a streamed answer drawn twice over was the symptom in JupyterLab)."""
+    snapshot, patches, views = recorded_stream()
+    final = views[max(views)]
+    result = page.evaluate(
+        "async ({snapshot, patches, widgetSrc}) => {" + _MODEL + """
+            const load = async () => (await import(URL.createObjectURL(
+                new Blob([widgetSrc], {type: "text/javascript"})))).default;
+            const first = await load(), second = await load();
+            const model = fakeModel({view: structuredClone(snapshot), view_seq: 0});
+            first.initialize({model});
+            const el = document.createElement("div");
+            document.body.appendChild(el);
+            const cleanup = second.render({model, el});
+            for (const p of patches) model.deliver(p);  // one object for every listener
+            await new Promise((r) => requestAnimationFrame(r));
+            const { viewState } = await import(new URL("patch.js", location.href).href);
+            const out = {view: viewState(model).view, sent: model.sent};
+            cleanup();
+            return out;
+        }""",
+        {"snapshot": snapshot, "patches": patches,
+         "widgetSrc": bundle_esm(STATIC_DIR / "widget.js")},
+    )
+    assert result["sent"] == []
+    assert result["view"] == final

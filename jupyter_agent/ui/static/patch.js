@@ -11,8 +11,13 @@
 //                           per model, so every view of the widget shares one copy
 //   subscribe(model, fn)    call fn() after each change of the state; returns the unsubscribe
 //   applyOps(view, ops)     apply one patch's ops to a view dict in place (returns it)
+//
+// The state hangs on the model under a global symbol, not in a module-level map: the widget
+// module can be loaded more than once per page (anywidget may import it again for a new view),
+// and two copies each following the same model's messages would apply every patch twice.
+// applyOps also copies what it takes from a message, so no two views ever share an object.
 
-const STATES = new WeakMap();
+const STATE_KEY = Symbol.for("jupyter-agent.viewState");
 
 function clone(value) {
   return value === undefined || value === null ? {} : JSON.parse(JSON.stringify(value));
@@ -28,12 +33,12 @@ export function applyOps(view, ops) {
         view.items.length = Math.min(view.items.length, Math.max(0, op.length | 0));
         break;
       case "push":
-        view.items.push(op.item);
+        view.items.push(clone(op.item));
         break;
       case "update": {
         const item = view.items[op.index];
         if (!item) break;
-        Object.assign(item, op.set || {});
+        Object.assign(item, clone(op.set));
         for (const [key, text] of Object.entries(op.append || {})) {
           item[key] = (typeof item[key] === "string" ? item[key] : "") + text;
         }
@@ -41,7 +46,8 @@ export function applyOps(view, ops) {
         break;
       }
       case "set":
-        view[op.key] = op.value;
+        view[op.key] = op.value === null || typeof op.value !== "object" ? op.value
+          : clone(op.value);
         break;
       case "delete":
         delete view[op.key];
@@ -49,7 +55,7 @@ export function applyOps(view, ops) {
       case "merge":
         view[op.key] = Object.assign(
           view[op.key] && typeof view[op.key] === "object" ? view[op.key] : {},
-          op.value,
+          clone(op.value),
         );
         break;
       default:
@@ -61,11 +67,11 @@ export function applyOps(view, ops) {
 
 /** The model's patched view state (made, and hooked to the model, on first use). */
 export function viewState(model) {
-  let state = STATES.get(model);
+  let state = model[STATE_KEY];
   if (state) return state;
   state = { view: clone(model.get("view")), seq: model.get("view_seq") || 0, waiting: false,
             listeners: new Set() };
-  STATES.set(model, state);
+  Object.defineProperty(model, STATE_KEY, { value: state, configurable: true });
   const notify = () => {
     for (const fn of [...state.listeners]) fn();
   };
