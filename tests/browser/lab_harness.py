@@ -275,3 +275,68 @@ class LabPage:
         """Screenshot of ``target`` (a locator; default: the page) to ``directory/name``."""
         directory.mkdir(parents=True, exist_ok=True)
         (target or self.page).screenshot(path=str(directory / name))
+
+
+def check_lab(server: Lab) -> None:
+    """Fail unless the page loads this checkout's build and kernels run this environment's
+    Python (another installed build, or another interpreter, would test something else)."""
+    load = built_extension_load()
+    assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
+    argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
+    if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
+        raise AssertionError(f"the python3 kernel runs {argv0}, not this environment's Python")
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    """A notebook of code ``cells`` for the python3 kernel."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in cells],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}})
+    nbformat.write(nb, path)
+
+
+@dataclass
+class LabNotebook:
+    """A JupyterLab with one notebook open in Chromium, its first cell run."""
+
+    ui: LabPage
+    model: Any  # the ScriptedOpenAI the kernel's agents talk to
+    server: Lab
+    base: Path
+
+
+@contextmanager
+def lab_notebook(base: Path, name: str, cells: list[str], key: str, *, height: int = 1400,
+                 permissions: list[str] | None = None) -> Iterator[LabNotebook]:
+    """JupyterLab + scripted model (``key`` is its API key) + Chromium, with notebook ``name``
+    made of ``cells`` open and its first (setup) cell run. The server's log is printed when the
+    body fails."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.render_harness import launch_browser
+    from tests.fakes.openai_server import ScriptedOpenAI
+
+    with ScriptedOpenAI() as model, start_lab(base, {
+        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": key,
+        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
+    }) as server:
+        check_lab(server)
+        write_notebook(server.root / name, cells)
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            page = browser.new_page(viewport={"width": 1280, "height": height},
+                                    permissions=permissions or [])
+            page.set_default_timeout(30_000)
+            ui = LabPage(page, server)
+            try:
+                ui.open(name)
+                ui.run(0)
+                yield LabNotebook(ui, model, server, base)
+            except BaseException:
+                print(server.log_tail())
+                raise
+            finally:
+                browser.close()

@@ -12,12 +12,10 @@ to ``test-artifacts/``.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
 from playwright.sync_api import expect
 
@@ -26,12 +24,10 @@ from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_cal
 
 from .lab_harness import (
     BUILT_EXTENSION,
-    TOKEN,
     LabPage,
-    built_extension_load,
-    start_lab,
+    lab_notebook,
 )
-from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+from .render_harness import ARTIFACTS_DIR, chromium_path
 
 pytestmark = [
     pytest.mark.browser,
@@ -84,39 +80,9 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    from playwright.sync_api import sync_playwright
-
     base = tmp_path_factory.mktemp("cards-lab")
-    with ScriptedOpenAI() as model, start_lab(base, {
-        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
-        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
-    }) as server:
-        # The page must load this checkout's build, not another one the environment knows.
-        load = built_extension_load()
-        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
-        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
-        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
-            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
-        nb = nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
-            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                     "language": "python"}})
-        nbformat.write(nb, server.root / NOTEBOOK)
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            page = browser.new_page(viewport={"width": 1280, "height": 1400},
-                                    permissions=["clipboard-read", "clipboard-write"])
-            page.set_default_timeout(30_000)
-            ui = LabPage(page, server)
-            try:
-                ui.open(NOTEBOOK)
-                ui.run(0)
-                yield Lab(ui, model)
-            except BaseException:
-                print(server.log_tail())
-                raise
-            finally:
-                browser.close()
+    with lab_notebook(base, NOTEBOOK, CELLS, KEY, height=1400, permissions=["clipboard-read", "clipboard-write"]) as nb:
+        yield Lab(nb.ui, nb.model)
 
 
 def _done(lab: Lab, index: int, status: str = "done") -> Any:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
 from jupyter_agent.events import RUN_MIME_TYPE
@@ -27,13 +25,12 @@ from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 from .lab_harness import (
     BUILT_EXTENSION,
-    TOKEN,
     LabPage,
     lab_environment,
+    lab_notebook,
     labextension_list,
-    start_lab,
 )
-from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+from .render_harness import ARTIFACTS_DIR, chromium_path
 
 pytestmark = [
     pytest.mark.browser,
@@ -103,40 +100,10 @@ class Session:
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     """JupyterLab + scripted model + Chromium, with the notebook open and its setup cell run."""
-    from playwright.sync_api import sync_playwright
-
     base = tmp_path_factory.mktemp("lab")
-    with ScriptedOpenAI() as model, start_lab(base, {
-        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
-        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
-    }) as lab:
-        if '"jupyter-agent"' not in lab.text(f"/lab?token={TOKEN}"):
-            pytest.fail("JupyterLab does not load the jupyter-agent extension: it is built but "
-                        "not installed (run `make install`)")
-        argv0 = lab.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
-        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
-            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python "
-                        "(run `make install`)")
-        nb = nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
-            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                     "language": "python"}})
-        nbformat.write(nb, lab.root / NOTEBOOK)
-        (lab.root / "old.txt").write_text("keep me", encoding="utf-8")
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            page = browser.new_page(viewport={"width": 1280, "height": 1400})
-            page.set_default_timeout(30_000)
-            lp = LabPage(page, lab)
-            try:
-                lp.open(NOTEBOOK)
-                lp.run(0)
-                yield Session(lp, model)
-            except BaseException:
-                print(lab.log_tail())
-                raise
-            finally:
-                browser.close()
+    with lab_notebook(base, NOTEBOOK, CELLS, KEY) as nb:
+        (nb.server.root / "old.txt").write_text("keep me", encoding="utf-8")
+        yield Session(nb.ui, nb.model)
 
 
 def _wait_static_done(s: Session, index: int) -> Any:
@@ -147,14 +114,19 @@ def _wait_static_done(s: Session, index: int) -> Any:
 
 
 def _record_texts(s: Session, index: int) -> None:
-    """Collect the answer text of the cell's live output at every DOM change (streaming)."""
-    s.page.evaluate("""cell => {
+    """Collect the answer text of the cell's live output at every DOM change (streaming).
+
+    The observer watches the whole notebook, not the cell's node: JupyterLab may re-attach a
+    cell's node while it runs (windowed notebooks), and an observer on a detached node sees
+    nothing more."""
+    s.page.evaluate("""index => {
         window.__jaTexts = [];
         new MutationObserver(() => {
-            const t = cell.querySelector(".ja-widget .ja-text .ja-md");
+            const cell = document.querySelectorAll(".jp-Notebook .jp-Cell")[index];
+            const t = cell && cell.querySelector(".ja-widget .ja-text .ja-md");
             if (t) window.__jaTexts.push(t.textContent);
-        }).observe(cell, {subtree: true, childList: true, characterData: true});
-    }""", s.ui.cell(index).element_handle())
+        }).observe(document.body, {subtree: true, childList: true, characterData: true});
+    }""", index)
 
 
 # ------------------------------------------------------------------------------ scenarios

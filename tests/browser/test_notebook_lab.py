@@ -6,16 +6,14 @@ cell under the agent's cell, once, however often it is clicked."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
-import nbformat
 import pytest
 
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
-from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, built_extension_load, start_lab
-from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+from .lab_harness import BUILT_EXTENSION, LabPage, lab_notebook
+from .render_harness import ARTIFACTS_DIR, chromium_path
 
 pytestmark = [
     pytest.mark.browser,
@@ -40,37 +38,9 @@ CELLS = [
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabPage, ScriptedOpenAI]]:
-    from playwright.sync_api import sync_playwright
-
     base = tmp_path_factory.mktemp("notebook-lab")
-    with ScriptedOpenAI() as model, start_lab(base, {
-        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
-        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
-    }) as server:
-        load = built_extension_load()
-        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
-        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
-        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
-            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
-        nb = nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
-            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                     "language": "python"}})
-        nbformat.write(nb, server.root / NOTEBOOK)
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            page = browser.new_page(viewport={"width": 1280, "height": 1400})
-            page.set_default_timeout(30_000)
-            ui = LabPage(page, server)
-            try:
-                ui.open(NOTEBOOK)
-                ui.run(0)
-                yield ui, model
-            except BaseException:
-                print(server.log_tail())
-                raise
-            finally:
-                browser.close()
+    with lab_notebook(base, NOTEBOOK, CELLS, KEY, height=1400) as nb:
+        yield nb.ui, nb.model
 
 
 def test_run_python_approval_figure_and_insert_below(lab: tuple[LabPage, ScriptedOpenAI]

@@ -7,18 +7,16 @@ click is taken by the kernel only when cell 2 ends (runs never overlap): the car
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
 from playwright.sync_api import expect
 
 from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls
 
-from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, built_extension_load, start_lab
-from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+from .lab_harness import BUILT_EXTENSION, LabPage, lab_notebook
+from .render_harness import ARTIFACTS_DIR, chromium_path
 
 pytestmark = [
     pytest.mark.browser,
@@ -43,37 +41,9 @@ PLAN, SIDE = 1, 2
 
 @pytest.fixture
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabPage, ScriptedOpenAI, Any]]:
-    from playwright.sync_api import sync_playwright
-
     base = tmp_path_factory.mktemp("queued-lab")
-    with ScriptedOpenAI() as model, start_lab(base, {
-        "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
-        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
-    }) as server:
-        load = built_extension_load()
-        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
-        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
-        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
-            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
-        nb = nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
-            metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                     "language": "python"}})
-        nbformat.write(nb, server.root / NOTEBOOK)
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            page = browser.new_page(viewport={"width": 1280, "height": 1200})
-            page.set_default_timeout(30_000)
-            ui = LabPage(page, server)
-            try:
-                ui.open(NOTEBOOK)
-                ui.run(0)
-                yield ui, model, base
-            except BaseException:
-                print(server.log_tail())
-                raise
-            finally:
-                browser.close()
+    with lab_notebook(base, NOTEBOOK, CELLS, KEY, height=1200) as nb:
+        yield nb.ui, nb.model, nb.base
 
 
 def test_a_click_while_another_cell_runs_is_queued_then_applied(lab: Any) -> None:

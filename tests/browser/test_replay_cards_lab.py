@@ -7,7 +7,6 @@ waiting for the kernel…" forever. Screenshots go to ``test-artifacts/``.
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, built_extension_load, start_lab
+from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, check_lab, start_lab
 from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
 
 pytestmark = [
@@ -43,11 +42,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
 
     base = tmp_path_factory.mktemp("replay-lab")
     with start_lab(base, {"JUPYTER_AGENT_HOME": str(base / "agent-home")}) as server:
-        load = built_extension_load()
-        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
-        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
-        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
-            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
+        check_lab(server)
         with sync_playwright() as p:
             browser = launch_browser(p)
             try:
