@@ -10,6 +10,15 @@ seq of the last patch it includes, so the front end (``static/patch.js``) applie
 ``seq + 1`` next and asks for a snapshot when one is missing. A long run thus sends each
 streamed token and each tool output about once, not once per update.
 
+A front end can miss the first patches: anywidget loads the widget's module asynchronously, and
+patches sent before its listener is attached are dropped. Its request for a snapshot then waits
+in the kernel's queue until the running cell ends, so the card would stay frozen for the whole
+run. So while the widget is young the kernel also sends a few snapshots unasked, at doubling
+ages (:data:`RECOVERY_AGES`): a late listener catches up within about the time it was late,
+for a handful of snapshots taken while the view is still small (a view already over
+:data:`RECOVERY_MAX_BYTES` is not sent again unasked: a run that grew that much in seconds
+is about to end, and its final output is drawn whole anyway).
+
 Clicks come back as custom messages ``{type: "answer", call_id, how, option_index, answer}``,
 the stop button as ``{type: "stop", run_id}`` (``static/widget.js`` documents both).
 """
@@ -17,6 +26,8 @@ the stop button as ``{type: "stop", run_id}`` (``static/widget.js`` documents bo
 from __future__ import annotations
 
 import copy
+import json
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,9 +37,14 @@ import traitlets
 from ..view.diff import ViewDiffer
 from ._esm import bundle_esm
 
-__all__ = ["RunWidget", "STATIC"]
+__all__ = ["RECOVERY_AGES", "RunWidget", "STATIC"]
 
 STATIC = Path(__file__).parent / "static"
+
+RECOVERY_AGES = (0.5, 1.0, 2.0, 4.0)
+"""Widget ages (seconds) after which the next push is a snapshot (see the module docstring)."""
+RECOVERY_MAX_BYTES = 256_000
+"""The largest view (as JSON) sent as an unasked snapshot."""
 
 
 class RunWidget(anywidget.AnyWidget):
@@ -48,6 +64,8 @@ class RunWidget(anywidget.AnyWidget):
         self._source = view
         self._differ = ViewDiffer(view)
         self._seq = 0
+        self._born = time.monotonic()
+        self._recovery = 0  # index of the next age in RECOVERY_AGES
         self._on_answer = on_answer
         self._on_stop = on_stop
         # Not named `_handle_msg`: that is ipywidgets' own comm handler, which this would
@@ -56,6 +74,14 @@ class RunWidget(anywidget.AnyWidget):
 
     def push(self) -> None:
         """Send what changed in the (in-place mutated) view since the last push or snapshot."""
+        if self._recovery < len(RECOVERY_AGES):
+            age = time.monotonic() - self._born
+            if age >= RECOVERY_AGES[self._recovery]:
+                while self._recovery < len(RECOVERY_AGES) and age >= RECOVERY_AGES[self._recovery]:
+                    self._recovery += 1
+                if len(json.dumps(self._source, default=str)) <= RECOVERY_MAX_BYTES:
+                    self.snapshot()
+                    return
         ops = self._differ.diff(self._source)
         if ops:
             self._seq += 1

@@ -22,8 +22,9 @@ import pytest
 from jupyter_agent.agents.run import last_run
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.events import RUN_MIME_TYPE, TextDelta
+from jupyter_agent.ui import widget as widget_module
 from jupyter_agent.ui.live import LiveDisplay
-from jupyter_agent.ui.widget import RunWidget
+from jupyter_agent.ui.widget import RECOVERY_AGES, RunWidget
 from jupyter_agent.view.bundle import build_bundle
 from jupyter_agent.view.diff import ViewDiffer
 from jupyter_agent.view.state import new_view, reduce_event
@@ -168,6 +169,8 @@ def read_part(part: int) -> str:
 def test_a_long_run_sends_its_view_about_once_and_saves_it_about_once(
         server: ScriptedOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    # Patches only: the few early snapshots a young widget sends have their own test below.
+    monkeypatch.setattr(widget_module, "RECOVERY_AGES", ())
     rounds = 80
     server.enqueue(*[tool_calls([call("read_part", {"part": i}, id=f"call_{i}")],
                                 text=f"Reading part {i}.") for i in range(1, rounds + 1)],
@@ -197,3 +200,86 @@ def test_a_long_run_sends_its_view_about_once_and_saves_it_about_once(
     saved = build_bundle(run.view)
     assert saved[RUN_MIME_TYPE]["view"] == run.view
     assert _size(saved) < 1.5 * view_bytes
+
+
+class _Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_front_end_that_attached_late_catches_up_from_an_unasked_snapshot(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """anywidget attaches the page's patch listener only once the widget's module has loaded;
+    patches sent before are lost, and its request for a snapshot waits until the busy kernel
+    ends the cell. The young widget's unasked snapshots bring it back within the run."""
+    clock = _Clock()
+    monkeypatch.setattr(widget_module.time, "monotonic", clock)
+    view = new_view()
+    with recording_comms() as comms:
+        widget = RunWidget(view)
+    wire = _wire(comms)
+    stream = run_stream(rounds=6)
+    for event in stream[:30]:  # the page is still loading the module: all of these are lost
+        reduce_event(view, event)
+        widget.push()
+        clock.now += 0.01
+    # The page attaches now: it starts from the state it holds (the opening snapshot) and
+    # sees only what comes next.
+    front, seq, waiting = copy.deepcopy(wire.messages[0][1]["state"]["view"]), 0, False
+    start = len(wire.messages)
+    clock.now += RECOVERY_AGES[0]
+    for event in stream[30:]:
+        reduce_event(view, event)
+        widget.push()
+        clock.now += 0.01
+    for kind, data in wire.messages[start:]:
+        assert kind == "comm_msg"
+        if data["method"] == "update":  # a snapshot: the traits view and view_seq
+            front, seq, waiting = copy.deepcopy(data["state"]["view"]), data["state"]["view_seq"], False
+        elif data["content"]["seq"] == seq + 1 and not waiting:
+            apply_ops(front, data["content"]["ops"])
+            seq += 1
+        elif data["content"]["seq"] > seq:
+            waiting = True  # a gap: patch.js asks for a snapshot and waits
+    assert not waiting and front == view  # caught up, and current, before the run ended
+
+
+def test_unasked_snapshots_stop_once_the_widget_is_a_few_seconds_old(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshots are few (one per age in RECOVERY_AGES, however many pushes), and none
+    after the last age: a long run's traffic stays patches."""
+    clock = _Clock()
+    monkeypatch.setattr(widget_module.time, "monotonic", clock)
+    view = new_view()
+    with recording_comms() as comms:
+        widget = RunWidget(view)
+    wire = _wire(comms)
+    for event in run_stream(rounds=40):
+        reduce_event(view, event)
+        widget.push()
+        clock.now += 0.05
+    assert clock.now - 1000.0 > 2 * RECOVERY_AGES[-1]
+    updates = [d for k, d in wire.messages[1:] if d["method"] == "update"]
+    assert 1 <= len(updates) <= len(RECOVERY_AGES)
+
+
+def test_a_view_already_large_is_not_sent_again_unasked(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(widget_module.time, "monotonic", clock)
+    monkeypatch.setattr(widget_module, "RECOVERY_MAX_BYTES", 2_000)
+    view = new_view()
+    with recording_comms() as comms:
+        widget = RunWidget(view)
+    wire = _wire(comms)
+    for event in run_stream(rounds=10, output_chars=600):
+        reduce_event(view, event)
+        widget.push()
+        clock.now += 0.05
+    assert _size(view) > 5 * 2_000
+    updates = [d["state"]["view"] for k, d in wire.messages[1:] if d["method"] == "update"]
+    assert updates and all(_size(v) <= 2_000 for v in updates)
