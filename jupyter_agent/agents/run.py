@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
-from ..secrets import StreamMasker, mask, mask_obj, masked_stdio
+from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
 from ..view.state import new_view, reduce_event
 
 if TYPE_CHECKING:
@@ -167,14 +167,10 @@ def masked_event(event: BaseEvent) -> BaseEvent:
     there was nothing to mask)."""
     changes: dict[str, Any] = {}
     for name, value in event.__dict__.items():
-        if isinstance(value, str):
-            masked = mask(value)
-        elif isinstance(value, (dict, list)):
-            masked = mask_obj(value)
-        else:
-            continue
-        if masked != value:
-            changes[name] = masked
+        if isinstance(value, (str, dict, list)):
+            masked = mask_shared(value)  # the same object when it holds no secret
+            if masked is not value:
+                changes[name] = masked
     return event.model_copy(update=changes) if changes else event
 
 
