@@ -81,6 +81,9 @@ class Run:
         self._loop_thread: int | None = None
         self._interrupted = False
         self._loop_lock = threading.Lock()
+        self.event_lock = threading.RLock()
+        """Held while an event is recorded (view reduced, listeners told): a display that
+        draws the view from another thread (a deferred update) holds it too."""
         _LAST.value = self
 
     def abort(self) -> None:
@@ -208,7 +211,7 @@ class RunRecorder:
         self._pending_store: list[dict[str, Any]] = []
         self._t0 = time.perf_counter()
         # Parallel tools report from worker threads; one event at a time keeps the view whole.
-        self._lock = threading.RLock()
+        self._lock = getattr(run, "event_lock", None) or threading.RLock()
         # Per streamed part (kind, round, call id): its masker and its last event.
         self._streams: dict[tuple[Any, ...], tuple[StreamMasker, BaseEvent]] = {}
         self._stdio: Any = None

@@ -190,7 +190,8 @@ def test_a_long_run_sends_its_view_about_once_and_saves_it_about_once(
     view_bytes = _size(run.view)
     opened = _size(wire.messages[0][1])  # the comm_open: widget code + the first view
     live = wire.bytes - opened
-    assert shown[0].updates > rounds  # updates were sent all along...
+    # Updates were sent all along (throttled: the fake server is faster than the eye)...
+    assert shown[0].updates > 1 and len(wire.messages) > 2
     assert live < 1.5 * view_bytes  # ...but each part of the view about once
     assert all(kind == "comm_msg" and data["method"] == "custom"
                for kind, data in wire.messages[1:])  # no whole-view state syncs
