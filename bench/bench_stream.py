@@ -7,7 +7,11 @@ and ``update_display_data``/``display_data`` messages on iopub). The baseline is
 ``openai`` client consuming the same stream (``chat.completions.create(stream=True)``) in a
 child process, timed with ``time.process_time`` around the request.
 
-Targets: kernel CPU at most 1.5 times the raw client's; at most 30 display updates a second.
+Targets: kernel CPU at most 1.5 times the raw client's; at most 30 display updates a second,
+counted in the busiest one-second window of the cell (the kernel's message timestamps; a cell
+shorter than a second is one window). The cell's average (messages / wall time) is printed too:
+for a cell of a fraction of a second it is dominated by the output's first draw and its final
+bundle, which any cell sends once.
 Run: ``python bench/bench_stream.py [--tokens N]``.
 """
 
@@ -76,9 +80,23 @@ def raw_client(base_url: str, home: str) -> dict[str, float]:
     return min(runs, key=lambda r: r["cpu"])
 
 
-def _execute(kc: Any, code: str, timeout: float = 300) -> tuple[dict[str, int], float, str]:
-    """Run ``code``; returns iopub message counts, wall seconds and any error text."""
+def busiest_second(stamps: list[float]) -> int:
+    """The most timestamps (seconds) in any one-second window."""
+    stamps = sorted(stamps)
+    best, start = 0, 0
+    for end, t in enumerate(stamps):
+        while t - stamps[start] >= 1.0:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+def _execute(kc: Any, code: str, timeout: float = 300) -> tuple[dict[str, int], float, str,
+                                                                 list[float]]:
+    """Run ``code``; returns iopub message counts, wall seconds, any error text and the
+    kernel's timestamps of the display messages."""
     counts: dict[str, int] = {}
+    stamps: list[float] = []
     error = ""
     start = time.perf_counter()
     msg_id = kc.execute(code)
@@ -91,10 +109,13 @@ def _execute(kc: Any, code: str, timeout: float = 300) -> tuple[dict[str, int], 
             continue
         kind = msg["msg_type"]
         counts[kind] = counts.get(kind, 0) + 1
+        if kind in DISPLAY_MSGS:
+            date = msg["header"].get("date")
+            stamps.append(date.timestamp() if hasattr(date, "timestamp") else time.time())
         if kind == "error":
             error = "\n".join(msg["content"]["traceback"])[-2000:]
         if kind == "status" and msg["content"]["execution_state"] == "idle":
-            return counts, time.perf_counter() - start, error
+            return counts, time.perf_counter() - start, error, stamps
 
 
 def kernel_chat(base_url: str, home: str, runs: int) -> list[dict[str, Any]]:
@@ -110,20 +131,21 @@ def kernel_chat(base_url: str, home: str, runs: int) -> list[dict[str, Any]]:
         kc.wait_for_ready(timeout=60)
         proc = psutil.Process(km.provisioner.process.pid)  # type: ignore[union-attr]
         for setup in ("%load_ext jupyter_agent", "%%chat --no-history\nwarm up"):
-            _, _, err = _execute(kc, setup)
+            _, _, err, _ = _execute(kc, setup)
             if err:
                 raise RuntimeError(err)
         out = []
         for _ in range(runs):
             before = proc.cpu_times()
-            counts, wall, err = _execute(kc, "%%chat --no-history --out answer\ngo")
+            counts, wall, err, stamps = _execute(kc, "%%chat --no-history --out answer\ngo")
             after = proc.cpu_times()
             if err:
                 raise RuntimeError(err)
             cpu = (after.user - before.user) + (after.system - before.system)
             updates = sum(counts.get(k, 0) for k in DISPLAY_MSGS)
-            out.append({"cpu": cpu, "wall": wall, "updates": updates, "counts": counts})
-        _, _, err = _execute(kc, "assert len(answer) > 0, 'no answer'")
+            out.append({"cpu": cpu, "wall": wall, "updates": updates, "counts": counts,
+                        "busiest_second": busiest_second(stamps)})
+        _, _, err, _ = _execute(kc, "assert len(answer) > 0, 'no answer'")
         if err:
             raise RuntimeError(err)
         return out
@@ -149,7 +171,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     cpu = statistics.median(r["cpu"] for r in kernel)
     wall = statistics.median(r["wall"] for r in kernel)
     updates = statistics.median(r["updates"] for r in kernel)
-    rate = max(r["updates"] / r["wall"] for r in kernel)
+    average = max(r["updates"] / r["wall"] for r in kernel)
+    rate = max(r["busiest_second"] for r in kernel)
     ratio = cpu / raw["cpu"]
     print(f"Streaming {args.tokens:,} tokens (one per chunk)")
     print(f"  raw openai client : cpu {raw['cpu']:.3f} s, wall {raw['wall']:.3f} s")
@@ -158,8 +181,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{'OK' if ratio <= 1.5 else 'MISSED'})")
     print(f"  display messages per cell: {updates:.0f} "
           f"({', '.join(f'{k}={v}' for k, v in kernel[0]['counts'].items() if k in DISPLAY_MSGS)})"
-          f"; worst rate {rate:.1f}/s (target <= 30 -> {'OK' if rate <= 30 else 'MISSED'})")
-    return {"raw": raw, "kernel": kernel, "ratio": ratio, "updates_per_second": rate}
+          f"; busiest second {rate} (target <= 30 -> {'OK' if rate <= 30 else 'MISSED'})"
+          f"; cell average {average:.1f}/s")
+    return {"raw": raw, "kernel": kernel, "ratio": ratio, "updates_per_second": rate,
+            "average_updates_per_second": average}
 
 
 if __name__ == "__main__":

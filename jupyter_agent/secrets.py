@@ -42,6 +42,7 @@ __all__ = [
     "mask",
     "mask_json",
     "mask_obj",
+    "mask_shared",
     "masked_stdio",
     "register_secret",
     "scrub_env",
@@ -286,6 +287,34 @@ def mask_obj(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [mask_obj(v) for v in obj]
     return obj
+
+
+def mask_shared(value: Any) -> Any:
+    """``value`` itself when it holds no known secret, else a masked copy (like
+    :func:`mask_obj`, for strings and JSON-like dicts, lists and tuples).
+
+    For a hot path (every event of a run): the rules are looked up once for the whole value,
+    and a big value (a 100-step plan) is checked with one scan of its JSON text instead of one
+    :func:`mask` call per string. JSON escapes character by character, so a secret inside any
+    string is also inside the JSON text, in the escaped form the rules know; a match there
+    (maybe a false one, across two strings) masks the value string by string.
+    """
+    rules = _current()
+    if rules.pattern is None:
+        return value
+    if isinstance(value, str):
+        return rules.sub(value)
+    if not isinstance(value, (Mapping, list, tuple)):
+        return value
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):  # not JSON-like all through: masked string by string
+        masked = mask_obj(value)
+        return value if masked == value else masked
+    if rules.sub(text) is text:  # ``str.replace`` was never called: nothing matched
+        return value
+    masked = mask_obj(value)
+    return value if masked == value else masked
 
 
 def mask_json(text: str) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
-from ..secrets import StreamMasker, mask, mask_obj, masked_stdio
+from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
 from ..view.state import new_view, reduce_event
 
 if TYPE_CHECKING:
@@ -81,6 +81,9 @@ class Run:
         self._loop_thread: int | None = None
         self._interrupted = False
         self._loop_lock = threading.Lock()
+        self.event_lock = threading.RLock()
+        """Held while an event is recorded (view reduced, listeners told): a display that
+        draws the view from another thread (a deferred update) holds it too."""
         _LAST.value = self
 
     def abort(self) -> None:
@@ -167,14 +170,10 @@ def masked_event(event: BaseEvent) -> BaseEvent:
     there was nothing to mask)."""
     changes: dict[str, Any] = {}
     for name, value in event.__dict__.items():
-        if isinstance(value, str):
-            masked = mask(value)
-        elif isinstance(value, (dict, list)):
-            masked = mask_obj(value)
-        else:
-            continue
-        if masked != value:
-            changes[name] = masked
+        if isinstance(value, (str, dict, list)):
+            masked = mask_shared(value)  # the same object when it holds no secret
+            if masked is not value:
+                changes[name] = masked
     return event.model_copy(update=changes) if changes else event
 
 
@@ -212,7 +211,7 @@ class RunRecorder:
         self._pending_store: list[dict[str, Any]] = []
         self._t0 = time.perf_counter()
         # Parallel tools report from worker threads; one event at a time keeps the view whole.
-        self._lock = threading.RLock()
+        self._lock = getattr(run, "event_lock", None) or threading.RLock()
         # Per streamed part (kind, round, call id): its masker and its last event.
         self._streams: dict[tuple[Any, ...], tuple[StreamMasker, BaseEvent]] = {}
         self._stdio: Any = None

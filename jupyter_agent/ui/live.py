@@ -13,6 +13,8 @@ nobody answers is forgotten first).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import Iterator, MutableMapping
@@ -28,10 +30,14 @@ __all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", 
 MAX_UPDATES_PER_SECOND = 30
 MAX_DISPLAYS = 256
 """Live displays kept at most (runs waiting for an answer; finished runs are dropped)."""
-# Pushed at once: the kernel is about to wait (a model request, an answer from the user), or
-# the run ended. Everything else rides the throttle, so one round is about one state sync.
-_BEFORE_WAIT = frozenset({"round_started", "ask_pending", "ask_answered", "run_finished",
-                          "run_failed", "round_retried", "stop_gate_feedback"})
+# Pushed at once: the run pauses for an answer from the user, or ended (the kernel may go
+# idle: nothing else would draw it).
+_AT_ONCE = frozenset({"ask_pending", "run_finished", "run_failed"})
+# The kernel is about to wait (a model request, a retry, a user tool running): pushed as soon
+# as the throttle allows, by a timer if no later event comes first, so the card shows it
+# while the kernel waits. Everything else rides the throttle.
+_BEFORE_WAIT = frozenset({"round_started", "ask_answered", "round_retried",
+                          "stop_gate_feedback"})
 _INTERNAL_TOOLS = frozenset({"update_plan", "ask_agent"})
 
 
@@ -105,8 +111,8 @@ class LiveDisplay:
         self.run = run
         self.widget = None
         self.updates = 0
-        self._last = 0.0
         self._dirty = False
+        self._timer: threading.Timer | None = None
         self._interval = 1.0 / MAX_UPDATES_PER_SECOND
         if widgets:
             try:
@@ -117,6 +123,8 @@ class LiveDisplay:
                 self.widget = None
         self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
                               display_id=True)
+        # The display just drew the whole view: the throttle counts from here.
+        self._last = time.monotonic()
         displays[run.run_id] = self
 
     def on_stop(self, msg: dict[str, Any]) -> None:
@@ -146,17 +154,20 @@ class LiveDisplay:
         return build_bundle(self.run.view, self.widget.model_id if live else None)
 
     def on_event(self, event: BaseEvent) -> None:
-        """Listener for the run's recorder: push the view, throttled."""
+        """Listener for the run's recorder: push the view, at most ``MAX_UPDATES_PER_SECOND``
+        times a second but for a pause or the end of the run (drawn at once)."""
         self._dirty = True
         now = time.monotonic()
         kind = getattr(event, "type", "")
         if kind == "ask_answered":
             self._clear_hint()  # the hint would be stale (an output after a click updates only)
-        # A user tool starting: push, so its card shows "running" while it works (internal
-        # tools are fast).
-        tool_starts = kind == "tool_started" and event.name not in _INTERNAL_TOOLS  # type: ignore[attr-defined]
-        if kind in _BEFORE_WAIT or tool_starts or now - self._last >= self._interval:
+        if kind in _AT_ONCE or now - self._last >= self._interval:
             self.flush(now)
+        elif kind in _BEFORE_WAIT or (kind == "tool_started"
+                                      and event.name not in _INTERNAL_TOOLS):  # type: ignore[attr-defined]
+            # The kernel waits next (a model request, a user tool running; internal tools
+            # are fast): draw this once the interval is over, even if no event comes.
+            self._defer(self._last + self._interval - now)
         if kind in ("run_finished", "run_failed"):
             self.finish()
             if self.run.status != "ask" and getattr(self.run, "pending", None) is None:
@@ -164,6 +175,28 @@ class LiveDisplay:
                 # refused), so the kernel need not keep it.
                 if displays.get(self.run.run_id) is self:
                     displays.pop(self.run.run_id, None)
+
+    def _defer(self, delay: float) -> None:
+        """Flush after ``delay`` seconds unless something flushes first (one timer at most).
+
+        The timer runs in the caller's context (ipykernel keeps the cell's parent message
+        there, so the update belongs to the cell) and holds the run's event lock, so it never
+        diffs the view while an event changes it.
+        """
+        if self._timer is not None:
+            return
+        ctx = contextvars.copy_context()
+        timer = threading.Timer(max(0.0, delay), ctx.run, (self._deferred_flush,))
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+
+    def _deferred_flush(self) -> None:
+        lock = getattr(self.run, "event_lock", None)
+        with lock if lock is not None else contextlib.nullcontext():
+            if self._timer is not None and self._timer is threading.current_thread():
+                self._timer = None
+                self.flush()
 
     def refresh(self) -> None:
         """Redraw the whole output now (after the run's view was changed from outside, e.g. a
@@ -173,6 +206,9 @@ class LiveDisplay:
 
     def flush(self, now: float | None = None) -> None:
         """Send pending changes to the front end."""
+        timer, self._timer = self._timer, None
+        if timer is not None and timer is not threading.current_thread():
+            timer.cancel()  # this flush draws what it was waiting to draw
         if not self._dirty:
             return
         self._dirty = False
@@ -185,7 +221,17 @@ class LiveDisplay:
 
     def finish(self) -> None:
         """Replace the output with the complete bundle (what a saved notebook keeps)."""
-        self.flush()
+        if self.handle is None:
+            self.flush()
+        else:
+            # The bundle below draws everything: a patch (or a markdown update) just before it
+            # would be one more message that nobody sees.
+            timer, self._timer = self._timer, None
+            if timer is not None and timer is not threading.current_thread():
+                timer.cancel()
+            self._dirty = False
+            self._last = time.monotonic()
+            self.updates += 1
         if self.widget is not None and self.run.view.get("status") == "ask":
             # The widget stays shown (its buttons must work): one drawn again later (a reload)
             # starts from this snapshot. A finished run is shown statically: no snapshot.

@@ -261,33 +261,43 @@ def test_a_fast_stream_is_throttled(ipython: Any, clock: FakeClock, widgets: boo
         assert len(cap.outputs) <= streamed + 3
 
 
-def test_urgent_events_are_shown_at_once(ipython: Any, clock: FakeClock) -> None:
+def test_events_before_a_wait_are_shown_once_the_interval_is_over(ipython: Any,
+                                                                  clock: FakeClock) -> None:
+    import time as real_time
+
+    def wait_for(condition: Any) -> bool:  # a generous bound: the machine is shared
+        deadline = real_time.monotonic() + 10
+        while not condition() and real_time.monotonic() < deadline:
+            real_time.sleep(0.005)
+        return bool(condition())
+
     run = Run(agent="toolloop", model="m")
     recorder = RunRecorder(run)
     with capture_output():
         recorder.start()
         display = live.LiveDisplay(run, widgets=False)
         recorder.listeners.append(display.on_event)
+        clock.now += 1
         recorder.emit(ev.TextDelta(round=1, text="a"))
         before = display.updates
         recorder.emit(ev.TextDelta(round=1, text="b"))  # same instant: held back
         assert display.updates == before
         recorder.emit(ev.ToolCalled(round=1, call_id="c", name="f"))  # rides the throttle
-        assert display.updates == before
         recorder.emit(ev.UsageRecorded(round=1, input_tokens=3, output_tokens=1))
-        assert display.updates == before  # the call is only queued: nothing to show yet
-        # A user tool starts: shown now, so its card reads "running" while the tool works.
+        assert display.updates == before and display._timer is None
+        # A user tool starts: not at once (the cap holds), but drawn by a timer while the
+        # tool works and no other event comes, so its card reads "running".
         recorder.emit(ev.ToolStarted(round=1, call_id="c", name="f"))
-        assert display.updates == before + 1
+        assert display.updates == before
+        assert wait_for(lambda: display.updates == before + 1 and not display._dirty)
         recorder.emit(ev.ToolReturned(round=1, call_id="c", name="f", output="x"))
-        assert display.updates == before + 1
-        recorder.emit(ev.RoundStarted(round=2))  # the kernel waits for the model: shown now
-        assert display.updates == before + 2
-        # Internal tools are fast: no push before they run, one at the next round.
+        recorder.emit(ev.RoundStarted(round=2))  # the kernel waits for the model: drawn soon
+        assert wait_for(lambda: display.updates == before + 2 and not display._dirty)
+        # Internal tools are fast: no push before they run, one at the next tick.
         recorder.emit(ev.ToolCalled(round=2, call_id="p", name="update_plan"))
         recorder.emit(ev.UsageRecorded(round=2, input_tokens=3, output_tokens=1))
         recorder.emit(ev.ToolStarted(round=2, call_id="p", name="update_plan"))
-        assert display.updates == before + 2
+        assert display.updates == before + 2 and display._timer is None
 
 
 def test_a_resumed_run_shows_its_whole_time_and_parts() -> None:

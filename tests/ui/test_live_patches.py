@@ -137,17 +137,22 @@ def test_resync_requests_are_answered_with_one_consistent_snapshot() -> None:
         reduce_event(view, event)
     start = len(wire.messages)
     widget._on_custom_msg(widget, {"type": "sync", "seq": 3}, [])
-    (snap,) = _sent(wire, start)
+    snap, answer = _sent(wire, start)
+    assert answer["content"] == {"type": "synced", "seq": widget._seq}  # after the snapshot
     assert snap["method"] == "update"
     assert snap["state"]["view"] == view  # includes what was not pushed yet
     assert snap["state"]["view_seq"] == widget._seq  # the last patch it includes
     assert widget.view is not view  # a copy: the live dict changes under it
-    # A front end that keeps asking (or a hostile one) gets nothing more while nothing changed.
+    # A front end that keeps asking (or a hostile one) gets no view again while nothing
+    # changed: each sync only its small answer, and junk nothing.
     start = len(wire.messages)
     for junk in ({"type": "sync"}, {"type": "sync", "seq": "x"}, "sync", None, [1],
                  {"type": "patch", "seq": 99, "ops": [{"op": "truncate", "length": 0}]}):
         widget._on_custom_msg(widget, junk, [])
-    assert _sent(wire, start) == [] and view["items"]  # the kernel's view is untouched
+    answers = [m["content"] for m in _sent(wire, start)]
+    assert answers == [{"type": "synced", "seq": widget._seq}] * 2
+    assert view["items"]  # the kernel's view is untouched
+    start = len(wire.messages)
     widget.push()
     assert _sent(wire, start) == []  # the snapshot counted as sent: no duplicate patch
     # After the snapshot, patches continue from its seq.
@@ -193,7 +198,8 @@ def test_a_long_run_sends_its_view_about_once_and_saves_it_about_once(
     view_bytes = _size(run.view)
     opened = _size(wire.messages[0][1])  # the comm_open: widget code + the first view
     live = wire.bytes - opened
-    assert shown[0].updates > rounds  # updates were sent all along...
+    # Updates were sent all along (throttled: the fake server is faster than the eye)...
+    assert shown[0].updates > 1 and len(wire.messages) > 2
     assert live < 1.5 * view_bytes  # ...but each part of the view about once
     assert all(kind == "comm_msg" and data["method"] == "custom"
                for kind, data in wire.messages[1:])  # no whole-view state syncs

@@ -7,8 +7,10 @@
 // current seq is already included and ignored; a gap (a patch lost, or a snapshot older than the
 // patches) makes the view ask once for a new snapshot, {type: "sync", seq}, and wait for it.
 //
-//   viewState(model)        the model's state {view, seq, waiting}; made on first use and kept
-//                           per model, so every view of the widget shares one copy
+//   viewState(model)        the model's state {view, seq, waiting, synced}; made on first use
+//                           and kept per model, so every view of the widget shares one copy
+//   requestSync(model)      ask the kernel for a fresh snapshot (a view drawn afresh: the run
+//                           may have moved on unseen); throws when the comm is dead
 //   subscribe(model, fn)    call fn() after each change of the state; returns the unsubscribe
 //   applyOps(view, ops)     apply one patch's ops to a view dict in place (returns it)
 //
@@ -16,6 +18,9 @@
 // module can be loaded more than once per page (anywidget may import it again for a new view),
 // and two copies each following the same model's messages would apply every patch twice.
 // applyOps also copies what it takes from a message, so no two views ever share an object.
+//
+// The kernel answers every sync with {type: "synced", seq}, after the snapshot if the view
+// changed: `synced` counts the answers (the kernel is alive), and a wait for a gap ends.
 
 const STATE_KEY = Symbol.for("jupyter-agent.viewState");
 
@@ -70,7 +75,7 @@ export function viewState(model) {
   let state = model[STATE_KEY];
   if (state) return state;
   state = { view: clone(model.get("view")), seq: model.get("view_seq") || 0, waiting: false,
-            listeners: new Set() };
+            synced: 0, listeners: new Set() };
   Object.defineProperty(model, STATE_KEY, { value: state, configurable: true });
   const notify = () => {
     for (const fn of [...state.listeners]) fn();
@@ -82,6 +87,18 @@ export function viewState(model) {
     notify();
   };
   const onMessage = (msg) => {
+    if (msg && msg.type === "synced") {
+      // Any snapshot came first (same comm, in order): the view is the kernel's now.
+      state.synced += 1;
+      state.waiting = false;
+      const seq = model.get("view_seq") || 0;
+      if (typeof msg.seq === "number" && msg.seq > state.seq && seq >= msg.seq) {
+        state.view = clone(model.get("view")); // the model holds it; no change event came
+        state.seq = seq;
+      }
+      notify();
+      return;
+    }
     if (!msg || msg.type !== "patch" || typeof msg.seq !== "number") return;
     if (msg.seq <= state.seq) return; // already in the snapshot
     if (msg.seq !== state.seq + 1 || state.waiting) {
@@ -99,6 +116,13 @@ export function viewState(model) {
   model.on("change:view_seq", onSnapshot);
   model.on("msg:custom", onMessage);
   return state;
+}
+
+/** Ask the kernel for a fresh snapshot. Patches go on meanwhile (a busy kernel answers only
+ * once its cell ends, and the stream must stay live); the snapshot, when it comes, holds them
+ * all. Throws when the comm is dead (the caller draws the kernel-gone line). */
+export function requestSync(model) {
+  model.send({ type: "sync", seq: viewState(model).seq });
 }
 
 /** Call `fn` after every change of the model's view state; returns the unsubscribe. */
