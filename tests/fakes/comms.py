@@ -51,3 +51,29 @@ def recording_comms() -> Iterator[list[RecordingComm]]:
         yield made
     finally:
         comm.create_comm = original
+
+
+def run_widget_comm(comms: list[RecordingComm]) -> RecordingComm:
+    """The run widget's comm among ``comms`` (each DOM widget also opens one for its layout)."""
+    (wire,) = [c for c in comms if "view" in c.messages[0][1]["state"]]
+    return wire
+
+
+def widget_listener() -> tuple[list[Any], Any]:
+    """A run listener that opens one live display (widget) on the first event and feeds it,
+    as the magics do; returns the list the display goes into, and the listener."""
+    import contextlib
+    import io
+
+    from jupyter_agent.agents.run import last_run
+    from jupyter_agent.ui.live import LiveDisplay
+
+    shown: list[Any] = []
+
+    def listener(event: Any) -> None:
+        with contextlib.redirect_stdout(io.StringIO()):  # no notebook: display() prints
+            if not shown:
+                shown.append(LiveDisplay(last_run()))
+            shown[0].on_event(event)
+
+    return shown, listener

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import json
 import typing
-from collections.abc import Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import events as ev
@@ -24,6 +20,7 @@ from jupyter_agent.view.bundle import (
     render_plain,
 )
 from jupyter_agent.view.state import new_view, reduce_events
+from tests.ui.conftest import FakeClock
 
 
 def a_run_of_events() -> list[ev.BaseEvent]:
@@ -217,26 +214,6 @@ def test_view_is_plain_json_after_a_whole_run() -> None:
 
 
 # ------------------------------------------------------------------------------ live display
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
-    fake = FakeClock()
-    monkeypatch.setattr(live, "time", SimpleNamespace(monotonic=fake.monotonic))
-    yield fake
-
-
-@pytest.fixture(scope="module")
-def ipython() -> Any:
-    return start_ipython() or get_ipython()  # None when another test started it already
-
-
 @pytest.mark.parametrize("widgets", [False, True])
 def test_a_fast_stream_is_throttled(ipython: Any, clock: FakeClock, widgets: bool) -> None:
     run = Run(agent="chat", model="m", prompt="p")

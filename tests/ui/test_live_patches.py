@@ -10,27 +10,24 @@ replays them in Python.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jupyter_agent.agents.run import last_run
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.events import RUN_MIME_TYPE, TextDelta
 from jupyter_agent.ui import widget as widget_module
-from jupyter_agent.ui.live import LiveDisplay
 from jupyter_agent.ui.widget import RECOVERY_AGES, RunWidget
 from jupyter_agent.view.bundle import build_bundle
 from jupyter_agent.view.diff import ViewDiffer
 from jupyter_agent.view.state import new_view, reduce_event
-from tests.fakes.comms import RecordingComm, recording_comms
+from tests.fakes.comms import RecordingComm, recording_comms, run_widget_comm, widget_listener
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 from tests.fakes.run_stream import run_stream
+from tests.ui.conftest import FakeClock
 
 
 def _size(obj: Any) -> int:
@@ -62,10 +59,7 @@ def apply_ops(view: dict[str, Any], ops: list[dict[str, Any]]) -> None:
             raise AssertionError(f"unknown op {kind}")
 
 
-def _wire(comms: list[RecordingComm]) -> RecordingComm:
-    """The run widget's comm (each DOM widget also opens one for its layout)."""
-    (wire,) = [c for c in comms if "view" in c.messages[0][1]["state"]]
-    return wire
+_wire = run_widget_comm
 
 
 def _sent(comm: RecordingComm, start: int = 0) -> list[dict[str, Any]]:
@@ -180,14 +174,7 @@ def test_a_long_run_sends_its_view_about_once_and_saves_it_about_once(
     server.enqueue(*[tool_calls([call("read_part", {"part": i}, id=f"call_{i}")],
                                 text=f"Reading part {i}.") for i in range(1, rounds + 1)],
                    text("All parts read."))
-    shown: list[LiveDisplay] = []
-
-    def listener(event: Any) -> None:
-        with contextlib.redirect_stdout(io.StringIO()):  # no notebook: display() prints
-            if not shown:
-                shown.append(LiveDisplay(last_run()))
-            shown[0].on_event(event)
-
+    shown, listener = widget_listener()
     with recording_comms() as comms:
         run = toolloop("Read every part.", tools=[read_part], max_rounds=rounds + 1,
                        listeners=[listener])
@@ -208,27 +195,23 @@ def test_a_long_run_sends_its_view_about_once_and_saves_it_about_once(
     assert _size(saved) < 1.5 * view_bytes
 
 
-class _Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_a_front_end_that_attached_late_catches_up_from_an_unasked_snapshot(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """anywidget attaches the page's patch listener only once the widget's module has loaded;
-    patches sent before are lost, and its request for a snapshot waits until the busy kernel
-    ends the cell. The young widget's unasked snapshots bring it back within the run."""
-    clock = _Clock()
-    monkeypatch.setattr(widget_module.time, "monotonic", clock)
+@pytest.fixture
+def young(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeClock, dict[str, Any], RunWidget, RecordingComm]:
+    """A new run widget whose clock the test moves: (clock, view, widget, its comm)."""
+    clock = FakeClock()
+    monkeypatch.setattr(widget_module.time, "monotonic", clock.monotonic)
     view = new_view()
     with recording_comms() as comms:
         widget = RunWidget(view)
-    wire = _wire(comms)
+    return clock, view, widget, _wire(comms)
+
+
+def test_a_front_end_that_attached_late_catches_up_from_an_unasked_snapshot(
+        young: tuple[FakeClock, dict[str, Any], RunWidget, RecordingComm]) -> None:
+    """anywidget attaches the page's patch listener only once the widget's module has loaded;
+    patches sent before are lost, and its request for a snapshot waits until the busy kernel
+    ends the cell. The young widget's unasked snapshots bring it back within the run."""
+    clock, view, widget, wire = young
     stream = run_stream(rounds=6)
     for event in stream[:30]:  # the page is still loading the module: all of these are lost
         reduce_event(view, event)
@@ -256,15 +239,10 @@ def test_a_front_end_that_attached_late_catches_up_from_an_unasked_snapshot(
 
 
 def test_unasked_snapshots_stop_once_the_widget_is_a_few_seconds_old(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        young: tuple[FakeClock, dict[str, Any], RunWidget, RecordingComm]) -> None:
     """The snapshots are few (one per age in RECOVERY_AGES, however many pushes), and none
     after the last age: a long run's traffic stays patches."""
-    clock = _Clock()
-    monkeypatch.setattr(widget_module.time, "monotonic", clock)
-    view = new_view()
-    with recording_comms() as comms:
-        widget = RunWidget(view)
-    wire = _wire(comms)
+    clock, view, widget, wire = young
     for event in run_stream(rounds=40):
         reduce_event(view, event)
         widget.push()
@@ -274,14 +252,11 @@ def test_unasked_snapshots_stop_once_the_widget_is_a_few_seconds_old(
     assert 1 <= len(updates) <= len(RECOVERY_AGES)
 
 
-def test_a_view_already_large_is_not_sent_again_unasked(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = _Clock()
-    monkeypatch.setattr(widget_module.time, "monotonic", clock)
+def test_a_view_already_large_is_not_sent_again_unasked(
+        young: tuple[FakeClock, dict[str, Any], RunWidget, RecordingComm],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock, view, widget, wire = young
     monkeypatch.setattr(widget_module, "RECOVERY_MAX_BYTES", 2_000)
-    view = new_view()
-    with recording_comms() as comms:
-        widget = RunWidget(view)
-    wire = _wire(comms)
     for event in run_stream(rounds=10, output_chars=600):
         reduce_event(view, event)
         widget.push()

@@ -11,15 +11,13 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jupyter_agent.agents.resume import Answer, resume
-from jupyter_agent.agents.run import last_run
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.ui.live import LiveDisplay, displays
-from tests.fakes.comms import recording_comms
+from jupyter_agent.ui.live import displays
+from tests.fakes.comms import recording_comms, run_widget_comm, widget_listener
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 
@@ -28,22 +26,10 @@ def _quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def _run_widget_comm(comms: list[Any]) -> Any:
-    (wire,) = [c for c in comms if "view" in c.messages[0][1]["state"]]
-    return wire
-
-
 def test_a_sync_after_an_answer_given_elsewhere_sends_the_current_view(
         server: ScriptedOpenAI) -> None:
     server.enqueue(tool_calls([call("bash", {"command": "echo hi"}, id="c1")]), text("ok"))
-    shown: list[LiveDisplay] = []
-
-    def listener(event: Any) -> None:
-        with contextlib.redirect_stdout(io.StringIO()):  # no notebook: display() prints
-            if not shown:
-                shown.append(LiveDisplay(last_run()))
-            shown[0].on_event(event)
-
+    shown, listener = widget_listener()
     with recording_comms() as comms, contextlib.redirect_stdout(io.StringIO()):
         run = toolloop("go", tools=["bash"], listeners=[listener])
         assert run.status == "ask"
@@ -53,7 +39,7 @@ def test_a_sync_after_an_answer_given_elsewhere_sends_the_current_view(
         resume(run.run_id, Answer("option", option_index=3), run=run,
                listeners=[displays[run.run_id].on_event])
         assert run.status == "done" and widget.view["status"] == "ask"
-        wire = _run_widget_comm(comms)
+        wire = run_widget_comm(comms)
         start = len(wire.messages)
         widget._on_custom_msg(widget, {"type": "sync", "seq": 0}, [])  # a view drawn again
         sent = [d for kind, d in wire.messages[start:] if kind == "comm_msg"]

@@ -10,38 +10,15 @@ are drawn at once.
 from __future__ import annotations
 
 import time as real_time
-from collections.abc import Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import events as ev
 from jupyter_agent.agents.run import Run, RunRecorder
 from jupyter_agent.ui import live
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
-    fake = FakeClock()
-    monkeypatch.setattr(live, "time", SimpleNamespace(monotonic=fake.monotonic))
-    yield fake
-
-
-@pytest.fixture(scope="module")
-def ipython() -> Any:
-    return start_ipython() or get_ipython()
+from tests.ui.conftest import FakeClock
 
 
 def _wait_for(condition: Any, timeout: float = 10.0) -> bool:
