@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._lazy import lazy_exports
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -96,20 +98,7 @@ if TYPE_CHECKING:
     from .tools.registry import StopRun, Tool, tool
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'jupyter_agent' has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(target[0])
-    value = getattr(module, target[1]) if target[1] else module
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -16,6 +16,8 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_exports
+
 __all__ = ["batch", "BatchResult", "BatchRun", "Controller", "run_card"]
 
 _LAZY = {"batch": ("jupyter_agent.batch.api", "batch"),
@@ -30,15 +32,7 @@ if TYPE_CHECKING:
     from .engine import Controller
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'jupyter_agent.batch' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(target[0]), target[1])
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, __all__)[0]
 
 
 class _CallableModule(types.ModuleType):

@@ -17,7 +17,7 @@ Importing this package loads none of them (PEP 562).
 
 from __future__ import annotations
 
-from typing import Any
+from .._lazy import lazy_exports
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -48,16 +48,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jupyter_agent.clients' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

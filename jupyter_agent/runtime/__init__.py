@@ -6,7 +6,7 @@ Each concept is one small module; importing this package loads none of them (PEP
 
 from __future__ import annotations
 
-from typing import Any
+from .._lazy import lazy_exports
 
 __all__ = [
     "Agent",
@@ -39,16 +39,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jupyter_agent.runtime' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -1,0 +1,41 @@
+"""Names a package exports without importing their modules until first use.
+
+``import jupyter_agent`` must stay cheap (a notebook pays for it at ``%load_ext``), so packages
+re-export names lazily (PEP 562): the package's ``__getattr__`` imports the defining module on
+first access and caches the value in the package's namespace, so the hook runs once per name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(package: str, table: Mapping[str, str | tuple[str, str | None]],
+                 exported: Sequence[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``package``.
+
+    Each entry of ``table`` names where an attribute lives: ``"submodule"`` (relative to the
+    package, same attribute name) or ``("absolute.module", "attribute")``; attribute ``None``
+    is the module itself. ``exported`` is what ``dir()`` lists (the package's ``__all__``).
+    """
+
+    def __getattr__(name: str) -> Any:
+        target = table.get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module_name, attr = ((f"{package}.{target}", name) if isinstance(target, str)
+                             else target)
+        module = importlib.import_module(module_name)
+        value = getattr(module, attr) if attr else module
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(exported)
+
+    return __getattr__, __dir__
