@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.openai_server import ScriptedOpenAI
+from tests.fakes.processes import marker  # noqa: F401 - a fixture: processes found by a marker
 
 _ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "JUPYTER_AGENT_MODEL", "JUPYTER_AGENT_HOME")
 _real_connect = socket.socket.connect

@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from jupyter_agent.runtime.policy import approval_ask
 from jupyter_agent.tools.builtin import Workspace, make_builtin_functions, sandbox_status
 from jupyter_agent.tools.builtin.shell import run_command
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.fakes.processes import running_with
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -75,33 +75,6 @@ def bash_in(root: Path, *, allow_network: bool = False):  # noqa: ANN201 - a bou
     return make_builtin_functions(Workspace(root, allow_network=allow_network))["bash"]
 
 
-def _marker() -> str:
-    return f"1000.{random.randrange(10**8, 10**9)}"
-
-
-def _running_with(marker: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode()
-            with open(f"/proc/{name}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state != "Z":
-            found.append(int(name))
-    return found
-
-
-@pytest.fixture
-def marker() -> Iterator[str]:
-    m = _marker()
-    yield m
-    for pid in _running_with(m):  # never leak processes from a failing test
-        os.kill(pid, signal.SIGKILL)
 
 
 # ------------------------------------------------------------------ with bubblewrap
@@ -204,14 +177,14 @@ def test_no_process_outlives_the_call(sandboxed: None, ws: Path, marker: str,
     out = bash_in(ws)(launch.format(m=marker))
     assert out.startswith("started\n") and out.endswith("[exit code 0]")
     assert "background process(es) still running when the command ended were stopped" in out
-    assert _running_with(marker) == []  # checked from outside, by command line
+    assert running_with(marker) == []  # checked from outside, by command line
 
 
 @needs_bwrap
 def test_a_timeout_kills_the_whole_sandbox(sandboxed: None, ws: Path, marker: str) -> None:
     out = bash_in(ws)(f"setsid sleep {marker} & sleep {marker}", timeout=1)
     assert out.endswith("Command timed out after 1 s (killed)")
-    assert _running_with(marker) == []
+    assert running_with(marker) == []
 
 
 @needs_bwrap
@@ -226,7 +199,7 @@ def test_an_interrupt_kills_the_whole_sandbox(sandboxed: None, ws: Path, marker:
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
-    assert _running_with(marker) == []
+    assert running_with(marker) == []
 
 
 def _listener() -> tuple[socket.socket, list[bool]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 import signal
 import threading
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from jupyter_agent.errors import ToolError
 from jupyter_agent.tools.builtin import Workspace, make_builtin_functions
 from jupyter_agent.tools.builtin.shell import run_command
+from tests.fakes.processes import running_with
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -71,42 +71,13 @@ def test_ten_megabytes_of_output_are_capped(tmp_path: Path) -> None:
     assert "bytes cut (output was 10,000,022 bytes)" in out
 
 
-def _marker() -> str:
-    """A unique sleep duration: it shows in the argv of the processes a test starts."""
-    return f"1000.{random.randrange(10**8, 10**9)}"
-
-
-def _running_with(marker: str) -> list[int]:
-    """Pids of live (non-zombie) processes whose command line contains ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode()
-            with open(f"/proc/{name}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state != "Z":
-            found.append(int(name))
-    return found
-
-
-@pytest.fixture
-def marker() -> str:
-    m = _marker()
-    yield m
-    for pid in _running_with(m):  # never leak processes from a failing test
-        os.kill(pid, signal.SIGKILL)
 
 
 def test_a_command_past_its_timeout_is_killed(tmp_path: Path, marker: str) -> None:
     bash = make_builtin_functions(Workspace(tmp_path))["bash"]
     out = bash(f"echo begun; sleep {marker}", timeout=1)
     assert out == "begun\nCommand timed out after 1 s (killed)"
-    assert _running_with(marker) == []
+    assert running_with(marker) == []
 
 
 @pytest.mark.parametrize("launch", [
@@ -124,14 +95,14 @@ def test_background_processes_do_not_outlive_the_call(tmp_path: Path, marker: st
     assert out.startswith("started\n")
     assert "background process(es) still running when the command ended were stopped" in out
     assert out.endswith("[exit code 0]")
-    assert _running_with(marker) == []
+    assert running_with(marker) == []
 
 
 def test_setsid_children_are_killed_on_timeout_too(tmp_path: Path, marker: str) -> None:
     bash = make_builtin_functions(Workspace(tmp_path))["bash"]
     out = bash(f"setsid sleep {marker} & sleep {marker}", timeout=1)
     assert out.endswith("Command timed out after 1 s (killed)")
-    assert _running_with(marker) == []
+    assert running_with(marker) == []
 
 
 def test_keyboard_interrupt_kills_everything_and_propagates(tmp_path: Path, marker: str) -> None:
@@ -145,4 +116,4 @@ def test_keyboard_interrupt_kills_everything_and_propagates(tmp_path: Path, mark
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
-    assert _running_with(marker) == []
+    assert running_with(marker) == []
