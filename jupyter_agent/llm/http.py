@@ -1,0 +1,246 @@
+"""The HTTP side of a model call: :class:`HttpTransport` posts a request body with the sync
+``openai`` client and hands back the JSON body or the decoded stream chunks.
+
+Body bytes are read by us, never by the SDK, so the call's total deadline applies to them (see
+:mod:`jupyter_agent.llm._sse`); the deadline of the call this thread is making is set by
+:meth:`~jupyter_agent.llm.client.OpenAIClient.complete` through :func:`call_deadline` (a
+:class:`~.protocol.Transport` has no deadline parameter: a replay's needs none). Errors become
+:class:`~.protocol.TransportError`, retryable or not, with the server's message masked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+from ..secrets import mask
+from ._sse import (
+    Deadline,
+    HttpBody,
+    StreamProblem,
+    Watchdog,
+    chunk_problem,
+    decode_json,
+    sse_payloads,
+)
+from .protocol import Reply, TransportError
+
+__all__ = ["DEFAULT_DEADLINE", "Fatal", "HttpTransport", "call_deadline"]
+
+DEFAULT_DEADLINE = 900.0
+"""Seconds one call may take in all, retries included (``%config AgentMagics.request_deadline``)."""
+_RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+class _Retryable(TransportError):
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(mask(message), status, retryable=True, retry_after=retry_after)
+
+
+_CALL = threading.local()
+"""``deadline``: the :class:`Deadline` of the call this thread is making, read by the transport
+(a :class:`Transport` has no deadline parameter: a replay's needs none)."""
+
+
+def _deadline() -> Deadline:
+    current = getattr(_CALL, "deadline", None)
+    return current if current is not None else Deadline(DEFAULT_DEADLINE)
+
+
+@contextmanager
+def call_deadline(deadline: Deadline) -> Iterator[None]:
+    """Make ``deadline`` the one this thread's transport reads while the block runs."""
+    outer, _CALL.deadline = getattr(_CALL, "deadline", None), deadline
+    try:
+        yield
+    finally:
+        _CALL.deadline = outer
+
+
+class HttpTransport:
+    """Requests over HTTP with the sync ``openai`` client's ``post`` (see the module doc).
+
+    Args:
+        api_key: The key sent with every request. Never logged or stored.
+        base_url: ``None`` means the provider default.
+        timeout: Seconds one network read may wait (the call's deadline may cut it shorter).
+    """
+
+    def __init__(self, api_key: str, base_url: str | None, timeout: float) -> None:
+        import openai  # imported here: ~300 ms that `%load_ext` should not pay
+
+        self._openai = openai
+        self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                                  timeout=timeout)
+        self._timeout = timeout
+        self._response_type = _httpx_module().Response
+        self._transport_errors = _transport_errors()
+        # What a lost connection raises while the body is read.
+        self._read_errors: tuple[type[BaseException], ...] = (
+            *self._transport_errors, openai.APIConnectionError)
+
+    def send(self, body: dict[str, Any], stream: bool) -> Reply:
+        """Post ``body``; the decoded JSON answer, or the stream of decoded chunks. Both are
+        read under the current call's deadline, with a watchdog for a read that blocks."""
+        http = self._post(body)
+        deadline = _deadline()
+        watchdog = Watchdog(http, deadline)
+        if not stream:
+            try:
+                data = self._read_json(http, deadline)
+            finally:
+                watchdog.cancel()
+                http.close()
+            if not isinstance(data, dict):  # a shape problem: never retried (same answer again)
+                raise StreamProblem(
+                    f"Model response is a JSON {type(data).__name__}, not an object")
+            return data
+        return _SSEStream(self, http, watchdog)
+
+    def _post(self, body: dict[str, Any]) -> HttpBody:
+        """Send the request; returns the response once its headers are in, body unread.
+
+        Body reading is always left to us (``stream=True`` to the SDK, also for non-streamed
+        requests), so it happens under the deadline's watchdog. Until the headers arrive, each
+        read waits at most the per-read timeout or the time left, whichever is shorter.
+        """
+        oa = self._openai
+        deadline = _deadline()
+        deadline.check()
+        wait = max(0.001, min(self._timeout, deadline.remaining()))
+        try:
+            response: HttpBody = self._sdk.post(
+                "/chat/completions", body=body, cast_to=self._response_type, stream=True,
+                options={"timeout": wait})
+            return response
+        except oa.APIStatusError as exc:
+            status = exc.status_code
+            msg = _error_message(exc)
+            if status in _RETRY_STATUS or status >= 500:
+                raise _Retryable(f"HTTP {status}: {msg}", status, _retry_after(exc)) from None
+            raise Fatal(f"HTTP {status}: {msg}", status) from None
+        except (oa.APIConnectionError, *self._transport_errors) as exc:
+            deadline.check(_GRACE)  # a read timeout cut short by the deadline: not retried
+            raise _Retryable(f"connection error: {_short(exc)}") from None
+
+    def _read_json(self, http: HttpBody, deadline: Deadline) -> Any:
+        """The decoded body of a non-streamed response (read under the deadline)."""
+        raw = bytearray()
+        try:
+            for piece in http.iter_bytes():
+                deadline.check()
+                raw += piece
+                if len(raw) > _MAX_BODY_BYTES:
+                    raise StreamProblem(f"Model response is over {_MAX_BODY_BYTES >> 20} MiB")
+        except self._read_errors as exc:
+            deadline.check(_GRACE)
+            raise _Retryable(f"connection lost while reading the response: {_short(exc)}") from None
+        deadline.check()
+        try:
+            return decode_json(bytes(raw), "body")
+        except StreamProblem as exc:
+            if exc.retryable:  # e.g. a proxy's HTML error page: the next attempt may be fine
+                raise _Retryable(f"invalid JSON response: {exc}") from None
+            raise
+
+    def _stream_chunks(self, http: HttpBody) -> Iterator[dict[str, Any]]:
+        """The decoded SSE chunks of a streamed response, read to the end of the body.
+
+        The deadline is checked on every read, keep-alive comments included; a malformed,
+        too deep or too large chunk raises :class:`StreamProblem` (never retried: the same
+        server would likely send it again, and the partial answer is withdrawn).
+        """
+        deadline = _deadline()
+        try:
+            for payload in sse_payloads(http.iter_bytes(), deadline):
+                if payload == "[DONE]" or not payload:  # an empty data line is a heartbeat
+                    continue  # keep reading to the end of the body: the connection is reused
+                chunk = decode_json(payload)
+                problem = chunk_problem(chunk)
+                if problem:
+                    raise StreamProblem(f"Model stream sent a malformed chunk: {problem}")
+                yield chunk
+        except self._read_errors as exc:
+            deadline.check(_GRACE)  # the watchdog cut the connection: not a retryable loss
+            raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
+
+
+class _SSEStream:
+    """One streamed response: its chunks, and ``close`` to release the connection (even when
+    the chunks were never read)."""
+
+    def __init__(self, transport: HttpTransport, http: HttpBody, watchdog: Watchdog) -> None:
+        self._transport = transport
+        self._http = http
+        self._watchdog = watchdog
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self._transport._stream_chunks(self._http)
+
+    def close(self) -> None:
+        self._watchdog.cancel()
+        self._http.close()
+
+
+_GRACE = 0.05
+"""A transport error this close to the deadline is the deadline's doing (clamped timeout)."""
+_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Largest non-streamed response body read (a whole answer, so larger than one SSE chunk)."""
+
+
+def _httpx_module() -> ModuleType:
+    """The HTTP library the installed SDK uses (``httpx2`` in recent releases, else ``httpx``)."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:
+        import httpx
+
+        return httpx
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    import sys
+
+    errs: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx", "httpcore2", "httpcore"):
+        mod = sys.modules.get(name)
+        err = getattr(mod, "TransportError", None) if mod is not None else None
+        if err is None and mod is not None:
+            err = getattr(mod, "NetworkError", None)
+        if isinstance(err, type):
+            errs.append(err)
+    return tuple(errs)
+
+
+class Fatal(TransportError):
+    """An error not worth retrying (a 4xx, a stream that reports an error)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(mask(message), status)
+
+
+def _short(exc: BaseException) -> str:
+    text = mask(str(exc)) or type(exc).__name__  # mask before cutting: no half key is left
+    return text.splitlines()[0][:200]
+
+
+def _error_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return mask(str(err["message"]))[:300]
+    return _short(exc)
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (AttributeError, ValueError):
+        return None
