@@ -184,4 +184,4 @@ def cells_text(nb: NotebookCells, start: int, end: int | None = None,
     per_cell = max(500, max_chars // len(picked))
     body = "\n".join(_cell_text(c, per_cell, 20) for c in picked)
     more = f"\n(the notebook has {n} cells)" if min(end, n) < n else ""
-    return mask(cap(body, max_chars) + more)
+    return mask(f"Cells from {nb.origin}:\n" + cap(body, max_chars) + more)
