@@ -19,6 +19,7 @@ extension (classic Notebook, nbclient, VS Code) nothing is pushed and the tools 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from pathlib import PurePosixPath
@@ -49,6 +50,8 @@ MAX_TEXT_CHARS = 300
 """Characters kept of an output's text head, an error value, a stream's text."""
 MAX_CLIENTS = 8
 """Client sessions whose latest snapshot is kept (the oldest is dropped)."""
+
+_MIME = re.compile(r"[\w.+-]{1,60}/[\w.+-]{1,60}")
 
 
 class _Strict(BaseModel):
@@ -98,7 +101,8 @@ def _as_nbformat(out: LiveOutput) -> dict[str, Any]:
     if out.output_type == "error":
         return {"output_type": "error", "ename": out.ename,
                 "evalue": _cut(out.evalue, MAX_TEXT_CHARS)}
-    data: dict[str, Any] = {m: "" for m in out.mimes[:20] if isinstance(m, str) and len(m) < 100}
+    # Only MIME-type-shaped names: a name is shown to the model, so no markup rides on it.
+    data: dict[str, Any] = {m: "" for m in out.mimes[:20] if _MIME.fullmatch(m)}
     if text:
         data["text/plain"] = text
     return {"output_type": out.output_type, "data": data}
@@ -114,9 +118,11 @@ def parse(data: Any) -> tuple[LiveSnapshot | None, str]:
     try:
         snap = LiveSnapshot.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return None, one_line(f"live cells refused: {where}: {first.get('msg', exc)}", 200)
+        errors = exc.errors()
+        if not errors:
+            return None, one_line(f"live cells refused: {exc}", 200)
+        where = ".".join(str(p) for p in errors[0]["loc"])
+        return None, one_line(f"live cells refused: {where}: {errors[0]['msg']}", 200)
     total = 0
     for cell in snap.cells:
         cell.source = _cut(cell.source, MAX_SOURCE_CHARS)
