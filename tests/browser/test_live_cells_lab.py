@@ -2,7 +2,8 @@
 scripted model: an edit typed into a cell and NOT saved is what ``read_cells`` /
 ``read_notebook`` return to the model, named as the live notebook, while the file on disk
 still holds the old text; after *Kernel > Restart Kernel* and the setup cell run again, the new
-kernel gets a fresh comm and the next unsaved edit is read the same way."""
+kernel gets a fresh comm and the next unsaved edit is read the same way; a reloaded page finds
+the set-up kernel and opens its own comm."""
 
 from __future__ import annotations
 
@@ -116,4 +117,18 @@ def test_an_unsaved_edit_is_what_the_agent_reads_and_survives_a_restart(
     assert f"{SAVED}{edit}{second}" in out
     # The cell's own source as sent just before it ran, and the setup cell's new count.
     assert "What does cell 2 compute?" in out and "--- cell 1 (code, executed [1]) ---" in out
+    assert saved_sources(nb)[1] == SAVED
+
+
+def test_a_reloaded_page_opens_its_own_comm_to_the_set_up_kernel(lab: LabNotebook) -> None:
+    nb, ui = lab, lab.ui
+    kernels = nb.server.api("/api/kernels")
+    ui.reload()  # unsaved edits are dropped; the page reconnects to the same kernel
+    assert [k["id"] for k in nb.server.api("/api/kernels")] == [k["id"] for k in kernels]
+    edit = "  # UNSAVED-AFTER-RELOAD"
+    type_at_end(ui, 1, edit)
+    # No setup cell run: the page asked the kernel which comms are open and opened its own.
+    out = ask_and_read(nb, "read_cells", {"start": 1, "end": 2}, "c_read3")
+    assert out.startswith("Cells from live notebook live-cells.ipynb (unsaved edits included):")
+    assert f"{SAVED}{edit}" in out and "UNSAVED-EDIT-ONE" not in out
     assert saved_sources(nb)[1] == SAVED
