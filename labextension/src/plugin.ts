@@ -27,6 +27,8 @@ import { highlightAgentCells } from './agentCells';
 
 import { insertOnProposal } from './insert';
 
+import { liveCells } from './liveCells';
+
 import { interruptOnStop } from './stop';
 
 /**
@@ -153,7 +155,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-agent:notebook-commands',
   description:
     'Insert %%chat, %%toolloop and %%plan cells; highlight their bodies as markdown; ' +
-    'interrupt the kernel when a running card is stopped.',
+    'interrupt the kernel when a running card is stopped; send the live notebook to the kernel.',
   autoStart: true,
   requires: [INotebookTracker],
   optional: [ICommandPalette],
@@ -183,6 +185,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       highlightAgentCells(panel);
       interruptOnStop(panel);
       insertOnProposal(panel);
+      liveCells(panel);
     };
     tracker.widgetAdded.connect((_, panel) => attach(panel));
     tracker.forEach(attach);

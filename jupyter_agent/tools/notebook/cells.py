@@ -1,10 +1,11 @@
 """``read_notebook`` and ``read_cells``: the notebook's cells as the agent reads them.
 
-The cells come from the saved notebook file when the kernel knows it (a Jupyter server puts
-the notebook's path in ``JPY_SESSION_NAME``), else from IPython's history: the cells this
-kernel executed (``In``) and their values (``Out``). Unsaved edits are not visible in the file;
-the live front end's view comes later. Sources have secret-looking assignments masked and
-every text passes through :func:`jupyter_agent.secrets.mask`.
+The cells come from the live front end when it pushed them (the JupyterLab extension sends the
+notebook before each execution, unsaved edits included: :mod:`.live`), else from the saved
+notebook file when the kernel knows it (a Jupyter server puts the notebook's path in
+``JPY_SESSION_NAME``), else from IPython's history: the cells this kernel executed (``In``) and
+their values (``Out``). The header names the source. Sources have secret-looking assignments
+masked and every text passes through :func:`jupyter_agent.secrets.mask`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field
 from ...events import RUN_MIME_TYPE
 from ...secrets import mask
 from ._text import cap, one_line, redact_source, safe_repr
+from .live import LIVE, LiveSnapshot, current_client, origin_of, output_dicts
 from .variables import VariableError
 
 __all__ = ["Cell", "NotebookCells", "load_cells", "notebook_path", "outline", "cells_text"]
@@ -40,7 +42,8 @@ class NotebookCells(BaseModel):
     """The cells and where they came from."""
 
     origin: str
-    """``file <path>`` or ``kernel history``."""
+    """``live notebook <name> (unsaved edits included)``, ``file <name> (as last saved)`` or
+    ``kernel history (...)``."""
     cells: list[Cell]
 
 
@@ -93,6 +96,13 @@ def _from_file(path: Path) -> NotebookCells:
     return NotebookCells(origin=f"file {path.name} (as last saved)", cells=cells)
 
 
+def _from_live(snap: LiveSnapshot) -> NotebookCells:
+    cells = [Cell(index=i, kind=c.kind, source=c.source, execution_count=c.execution_count,
+                  outputs=[_output_line(o) for o in output_dicts(c)])
+             for i, c in enumerate(snap.cells, start=1)]
+    return NotebookCells(origin=origin_of(snap), cells=cells)
+
+
 def _from_history(shell: Any) -> NotebookCells:
     if shell is None:
         raise VariableError("No notebook file is known (JPY_SESSION_NAME is not set) and "
@@ -110,8 +120,18 @@ def _from_history(shell: Any) -> NotebookCells:
     return NotebookCells(origin="kernel history (cells executed in this kernel)", cells=cells)
 
 
-def load_cells(path: str | os.PathLike[str] | None = None, shell: Any = None) -> NotebookCells:
-    """The notebook's cells: from ``path``, else the kernel's notebook file, else history."""
+_CURRENT = object()
+
+
+def load_cells(path: str | os.PathLike[str] | None = None, shell: Any = None,
+               client: Any = _CURRENT) -> NotebookCells:
+    """The notebook's cells: from ``path``, else the live notebook of ``client`` (default:
+    the front end whose request the kernel is handling), else the kernel's notebook file,
+    else history."""
+    if path is None:
+        snap = LIVE.get(current_client(shell) if client is _CURRENT else client)
+        if snap is not None:
+            return _from_live(snap)
     file = Path(path) if path is not None else notebook_path()
     if file is not None:
         return _from_file(file)
@@ -164,4 +184,4 @@ def cells_text(nb: NotebookCells, start: int, end: int | None = None,
     per_cell = max(500, max_chars // len(picked))
     body = "\n".join(_cell_text(c, per_cell, 20) for c in picked)
     more = f"\n(the notebook has {n} cells)" if min(end, n) < n else ""
-    return mask(cap(body, max_chars) + more)
+    return mask(f"Cells from {nb.origin}:\n" + cap(body, max_chars) + more)

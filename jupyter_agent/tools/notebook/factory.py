@@ -118,8 +118,9 @@ def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
     def read_notebook() -> str:
         """Outline the notebook: every cell's kind, the start of its source and its outputs.
 
-        Cells are numbered from 1. Read the notebook file as last saved (or, without one, the
-        cells this kernel executed).
+        Cells are numbered from 1. Reads the notebook as the user sees it, unsaved edits
+        included, when the front end sends it (JupyterLab, Notebook 7); else the notebook file
+        as last saved; else the cells this kernel executed. The first line says which.
         """
         return outline(load_cells(path, space.shell))
 

@@ -57,7 +57,8 @@ def test_read_the_saved_notebook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "→ stdout: rows 100" in out and "→ error: ZeroDivisionError: division by zero" in out
     assert "→ [jupyter-agent run] Sales rose 5%." in out and "wall" not in out
     cells = tools["read_cells"].invoke(json.dumps({"start": 3, "end": 4})).output
-    assert cells.startswith("--- cell 3 (code, executed [2]) ---\ndf = pd.read_csv")
+    assert cells.startswith("Cells from file analysis.ipynb (as last saved):\n"
+                            "--- cell 3 (code, executed [2]) ---\ndf = pd.read_csv")
     assert "--- cell 4" in cells and "--- cell 2" not in cells and "(the notebook has 5" in cells
     for bad in ({"start": 0}, {"start": 6}, {"start": 3, "end": 2}):
         r = tools["read_cells"].invoke(json.dumps(bad))
