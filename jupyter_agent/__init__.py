@@ -104,8 +104,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register the magics (imported only now) and, in a Jupyter
     kernel, the comm the JupyterLab extension pushes the live notebook on (docs/notebook-tools.md)."""
+    from .live_comm import attach
     from .magics import AgentMagics
-    from .tools.notebook.live import attach
 
     ipython.register_magics(AgentMagics)
     attach(ipython)

@@ -6,9 +6,8 @@ JupyterLab extension (``labextension/src/liveCells.ts``) sends the notebook's ce
 *before* each execute request it sends, so by the time a cell runs the kernel holds the
 notebook as the user sees it, unsaved edits included (see ``docs/notebook-tools.md``).
 
-At ``%load_ext jupyter_agent`` the kernel registers the comm target :data:`TARGET` (for a
-front end that finds the kernel already set up, e.g. after a page reload) and opens a comm to
-the same target name (which the extension registers on every kernel connection). Each
+At ``%load_ext jupyter_agent`` the kernel registers the comm target
+(:mod:`jupyter_agent.live_comm`, which hands each message to :meth:`LiveStore.receive`). Each
 snapshot is validated (strict pydantic types), capped (cells, source and output lengths) and
 kept per client session (the ``session`` of the message header, one per front-end kernel
 connection), so the snapshot of another notebook attached to the same kernel is never read as
@@ -28,15 +27,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..._state import STATE
-from ._text import cap, one_line
+from ._text import one_line
 
-__all__ = ["TARGET", "LiveCell", "LiveOutput", "LiveSnapshot", "LiveStore", "LIVE", "attach",
+__all__ = ["LiveCell", "LiveOutput", "LiveSnapshot", "LiveStore", "LIVE",
            "current_client"]
 
 log = logging.getLogger(__name__)
 
-TARGET = "jupyter_agent.live_cells"
-"""The comm target name, the same on both sides."""
 
 MAX_CELLS = 2_000
 """A snapshot with more cells is refused (the tools read the file instead)."""
@@ -196,38 +193,3 @@ def current_client(shell: Any) -> str | None:
     except Exception:  # noqa: BLE001 - a kernel without a parent: no live notebook
         return None
     return session if isinstance(session, str) and session else None
-
-
-def _on_msg(comm: Any, msg: dict[str, Any]) -> None:
-    client = str((msg.get("header") or {}).get("session") or "")
-    data = (msg.get("content") or {}).get("data")
-    error = LIVE.receive(client, data)
-    if error:
-        try:
-            comm.send({"error": error})
-        except Exception:  # noqa: BLE001 - a closed comm: the refusal stays in the log
-            log.warning("%s", error)
-
-
-def _listen(comm: Any) -> None:
-    comm.on_msg(lambda msg: _on_msg(comm, msg))
-
-
-def attach(shell: Any) -> bool:
-    """Let this kernel receive live cells: register :data:`TARGET`, open a comm to it.
-
-    Does nothing (returns False) outside an ipykernel kernel or without the ``comm`` package.
-    """
-    if getattr(shell, "kernel", None) is None:
-        return False
-    try:
-        from comm import create_comm, get_comm_manager
-    except ImportError:  # not a Jupyter kernel: the tools read the file
-        return False
-    try:
-        get_comm_manager().register_target(TARGET, lambda comm, _msg: _listen(comm))
-        _listen(create_comm(target_name=TARGET, data={"version": 1}))
-    except Exception as exc:  # noqa: BLE001 - the tools still read the file
-        log.warning("jupyter-agent: live cells unavailable: %s", cap(str(exc), 200))
-        return False
-    return True
