@@ -210,17 +210,20 @@ def labextension_list(env: dict[str, str]) -> str:
 
 
 class LabPage:
-    """A Playwright page showing one notebook of ``lab``."""
+    """A Playwright page showing one notebook of ``lab``, in JupyterLab (``shell="lab"``) or
+    in Notebook 7 (``shell="notebook"``: the same server, the same extension, another UI)."""
 
-    def __init__(self, page: Any, lab: Lab) -> None:
+    def __init__(self, page: Any, lab: Lab, shell: str = "lab") -> None:
         """Wrap ``page``; ``beforeunload`` prompts are accepted so reloads never stall."""
         self.page = page
         self.lab = lab
+        self.shell = shell
         page.on("dialog", lambda d: d.accept())
 
     def open(self, name: str) -> None:
         """Open ``name`` and wait until its kernel is idle."""
-        self.page.goto(f"{self.lab.url}/lab/tree/{name}?token={TOKEN}")
+        where = "notebooks" if self.shell == "notebook" else "lab/tree"
+        self.page.goto(f"{self.lab.url}/{where}/{name}?token={TOKEN}")
         self.wait_ready()
 
     def reload(self) -> None:
@@ -231,6 +234,9 @@ class LabPage:
     def wait_ready(self) -> None:
         """The notebook is drawn and its kernel is idle."""
         self.page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+        if self.shell == "notebook":
+            self._wait_ready_notebook7()
+            return
         # The status bar, not the toolbar's indicator: that one says "idle" for a moment while
         # the kernel is still initializing, and a cell run then is silently dropped.
         self.page.wait_for_function(
@@ -238,6 +244,26 @@ class LabPage:
                 const bar = document.querySelector("#jp-main-statusbar");
                 return !!bar && /^(?!No Kernel).+ \\| Idle$/m.test(bar.innerText);
             }""", timeout=60_000)
+
+    def _wait_ready_notebook7(self) -> None:
+        # No status bar: the toolbar names the kernel once a session has one, and the server
+        # (not only the page's indicator, idle for a moment while the kernel starts) must see
+        # it idle too, or a cell run then is silently dropped.
+        self.page.wait_for_function(
+            """() => {
+                const name = document.querySelector(".jp-KernelName, .jp-Toolbar-kernelName");
+                const ind = document.querySelector(".jp-Notebook-ExecutionIndicator");
+                return !!name && !/No Kernel/.test(name.textContent)
+                    && !!ind && ind.getAttribute("data-status") === "idle";
+            }""", timeout=60_000)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            sessions = self.lab.api("/api/sessions") or []
+            if sessions and all((s.get("kernel") or {}).get("execution_state") == "idle"
+                                for s in sessions):
+                return
+            time.sleep(0.2)
+        raise AssertionError("the notebook's kernel never became idle")
 
     def cell(self, index: int) -> Any:
         """The locator of the notebook's cell ``index``."""
@@ -310,9 +336,11 @@ class LabNotebook:
 
 @contextmanager
 def lab_notebook(base: Path, name: str, cells: list[str], key: str, *, height: int = 1400,
-                 permissions: list[str] | None = None) -> Iterator[LabNotebook]:
+                 permissions: list[str] | None = None, shell: str = "lab"
+                 ) -> Iterator[LabNotebook]:
     """JupyterLab + scripted model (``key`` is its API key) + Chromium, with notebook ``name``
-    made of ``cells`` open and its first (setup) cell run. The server's log is printed when the
+    made of ``cells`` open (in JupyterLab, or in Notebook 7 with ``shell="notebook"``) and its
+    first (setup) cell run. The server's log is printed when the
     body fails."""
     from playwright.sync_api import sync_playwright
 
@@ -330,7 +358,7 @@ def lab_notebook(base: Path, name: str, cells: list[str], key: str, *, height: i
             page = browser.new_page(viewport={"width": 1280, "height": height},
                                     permissions=permissions or [])
             page.set_default_timeout(30_000)
-            ui = LabPage(page, server)
+            ui = LabPage(page, server, shell)
             try:
                 ui.open(name)
                 ui.run(0)
