@@ -50,6 +50,16 @@ _SETTINGS = {
 }
 
 
+_WATCH_PROMPT = """el => {
+    delete el.dataset.jaStarted;
+    const obs = new MutationObserver(() => {
+        if (el.textContent.includes("*")) { el.dataset.jaStarted = "1"; obs.disconnect(); }
+    });
+    obs.observe(el, {childList: true, characterData: true, subtree: true});
+}"""
+"""Marks a cell's prompt (``data-ja-started``) once it shows "[*]:" (see ``LabPage.watch``)."""
+
+
 def strip_ansi(text: str) -> str:
     """``text`` without terminal colour codes."""
     return _ANSI.sub("", text)
@@ -271,20 +281,34 @@ class LabPage:
 
     def start(self, index: int) -> None:
         """Run cell ``index`` with Ctrl+Enter and return at once (the cell may still run)."""
+        self.watch(index)
         self.cell(index).locator(".jp-InputArea-editor").click()
         self.page.keyboard.press("Control+Enter")
 
+    def watch(self, index: int) -> None:
+        """Watch the prompt of cell ``index`` for its next run (before starting it).
+
+        A prompt may already show a number before the run ends: a saved notebook keeps its
+        execution counts, an earlier run left one, and a fresh kernel may count to the same
+        number again. JupyterLab shows "[*]:" as soon as a run is queued; the observer marks
+        the prompt when it sees that, so :meth:`wait_ran` waits for this run's own number.
+        """
+        self.cell(index).locator(".jp-InputArea-prompt").evaluate(_WATCH_PROMPT)
+
+    def wait_ran(self, index: int, timeout: float = 60_000) -> None:
+        """Wait until the run of cell ``index`` seen by :meth:`watch` has ended."""
+        prompt = self.cell(index).locator(".jp-InputArea-prompt")
+        self.page.wait_for_function(
+            "el => el.dataset.jaStarted === '1' && /\\[\\d+\\]/.test(el.textContent)",
+            arg=prompt.element_handle(), timeout=timeout)
+
     def run(self, index: int, timeout: float = 60_000) -> None:
-        """Run cell ``index`` with Ctrl+Enter and wait until its execution ended.
+        """Run cell ``index`` with Ctrl+Enter and wait until this execution ended.
 
         Ctrl+Enter runs the cell in place (Shift+Enter would add a cell after the last one).
         """
         self.start(index)
-        prompt = self.cell(index).locator(".jp-InputArea-prompt")
-        # "[*]:" while it runs, "[n]:" once the kernel replied.
-        self.page.wait_for_function(
-            "el => /\\[\\d+\\]/.test(el.textContent)", arg=prompt.element_handle(),
-            timeout=timeout)
+        self.wait_ran(index, timeout)
 
     def save(self) -> None:
         """Save with the keyboard shortcut, from command mode."""

@@ -8,8 +8,10 @@ coordinator counts them (one: let running items finish; two: abort them).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -66,17 +68,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield Lab(nb.ui, nb.model)
 
 
-def _start(lab: Lab, index: int) -> None:
-    lab.ui.cell(index).locator(".jp-InputArea-editor").click()
-    lab.page.keyboard.press("Control+Enter")
-
-
-def _wait_ended(lab: Lab, index: int, timeout: float = 60_000) -> None:
-    prompt = lab.ui.cell(index).locator(".jp-InputArea-prompt")
-    lab.page.wait_for_function("el => /\\[\\d+\\]/.test(el.textContent)",
-                               arg=prompt.element_handle(), timeout=timeout)
-
-
 def _statuses(lab: Lab, index: int) -> list[str]:
     lab.ui.run(index)
     out = lab.ui.cell(index).locator(".jp-OutputArea-output").inner_text()
@@ -90,20 +81,64 @@ def _wait_requests(lab: Lab, n: int) -> None:
         time.sleep(0.05)
 
 
+def _press(button: Any) -> None:
+    """Click ``button`` in one DOM event.
+
+    The live batch card redraws itself, buttons included, on every progress push (4 times a
+    second): a mouse click's press and release are separate events, and one that straddles a
+    redraw reaches neither button (the stop is lost; seen under load). The card's own click
+    handling is what this file tests, so the click is dispatched whole.
+    """
+    button.dispatch_event("click")
+
+
+@contextmanager
+def _interrupted(lab: Lab, n: int) -> Iterator[threading.Event]:
+    """An event set once the server has answered ``n`` kernel interrupts sent by the page.
+
+    The server signals the kernel before it answers, so the running items' answers can wait
+    on this instead of a fixed delay that a loaded machine may outlast before the click lands.
+    Handlers run while the test waits in a Playwright call (``wait_ran``).
+    """
+    seen = threading.Event()
+    count = 0
+
+    def on_response(response: Any) -> None:
+        nonlocal count
+        if response.request.method == "POST" and response.url.split("?")[0].endswith(
+                "/interrupt"):
+            count += 1
+            if count >= n:
+                seen.set()
+
+    lab.page.on("response", on_response)
+    try:
+        yield seen
+    finally:
+        seen.set()  # never leave a server thread waiting
+        lab.page.remove_listener("response", on_response)
+
+
 def test_finish_during_a_cell_batch_lets_running_items_end(lab: Lab) -> None:
     lab.model.reset()
-    lab.model.default = hang(4, then=text("billing"))
-    _start(lab, FINISH)
-    card = lab.ui.cell(FINISH).locator(CARD)
-    button = card.locator("text=Stop (let running items finish)")
-    expect(button).to_be_enabled(timeout=30_000)
-    _wait_requests(lab, 2)
-    t0 = time.monotonic()
-    button.click()
-    # One interrupt: the two running items end with their answers (4 s), no other starts;
-    # without it the cell would run 6 rounds of 4 s.
-    _wait_ended(lab, FINISH)
-    waited = time.monotonic() - t0
+    with _interrupted(lab, 1) as interrupted:
+        # The running items answer only after the interrupt reached the kernel (then 2 s more,
+        # for the kernel to act on the signal): without the stop, no item would ever end.
+        def answer(body: dict[str, Any]) -> Any:
+            interrupted.wait(90)
+            return hang(2, then=text("billing"))
+
+        lab.model.default = answer
+        lab.ui.start(FINISH)
+        card = lab.ui.cell(FINISH).locator(CARD)
+        button = card.locator("text=Stop (let running items finish)")
+        expect(button).to_be_enabled(timeout=30_000)
+        _wait_requests(lab, 2)
+        t0 = time.monotonic()
+        _press(button)
+        # One interrupt: the two running items end with their answers, no other starts.
+        lab.ui.wait_ran(FINISH)
+        waited = time.monotonic() - t0
     assert waited < 20, waited
     statuses = _statuses(lab, SHOW_FINISH)
     assert statuses == ["done"] * 2 + ["skipped"] * 10, statuses
@@ -114,20 +149,24 @@ def test_finish_during_a_cell_batch_lets_running_items_end(lab: Lab) -> None:
 def test_stop_now_during_a_cell_batch_aborts_running_items(lab: Lab) -> None:
     lab.model.reset()
 
-    def answer(body: dict[str, Any]) -> Any:
-        if body["messages"][-1]["role"] == "tool":
-            return text("never asked")
-        return hang(5, then=tool_calls([call("noop", {})]))
+    with _interrupted(lab, 2) as interrupted:
+        # The running items ask for a tool only after both interrupts reached the kernel.
+        def answer(body: dict[str, Any]) -> Any:
+            if body["messages"][-1]["role"] == "tool":
+                return text("never asked")
+            interrupted.wait(90)
+            return hang(2, then=tool_calls([call("noop", {})]))
 
-    lab.model.default = answer
-    _start(lab, ABORT)
-    card = lab.ui.cell(ABORT).locator(CARD)
-    button = card.locator("text=Stop now (abort running items)")
-    expect(button).to_be_enabled(timeout=30_000)
-    _wait_requests(lab, 2)
-    button.click()
-    # Two interrupts: the running items end at their next round (no tool result is sent back).
-    _wait_ended(lab, ABORT)
+        lab.model.default = answer
+        lab.ui.start(ABORT)
+        card = lab.ui.cell(ABORT).locator(CARD)
+        button = card.locator("text=Stop now (abort running items)")
+        expect(button).to_be_enabled(timeout=30_000)
+        _wait_requests(lab, 2)
+        _press(button)
+        # Two interrupts: the running items end at their next round (no tool result is sent
+        # back).
+        lab.ui.wait_ran(ABORT)
     statuses = _statuses(lab, SHOW_ABORT)
     assert statuses == ["aborted"] * 2 + ["skipped"] * 10, statuses
     assert len(lab.model.requests) == 2

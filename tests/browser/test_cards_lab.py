@@ -91,12 +91,6 @@ def _done(lab: Lab, index: int, status: str = "done") -> Any:
     return out
 
 
-def _start(lab: Lab, index: int) -> None:
-    """Run cell ``index`` without waiting for it to end."""
-    lab.ui.cell(index).locator(".jp-InputArea-editor").click()
-    lab.page.keyboard.press("Control+Enter")
-
-
 def _shot(lab: Lab, name: str, index: int) -> None:
     lab.ui.shot(name, ARTIFACTS_DIR, lab.ui.cell(index))
 
@@ -161,7 +155,7 @@ def test_400_line_output_stays_in_a_bounded_box_and_copies_whole(lab: Lab) -> No
 def test_running_card_waits_ticks_and_stops(lab: Lab) -> None:
     lab.model.reset()
     lab.model.enqueue(hang(120, then=text("Too late.")))
-    _start(lab, SLOW)
+    lab.ui.start(SLOW)
     live = lab.ui.cell(SLOW).locator(LIVE)
     expect(live.locator(".ja-waiting")).to_have_text("Waiting for the model…", timeout=30_000)
     elapsed = live.locator(".ja-header .ja-elapsed")
@@ -226,7 +220,13 @@ def test_cards_read_in_the_dark_theme(lab: Lab) -> None:
     page.locator(".lm-Menu-item", has_text="Theme").first.hover()
     page.locator(".lm-Menu-item", has_text="JupyterLab Dark").first.click()
     page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
-    page.wait_for_timeout(500)  # the theme's CSS variables settle
+    # The theme's CSS is in force once the notebook's own background turns dark (the body's
+    # flag flips first, and a fixed pause would race the stylesheet on a loaded machine).
+    page.wait_for_function("""() => {
+        const rgb = getComputedStyle(document.querySelector('.jp-Notebook')).backgroundColor
+            .match(/[\\d.]+/g).slice(0, 3).map(Number);
+        return (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) / 255 < 0.3;
+    }""", timeout=30_000)
     for index, name in ((APPROVAL, "approval"), (OUTPUT, "output"), (SLOW, "stopped")):
         _shot(lab, f"lab-cards-dark-{name}.png", index)
     colours = out.evaluate("""e => {

@@ -7,13 +7,14 @@ click is taken by the kernel only when cell 2 ends (runs never overlap): the car
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 from .lab_harness import BUILT_EXTENSION, LabPage, lab_notebook
 from .render_harness import ARTIFACTS_DIR, chromium_path
@@ -53,20 +54,32 @@ def test_a_click_while_another_cell_runs_is_queued_then_applied(lab: Any) -> Non
     card = ui.cell(PLAN).locator(f"{LIVE} .ja-ask-pending")
     card.wait_for()
 
-    # Cell 2 runs (the model takes 8 s); the plan's card stays waiting and clickable.
-    model.enqueue(hang(8, then=text("Side answer.")))
-    ui.cell(SIDE).locator(".jp-InputArea-editor").click()
-    ui.page.keyboard.press("Control+Enter")
-    ui.cell(SIDE).locator(f"{LIVE} .ja-waiting").wait_for(timeout=30_000)
-    option = card.locator('.ja-option[data-index="2"]')
-    expect(option).to_be_enabled()
-    model.enqueue(text("Report for Q2 written."))
-    option.click()
-    status = card.locator(".ja-ask-status")
-    expect(status).to_have_text(
-        "Answer queued behind the running cell; it applies when that cell ends.", timeout=5_000)
-    assert card.locator(".ja-option:enabled").count() == 0  # no second click
-    ui.shot("lab-queued-click.png", ARTIFACTS_DIR, ui.cell(PLAN))
+    # Cell 2 runs: its model answers only once the click was taken (a gate, not a fixed
+    # delay, so a slow machine cannot end cell 2 before the click); the plan's card stays
+    # waiting and clickable.
+    side_may_answer = threading.Event()
+
+    def side_answer(body: dict[str, Any]) -> Any:
+        side_may_answer.wait(120)
+        return text("Side answer.")
+
+    model.enqueue(side_answer)
+    try:
+        ui.start(SIDE)
+        ui.cell(SIDE).locator(f"{LIVE} .ja-waiting").wait_for(timeout=30_000)
+        option = card.locator('.ja-option[data-index="2"]')
+        expect(option).to_be_enabled()
+        model.enqueue(text("Report for Q2 written."))
+        option.click()
+        status = card.locator(".ja-ask-status")
+        expect(status).to_have_text(
+            "Answer queued behind the running cell; it applies when that cell ends.",
+            timeout=15_000)
+        assert card.locator(".ja-option:enabled").count() == 0  # no second click
+        assert len(model.requests) == 2  # the plan did not go on while cell 2 runs
+        ui.shot("lab-queued-click.png", ARTIFACTS_DIR, ui.cell(PLAN))
+    finally:
+        side_may_answer.set()
 
     # Cell 2 ends; then the kernel takes the click and the plan finishes.
     ui.cell(SIDE).locator(STATIC).locator('.ja-badge[data-status="done"]').wait_for(

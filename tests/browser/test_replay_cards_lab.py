@@ -163,13 +163,15 @@ def _check_old_card(ui: LabPage, name: str) -> None:
 def test_tutorial_04_run_all_with_a_click_on_the_approval_card_as_it_shows(lab: Any) -> None:
     ui = _open(lab, "a", T04)
     ui.page.evaluate(CLICK_WHEN_SHOWN, APPROVAL_CELL)
+    # The saved notebook shows execution counts already: wait for this run's own (see watch).
+    ui.watch(26)
     _menu(ui, "Run", "Run All Cells")
-    last = ui.cell(26).locator(".jp-InputArea-prompt")
-    ui.page.wait_for_function("el => /\\[\\d+\\]/.test(el.textContent)",
-                              arg=last.element_handle(), timeout=240_000)
+    ui.wait_ran(26, timeout=240_000)
     ui.wait_ready()
-    ui.page.wait_for_timeout(3_000)  # what a kernel that answers at all has done by now
     print("clicked while running all:", ui.page.evaluate("window.clicked"))
+    # The resume cell answered the card; a click the kernel took during Run All must not leave
+    # it saying "sent" (checked below, once the card shows its answer).
+    expect(ui.cell(APPROVAL_CELL).locator(".ja-ask-answered")).to_have_count(1, timeout=30_000)
     _check_old_card(ui, "lab-04-run-all-click.png")
     ui.page.close()
 
