@@ -15,30 +15,44 @@ import pytest
 
 from jupyter_agent import batch
 from jupyter_agent.session import default_store
-from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 ITEMS = [f"ticket {n} about an invoice" for n in range(20)]
 
 
-def _interrupt_when(srv: ScriptedOpenAI, in_flight: int, times: int) -> threading.Thread:
+def _interrupt_when(srv: ScriptedOpenAI, in_flight: int, times: int,
+                    released: threading.Event) -> threading.Thread:
     """Once ``in_flight`` requests arrived, SIGINT the main thread ``times`` times, 0.3 s
-    apart (the extension's gap)."""
+    apart (the extension's gap), then set ``released``: the model's answers wait for it, so
+    on a slow machine no item can end before its stop arrives."""
     main = threading.main_thread().ident
     assert main is not None
 
     def fire() -> None:
-        end = time.monotonic() + 10
-        while len(srv.requests) < in_flight and time.monotonic() < end:
-            time.sleep(0.01)
-        time.sleep(0.1)  # the coordinator is back waiting on its pool
-        for n in range(times):
-            if n:
-                time.sleep(0.3)
-            signal.pthread_kill(main, signal.SIGINT)
+        try:
+            end = time.monotonic() + 10
+            while len(srv.requests) < in_flight and time.monotonic() < end:
+                time.sleep(0.01)
+            time.sleep(0.1)  # the coordinator is back waiting on its pool
+            for n in range(times):
+                if n:
+                    time.sleep(0.3)
+                signal.pthread_kill(main, signal.SIGINT)
+            time.sleep(0.3)  # the main thread handles the signal before any answer
+        finally:
+            released.set()
 
     t = threading.Thread(target=fire, daemon=True)
     t.start()
     return t
+
+
+def _after(released: threading.Event, turn: Any) -> Any:
+    """A model turn sent only once ``released`` is set (at most 10 s later)."""
+    def held(_body: dict[str, Any]) -> Any:
+        released.wait(10)
+        return turn
+    return held
 
 
 def _blocking_batch(*args: Any, **kwargs: Any) -> Any:
@@ -52,8 +66,9 @@ def _blocking_batch(*args: Any, **kwargs: Any) -> Any:
 
 def test_one_interrupt_lets_running_items_finish_and_starts_no_more(
         srv: ScriptedOpenAI) -> None:
-    srv.default = hang(0.8, then=text("billing"))
-    fire = _interrupt_when(srv, 4, times=1)
+    released = threading.Event()
+    srv.default = _after(released, text("billing"))
+    fire = _interrupt_when(srv, 4, times=1, released=released)
     res = _blocking_batch("Classify: {item}", ITEMS, kind="chat", concurrency=4)
     fire.join(5)
     out = res.results
@@ -66,17 +81,19 @@ def test_one_interrupt_lets_running_items_finish_and_starts_no_more(
 
 
 def test_two_interrupts_abort_running_items(srv: ScriptedOpenAI) -> None:
+    released = threading.Event()
+
     def answer(body: dict[str, Any]) -> Any:
         if body["messages"][-1]["role"] == "tool":
             return text("never asked")
-        return hang(0.8, then=tool_calls([call("noop", {})]))
+        return _after(released, tool_calls([call("noop", {})]))
 
     def noop() -> str:
         """Nothing."""
         return "ok"
 
     srv.default = answer
-    fire = _interrupt_when(srv, 4, times=2)
+    fire = _interrupt_when(srv, 4, times=2, released=released)
     res = _blocking_batch("Task {item}", list(range(10)), concurrency=4, tools=[noop])
     fire.join(5)
     out = res.results
@@ -92,10 +109,11 @@ def test_a_late_stop_message_for_an_ended_batch_changes_nothing(srv: ScriptedOpe
     from jupyter_agent.batch import Controller
     from jupyter_agent.ui.batch_widget import BatchWidget
 
-    srv.default = hang(0.5, then=text("billing"))
+    released = threading.Event()
+    srv.default = _after(released, text("billing"))
     ctl = Controller()
     widget = BatchWidget({"status": "running"}, on_stop=ctl.stop)
-    fire = _interrupt_when(srv, 2, times=1)
+    fire = _interrupt_when(srv, 2, times=1, released=released)
     res = _blocking_batch("Classify: {item}", ITEMS[:8], kind="chat", concurrency=2,
                           controller=ctl)
     fire.join(5)

@@ -67,9 +67,20 @@ def images(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and "image/png" in m["content"]["data"]]
 
 
+_STARTED = "__cell_started__"
+
+
 def interrupted_cell(km: Any, kc: Any, code: str, after: float) -> dict[str, Any]:
-    """Run ``code``, interrupt the kernel after ``after`` seconds, return the reply."""
-    msg_id = kc.execute(code)
+    """Run ``code``, interrupt the kernel ``after`` seconds after the cell has started (it
+    prints a marker first: a kernel slow to start the cell is not interrupted too early),
+    return the reply."""
+    msg_id = kc.execute(f"print({_STARTED!r}, flush=True)\n{code}")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        msg = kc.get_iopub_msg(timeout=60)
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream"
+                and _STARTED in msg["content"]["text"]):
+            break
     time.sleep(after)
     km.interrupt_kernel()
     while True:
@@ -116,7 +127,7 @@ def test_the_time_limit_interrupts_and_the_kernel_stays_usable(kernel: tuple[Any
     status, msgs = execute(kc, "print(ticks > 0, r.value.timed_out)")
     assert (status, stdout(msgs)) == ("ok", "True True\n")
     # The kernel's own interrupt (the stop button) still works afterwards.
-    reply = interrupted_cell(km, kc, "import time\ntime.sleep(60)", after=1.5)
+    reply = interrupted_cell(km, kc, "import time\ntime.sleep(60)", after=0.2)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
     status, msgs = execute(kc, "print('still here')")
     assert (status, stdout(msgs)) == ("ok", "still here\n")
@@ -125,7 +136,7 @@ def test_the_time_limit_interrupts_and_the_kernel_stays_usable(kernel: tuple[Any
 def test_the_users_interrupt_during_run_python_stops_the_cell(kernel: tuple[Any, Any]) -> None:
     km, kc = kernel
     reply = interrupted_cell(km, kc, "slow = {t.name: t for t in notebook_tools(timeout=120)}\n"
-                                     "agent_run('import time\\ntime.sleep(60)', slow)", after=2)
+                                     "agent_run('import time\\ntime.sleep(60)', slow)", after=1)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
     status, msgs = execute(kc, "r = agent_run('1 + 1')")
     assert (status, stdout(msgs)) == ("ok", "[result]\n2\n")
