@@ -46,10 +46,13 @@ class Coordinator:
         self.started = 0
         self.fatal: BaseException | None = None
         self.settings: dict[str, Any] | None = None
+        self.options = spec.options
         if spec.engine == "dask":
             from .ship import client_settings
 
             self.settings = client_settings()
+        else:
+            self.options = _with_tool_objects(spec.options)
 
     # ---------------------------------------------------------------------- handing out
     def next_item(self) -> tuple[Item, ItemTask] | None:
@@ -64,7 +67,7 @@ class Coordinator:
         return item, self._task(item)
 
     def _task(self, item: Item) -> ItemTask:
-        opts = dict(self.spec.options)
+        opts = dict(self.options)
         client = self.spec.clients.get(item.model)
         if client is not None:
             opts["client"] = client
@@ -203,3 +206,20 @@ class Coordinator:
             return last
         on_progress(self.view())
         return now
+
+
+def _with_tool_objects(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with each plain function in ``tools`` made a ``Tool`` once, for every item.
+
+    An item's turn would otherwise build the function's argument model and JSON schema again
+    (pydantic ``create_model``: about a millisecond of interpreter time per tool per item,
+    which 32 threads share). Names and ``Tool`` objects are kept as they are.
+    """
+    tools = options.get("tools")
+    if not isinstance(tools, (list, tuple)) or not any(
+            callable(t) and not isinstance(t, str) for t in tools):
+        return options
+    from ..tools.registry import Tool
+
+    made = [t if isinstance(t, (str, Tool)) or not callable(t) else Tool(t) for t in tools]
+    return {**options, "tools": made}
