@@ -125,10 +125,11 @@ class Coordinator:
         self.record_all([(item, raw)])
 
     def record_all(self, ended: list[tuple[Item, dict[str, Any]]]) -> None:
-        """Store ended items in one transaction, then count them. An item already recorded
-        (e.g. given up on after interrupts) is not recorded twice; an interrupt during the
-        write stores none of them and counts none (a retry writes them again: both writes
-        replace what is there)."""
+        """Store ended items in one transaction, then count those not counted yet (a worker
+        counts its items when it hands them over). An item already recorded (e.g. given up on
+        after interrupts) is not recorded twice; an interrupt during the write stores none of
+        them, and they stay in ``unrecorded`` for the next try (both writes replace what is
+        there, so a repeated write is harmless)."""
         with self.lock:
             fresh = [(item, raw) for item, raw in ended if item.position in self.running]
         if not fresh:
