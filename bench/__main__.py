@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
+    bench_batch,
     bench_import,
     bench_live,
     bench_loop,
@@ -25,7 +26,8 @@ from bench import (  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the import, loop, streaming, planning, notebook-tool and live-view benchmarks."""
+    """Run the import, loop, streaming, planning, notebook-tool, live-view and batch
+    benchmarks."""
     parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
     args = parser.parse_args(argv)
@@ -41,6 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_notebook.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_live.main(["--rounds", "60"] if args.quick else [])
+    print("=" * 78)
+    bench_batch.main(["--quick"] if args.quick else [])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ by the scripted server in a child process.
    ``for`` loop of ``toolloop(...)`` calls (both store their runs), interleaved, best of each.
 3. Dask: the same items on a 2-worker ``LocalCluster`` against the thread engine.
 
-Run: ``python bench/bench_batch.py [--items 400] [--no-dask]``. Nothing asserts a time.
+Run: ``python bench/bench_batch.py [--items 400] [--no-dask] [--quick]``; ``--quick`` (160 items,
+best of 2, no Dask: about 30 s) is what ``python -m bench --quick`` runs. Nothing asserts a
+time.
 """
 
 from __future__ import annotations
@@ -187,7 +189,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs each")
     ap.add_argument("--no-dask", action="store_true")
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    ap.add_argument("--quick", action="store_true",
+                    help="160 items, best of 2, 40 overhead items, no Dask")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.items, args.repeat, args.overhead_items, args.no_dask = 160, 2, 40, True
+    if not args.no_dask:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            print("(no dask.distributed: the Dask comparison is skipped)")
+            args.no_dask = True
     home = tempfile.mkdtemp(prefix="jupyter-agent-bench-")
     os.environ["JUPYTER_AGENT_HOME"] = home  # a scratch store, not the user's
 

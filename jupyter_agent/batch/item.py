@@ -7,10 +7,10 @@ so ``%agent pending`` / ``%agent resume`` answer an item that asked, and its ful
 shown later.
 
 Items do not write to the store themselves: the run's events and pending state come back with
-the outcome and the coordinator stores them (:func:`store_run`), one transaction per item.
-Thirty-two threads each opening write transactions would queue on SQLite's lock, whose busy
-handler sleeps in steps of milliseconds; one writer never waits. The same path serves items
-run on Dask workers, which have no store.
+the outcome and the coordinating thread stores them (:func:`store_run`), one transaction for
+the items that ended since it last woke. Thirty-two threads each opening write transactions
+would queue on SQLite's lock, whose busy handler sleeps in steps of milliseconds; one writer
+never waits. The same path serves items run on Dask workers, which have no store.
 """
 
 from __future__ import annotations

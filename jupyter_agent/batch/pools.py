@@ -24,9 +24,9 @@ class ThreadPool:
 
     One model client per model serves every thread: the ``openai`` client's HTTP pool is
     thread-safe and keeps up to 100 idle connections, so each worker reuses its own. A worker
-    hands each ended item to ``on_done`` itself (the item is stored before the worker takes
-    another), so an item is "in flight" until it is stored, and a killed kernel loses only
-    those. The threads are daemons and end when no item is left (or the batch stops).
+    hands each ended item to ``on_done`` (which must be quick: the coordinator queues it for
+    its own thread to store) and takes the next one. The threads are daemons and end when no
+    item is left (or the batch stops), each calling ``on_exit`` last.
     """
 
     def __init__(self, concurrency: int, *, is_aborted: Callable[[], bool],
@@ -34,20 +34,19 @@ class ThreadPool:
         self.concurrency = concurrency
         self._is_aborted = is_aborted
         self._on_event = on_event
-        self._ended = threading.Semaphore(0)
-        self._alive = 0
 
     def start(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
-              on_done: Callable[[Any, Any], None], workers: int) -> None:
-        """Start ``workers`` threads: each runs ``next_item()`` until it returns ``None`` and
-        hands every outcome (or the exception that ended the item) to ``on_done``."""
-        self._alive = workers
+              on_done: Callable[[Any, Any], None], workers: int,
+              on_exit: Callable[[], None]) -> None:
+        """Start ``workers`` threads: each runs ``next_item()`` until it returns ``None``,
+        hands every outcome (or the exception that ended the item) to ``on_done``, and calls
+        ``on_exit`` when it ends."""
         for n in range(workers):
-            threading.Thread(target=self._work, args=(next_item, on_done), daemon=True,
+            threading.Thread(target=self._work, args=(next_item, on_done, on_exit), daemon=True,
                              name=f"jupyter-agent-batch-{n}").start()
 
     def _work(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
-              on_done: Callable[[Any, Any], None]) -> None:
+              on_done: Callable[[Any, Any], None], on_exit: Callable[[], None]) -> None:
         try:
             while (nxt := next_item()) is not None:
                 item, task = nxt
@@ -62,17 +61,7 @@ class ThreadPool:
                     value = exc
                 on_done(item, value)
         finally:
-            self._ended.release()
-
-    def wait(self, timeout: float) -> None:
-        """Return when a worker ended, or after ``timeout`` seconds."""
-        if self._ended.acquire(timeout=timeout):
-            self._alive -= 1
-
-    @property
-    def finished(self) -> bool:
-        """Every worker has ended."""
-        return self._alive <= 0
+            on_exit()
 
 
 class DaskPool:

@@ -13,11 +13,13 @@ Why chunks are checked: a chunk is untrusted input. A chunk nested 10 000 levels
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 __all__ = ["MAX_LINE_BYTES", "Deadline", "DeadlineExceeded", "HttpBody", "StreamProblem",
@@ -83,21 +85,81 @@ class HttpBody(Protocol):
         ...
 
 
+class _Alarms:
+    """One daemon thread that runs every due callback, in deadline order.
+
+    A ``threading.Timer`` per model request cost a thread start per request: with 32 batch
+    items in flight, each start waits for the new thread to get the interpreter lock, which
+    made a batch measurably slower than a plain thread pool. Cancelled alarms stay in the heap
+    until they come due or until they are half of it (then it is rebuilt), so a cancel is cheap.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._live: set[int] = set()  # scheduled, neither run nor cancelled
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay: float, fn: Callable[[], None]) -> int:
+        """Run ``fn`` on the alarm thread in ``delay`` seconds; the id cancels it."""
+        with self._cond:
+            alarm = next(self._ids)
+            heapq.heappush(self._heap, (time.monotonic() + delay, alarm, fn))
+            self._live.add(alarm)
+            if self._thread is None or not self._thread.is_alive():  # first use, or a fork
+                self._thread = threading.Thread(target=self._loop, daemon=True,
+                                                name="jupyter-agent-watchdog")
+                self._thread.start()
+            elif self._heap[0][1] == alarm:  # due before the one the thread waits for
+                self._cond.notify()
+            return alarm
+
+    def cancel(self, alarm: int) -> None:
+        """Do not run that alarm (a no-op once it ran)."""
+        with self._cond:
+            self._live.discard(alarm)
+            if len(self._heap) > max(64, 2 * len(self._live)):
+                self._heap = [a for a in self._heap if a[1] in self._live]
+                heapq.heapify(self._heap)
+
+    def _next(self) -> Callable[[], None]:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)
+                now = time.monotonic()
+                if self._heap and self._heap[0][0] <= now:
+                    _, alarm, fn = heapq.heappop(self._heap)
+                    self._live.discard(alarm)
+                    return fn
+                self._cond.wait(self._heap[0][0] - now if self._heap else None)
+
+    def _loop(self) -> None:
+        while True:
+            fn = self._next()
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one failing alarm must not stop the others
+                pass
+
+
+_ALARMS = _Alarms()
+
+
 class Watchdog:
     """Cuts a response's connection when the deadline passes, so a read blocked on a silent
     server returns at once (the per-read timeout alone could block for much longer).
 
     The socket comes from the ``network_stream`` response extension of httpcore; without it
     (another transport) the response is closed instead, and the per-read timeout, which the
-    client caps at the deadline, still bounds the wait.
+    client caps at the deadline, still bounds the wait. Every watchdog shares one alarm thread.
     """
 
     def __init__(self, http: HttpBody, deadline: Deadline) -> None:
         self.fired = False
         self._http = http
-        self._timer = threading.Timer(deadline.remaining(), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._alarm = _ALARMS.schedule(deadline.remaining(), self._fire)
 
     def _fire(self) -> None:
         self.fired = True
@@ -116,7 +178,7 @@ class Watchdog:
             pass
 
     def cancel(self) -> None:
-        self._timer.cancel()
+        _ALARMS.cancel(self._alarm)
 
 
 def sse_payloads(pieces: Iterable[bytes], deadline: Deadline) -> Iterator[str]:

@@ -14,7 +14,9 @@ too: ``base * (best - second + 1) / (best + 1)``. No match gives ``unknown`` at 
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -104,12 +106,21 @@ _BASE = {1: 0.5, 2: 0.7}
 
 
 def _contains(lowered: str, keyword: str) -> bool:
+    match = _keyword_matcher(keyword)
+    return match is not None and match(lowered)
+
+
+@functools.lru_cache(maxsize=4096)
+def _keyword_matcher(keyword: str) -> Callable[[str], bool] | None:
+    """How to find ``keyword`` in casefolded text, built once per keyword (every turn checks
+    about a hundred of them; a batch runs thousands of turns)."""
     k = keyword.casefold().strip()
     if not k:
-        return False
+        return None
     if _CJK.search(k):
-        return k in lowered
-    return re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", lowered) is not None
+        return lambda lowered: k in lowered
+    pattern = re.compile(r"(?<!\w)" + re.escape(k) + r"(?!\w)")
+    return lambda lowered: pattern.search(lowered) is not None
 
 
 def intent_by_rules(text: str, rules: IntentRules | None = None) -> IntentResult:

@@ -108,26 +108,98 @@ def call_with_deadline(fn: Callable[..., Any], kwargs: dict[str, Any], limit: fl
         return fn(**kwargs)
     if _alarm_free():
         return _call_on_main_thread(fn, kwargs, limit)
-    box: dict[str, Any] = {}
     ctx = contextvars.copy_context()  # usage sinks and other context vars reach the thread
+    runner = _Runner.take()
+    box: dict[str, Any] = {}
     done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["value"] = ctx.run(fn, **kwargs)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-        finally:
-            done.set()
-
-    # A daemon thread: an abandoned call must not keep the interpreter from exiting.
-    thread = threading.Thread(target=target, name=f"jupyter-agent-tool-{name}", daemon=True)
-    thread.start()
-    _wait(done, limit, lambda: _raise_in(thread, KeyboardInterrupt))
+    runner.submit(lambda: ctx.run(fn, **kwargs), box, done, f"jupyter-agent-tool-{name}")
+    _wait(done, limit, lambda: runner.raise_in(KeyboardInterrupt, done))
     if not done.is_set():
-        _raise_in(thread, ToolAbandoned)
+        runner.raise_in(ToolAbandoned, done)
         raise ToolTimeout(limit, "abandoned")
     return _unbox(box)
+
+
+class _Runner:
+    """A daemon thread that runs sync tool calls for callers off the main thread, one at a time.
+
+    Reused: a batch runs a tool call per item from 32 worker threads, and a new thread per call
+    cost a thread start each (the start waits for the new thread to get the interpreter lock).
+    A runner an exception was raised into (a timeout, an interrupt) is *retired*: it never takes
+    another call, so that exception can land nowhere but in the call it was meant for. An idle
+    runner ends after :data:`_IDLE` seconds.
+    """
+
+    _lock = threading.Lock()
+    _idle: list[_Runner] = []
+
+    def __init__(self) -> None:
+        self._go = threading.Event()
+        self._job: tuple[Callable[[], Any], dict[str, Any], threading.Event] | None = None
+        self._retired = False
+        self.thread = threading.Thread(target=self._loop, name="jupyter-agent-tool-runner",
+                                       daemon=True)  # an abandoned call never blocks exit
+
+    @classmethod
+    def take(cls) -> _Runner:
+        """An idle runner, or a new one."""
+        with cls._lock:
+            if cls._idle:
+                return cls._idle.pop()
+        runner = cls()
+        runner.thread.start()
+        return runner
+
+    def submit(self, job: Callable[[], Any], box: dict[str, Any], done: threading.Event,
+               name: str) -> None:
+        """Run ``job``: its value or error goes in ``box``, then ``done`` is set."""
+        self._job = (job, box, done)
+        self.thread.name = name
+        self._go.set()
+
+    def raise_in(self, exc: type[BaseException], done: threading.Event) -> None:
+        """Raise ``exc`` in the call ``done`` belongs to, unless it ended, and retire."""
+        with self._lock:
+            if done.is_set():
+                return
+            self._retired = True
+            _raise_in(self.thread, exc)
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                if not self._go.wait(_IDLE):
+                    if self._leave():
+                        return
+                    continue  # taken meanwhile: its call is being handed over
+                self._go.clear()
+                assert self._job is not None
+                (job, box, done), self._job = self._job, None
+                try:
+                    box["value"] = job()
+                except BaseException as exc:  # re-raised in the caller's thread
+                    box["error"] = exc
+                finally:
+                    done.set()
+                with self._lock:
+                    if self._retired:
+                        return
+                    self.thread.name = "jupyter-agent-tool-runner"
+                    self._idle.append(self)
+        except BaseException:  # noqa: BLE001 - a late exception meant for a finished call
+            return
+
+    def _leave(self) -> bool:
+        """Idle too long: leave the pool, unless a call was handed over meanwhile."""
+        with self._lock:
+            if self in self._idle:
+                self._idle.remove(self)
+                return True
+        return False
+
+
+_IDLE = 60.0
+"""Seconds an idle tool runner waits for another call before its thread ends."""
 
 
 class _DeadlineHit(BaseException):

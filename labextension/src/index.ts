@@ -4,6 +4,8 @@ import { JSONObject } from '@lumino/coreutils';
 
 import { Widget } from '@lumino/widgets';
 
+import { renderBatch } from '../../jupyter_agent/ui/static/batch.js';
+
 import { renderRunInto } from '../../jupyter_agent/ui/static/render.js';
 
 /**
@@ -63,14 +65,80 @@ export const rendererFactory: IRenderMime.IRendererFactory = {
 };
 
 /**
- * The MIME renderer extension for jupyter-agent runs.
+ * The MIME type of a jupyter-agent batch card (its progress view: counts, results, board).
  */
-const extension: IRenderMime.IExtension = {
-  id: 'jupyter-agent:run-renderer',
-  description: 'Renders jupyter-agent runs saved in notebook outputs.',
-  rendererFactory,
-  rank: 0,
-  dataType: 'json'
+export const BATCH_MIME_TYPE = 'application/vnd.jupyter-agent.batch+json';
+
+/**
+ * A widget that draws a finished (or saved) batch card from its MIME payload.
+ */
+export class RenderedBatch extends Widget implements IRenderMime.IRenderer {
+  /**
+   * Construct a renderer for one output.
+   */
+  constructor(options: IRenderMime.IRendererOptions) {
+    super();
+    this._mimeType = options.mimeType;
+    this.addClass('jp-RenderedJupyterAgentBatch');
+  }
+
+  /**
+   * Draw the payload (the batch's view) statically: no stop buttons, nothing to send. A
+   * payload that cannot be drawn (damaged, another version) shows the bundle's plain text.
+   */
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const view = model.data[this._mimeType];
+    try {
+      if (!view || typeof view !== 'object' || Array.isArray(view)) {
+        throw new Error('not a batch view');
+      }
+      renderBatch(this.node, view);
+    } catch {
+      const text = model.data['text/plain'];
+      this.node.textContent = '';
+      const pre = document.createElement('pre');
+      pre.textContent =
+        typeof text === 'string' && text
+          ? text
+          : 'This jupyter-agent batch output could not be drawn.';
+      this.node.appendChild(pre);
+    }
+    return Promise.resolve();
+  }
+
+  /**
+   * The MIME type this renderer reads from the bundle.
+   */
+  private _mimeType: string;
+}
+
+/**
+ * The factory that makes batch renderers; `safe`: it draws text nodes only, never markup.
+ */
+export const batchRendererFactory: IRenderMime.IRendererFactory = {
+  safe: true,
+  mimeTypes: [BATCH_MIME_TYPE],
+  createRenderer: options => new RenderedBatch(options)
 };
 
-export default extension;
+/**
+ * The MIME renderer extensions: runs and batch cards saved in notebook outputs.
+ */
+const extensions: IRenderMime.IExtension[] = [
+  {
+    id: 'jupyter-agent:run-renderer',
+    description: 'Renders jupyter-agent runs saved in notebook outputs.',
+    rendererFactory,
+    rank: 0,
+    dataType: 'json'
+  },
+  {
+    id: 'jupyter-agent:batch-renderer',
+    description: 'Renders jupyter-agent batch cards saved in notebook outputs.',
+    rendererFactory: batchRendererFactory,
+    rank: 0,
+    dataType: 'json'
+  }
+];
+
+export default extensions;

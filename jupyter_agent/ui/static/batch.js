@@ -4,6 +4,9 @@
 // anywidget (the default export) and usable by a MIME renderer of
 // application/vnd.jupyter-agent.batch+json (`renderBatch` without onAction: no buttons).
 // Answers and errors are model text: they go in through textContent, never as HTML.
+// A saved notebook's payload is untrusted too (edited, damaged, from a newer version): every
+// field is checked for its type, texts are cut, tables are capped, and class names only ever
+// take values from the fixed lists here.
 //
 // A click on a stop button sends {type: "stop", mode: "finish" | "abort"} and dispatches the
 // bubbling DOM event `jupyter-agent-stop` (detail {batch, interrupts}) for the extension.
@@ -19,33 +22,63 @@ const COUNTS = [
   ["skipped", "not run"],
 ];
 const STATUS = { running: "running", done: "finished", stopped: "stopped", error: "failed" };
+const ITEM_STATUSES = ["done", "max_rounds", "incomplete", "error", "aborted", "ask", "skipped",
+  "running"];
+/** Rows drawn in a results table; the kernel sends 20 at most (batch/api.py). */
+export const MAX_ROWS = 50;
+const MAX_TEXT = 300;
+
+function isObject(x) {
+  return x !== null && typeof x === "object" && !Array.isArray(x);
+}
+
+/** A short text from any value: a string cut at MAX_TEXT, else "" (never "[object Object]"). */
+function str(x, max = MAX_TEXT) {
+  if (typeof x === "number" && Number.isFinite(x)) return String(x);
+  if (typeof x !== "string") return "";
+  return x.length <= max ? x : `${x.slice(0, max - 1)}…`;
+}
+
+function num(x) {
+  const n = Number(x);
+  return typeof x === "number" && Number.isFinite(n) ? n : 0;
+}
+
+/** The batch's status, "unknown" when the payload has none that this card knows. */
+function statusOf(view) {
+  return typeof view.status === "string" && view.status in STATUS ? view.status : "unknown";
+}
 
 function header(view) {
-  const models = view.models || [];
-  let over = `${formatInt(view.rows)} row${view.rows === 1 ? "" : "s"}`;
+  const models = Array.isArray(view.models) ? view.models : [];
+  const rows = num(view.rows);
+  let over = `${formatInt(rows)} row${rows === 1 ? "" : "s"}`;
   if (models.length > 1) over += ` × ${models.length} models`;
-  const status = view.status || "running";
+  const status = statusOf(view);
   const tone = { running: "running", done: "done", stopped: "incomplete" }[status] || "error";
+  const badge = h("span", `ja-badge ja-status-${tone}`, STATUS[status] || status);
+  badge.dataset.status = status;
   return append(
     h("header", "ja-header"),
-    h("span", "ja-agent", `Batch: ${view.kind || ""} over ${over}`),
-    h("span", "ja-model", `${view.engine || "thread"} · concurrency ${view.concurrency || 0}`),
-    h("span", `ja-badge ja-status-${tone}`, STATUS[status] || status),
+    h("span", "ja-agent", `Batch: ${str(view.kind, 40)} over ${over}`),
+    h("span", "ja-model",
+      `${str(view.engine, 40) || "thread"} · concurrency ${formatInt(num(view.concurrency))}`),
+    badge,
   );
 }
 
 function counts(view) {
-  const c = view.counts || {};
+  const c = isObject(view.counts) ? view.counts : {};
   const row = h("div", "ja-batch-counts");
   for (const [key, label] of COUNTS) {
     append(row, append(h("span", `ja-batch-count ja-batch-${key}`),
-      h("b", "", formatInt(c[key] || 0)), ` ${label}`));
+      h("b", "", formatInt(num(c[key]))), ` ${label}`));
   }
-  const total = Math.max(1, view.total || 0);
+  const total = Math.max(1, num(view.total));
   const bar = h("div", "ja-batch-bar");
   for (const key of ["done", "failed", "ask", "running"]) {
     const part = h("span", `ja-batch-bar-${key}`);
-    part.style.width = `${(100 * (c[key] || 0)) / total}%`;
+    part.style.width = `${Math.min(100, Math.max(0, (100 * num(c[key])) / total))}%`;
     bar.appendChild(part);
   }
   return append(h("div", ""), row, bar);
@@ -53,45 +86,69 @@ function counts(view) {
 
 function usage(view) {
   let text = `${formatInt(view.input_tokens)} in / ${formatInt(view.output_tokens)} out tokens`
-    + ` · cost ${formatCost(view.cost)} · ${(Number(view.rate) || 0).toFixed(1)} items/min`
+    + ` · cost ${formatCost(view.cost)} · ${num(view.rate).toFixed(1)} items/min`
     + ` · ${formatSeconds(view.elapsed)}`;
   if (view.status === "running" && view.eta !== null && view.eta !== undefined) {
     text += ` · about ${formatSeconds(view.eta)} left`;
   }
-  if (view.reused) text += ` · ${formatInt(view.reused)} from an earlier run`;
+  if (num(view.reused)) text += ` · ${formatInt(num(view.reused))} from an earlier run`;
   return h("div", "ja-footer", text);
 }
 
+/** An item's score (any scale a score function chose); "–" when it has none. */
+function score(x) {
+  return typeof x === "number" && Number.isFinite(x) ? String(Number(x.toFixed(3))) : "–";
+}
+
+function more(t, shown, all, columns) {
+  if (all <= shown) return;
+  const td = h("td", "ja-batch-more", `… ${formatInt(all - shown)} more not shown`);
+  td.colSpan = columns;
+  t.appendChild(append(h("tr", ""), td));
+}
+
 function table(title, rows) {
-  if (!rows || !rows.length) return null;
+  if (!Array.isArray(rows) || !rows.length) return null;
+  const items = rows.filter(isObject);
+  if (!items.length) return null;
+  const shown = items.slice(0, MAX_ROWS);
+  const scored = shown.some((r) => typeof r.score === "number");
   const t = h("table", "ja-batch-table");
   const head = append(h("tr", ""), h("th", "", "row"), h("th", "", "model"),
-    h("th", "", "status"), h("th", "", "answer"));
+    h("th", "", "status"), h("th", "", "answer"), scored && h("th", "", "score"));
   t.appendChild(head);
-  for (const r of rows) {
-    append(t, append(h("tr", `ja-batch-item ja-batch-item-${r.status}`),
-      h("td", "", String(r.row)), h("td", "", r.model), h("td", "", r.status),
-      h("td", "", r.answer || r.error || "")));
+  for (const r of shown) {
+    const status = ITEM_STATUSES.includes(r.status) ? r.status : "other";
+    append(t, append(h("tr", `ja-batch-item ja-batch-item-${status}`),
+      h("td", "", str(r.row, 12)), h("td", "", str(r.model, 80)), h("td", "", str(r.status, 20)),
+      h("td", "", str(r.answer) || str(r.error)), scored && h("td", "", score(r.score))));
   }
+  more(t, shown.length, items.length, scored ? 5 : 4);
   return append(h("div", ""), h("div", "ja-batch-label", title), t);
 }
 
+const BOARD_KEYS = ["model", "items", "done", "failed", "accuracy", "cost", "p50_seconds",
+  "p95_seconds"];
+
+function boardCell(k, v) {
+  if (k === "model") return h("td", "", str(v, 80));
+  if (typeof v !== "number" || !Number.isFinite(v)) return h("td", "", "–");
+  if (k === "accuracy") return h("td", "", `${(100 * v).toFixed(1)}%`);
+  if (k === "cost") return h("td", "", formatCost(v));
+  if (k.endsWith("seconds")) return h("td", "", formatSeconds(v));
+  return h("td", "", formatInt(v));
+}
+
 function board(rows) {
-  if (!rows || !rows.length) return null;
-  const keys = ["model", "items", "done", "failed", "accuracy", "cost", "p50_seconds",
-    "p95_seconds"].filter((k) => k in rows[0]);
+  if (!Array.isArray(rows)) return null;
+  const items = rows.filter(isObject);
+  if (!items.length) return null;
+  const keys = BOARD_KEYS.filter((k) => k in items[0]);
+  const shown = items.slice(0, MAX_ROWS);
   const t = h("table", "ja-batch-table");
   t.appendChild(append(h("tr", ""), ...keys.map((k) => h("th", "", k.replace("_seconds", " s")))));
-  for (const r of rows) {
-    t.appendChild(append(h("tr", ""), ...keys.map((k) => {
-      const v = r[k];
-      if (v === null || v === undefined) return h("td", "", "–");
-      if (k === "accuracy") return h("td", "", `${(100 * v).toFixed(1)}%`);
-      if (k === "cost") return h("td", "", formatCost(v));
-      if (k.endsWith("seconds")) return h("td", "", formatSeconds(v));
-      return h("td", "", typeof v === "number" ? formatInt(v) : String(v));
-    })));
-  }
+  for (const r of shown) t.appendChild(append(h("tr", ""), ...keys.map((k) => boardCell(k, r[k]))));
+  more(t, shown.length, items.length, keys.length);
   return append(h("div", ""), h("div", "ja-batch-label", "Comparison"), t);
 }
 
@@ -121,15 +178,20 @@ function stopButtons(view, onAction, sent) {
 
 /** Draw the batch view into `el` (cleared). opts = {onAction(msg)} | undefined. */
 export function renderBatch(el, view, opts, sent = {}) {
-  el.textContent = "";
+  const v = isObject(view) ? view : {};
   const root = h("div", "ja-run ja-batch");
-  append(root, header(view || {}), counts(view || {}), usage(view || {}));
-  if (view && view.stop_reason) root.appendChild(h("div", "ja-warning", view.stop_reason));
-  const live = view && view.status === "running";
+  root.dataset.status = statusOf(v);
+  append(root, header(v), counts(v), usage(v));
+  if (str(v.stop_reason)) root.appendChild(h("div", "ja-warning", str(v.stop_reason, 1000)));
+  const live = v.status === "running";
+  const done = Array.isArray(v.preview) && v.preview.length ? v.preview : v.latest;
   append(root,
-    table(live ? "Latest results" : "Results", live ? view.latest : view && (view.preview || view.latest)),
-    board(view && view.board),
-    stopButtons(view || {}, opts && opts.onAction, sent));
+    table(live ? "Latest results" : "Results", live ? v.latest : done),
+    board(v.board),
+    stopButtons(v, opts && opts.onAction, sent));
+  // Built whole before anything is replaced: a payload that makes a part throw leaves `el`
+  // as it was, for the caller to fall back on.
+  el.textContent = "";
   el.appendChild(root);
 }
 
