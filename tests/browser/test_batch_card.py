@@ -155,3 +155,22 @@ def test_finish_then_abort_is_one_interrupt_each(browser: Any, tmp_path: Path) -
                                            {"type": "stop", "mode": "abort"}]
     page.close()
     page._server.__exit__(None, None, None)
+
+
+def test_a_click_whose_press_and_release_straddle_a_redraw_still_stops(
+        browser: Any, tmp_path: Path) -> None:
+    """The live card redraws several times a second while the batch runs; a click is a press
+    and a release. A redraw between the two must not lose the stop (the row is kept)."""
+    page = _open(browser, tmp_path, _view())
+    box = page.locator("text=Stop (let running items finish)").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    for _ in range(3):  # the engine's next states arrive while the button is held
+        page.evaluate("v => window.update(v)", _view())
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+    page.mouse.up()
+    assert page.evaluate("window.sent") == [{"type": "stop", "mode": "finish"}]
+    assert page.locator(".ja-batch-stop").count() == 1  # one row, not one per redraw
+    assert page.locator(".ja-batch-counts").count() == 1
+    page.close()
+    page._server.__exit__(None, None, None)

@@ -176,21 +176,38 @@ function stopButtons(view, onAction, sent) {
     button("abort", "Stop now (abort running items)"));
 }
 
-/** Draw the batch view into `el` (cleared). opts = {onAction(msg)} | undefined. */
+/**
+ * Draw the batch view into `el`. opts = {onAction(msg)} | undefined; `sent` is the live view's
+ * memory across draws (which stop went out, and the stop row).
+ *
+ * The stop row is kept across draws while the batch runs: the card is redrawn several times a
+ * second, and a click is a press and a release; a row rebuilt between the two would lose the
+ * click (neither button would get it). So a redraw replaces everything but the row.
+ */
 export function renderBatch(el, view, opts, sent = {}) {
   const v = isObject(view) ? view : {};
-  const root = h("div", "ja-run ja-batch");
-  root.dataset.status = statusOf(v);
-  append(root, header(v), counts(v), usage(v));
-  if (str(v.stop_reason)) root.appendChild(h("div", "ja-warning", str(v.stop_reason, 1000)));
   const live = v.status === "running";
   const done = Array.isArray(v.preview) && v.preview.length ? v.preview : v.latest;
-  append(root,
-    table(live ? "Latest results" : "Results", live ? v.latest : done),
-    board(v.board),
-    stopButtons(v, opts && opts.onAction, sent));
   // Built whole before anything is replaced: a payload that makes a part throw leaves `el`
   // as it was, for the caller to fall back on.
+  const parts = [header(v), counts(v), usage(v),
+    str(v.stop_reason) ? h("div", "ja-warning", str(v.stop_reason, 1000)) : null,
+    table(live ? "Latest results" : "Results", live ? v.latest : done),
+    board(v.board)].filter(Boolean);
+  const onAction = opts && opts.onAction;
+  const kept = live && onAction && sent.row && el.contains(sent.row) ? sent.row : null;
+  if (kept) {
+    const root = kept.parentNode;
+    root.dataset.status = statusOf(v);
+    for (const child of [...root.childNodes]) if (child !== kept) root.removeChild(child);
+    for (const part of parts) root.insertBefore(part, kept);
+    return;
+  }
+  const row = stopButtons(v, onAction, sent);
+  const root = h("div", "ja-run ja-batch");
+  root.dataset.status = statusOf(v);
+  append(root, ...parts, row);
+  sent.row = row;
   el.textContent = "";
   el.appendChild(root);
 }
