@@ -19,6 +19,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,11 +80,27 @@ class Database:
         self._pid = os.getpid()
         self._closed = False
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = self.connection()
-        # Persistent in the file; a no-op when another process already switched it.
-        self.journal_mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+        self.journal_mode = self._set_wal(self.connection())
         with self.write() as conn:
             self.schema_version_found = migrate(conn)
+
+    def _set_wal(self, conn: sqlite3.Connection) -> str:
+        """Switch the file to WAL (persistent in the file; a no-op once another process did).
+
+        Two processes opening a new file at once can both try the switch: SQLite then answers
+        one of them "database is locked" at once, without waiting through the busy timeout. So
+        the switch is retried, with a short growing pause, for up to the busy timeout.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.01
+        while True:
+            try:
+                return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.2)
 
     # -- connections -----------------------------------------------------------------------
 

@@ -359,9 +359,7 @@ def test_anywidget_stop_reaches_the_kernel_and_the_page_once_and_cleans_up(
         }""",
         bundle_esm(STATIC_DIR / "widget.js"),
     )
-    # A view asks once for a snapshot when drawn (widget.js), then one stop, however often
-    # it was clicked.
-    assert result == {"sent": [{"type": "sync", "seq": 0}, {"type": "stop", "run_id": "run-7"}],
+    assert result == {"sent": [{"type": "stop", "run_id": "run-7"}],
                       "events": [{"run_id": "run-7"}], "ticked": False}
 
 
@@ -411,10 +409,9 @@ def test_a_click_after_a_kernel_restart_says_so_and_gives_the_command(open_run: 
             const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
             const widget = (await import(url)).default;
             let tries = 0;
-            // The card was drawn while the kernel lived (its sync on render went out); then
-            // the kernel restarted: every later send throws (what JupyterLab does).
+            // The comm of a restarted kernel: every send throws (what JupyterLab does).
             const model = {view, get(k) { return this[k]; }, on() {}, off() {},
-                           send() { tries += 1; if (tries > 1) throw new Error("Cannot send"); }};
+                           send() { tries += 1; throw new Error("Cannot send"); }};
             const el = document.createElement("div");
             el.id = "gone";
             document.body.appendChild(el);
@@ -426,7 +423,7 @@ def test_a_click_after_a_kernel_restart_says_so_and_gives_the_command(open_run: 
         }""",
         [bundle_esm(STATIC_DIR / "widget.js"), waiting],
     )
-    assert result == {"tries": 2}  # the sync on render, then the one click that failed
+    assert result == {"tries": 1}
     card = page.locator("#gone")
     gone = card.locator(".ja-kernel-gone")
     assert "%agent resume run-9 --option 2" in gone.inner_text()

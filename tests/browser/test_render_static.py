@@ -342,9 +342,7 @@ def test_anywidget_module_draws_updates_sends_and_cleans_up(open_run: OpenRun) -
     assert result == {
         "first": 1,
         "tools": 0,
-        # The sync a view sends when drawn, then the click's answer.
-        "sent": [{"type": "sync", "seq": 0},
-                 {"type": "answer", "call_id": "ask_9", "how": "option", "option_index": 3,
+        "sent": [{"type": "answer", "call_id": "ask_9", "how": "option", "option_index": 3,
                   "answer": "c"}],
         # The view's own listener is gone; the model keeps the one its patched state follows
         # snapshots with (ui/static/patch.js: one per model, shared by all its views).

@@ -144,6 +144,9 @@ export function renderPendingAsk(state, ask, onAction) {
   const sent = state.sent.get(ask.call_id);
   const controls = [];
   const statusLine = h("div", "ja-ask-status");
+  // The card may be drawn again between a click and the queued notice below: the notice goes
+  // to every status line of this question still on the page, not to one already replaced.
+  statusLine.dataset.callId = String(ask.call_id);
 
   const send = (msg, chosen) => {
     if (state.sent.has(ask.call_id)) return;
@@ -155,10 +158,13 @@ export function renderPendingAsk(state, ask, onAction) {
     // An idle kernel answers within a moment (the card is redrawn answered); still here, the
     // click waits behind a running cell: say so rather than look stuck.
     setTimeout(() => {
-      if (!state.sent.has(ask.call_id)) return;
-      (state.queued = state.queued || new Set()).add(ask.call_id);
-      if (statusLine.isConnected && statusLine.textContent === SENT_TEXT) {
-        statusLine.textContent = QUEUED_TEXT;
+      if (state.sent.has(ask.call_id)) (state.queued = state.queued || new Set()).add(ask.call_id);
+      const lines = new Set([statusLine]);
+      for (const line of document.querySelectorAll(".ja-ask-status")) {
+        if (line.dataset.callId === String(ask.call_id)) lines.add(line);
+      }
+      for (const line of lines) {
+        if (line.isConnected && line.textContent === SENT_TEXT) line.textContent = QUEUED_TEXT;
       }
     }, QUEUED_AFTER_MS);
     try {

@@ -8,10 +8,8 @@
 //       the option's text as `answer`), "other" (the typed `answer`) or "dismissed". Sent once
 //       per card.
 //   {type: "sync", seq}
-//       The view missed a patch (./patch.js), or was just drawn (once per render: a reopened
-//       notebook or a reloaded page may show a run that moved on unseen, e.g. a question
-//       answered by `%agent resume` in another cell): the kernel answers with a new snapshot
-//       when the view changed, then {type: "synced", seq}.
+//       The view missed a patch (./patch.js): the kernel answers with a new snapshot when the
+//       view changed, then {type: "synced", seq}.
 //   {type: "stop", run_id}
 //       The user pressed the stop button of the running run `run_id` (the view's run_id). It
 //       asks for what a kernel interrupt does: the run ends as "aborted", keeping what it did so
@@ -21,8 +19,8 @@
 //
 // A send that throws means the comm is dead (the kernel was restarted or shut down): the card
 // is then drawn static under a line giving the `%agent resume` command for the click
-// (kernel_gone.js), and nothing more is sent. The sync sent on render finds that out at once;
-// with no answer (a busy kernel reads it once its cell ends) the card stays as it was drawn.
+// (kernel_gone.js), and nothing more is sent. (A sync sent on every render was tried: it made
+// a card whose click waits behind a running cell be drawn again and again; not done.)
 //
 // Because of that delay, the stop also goes out as a DOM event, `jupyter-agent-stop` (bubbling,
 // detail {run_id}), from the widget's element: the JupyterLab extension catches it and
@@ -33,7 +31,7 @@
 // into one module before sending it.
 
 import { renderKernelGone } from "./kernel_gone.js";
-import { requestSync, subscribe, viewState } from "./patch.js";
+import { subscribe, viewState } from "./patch.js";
 import { disposeRun, renderRunInto } from "./render.js";
 
 /** The DOM event a stop click also dispatches (labextension/src/stop.ts listens for it). */
@@ -91,16 +89,6 @@ export default {
     };
     const unsubscribe = subscribe(model, schedule);
     draw();
-    // The model's view may be older than the run (drawn again after the run moved on): ask
-    // once. A dead comm means the kernel is gone: say so now, not at the first click.
-    try {
-      requestSync(model);
-    } catch (err) {
-      gone = { msg: null };
-      disposeRun(el);
-      el.replaceChildren();
-      draw();
-    }
     return () => {
       unsubscribe();
       if (frame) cancelAnimationFrame(frame);
