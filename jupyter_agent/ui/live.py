@@ -198,6 +198,12 @@ class LiveDisplay:
                 self._timer = None
                 self.flush()
 
+    def _cancel_timer(self) -> None:
+        """Drop the pending deferred flush (not from the timer's own thread: it is running)."""
+        timer, self._timer = self._timer, None
+        if timer is not None and timer is not threading.current_thread():
+            timer.cancel()
+
     def refresh(self) -> None:
         """Redraw the whole output now (after the run's view was changed from outside, e.g. a
         warning added by a failed click)."""
@@ -206,9 +212,7 @@ class LiveDisplay:
 
     def flush(self, now: float | None = None) -> None:
         """Send pending changes to the front end."""
-        timer, self._timer = self._timer, None
-        if timer is not None and timer is not threading.current_thread():
-            timer.cancel()  # this flush draws what it was waiting to draw
+        self._cancel_timer()  # this flush draws what it was waiting to draw
         if not self._dirty:
             return
         self._dirty = False
@@ -226,9 +230,7 @@ class LiveDisplay:
         else:
             # The bundle below draws everything: a patch (or a markdown update) just before it
             # would be one more message that nobody sees.
-            timer, self._timer = self._timer, None
-            if timer is not None and timer is not threading.current_thread():
-                timer.cancel()
+            self._cancel_timer()
             self._dirty = False
             self._last = time.monotonic()
             self.updates += 1

@@ -19,10 +19,8 @@ for a handful of snapshots taken while the view is still small (a view already o
 :data:`RECOVERY_MAX_BYTES` is not sent again unasked: a run that grew that much in seconds
 is about to end, and its final output is drawn whole anyway).
 
-A view asks once when it is drawn, too (a notebook reopened or a page reloaded while the
-kernel runs: the question may have been answered meanwhile, e.g. by ``%agent resume`` in
-another cell). Every ``sync`` is answered: the snapshot when the view changed, then
-``{type: "synced", seq}``.
+Every ``sync`` (a front end that missed a patch) is answered: the snapshot when the view
+changed, then ``{type: "synced", seq}``, so its wait ends even when no snapshot was due.
 
 Clicks come back as custom messages ``{type: "answer", call_id, how, option_index, answer}``,
 the stop button as ``{type: "stop", run_id}`` (``static/widget.js`` documents both).
@@ -107,7 +105,7 @@ class RunWidget(anywidget.AnyWidget):
             self._on_answer(content)
         elif kind == "stop" and self._on_stop:
             self._on_stop(content)
-        elif kind == "sync":  # a view was drawn afresh, or missed a patch
+        elif kind == "sync":  # the front end missed a patch
             self.snapshot()
             # Always answered, after the snapshot if the view changed (a snapshot equal to
             # the synced traits sends nothing): the front end then knows its view is current.

@@ -7,10 +7,8 @@
 // current seq is already included and ignored; a gap (a patch lost, or a snapshot older than the
 // patches) makes the view ask once for a new snapshot, {type: "sync", seq}, and wait for it.
 //
-//   viewState(model)        the model's state {view, seq, waiting, synced}; made on first use
-//                           and kept per model, so every view of the widget shares one copy
-//   requestSync(model)      ask the kernel for a fresh snapshot (a view drawn afresh: the run
-//                           may have moved on unseen); throws when the comm is dead
+//   viewState(model)        the model's state {view, seq, waiting}; made on first use and
+//                           kept per model, so every view of the widget shares one copy
 //   subscribe(model, fn)    call fn() after each change of the state; returns the unsubscribe
 //   applyOps(view, ops)     apply one patch's ops to a view dict in place (returns it)
 //
@@ -20,7 +18,7 @@
 // applyOps also copies what it takes from a message, so no two views ever share an object.
 //
 // The kernel answers every sync with {type: "synced", seq}, after the snapshot if the view
-// changed: `synced` counts the answers (the kernel is alive), and a wait for a gap ends.
+// changed: a wait for a gap ends even when no snapshot had to be sent.
 
 const STATE_KEY = Symbol.for("jupyter-agent.viewState");
 
@@ -75,7 +73,7 @@ export function viewState(model) {
   let state = model[STATE_KEY];
   if (state) return state;
   state = { view: clone(model.get("view")), seq: model.get("view_seq") || 0, waiting: false,
-            synced: 0, listeners: new Set() };
+            listeners: new Set() };
   Object.defineProperty(model, STATE_KEY, { value: state, configurable: true });
   const notify = () => {
     for (const fn of [...state.listeners]) fn();
@@ -89,7 +87,6 @@ export function viewState(model) {
   const onMessage = (msg) => {
     if (msg && msg.type === "synced") {
       // Any snapshot came first (same comm, in order): the view is the kernel's now.
-      state.synced += 1;
       state.waiting = false;
       const seq = model.get("view_seq") || 0;
       if (typeof msg.seq === "number" && msg.seq > state.seq && seq >= msg.seq) {
@@ -116,13 +113,6 @@ export function viewState(model) {
   model.on("change:view_seq", onSnapshot);
   model.on("msg:custom", onMessage);
   return state;
-}
-
-/** Ask the kernel for a fresh snapshot. Patches go on meanwhile (a busy kernel answers only
- * once its cell ends, and the stream must stay live); the snapshot, when it comes, holds them
- * all. Throws when the comm is dead (the caller draws the kernel-gone line). */
-export function requestSync(model) {
-  model.send({ type: "sync", seq: viewState(model).seq });
 }
 
 /** Call `fn` after every change of the model's view state; returns the unsubscribe. */
