@@ -337,14 +337,17 @@ def check_lab(server: Lab) -> None:
         raise AssertionError(f"the python3 kernel runs {argv0}, not this environment's Python")
 
 
+KERNELSPEC = {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                             "language": "python"}}
+"""The notebook metadata that names this environment's python3 kernel."""
+
+
 def write_notebook(path: Path, cells: list[str]) -> None:
     """A notebook of code ``cells`` for the python3 kernel."""
     import nbformat
 
-    nb = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell(c) for c in cells],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells],
+                                  metadata=KERNELSPEC)
     nbformat.write(nb, path)
 
 
@@ -392,3 +395,17 @@ def lab_notebook(base: Path, name: str, cells: list[str], key: str, *, height: i
                 raise
             finally:
                 browser.close()
+
+
+def insert_below(ui: LabPage, run: Any, proposed: str, index: int) -> None:
+    """Click the finished run's *Insert below* and check the proposal became cell ``index``
+    (the only new cell), and that the card has no button left (a second click inserts
+    nothing)."""
+    cells_before = ui.page.locator(".jp-Notebook .jp-Cell").count()
+    run.locator(".ja-proposal .ja-insert").click()
+    run.locator(".ja-proposal-done").wait_for()
+    assert "Inserted below." in run.locator(".ja-proposal").inner_text()
+    assert ui.page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1
+    new = ui.cell(index)
+    assert new.locator(".jp-InputArea-editor").inner_text().strip() == proposed
+    assert run.locator(".ja-proposal button").count() == 0

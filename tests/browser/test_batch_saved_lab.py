@@ -11,7 +11,6 @@ payload that is no view at all) are drawn escaped and capped, or fall back to th
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +21,15 @@ import pytest
 from jupyter_agent.view.batch import BATCH_MIME_TYPE, batch_bundle
 from tests.fakes.openai_server import ScriptedOpenAI, text
 
-from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, built_extension_load, start_lab
+from .lab_harness import (
+    BUILT_EXTENSION,
+    KERNELSPEC,
+    TOKEN,
+    LabPage,
+    check_lab,
+    start_lab,
+    write_notebook,
+)
 from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
 
 pytestmark = [
@@ -42,8 +49,6 @@ SETUP = '%load_ext jupyter_agent\nrows = ["order 1", "order 2", "order 3"]'
 BATCH = "%%chat --over rows --concurrency 2 --out results\nIs {item} paid?"
 RENDERED = ".jp-RenderedJupyterAgentBatch > .ja-run.ja-batch"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-KERNELSPEC = {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                             "language": "python"}}
 
 
 class Lab:
@@ -63,14 +68,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": KEY,
         "JUPYTER_AGENT_HOME": str(base / "agent-home"),
     }) as server:
-        load = built_extension_load()
-        assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
-        argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
-        if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
-            pytest.fail(f"the python3 kernel runs {argv0}, not this environment's Python")
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (SETUP, BATCH)],
-                                      metadata=KERNELSPEC)
-        nbformat.write(nb, server.root / NOTEBOOK)
+        check_lab(server)
+        write_notebook(server.root / NOTEBOOK, [SETUP, BATCH])
         nbformat.write(_hostile_notebook(), server.root / HOSTILE)
         with sync_playwright() as p:
             browser = launch_browser(p)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.openai_server import call, text, tool_calls
 
-from .lab_harness import BUILT_EXTENSION, LabNotebook, lab_notebook
+from .lab_harness import BUILT_EXTENSION, LabNotebook, insert_below, lab_notebook
 from .render_harness import ARTIFACTS_DIR, chromium_path
 
 pytestmark = [
@@ -86,13 +86,5 @@ def test_live_cells_approval_and_insert_below_in_notebook7(nb7: LabNotebook) -> 
     results = _tool_results(model.requests[-1])
     assert "44" in results[1] and "Error" not in results[1], results[1]
 
-    cells_before = ui.page.locator(".jp-Notebook .jp-Cell").count()
-    insert = run.locator(".ja-proposal .ja-insert")
-    insert.click()
-    run.locator(".ja-proposal-done").wait_for()
-    assert "Inserted below." in run.locator(".ja-proposal").inner_text()
-    assert ui.page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1
-    new = ui.cell(3)
-    assert new.locator(".jp-InputArea-editor").inner_text().strip() == PROPOSED
-    assert run.locator(".ja-proposal button").count() == 0  # a second click inserts nothing
+    insert_below(ui, run, PROPOSED, 3)
     ui.shot("nb7-inserted.png", ARTIFACTS_DIR, ui.page.locator(".jp-Notebook"))

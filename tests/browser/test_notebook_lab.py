@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
-from .lab_harness import BUILT_EXTENSION, LabPage, lab_notebook
+from .lab_harness import BUILT_EXTENSION, LabPage, insert_below, lab_notebook
 from .render_harness import ARTIFACTS_DIR, chromium_path
 
 pytestmark = [
@@ -67,15 +67,7 @@ def test_run_python_approval_figure_and_insert_below(lab: tuple[LabPage, Scripte
     img = run.locator(".ja-figure-img")
     assert img.count() == 1 and img.evaluate("i => i.complete && i.naturalWidth > 100")
     assert "title 'growth'" in run.locator(".ja-figure figcaption").inner_text()
-    cells_before = ui.page.locator(".jp-Notebook .jp-Cell").count()
-    insert = run.locator(".ja-proposal .ja-insert")
-    insert.click()
-    run.locator(".ja-proposal-done").wait_for()
-    assert "Inserted below." in run.locator(".ja-proposal").inner_text()
-    assert ui.page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1
-    new = ui.cell(2)
-    assert new.locator(".jp-InputArea-editor").inner_text().strip() == PROPOSED
-    assert run.locator(".ja-proposal button").count() == 0  # no second insert
+    insert_below(ui, run, PROPOSED, 2)
     ui.shot("lab-notebook-inserted.png", ARTIFACTS_DIR, ui.page.locator(".jp-Notebook"))
     # The code ran in the kernel: the user's next cell (now index 3) sees its variable.
     ui.run(3)
