@@ -409,3 +409,20 @@ def insert_below(ui: LabPage, run: Any, proposed: str, index: int) -> None:
     new = ui.cell(index)
     assert new.locator(".jp-InputArea-editor").inner_text().strip() == proposed
     assert run.locator(".ja-proposal button").count() == 0
+
+
+def lab_marks(timeout: int) -> list[Any]:
+    """The marks of a JupyterLab browser test module: ``browser``, a ``timeout`` in seconds,
+    skipped without the system Chromium or this checkout's built extension."""
+    import pytest
+
+    from tests.browser.render_harness import chromium_path
+
+    return [
+        pytest.mark.browser,
+        pytest.mark.timeout(timeout),
+        pytest.mark.skipif(chromium_path() is None,
+                           reason="no system Chromium (`make test` installs Debian's chromium)"),
+        pytest.mark.skipif(not BUILT_EXTENSION.exists(),
+                           reason="the JupyterLab extension is not built (run `make labextension`)"),
+    ]

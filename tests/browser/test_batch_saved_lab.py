@@ -22,24 +22,17 @@ from jupyter_agent.view.batch import BATCH_MIME_TYPE, batch_bundle
 from tests.fakes.openai_server import ScriptedOpenAI, text
 
 from .lab_harness import (
-    BUILT_EXTENSION,
     KERNELSPEC,
     TOKEN,
     LabPage,
     check_lab,
+    lab_marks,
     start_lab,
     write_notebook,
 )
-from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+from .render_harness import ARTIFACTS_DIR, launch_browser
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="no system Chromium (`make test` installs Debian's chromium)"),
-    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
-                       reason="the JupyterLab extension is not built (run `make labextension`)"),
-]
+pytestmark = lab_marks(420)
 
 KEY = "sk-test-key-batch-saved-0123456789"
 NOTEBOOK = "batch-saved.ipynb"

@@ -24,22 +24,15 @@ from tests.agents.plan.plan_scripts import set_plan, step_done
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 from .lab_harness import (
-    BUILT_EXTENSION,
     LabPage,
     lab_environment,
+    lab_marks,
     lab_notebook,
     labextension_list,
 )
-from .render_harness import ARTIFACTS_DIR, chromium_path
+from .render_harness import ARTIFACTS_DIR
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.timeout(300),
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="no system Chromium (`make test` installs Debian's chromium)"),
-    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
-                       reason="the JupyterLab extension is not built (run `make install`)"),
-]
+pytestmark = lab_marks(300)
 
 KEY = "sk-test-key-browser-0123456789"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"

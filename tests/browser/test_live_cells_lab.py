@@ -16,16 +16,9 @@ import pytest
 
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
-from .lab_harness import BUILT_EXTENSION, LabNotebook, LabPage, lab_notebook
-from .render_harness import chromium_path
+from .lab_harness import LabNotebook, LabPage, lab_marks, lab_notebook
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(chromium_path() is None, reason="no system Chromium"),
-    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
-                       reason="the JupyterLab extension is not built (run `make install`)"),
-]
+pytestmark = lab_marks(420)
 
 KEY = "sk-test-key-live-cells-0123456789"
 NOTEBOOK = "live-cells.ipynb"

@@ -14,16 +14,10 @@ import pytest
 
 from tests.fakes.openai_server import call, text, tool_calls
 
-from .lab_harness import BUILT_EXTENSION, LabNotebook, insert_below, lab_notebook
-from .render_harness import ARTIFACTS_DIR, chromium_path
+from .lab_harness import LabNotebook, insert_below, lab_marks, lab_notebook
+from .render_harness import ARTIFACTS_DIR
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.timeout(300),
-    pytest.mark.skipif(chromium_path() is None, reason="no system Chromium"),
-    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
-                       reason="the JupyterLab extension is not built (run `make install`)"),
-]
+pytestmark = lab_marks(300)
 
 notebook_app = pytest.importorskip("notebook", reason="Notebook 7 is in the test extra")
 

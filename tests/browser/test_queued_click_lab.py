@@ -16,17 +16,10 @@ from playwright.sync_api import expect
 
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
-from .lab_harness import BUILT_EXTENSION, LabPage, lab_notebook
-from .render_harness import ARTIFACTS_DIR, chromium_path
+from .lab_harness import LabPage, lab_marks, lab_notebook
+from .render_harness import ARTIFACTS_DIR
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="no system Chromium (`make test` installs Debian's chromium)"),
-    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
-                       reason="the JupyterLab extension is not built (run `make install`)"),
-]
+pytestmark = lab_marks(420)
 
 KEY = "sk-test-key-queued-0123456789"
 NOTEBOOK = "queued.ipynb"

@@ -14,17 +14,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .lab_harness import BUILT_EXTENSION, TOKEN, LabPage, check_lab, start_lab
-from .render_harness import ARTIFACTS_DIR, chromium_path, launch_browser
+from .lab_harness import TOKEN, LabPage, check_lab, lab_marks, start_lab
+from .render_harness import ARTIFACTS_DIR, launch_browser
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.timeout(600),
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="no system Chromium (`make test` installs Debian's chromium)"),
-    pytest.mark.skipif(not BUILT_EXTENSION.exists(),
-                       reason="the JupyterLab extension is not built (run `make install`)"),
-]
+pytestmark = lab_marks(600)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 T03 = "03-planning-with-ask.ipynb"
