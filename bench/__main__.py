@@ -22,11 +22,12 @@ from bench import (  # noqa: E402
     bench_notebook,
     bench_plan,
     bench_stream,
+    bench_trace,
 )
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the import, loop, streaming, planning, notebook-tool, live-view and batch
+    """Run the import, loop, streaming, planning, notebook-tool, live-view, batch and trace
     benchmarks."""
     parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_live.main(["--rounds", "60"] if args.quick else [])
     print("=" * 78)
     bench_batch.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_trace.main(["--quick"] if args.quick else [])
 
 
 if __name__ == "__main__":

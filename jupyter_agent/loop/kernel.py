@@ -307,9 +307,10 @@ class _LoopRun:
         cost = self.client.cost(resp.usage)
         priced = bool(self.client.profile.price_tiers)
         self._push_usage(UsageItem("agent_call", self.cfg.model, resp.usage, cost), self.round,
-                         priced=priced)
+                         priced=priced, response=resp)
 
-    def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True) -> None:
+    def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True,
+                    response: ChatResponse | None = None) -> None:
         res = self.result
         res.usages.append(u)
         res.input_tokens += u.usage.input_tokens
@@ -319,7 +320,10 @@ class _LoopRun:
                                 module=u.module, model=u.model,
                                 input_tokens=u.usage.input_tokens,
                                 output_tokens=u.usage.output_tokens, cost=u.cost,
-                                estimated=u.usage.estimated, priced=priced))
+                                estimated=u.usage.estimated, priced=priced,
+                                response_model=(response.model or "") if response else "",
+                                finish_reason=response.finish_reason if response else None,
+                                response_id=response.request_id if response else None))
 
     def _append(self, msg: Message, to_request: bool = True) -> None:
         self.result.assistant_messages.append(msg)
