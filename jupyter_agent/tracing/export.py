@@ -1,4 +1,4 @@
-"""The OpenTelemetry side: one tracer provider per receiver URL, and a receiver that is down.
+"""The OpenTelemetry side: one span processor per receiver URL, and a receiver that is down.
 
 Spans go through a ``BatchSpanProcessor`` (a bounded queue, sent from its own thread every
 half second) to the OTLP/HTTP exporter, whose requests give up after a few seconds. So a run
@@ -15,6 +15,7 @@ This module imports OpenTelemetry; ``tracing/__init__.py`` imports it only once 
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -24,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import Tracer
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from .._state import STATE
 from .switch import capture_content
@@ -156,29 +157,35 @@ def _one_line(text: str) -> str:
 
 @dataclass
 class Exporting:
-    """The provider, tracer and health of one receiver URL."""
+    """The span processor, resource and health of one receiver URL.
+
+    Spans are handed to the processor finished (``tracing/runs.py`` builds them as the SDK's
+    ``ReadableSpan`` when a span ends): the SDK's live ``Span`` objects, with a lock per
+    attribute and a sampler per span, cost a loop round more than the whole span needs.
+    """
 
     url: str
-    provider: TracerProvider
-    tracer: Tracer
+    processor: BatchSpanProcessor
+    resource: Resource
+    scope: InstrumentationScope
     health: Health
     capture: bool
-    """Whether message and tool contents go into spans (read when the provider was made)."""
+    """Whether message and tool contents go into spans (read when the processor was made)."""
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Send every finished span now (tests, the end of a notebook)."""
-        return self.provider.force_flush(int(timeout * 1000))
+        return bool(self.processor.force_flush(int(timeout * 1000)))
 
     def close(self) -> None:
         """Send what is left (not waiting for a receiver that is down) and stop."""
         try:
-            self.provider.shutdown()
+            self.processor.shutdown()  # type: ignore[no-untyped-call]
         except Exception:
             pass
 
 
 class _Exports:
-    """The STATE slot: the provider in use (one URL at a time)."""
+    """The STATE slot: the processor in use (one URL at a time)."""
 
     def __init__(self) -> None:
         self.current: Exporting | None = None
@@ -211,22 +218,24 @@ def _make(url: str) -> Exporting:
     attrs: dict[str, str] = {"service.version": __version__}
     if not os.environ.get("OTEL_SERVICE_NAME"):
         attrs["service.name"] = "jupyter-agent"
-    provider = TracerProvider(resource=Resource.create(attrs))
     health = Health(url)
     _quiet_exporter_logs()
     # Headers (an API key for a hosted backend) come from OTEL_EXPORTER_OTLP_(TRACES_)HEADERS,
     # which the exporter reads itself.
     inner = OTLPSpanExporter(endpoint=url, timeout=_timeout())
-    provider.add_span_processor(BatchSpanProcessor(
+    processor = BatchSpanProcessor(
         _GuardedExporter(inner, health), max_queue_size=QUEUE_SIZE,
         schedule_delay_millis=SCHEDULE_MS, max_export_batch_size=512,
-        export_timeout_millis=int(EXPORT_TIMEOUT * 1000)))
-    tracer = provider.get_tracer("jupyter_agent", __version__)
-    return Exporting(url, provider, tracer, health, capture_content())
+        export_timeout_millis=int(EXPORT_TIMEOUT * 1000))
+    made = Exporting(url, processor, Resource.create(attrs),
+                     InstrumentationScope("jupyter_agent", __version__), health,
+                     capture_content())
+    atexit.register(made.close)  # what is queued at the end of the kernel is still sent
+    return made
 
 
 def exporting(url: str) -> Exporting | None:
-    """The provider for ``url`` (made once; a new URL replaces the old provider), or ``None``
+    """The processor for ``url`` (made once; a new URL replaces the old one), or ``None``
     when the ``[otel]`` extra is missing (said once)."""
     ex = _EXPORTS
     with ex.lock:
@@ -248,7 +257,7 @@ def exporting(url: str) -> Exporting | None:
 
 
 def current() -> Exporting | None:
-    """The provider in use, if a run was exported since the process started."""
+    """The processor in use, if a run was exported since the process started."""
     return _EXPORTS.current
 
 

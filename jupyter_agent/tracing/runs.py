@@ -15,36 +15,38 @@ run's recorder after masking, so a secret never reaches a span:
 
 Contents (the prompt, the answer, each request's output, tool arguments and results) are
 attached only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+
+A span is kept as a small record while it is open and handed to the batch processor as the
+SDK's ``ReadableSpan`` when it ends (``export.py`` says why).
 """
 
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.trace import (
-    NonRecordingSpan,
-    Span,
-    SpanContext,
-    SpanKind,
-    Status,
-    StatusCode,
-    TraceFlags,
-)
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ..events import BaseEvent
 from .export import Exporting
 
-__all__ = ["RunTracer", "BatchTrace", "open_batch", "traceparent", "parent_context"]
+__all__ = ["RunTracer", "BatchTrace", "OpenSpan", "open_batch", "traceparent",
+           "parse_traceparent"]
 
 PROVIDER = "openai"
 """``gen_ai.provider.name``: every model is reached through the OpenAI-compatible API."""
 
-_PARENT: ContextVar[Span | None] = ContextVar("jupyter_agent_trace_parent", default=None)
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_OK = Status(StatusCode.UNSET)
+_ids = random.Random()  # span and trace ids, as the SDK makes them (not secrets)
+
+_PARENT: ContextVar[SpanContext | None] = ContextVar("jupyter_agent_trace_parent", default=None)
 """The span a run started here hangs under: a running tool call's, or a batch's."""
 
 
@@ -52,14 +54,13 @@ def _ns(t: float) -> int:
     return int(t * 1e9)
 
 
-def traceparent(span: Span) -> str:
-    """The W3C ``traceparent`` of ``span``."""
-    c = span.get_span_context()
-    return f"00-{c.trace_id:032x}-{c.span_id:016x}-{int(c.trace_flags):02x}"
+def traceparent(ctx: SpanContext) -> str:
+    """The W3C ``traceparent`` of a span."""
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
 
-def parent_context(value: str) -> Context | None:
-    """The context of a saved ``traceparent`` (``None`` when it is not one)."""
+def parse_traceparent(value: str) -> SpanContext | None:
+    """The span context of a saved ``traceparent`` (``None`` when it is not one)."""
     parts = value.split("-")
     if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
         return None
@@ -69,9 +70,55 @@ def parent_context(value: str) -> Context | None:
         return None
     if not trace_id or not span_id:
         return None
-    ctx = SpanContext(trace_id=trace_id, span_id=span_id, is_remote=True,
-                      trace_flags=TraceFlags(flags))
-    return trace.set_span_in_context(NonRecordingSpan(ctx))
+    return SpanContext(trace_id=trace_id, span_id=span_id, is_remote=True,
+                       trace_flags=TraceFlags(flags))
+
+
+class OpenSpan:
+    """A span being recorded: what it will be when it ends."""
+
+    __slots__ = ("ex", "name", "kind", "context", "parent", "start", "attributes", "events",
+                 "status")
+
+    def __init__(self, ex: Exporting, name: str, kind: SpanKind, parent: SpanContext | None,
+                 start: float, attributes: dict[str, Any]) -> None:
+        self.ex = ex
+        self.name = name
+        self.kind = kind
+        self.parent = parent
+        trace_id = parent.trace_id if parent is not None else _ids.getrandbits(128)
+        self.context = SpanContext(trace_id=trace_id, span_id=_ids.getrandbits(64),
+                                   is_remote=False, trace_flags=_SAMPLED)
+        self.start = start
+        self.attributes = attributes
+        self.events: list[Event] = []
+        self.status = _OK
+
+    def event(self, name: str, attributes: dict[str, Any], t: float) -> None:
+        self.events.append(Event(name, attributes, _ns(t)))
+
+    def error(self, kind: str, description: str) -> None:
+        self.attributes["error.type"] = kind
+        self.status = Status(StatusCode.ERROR, description[:300])
+
+    def end(self, t: float) -> None:
+        """Hand the finished span to the processor (sent in the background)."""
+        ex = self.ex
+        ex.processor.on_end(ReadableSpan(
+            name=self.name, context=self.context, parent=self.parent, resource=ex.resource,
+            attributes=self.attributes, events=tuple(self.events), kind=self.kind,
+            status=self.status, start_time=_ns(self.start), end_time=_ns(t),
+            instrumentation_scope=ex.scope))
+
+
+def _outer() -> SpanContext | None:
+    """The parent of a run or batch starting now: a span of ours (a running tool call, a
+    batch), else the caller's own OpenTelemetry span, if any."""
+    ours = _PARENT.get()
+    if ours is not None:
+        return ours
+    theirs = trace.get_current_span().get_span_context()
+    return theirs if theirs.is_valid else None
 
 
 def _text_message(role: str, text: str, **extra: Any) -> str:
@@ -83,15 +130,14 @@ class RunTracer:
 
     def __init__(self, run: Any, ex: Exporting) -> None:
         self._run = run
-        self._tracer = ex.tracer
+        self._ex = ex
         self._health = ex.health
         self._capture = ex.capture
-        self._span: Span | None = None
-        self._ctx: Context | None = None
+        self._span: OpenSpan | None = None
         self._done = False
-        self._chats: dict[int, Span] = {}
-        self._tools: dict[str, Span] = {}
-        self._tokens: dict[str, Token[Span | None]] = {}
+        self._chats: dict[int, OpenSpan] = {}
+        self._tools: dict[str, OpenSpan] = {}
+        self._tokens: dict[str, Token[SpanContext | None]] = {}
         # Contents, kept only when they are captured.
         self._text: dict[int, list[str]] = {}
         self._calls: dict[str, tuple[int, str, list[str]]] = {}
@@ -109,36 +155,28 @@ class RunTracer:
         self._handlers = handlers
 
     # ------------------------------------------------------------------ the run's span
-    def begin(self, t: float | None = None) -> str:
+    def begin(self) -> str:
         """Open the run's span (a new run: under a running tool call or batch, if any)."""
-        self._open(t, parent=None)
-        return traceparent(self._span) if self._span is not None else ""
+        return traceparent(self._open(time.time(), _outer()).context)
 
-    def _open(self, t: float | None, parent: Context | None) -> Span:
+    def _open(self, t: float, parent: SpanContext | None) -> OpenSpan:
         run = self._run
-        if parent is None:
-            outer = _PARENT.get()
-            # No span of ours around: the caller's own OpenTelemetry context, if any.
-            parent = trace.set_span_in_context(outer) if outer is not None else None
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": run.agent,
             "gen_ai.provider.name": PROVIDER, "gen_ai.request.model": run.model,
             "jupyter_agent.run.id": run.run_id}
         if run.session:
             attrs["gen_ai.conversation.id"] = run.session
-        span = self._tracer.start_span(f"invoke_agent {run.agent}", context=parent,
-                                       kind=SpanKind.INTERNAL, attributes=attrs,
-                                       start_time=_ns(t) if t is not None else None)
-        self._span = span
-        self._ctx = trace.set_span_in_context(span)
+        span = self._span = OpenSpan(self._ex, f"invoke_agent {run.agent}", SpanKind.INTERNAL,
+                                     parent, t, attrs)
         return span
 
-    def _resumed_parent(self) -> Context | None:
+    def _resumed_parent(self) -> SpanContext | None:
         """The span of the run's part before this one (its ``run_started`` keeps it)."""
         for event in reversed(self._run.events):
             value = getattr(event, "trace", "")
             if getattr(event, "type", "") == "run_started" and value:
-                return parent_context(value)
+                return parse_traceparent(value)
         return None
 
     def __call__(self, event: BaseEvent) -> None:
@@ -147,74 +185,72 @@ class RunTracer:
         if handler is None or self._done:
             return
         if self._span is None:  # a resumed part: its first event opens its span
-            span = self._open(d["t"], parent=self._resumed_parent())
-            span.set_attribute("jupyter_agent.run.resumed", True)
+            span = self._open(d["t"], self._resumed_parent() or _outer())
+            span.attributes["jupyter_agent.run.resumed"] = True
         handler(event)
+
+    @property
+    def _root(self) -> OpenSpan:
+        assert self._span is not None
+        return self._span
 
     def _run_started(self, e: Any) -> None:
         if self._capture and e.prompt:
-            self._span.set_attribute("gen_ai.input.messages",  # type: ignore[union-attr]
-                                     _text_message("user", e.prompt))
+            self._root.attributes["gen_ai.input.messages"] = _text_message("user", e.prompt)
 
     def _tools_offered(self, e: Any) -> None:
-        self._span.set_attribute("jupyter_agent.tools", list(e.tools))  # type: ignore[union-attr]
+        self._root.attributes["jupyter_agent.tools"] = list(e.tools)
 
     def _run_event(self, e: Any) -> None:
         attrs = {k: v for k, v in e.__dict__.items()
                  if k not in ("t", "type") and isinstance(v, (str, int, float, bool))
                  and (self._capture or k in ("round", "method", "tokens_before",
                                              "tokens_after", "reason"))}
-        self._span.add_event(f"jupyter_agent.{e.type}", attrs,  # type: ignore[union-attr]
-                             timestamp=_ns(e.t))
+        self._root.event(f"jupyter_agent.{e.type}", attrs, e.t)
 
     # ------------------------------------------------------------------ model requests
     def _round_started(self, e: Any) -> None:
-        self._end_chats(e.t)
+        if self._chats:
+            self._end_chats(e.t)
         if not self._health.up:
             return  # the receiver went down during the run: make no more spans
-        attrs: dict[str, Any] = {"gen_ai.operation.name": "chat",
-                                 "gen_ai.provider.name": PROVIDER,
-                                 "gen_ai.request.model": e.model or self._run.model,
-                                 "jupyter_agent.round": e.round}
-        if e.tool_choice:
-            attrs["jupyter_agent.tool_choice"] = e.tool_choice
-        self._chats[e.round] = self._tracer.start_span(
-            f"chat {e.model or self._run.model}", context=self._ctx, kind=SpanKind.CLIENT,
-            attributes=attrs, start_time=_ns(e.t))
+        model = e.model or self._run.model
+        self._chats[e.round] = OpenSpan(
+            self._ex, f"chat {model}", SpanKind.CLIENT, self._root.context, e.t,
+            {"gen_ai.operation.name": "chat", "gen_ai.provider.name": PROVIDER,
+             "gen_ai.request.model": model})
 
     def _usage(self, e: Any) -> None:
         span = self._chats.pop(e.round, None) if e.module == "agent_call" else None
         if span is None:
             return  # a compression call: counted in the run's totals
-        span.set_attribute("gen_ai.usage.input_tokens", e.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", e.output_tokens)
+        a = span.attributes
+        a["gen_ai.usage.input_tokens"] = e.input_tokens
+        a["gen_ai.usage.output_tokens"] = e.output_tokens
         if e.response_model:
-            span.set_attribute("gen_ai.response.model", e.response_model)
+            a["gen_ai.response.model"] = e.response_model
         if e.finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [e.finish_reason])
+            a["gen_ai.response.finish_reasons"] = (e.finish_reason,)
         if e.response_id:
-            span.set_attribute("gen_ai.response.id", e.response_id)
+            a["gen_ai.response.id"] = e.response_id
         if e.priced:
-            span.set_attribute("jupyter_agent.cost", e.cost)
+            a["jupyter_agent.cost"] = e.cost
         if self._capture:
             self._output_messages(span, e.round, e.finish_reason)
-        span.end(_ns(e.t))
+        span.end(e.t)
 
     def _round_retried(self, e: Any) -> None:
         span = self._chats.get(e.round)
         if span is not None:
-            span.add_event("jupyter_agent.round_retried", {"reason": e.reason},
-                           timestamp=_ns(e.t))
+            span.event("jupyter_agent.round_retried", {"reason": e.reason}, e.t)
         self._text.pop(e.round, None)
 
     def _end_chats(self, t: float) -> None:
         """A request whose usage never came (it failed): its span ends now."""
-        if self._chats:
-            for span in self._chats.values():
-                span.set_status(Status(StatusCode.ERROR, "no response"))
-                span.set_attribute("error.type", "no_response")
-                span.end(_ns(t))
-            self._chats.clear()
+        for span in self._chats.values():
+            span.error("no_response", "no response")
+            span.end(t)
+        self._chats.clear()
 
     def _text_delta(self, e: Any) -> None:
         self._text.setdefault(e.round, []).append(e.text)
@@ -227,7 +263,7 @@ class RunTracer:
         if call is not None:
             call[2].append(e.delta)
 
-    def _output_messages(self, span: Span, round_: int, finish: str | None) -> None:
+    def _output_messages(self, span: OpenSpan, round_: int, finish: str | None) -> None:
         parts: list[dict[str, Any]] = []
         text = "".join(self._text.pop(round_, ()))
         if text:
@@ -236,15 +272,11 @@ class RunTracer:
             if r == round_:
                 parts.append({"type": "tool_call", "id": cid, "name": name,
                               "arguments": "".join(args)})
-        span.set_attribute("gen_ai.output.messages", json.dumps(
-            [{"role": "assistant", "parts": parts, "finish_reason": finish or ""}]))
+        span.attributes["gen_ai.output.messages"] = json.dumps(
+            [{"role": "assistant", "parts": parts, "finish_reason": finish or ""}])
 
     # ------------------------------------------------------------------ tool calls
-    def _tool_started(self, e: Any) -> None:
-        if self._chats:
-            self._end_chats(e.t)
-        if not self._health.up:
-            return
+    def _tool_span(self, e: Any, start: float) -> OpenSpan:
         attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool",
                                  "gen_ai.tool.name": e.name, "gen_ai.tool.call.id": e.call_id,
                                  "gen_ai.tool.type": "function"}
@@ -252,12 +284,17 @@ class RunTracer:
             call = self._calls.get(e.call_id)
             if call is not None:
                 attrs["gen_ai.tool.call.arguments"] = "".join(call[2])
-        span = self._tracer.start_span(f"execute_tool {e.name}", context=self._ctx,
-                                       kind=SpanKind.INTERNAL, attributes=attrs,
-                                       start_time=_ns(e.t))
-        self._tools[e.call_id] = span
+        return OpenSpan(self._ex, f"execute_tool {e.name}", SpanKind.INTERNAL,
+                        self._root.context, start, attrs)
+
+    def _tool_started(self, e: Any) -> None:
+        if self._chats:
+            self._end_chats(e.t)
+        if not self._health.up:
+            return
+        span = self._tools[e.call_id] = self._tool_span(e, e.t)
         # Runs started while the tool runs, in its thread (a sub-agent), are its children.
-        self._tokens[e.call_id] = _PARENT.set(span)
+        self._tokens[e.call_id] = _PARENT.set(span.context)
 
     def _tool_returned(self, e: Any) -> None:
         span = self._tools.pop(e.call_id, None)
@@ -271,19 +308,14 @@ class RunTracer:
             if not self._health.up:
                 return
             # Never started (interrupted while queued, not run at the round limit).
-            span = self._tracer.start_span(
-                f"execute_tool {e.name}", context=self._ctx, kind=SpanKind.INTERNAL,
-                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": e.name,
-                            "gen_ai.tool.call.id": e.call_id, "gen_ai.tool.type": "function"},
-                start_time=_ns(e.t - e.seconds))
+            span = self._tool_span(e, e.t - e.seconds)
         if e.error:
-            span.set_attribute("error.type", _error_type(e.error))
-            span.set_status(Status(StatusCode.ERROR, e.error[:300]))
+            span.error(_error_type(e.error), e.error)
         if e.internal:
-            span.set_attribute("jupyter_agent.tool.internal", True)
+            span.attributes["jupyter_agent.tool.internal"] = True
         if self._capture:
-            span.set_attribute("gen_ai.tool.call.result", e.output)
-        span.end(_ns(e.t))
+            span.attributes["gen_ai.tool.call.result"] = e.output
+        span.end(e.t)
         self._calls.pop(e.call_id, None)
 
     # ------------------------------------------------------------------ asks and the end
@@ -293,9 +325,8 @@ class RunTracer:
                                  "jupyter_agent.ask.options": len(e.options)}
         if self._capture:
             attrs["jupyter_agent.ask.question"] = e.question
-            attrs["jupyter_agent.ask.option_texts"] = list(e.options)
-        self._span.add_event("jupyter_agent.ask_pending", attrs,  # type: ignore[union-attr]
-                             timestamp=_ns(e.t))
+            attrs["jupyter_agent.ask.option_texts"] = tuple(e.options)
+        self._root.event("jupyter_agent.ask_pending", attrs, e.t)
 
     def _ask_answered(self, e: Any) -> None:
         attrs: dict[str, Any] = {"gen_ai.tool.call.id": e.call_id, "jupyter_agent.ask.how": e.how}
@@ -303,45 +334,41 @@ class RunTracer:
             attrs["jupyter_agent.ask.option"] = e.option_index
         if self._capture:
             attrs["jupyter_agent.ask.answer"] = e.answer
-        self._span.add_event("jupyter_agent.ask_answered", attrs,  # type: ignore[union-attr]
-                             timestamp=_ns(e.t))
+        self._root.event("jupyter_agent.ask_answered", attrs, e.t)
 
     def _run_finished(self, e: Any) -> None:
-        span = self._span
-        assert span is not None
+        span = self._root
         self._close_open(e.t)
-        span.set_attribute("jupyter_agent.run.status", e.status)
-        span.set_attribute("jupyter_agent.run.rounds", e.rounds)
-        span.set_attribute("gen_ai.usage.input_tokens", e.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", e.output_tokens)
-        span.set_attribute("jupyter_agent.cost", e.cost)
+        a = span.attributes
+        a["jupyter_agent.run.status"] = e.status
+        a["jupyter_agent.run.rounds"] = e.rounds
+        a["gen_ai.usage.input_tokens"] = e.input_tokens
+        a["gen_ai.usage.output_tokens"] = e.output_tokens
+        a["jupyter_agent.cost"] = e.cost
         if e.finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [e.finish_reason])
+            a["gen_ai.response.finish_reasons"] = (e.finish_reason,)
         if e.status == "error":
-            span.set_attribute("error.type", "error")
-            span.set_status(Status(StatusCode.ERROR, (e.error or "error")[:300]))
+            span.error("error", e.error or "error")
         elif e.status == "aborted":
-            span.set_attribute("error.type", "aborted")
+            a["error.type"] = "aborted"
         if self._capture and e.answer:
-            span.set_attribute("gen_ai.output.messages", _text_message(
-                "assistant", e.answer, finish_reason=e.finish_reason or ""))
+            a["gen_ai.output.messages"] = _text_message(
+                "assistant", e.answer, finish_reason=e.finish_reason or "")
         self._end(e.t)
 
     def _run_failed(self, e: Any) -> None:
-        span = self._span
-        assert span is not None
+        span = self._root
         self._close_open(e.t)
-        span.set_attribute("jupyter_agent.run.status", "error")
-        span.set_attribute("error.type", "error")
-        span.set_status(Status(StatusCode.ERROR, e.error[:300]))
+        span.attributes["jupyter_agent.run.status"] = "error"
+        span.error("error", e.error)
         self._end(e.t)
 
     def _close_open(self, t: float) -> None:
         self._end_chats(t)
-        for cid in list(self._tools):
-            span = self._tools.pop(cid)
-            span.set_attribute("error.type", "unfinished")
-            span.end(_ns(t))
+        for span in self._tools.values():
+            span.attributes["error.type"] = "unfinished"
+            span.end(t)
+        self._tools.clear()
         for token in self._tokens.values():
             try:
                 _PARENT.reset(token)
@@ -351,7 +378,7 @@ class RunTracer:
 
     def _end(self, t: float) -> None:
         self._done = True
-        self._span.end(_ns(t))  # type: ignore[union-attr]
+        self._root.end(t)
 
 
 def _error_type(error: str) -> str:
@@ -366,14 +393,12 @@ class BatchTrace:
 
     def __init__(self, ex: Exporting, *, batch_id: str, kind: str, items: int,
                  models: list[str]) -> None:
-        outer = _PARENT.get()
-        self._span = ex.tracer.start_span(
-            f"batch {kind}", kind=SpanKind.INTERNAL,
-            context=None if outer is None else trace.set_span_in_context(outer),
-            attributes={"jupyter_agent.batch.id": batch_id, "jupyter_agent.batch.kind": kind,
-                        "jupyter_agent.batch.items": items,
-                        "jupyter_agent.batch.models": list(models)})
-        self._token: Token[Span | None] | None = _PARENT.set(self._span)
+        self._span = OpenSpan(ex, f"batch {kind}", SpanKind.INTERNAL, _outer(), time.time(),
+                              {"jupyter_agent.batch.id": batch_id,
+                               "jupyter_agent.batch.kind": kind,
+                               "jupyter_agent.batch.items": items,
+                               "jupyter_agent.batch.models": tuple(models)})
+        self._token: Token[SpanContext | None] | None = _PARENT.set(self._span.context)
 
     def end(self, status: str, error: str | None = None) -> None:
         """End the span with the batch's status (``done``, ``stopped``, ``error``)."""
@@ -384,13 +409,12 @@ class BatchTrace:
         except ValueError:
             _PARENT.set(None)
         self._token = None
-        self._span.set_attribute("jupyter_agent.batch.status", status)
+        self._span.attributes["jupyter_agent.batch.status"] = status
         if status == "error":
-            self._span.set_attribute("error.type", "error")
-            self._span.set_status(Status(StatusCode.ERROR, (error or "error")[:300]))
+            self._span.error("error", error or "error")
         elif error:
-            self._span.set_attribute("jupyter_agent.batch.reason", error[:300])
-        self._span.end()
+            self._span.attributes["jupyter_agent.batch.reason"] = error[:300]
+        self._span.end(time.time())
 
 
 def open_batch(ex: Exporting, *, batch_id: str, kind: str, items: int,
