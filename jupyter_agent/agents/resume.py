@@ -25,8 +25,8 @@ from ..answers import Answer, AnswerSource, WaitingAsk
 from ..errors import ParameterError, ResumeError
 from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
-from ..view.state import new_view, reduce_event
-from .drive import TurnContext, finish_turn
+from ..view.reduce import new_view, reduce_event
+from .turn.drive import TurnContext, finish_turn
 from .held import HELD
 from .pending import PendingRun, ToolloopPending, load_pending
 from .plan.loop import resume_plan
@@ -156,7 +156,7 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
             ) -> tuple[TurnContext, Run]:
     """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
     from ..clients.factory import turn_client
-    from ..clients.turn import bind_client
+    from ..clients.turn_client import bind_client
 
     if store == "default":
         from ..session import default_store

@@ -26,9 +26,9 @@ from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
 from ..tools.registry import NO_DEADLINE, Tool, ToolResult
-from .constants import SUB_AGENT_MAX_ROUNDS
+from .limits import SUB_AGENT_MAX_ROUNDS
 from .delegation import SubAgentTask
-from .driver import run_sub_agent as run_as_sub_agent
+from .turn.start import run_sub_agent as run_as_sub_agent
 from .run import Run
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from ._batches import BatchesMixin
 from ._db import Database
 from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
-from ._schema import SCHEMA_VERSION
+from ._migrations import SCHEMA_VERSION
 from ._sessions import SessionsMixin
 from ._transcript import TranscriptMixin
 from ._turns import TurnsMixin

@@ -18,7 +18,7 @@ from ...llm.types import ToolCall
 from ...loop.hooks import ToolOutcome
 from ...runtime.policy import PermissionContext, check_permission
 from ..approval_answers import answered_outcome, approval_choice
-from ..drive import TurnContext
+from ..turn.drive import TurnContext
 from ..pending import ApprovalCard, WaitingCall
 
 __all__ = ["plan_permission", "plan_approval_answer"]

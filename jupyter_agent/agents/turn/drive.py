@@ -3,7 +3,7 @@
 :func:`open_turn` resolves the model and client (the client factory,
 :func:`jupyter_agent.clients.factory.turn_client`, once per turn), creates the run and turn
 records and loads the session history: a :class:`TurnContext`. The turn driver
-(:mod:`jupyter_agent.agents.driver`) calls it for every new turn; a resume builds its context
+(:mod:`jupyter_agent.agents.turn.start`) calls it for every new turn; a resume builds its context
 from the saved run. :func:`drive` runs the kernel, maps its result onto the :class:`Run`,
 persists the turn round by round and emits ``run_finished``; :func:`suspend` saves a run that
 waits for an answer. The loop only ever sees the
@@ -17,18 +17,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from .._previews import history_text
-from ..events import BaseEvent, ToolCalled, ToolReturned, Warning_
-from ..llm.protocol import ModelClient
-from ..loop.hooks import LoopHooks
-from ..loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
-from .pending import PendingRun
-from .run import Run, RunRecorder
+from ..._previews import history_text
+from ...events import BaseEvent, ToolCalled, ToolReturned, Warning_
+from ...llm.protocol import ModelClient
+from ...loop.hooks import LoopHooks
+from ...loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
+from ..pending import PendingRun
+from ..run import Run, RunRecorder
 
 if TYPE_CHECKING:
-    from ..clients.turn import TurnClient
-    from ..llm.profiles import ModelProfile
-    from ..session.store import Store
+    from ...clients.turn_client import TurnClient
+    from ...llm.profiles import ModelProfile
+    from ...session.store import Store
 
 __all__ = ["TurnOptions", "TurnContext", "resolve_store", "resolve_client", "resolve_profile", "open_turn", "drive", "finish_turn",
            "suspend", "calling_abort_check"]
@@ -126,7 +126,7 @@ class TurnContext:
 
 
 def _current_session() -> str:
-    from ..config import settings
+    from ...config import settings
 
     return settings.session
 
@@ -134,7 +134,7 @@ def _current_session() -> str:
 def resolve_store(opt: TurnOptions) -> Any:
     """The session store of ``opt`` (``"default"``: the process-wide one; ``None``: none)."""
     if opt.store == "default":
-        from ..session import default_store
+        from ...session import default_store
 
         return default_store()
     return opt.store
@@ -146,8 +146,8 @@ def resolve_client(opt: TurnOptions, store: Any) -> TurnClient:
 
     Raises a clear error (a missing key, an unknown profile) before anything is recorded.
     """
-    from ..clients.factory import turn_client
-    from ..clients.turn import bind_client
+    from ...clients.factory import turn_client
+    from ...clients.turn_client import bind_client
 
     if opt.client is not None:
         return bind_client(opt.client, opt.model or opt.agent_model)
@@ -157,7 +157,7 @@ def resolve_client(opt: TurnOptions, store: Any) -> TurnClient:
 def resolve_profile(opt: TurnOptions, store: Any) -> ModelProfile:
     """The profile :func:`resolve_client` would give the turn, without building its client
     (no server started, no key needed): for checks before anything runs."""
-    from ..clients.factory import turn_profile
+    from ...clients.factory import turn_profile
 
     if opt.client is not None:
         return opt.client.profile
@@ -179,7 +179,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     ``tc`` is :func:`resolve_client`'s, ``store`` :func:`resolve_store`'s; ``intent`` (an
     ``IntentResult``) and ``agent`` (the role's name) go into the turn record.
     """
-    from ..clients.factory import local_default_notice
+    from ...clients.factory import local_default_notice
 
     model, client = tc.model, tc.client
     run = Run(agent=kind, model=model, prompt=prompt, session=opt.session)

@@ -6,7 +6,7 @@ sub-agents, written once.
 1. validation: an empty prompt, values outside their range (a
    :class:`~jupyter_agent.errors.ParameterError` naming the parameter);
 2. the runtime setup (``%%toolloop``, ``%%plan``): agent, intent, workspace, tools and
-   permissions (:func:`~jupyter_agent.agents.turn.setup_turn`); ``%%chat`` recognizes the
+   permissions (:func:`~jupyter_agent.agents.turn.setup.setup_turn`); ``%%chat`` recognizes the
    intent only. An unknown tool fails here, before anything is saved;
 3. the model and client (a missing key fails here, still before anything is saved);
 4. the question its own cell's last run left waiting is superseded (the cell was re-run;
@@ -28,18 +28,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import ConfigError, ParameterError, ToolError
-from ..events import UsageRecorded
-from ..llm.profiles import ModelProfile
-from ..llm.types import Message, Usage
-from ..llm.usage_context import report_usage
-from ..runtime.catalog import SPAWN_TOOL_NAME
-from ..runtime.intent import IntentResult, intent_system_text
-from ..tools.registry import Tool
-from ._params import check_parameters
-from .constants import SUB_AGENT_MAX_ROUNDS
-from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
-from .delegation import SubAgentTask
+from ...errors import ConfigError, ParameterError, ToolError
+from ...events import UsageRecorded
+from ...llm.profiles import ModelProfile
+from ...llm.types import Message, Usage
+from ...llm.usage_context import report_usage
+from ...runtime.catalog import SPAWN_TOOL_NAME
+from ...runtime.intent import IntentResult, intent_system_text
+from ...tools.registry import Tool
+from .._params import check_parameters
+from ..limits import SUB_AGENT_MAX_ROUNDS
+from ..context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
+from ..delegation import SubAgentTask
 from .drive import (
     TurnContext,
     TurnOptions,
@@ -50,11 +50,11 @@ from .drive import (
     resolve_profile,
     resolve_store,
 )
-from .intent import recognize_intent
-from .pending import TurnState
-from .run import Run, last_run, set_last_run
-from .tooling import forced_choice, loop_parts
-from .turn import TurnSetup, restore_turn, setup_turn
+from .recognize import recognize_intent
+from ..pending import TurnState
+from ..run import Run, last_run, set_last_run
+from ..tooling import forced_choice, loop_parts
+from .setup import TurnSetup, restore_turn, setup_turn
 
 __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
 
@@ -91,7 +91,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     Args:
         kind: ``chat``, ``toolloop`` or ``plan``.
         prompt: The user's message.
-        options: :class:`~jupyter_agent.agents.drive.TurnOptions` fields, as the caller gave
+        options: :class:`~jupyter_agent.agents.turn.drive.TurnOptions` fields, as the caller gave
             them.
         tools: The cell's tool specs (``toolloop``, ``plan``); ``None``: the agent's, else every
             ``@tool`` function.
