@@ -28,9 +28,9 @@ from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
 from ..tools.notebook.card_events import call_events, figure_images
 from .compression import tool_output_processor
-from .turn.drive import TurnContext
 from .pending import WaitingCall
 from .tooling import unknown_tool_message
+from .turn.open import TurnContext
 
 __all__ = ["Choice", "approval_choice", "answered_outcome", "run_call", "settle_approvals",
            "replace_tool_result"]

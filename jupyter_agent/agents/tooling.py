@@ -20,7 +20,7 @@ from ..tools.notebook.card_events import call_events, figure_images
 from ..tools.registry import Tool, invoke_with_usage
 from .compression import tool_output_processor, window_fitter
 from .limits import PARALLEL_BATCH
-from .turn.drive import TurnContext
+from .turn.open import TurnContext
 
 __all__ = ["tool_runner", "unknown_tool_message", "loop_parts", "answer_after_tools",
            "forced_choice"]

@@ -35,12 +35,12 @@ from ...tools.builtin import Workspace
 from ...tools.notebook import notebook_tools
 from ...tools.registry import Tool
 from ..delegation import SubAgentRunner
-from .recognize import recognize_intent
 from ..pending import TurnState
 from ..spawn import SpawnParent, make_spawn_tool
+from .recognize import recognize_intent
 
 if TYPE_CHECKING:
-    from .drive import TurnContext
+    from .open import TurnContext
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
 
@@ -192,7 +192,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     Args:
         kind: ``toolloop`` or ``plan``.
         prompt: The user's raw text (the intent looks at nothing else).
-        opt: The turn's :class:`~jupyter_agent.agents.turn.drive.TurnOptions`.
+        opt: The turn's :class:`~jupyter_agent.agents.turn.options.TurnOptions`.
         tools: The cell's tool specs (``--tools``); ``None``: :func:`default_specs`.
         store: The session store (``None``: no session lookups or bindings).
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
