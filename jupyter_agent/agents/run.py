@@ -17,7 +17,7 @@ from .._state import STATE, Box
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
 from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
 from ..tracing import run_tracer
-from ..view.state import new_view, reduce_event
+from ..view.reduce import new_view, reduce_event
 
 if TYPE_CHECKING:
     from ..session.store import Store
