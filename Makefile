@@ -57,7 +57,7 @@ labextension: $(LABEXT)
 $(OTEL_STAMP):
 	$(PYTHON) -m venv $(OTEL_VENV)
 	$(OTEL_VENV)/bin/python -m pip install -q --upgrade pip
-	$(OTEL_VENV)/bin/python -m pip install -q "arize-phoenix>=12"
+	$(OTEL_VENV)/bin/python -m pip install -q "arize-phoenix>=20,<21"  # its REST API, as tests/fakes/phoenix.py reads it
 	touch $@
 
 # Debian packages, installed when missing: bubblewrap confines the bash tool (the demo and the
