@@ -25,12 +25,14 @@ from .switch import (
     capture_content,
     check_url,
     endpoint,
+    say_sdk_missing,
     traces_url,
     turn_off,
 )
 
 if TYPE_CHECKING:
     from ..events import BaseEvent
+    from .export import Exporting
 
 __all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "RunListener", "BatchSpan",
            "endpoint", "set_endpoint", "turn_off", "status", "run_tracer", "batch_span",
@@ -101,23 +103,31 @@ def _require_sdk() -> None:
     for name in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
         try:
             found = importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError:
+        except (ImportError, ValueError):  # a parent missing, or an entry blocked as None
             found = False
         if not found:
             raise ConfigError("Exporting traces needs OpenTelemetry: pip install "
                               "'jupyter-agent[otel]'")
 
 
+def _exporting(url: str) -> Exporting | None:
+    """The exporter for ``url`` if it is up (``None``: the extra is missing, said once; or the
+    receiver was found down a moment ago)."""
+    try:
+        from .export import exporting
+    except ImportError:
+        say_sdk_missing()
+        return None
+    ex = exporting(url)
+    return ex if ex is not None and ex.health.recording() else None
+
+
 def run_tracer(run: Any) -> RunListener | None:
     """A listener that exports ``run`` (``agents.run.Run``) as spans, or ``None`` when tracing
     is off, the ``[otel]`` extra is missing, or the receiver was found down a moment ago."""
     url = endpoint()
-    if url is None:
-        return None
-    from .export import exporting
-
-    ex = exporting(url)
-    if ex is None or not ex.health.recording():
+    ex = _exporting(url) if url is not None else None
+    if ex is None:
         return None
     from .runs import RunTracer
 
@@ -128,12 +138,8 @@ def batch_span(*, batch_id: str, kind: str, items: int, models: list[str]) -> Ba
     """The span of one batch: the runs of its items started after this (in this thread, or
     in threads started from it) are its children. A do-nothing handle when tracing is off."""
     url = endpoint()
-    if url is None:
-        return _NO_BATCH
-    from .export import exporting
-
-    ex = exporting(url)
-    if ex is None or not ex.health.recording():
+    ex = _exporting(url) if url is not None else None
+    if ex is None:
         return _NO_BATCH
     from .runs import open_batch
 

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from .._state import STATE
-from .switch import capture_content
+from .switch import capture_content, say_sdk_missing
 
 __all__ = ["Exporting", "Health", "exporting", "health_line", "RETRY_SECONDS",
            "EXPORT_TIMEOUT", "QUEUE_SIZE"]
@@ -189,7 +189,6 @@ class _Exports:
 
     def __init__(self) -> None:
         self.current: Exporting | None = None
-        self.missing_warned = False
         self.lock = threading.Lock()
 
     def clear(self) -> None:
@@ -244,11 +243,8 @@ def exporting(url: str) -> Exporting | None:
             return current
         try:
             made = _make(url)
-        except ImportError:
-            if not ex.missing_warned:
-                ex.missing_warned = True
-                sys.stderr.write("jupyter-agent: traces are not exported: OpenTelemetry is not "
-                                 "installed (pip install 'jupyter-agent[otel]').\n")
+        except ImportError:  # the exporter is missing (the SDK was found)
+            say_sdk_missing()
             return None
         ex.current = made
     if current is not None:

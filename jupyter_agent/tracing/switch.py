@@ -12,7 +12,8 @@ from .._state import STATE
 from ..errors import ParameterError
 
 __all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "TRACES_PATH", "SWITCH",
-           "traces_url", "check_url", "endpoint", "turn_off", "capture_content"]
+           "traces_url", "check_url", "endpoint", "turn_off", "capture_content",
+           "MISSING_SDK", "say_sdk_missing"]
 
 TRACES_ENDPOINT_VAR = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 """The full URL spans are posted to (used as it is)."""
@@ -29,10 +30,13 @@ class Switch:
     def __init__(self) -> None:
         self.url: str | None = None
         self.off = False
+        self.missing_said = False
+        """Whether the missing ``[otel]`` extra was reported (once)."""
 
     def clear(self) -> None:
         self.url = None
         self.off = False
+        self.missing_said = False
 
 
 SWITCH: Switch = STATE.slot("tracing.switch", Switch)
@@ -67,6 +71,19 @@ def endpoint() -> str | None:
         return url
     base = env.get(ENDPOINT_VAR, "").strip()
     return traces_url(base) if base else None
+
+
+MISSING_SDK = ("traces are not exported: OpenTelemetry is not installed "
+               "(pip install 'jupyter-agent[otel]')")
+
+
+def say_sdk_missing() -> None:
+    """One line on stderr, once: an endpoint is set but the ``[otel]`` extra is missing."""
+    if not SWITCH.missing_said:
+        SWITCH.missing_said = True
+        import sys
+
+        sys.stderr.write(f"jupyter-agent: {MISSING_SDK}.\n")
 
 
 def turn_off() -> None:

@@ -100,16 +100,21 @@ print(json.dumps({"status": run.status,
 """
 
 
-def _probe(server: ScriptedOpenAI, **env: str) -> dict[str, object]:
+def _python(server: ScriptedOpenAI, code: str, **env: str) -> subprocess.CompletedProcess[str]:
     import os
 
-    server.enqueue(text("Hello."))
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     base.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-key-0123456789",
                 PYTHONPATH=str(ROOT), **env)
-    out = subprocess.run([sys.executable, "-c", _PROBE], env=base, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", code], env=base, capture_output=True,
                          text=True, timeout=90, cwd=ROOT)
     assert out.returncode == 0, out.stderr
+    return out
+
+
+def _probe(server: ScriptedOpenAI, **env: str) -> dict[str, object]:
+    server.enqueue(text("Hello."))
+    out = _python(server, _PROBE, **env)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -119,6 +124,32 @@ def test_off_a_run_imports_nothing_of_opentelemetry_and_on_it_does(
     assert off == {"status": "done", "otel": []}
     on = _probe(server, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
     assert on["status"] == "done" and on["otel"], on
+
+
+_MISSING = """
+import sys
+sys.modules["opentelemetry.sdk"] = None  # as if the [otel] extra were not installed
+from jupyter_agent import chat, tracing
+from jupyter_agent.errors import ConfigError
+statuses = [chat("Hi").status, chat("Hi").status]
+try:
+    tracing.set_endpoint("http://127.0.0.1:4318")
+except ConfigError as exc:
+    print("refused:", exc)
+print(statuses)
+"""
+
+
+def test_without_the_otel_extra_runs_go_on_and_it_is_said_once(server: ScriptedOpenAI) -> None:
+    server.enqueue(text("Hello."), text("Hello again."))
+    out = _python(server, _MISSING,
+                  OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
+    assert out.stdout.splitlines() == [
+        "refused: Exporting traces needs OpenTelemetry: pip install 'jupyter-agent[otel]'",
+        "['done', 'done']"]
+    assert [line for line in out.stderr.splitlines() if line.strip()] == [
+        "jupyter-agent: traces are not exported: OpenTelemetry is not installed "
+        "(pip install 'jupyter-agent[otel]')."], out.stderr
 
 
 # --------------------------------------------------------------------------- hostile receivers
