@@ -122,10 +122,14 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             progress.failed_early(outcomes[item.position])  # type: ignore[arg-type]
         else:
             todo.append(item)
-    coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)
-    fatal: BaseException | None = None
     # Exported traces: one span for the batch, the items' runs its children (docs/tracing.md).
     span = batch_span(batch_id=batch_id, kind=spec.kind, items=len(todo), models=spec.models)
+    try:
+        coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)
+    except BaseException as exc:
+        span.end("error", one_line(exc))
+        raise
+    fatal: BaseException | None = None
     try:
         coordinator.run(on_progress, interval)
     except BaseException as exc:  # raised again below, once the batch's state is saved

@@ -14,6 +14,9 @@ run stay as cheap as without the ``[otel]`` extra).
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "RunListener", "BatchSpan",
            "endpoint", "set_endpoint", "turn_off", "status", "run_tracer", "batch_span",
-           "traces_url", "capture_content"]
+           "traces_url", "capture_content", "remote_target", "remote_scope"]
 
 
 class RunListener(Protocol):
@@ -144,3 +147,36 @@ def batch_span(*, batch_id: str, kind: str, items: int, models: list[str]) -> Ba
     from .runs import open_batch
 
     return open_batch(ex, batch_id=batch_id, kind=kind, items=items, models=models)
+
+
+def remote_target() -> dict[str, Any] | None:
+    """Where an item run in another process (a Dask worker) exports its spans, and under
+    which span: ``{"url", "parent", "capture"}``, or ``None`` when tracing is off here."""
+    url = endpoint()
+    if url is None or "jupyter_agent.tracing.runs" not in sys.modules:
+        return None  # off, or nothing of ours is open (no batch span) to hang under
+    from .runs import current_parent
+
+    return {"url": url, "parent": current_parent(), "capture": capture_content()}
+
+
+@contextmanager
+def remote_scope(target: dict[str, Any] | None) -> Iterator[None]:
+    """In a worker process: export the runs of the body as :func:`remote_target` said (to
+    that URL, under that span), and send their spans before the body's result goes back."""
+    if not target:
+        yield
+        return
+    SWITCH.url, SWITCH.off = str(target["url"]), False
+    ex = _exporting(SWITCH.url)
+    if ex is None:
+        yield
+        return
+    from .runs import parented
+
+    ex.capture = bool(target.get("capture"))
+    try:
+        with parented(str(target.get("parent") or "")):
+            yield
+    finally:
+        ex.flush()

@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -37,7 +38,7 @@ from ..events import BaseEvent
 from .export import Exporting
 
 __all__ = ["RunTracer", "BatchTrace", "OpenSpan", "open_batch", "traceparent",
-           "parse_traceparent"]
+           "parse_traceparent", "current_parent", "parented"]
 
 PROVIDER = "openai"
 """``gen_ai.provider.name``: every model is reached through the OpenAI-compatible API."""
@@ -119,6 +120,24 @@ def _outer() -> SpanContext | None:
         return ours
     theirs = trace.get_current_span().get_span_context()
     return theirs if theirs.is_valid else None
+
+
+def current_parent() -> str:
+    """The ``traceparent`` of the span runs started here would hang under (empty: none)."""
+    ctx = _PARENT.get()
+    return traceparent(ctx) if ctx is not None else ""
+
+
+@contextmanager
+def parented(value: str) -> Iterator[None]:
+    """Runs started in the body hang under the span of ``traceparent`` ``value`` (another
+    process's: a batch's, for its items on Dask workers)."""
+    token = _PARENT.set(parse_traceparent(value)) if value else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _PARENT.reset(token)
 
 
 def _text_message(role: str, text: str, **extra: Any) -> str:

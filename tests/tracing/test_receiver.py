@@ -222,10 +222,11 @@ def test_a_batch_of_20_items_is_one_span_with_a_child_per_item(
     def complete(spans: Spans) -> bool:
         return sum(s["name"] == "chat gpt-4.1-mini" and
                    s["attributes"].get("gen_ai.usage.input_tokens") == 9 for s in spans) >= 20 \
-            and any(s["name"] == "batch chat" for s in spans)
+            and any(s["attributes"].get("jupyter_agent.batch.items") == 20 for s in spans)
 
     spans = traced.wait_for(complete)
-    batches = [s for s in spans if s["name"] == "batch chat"]
+    batches = [s for s in spans if s["name"] == "batch chat"
+               and s["attributes"]["jupyter_agent.batch.items"] == 20]
     assert len(batches) == 1
     top = batches[0]
     assert top["parent_id"] is None
@@ -278,3 +279,39 @@ def test_a_sub_agent_is_nested_under_its_tool_call_and_contents_are_masked(
     assert tool["attributes"]["gen_ai.tool.call.result"] == "Paris."
     answer = json.loads(root["attributes"]["gen_ai.output.messages"])
     assert answer[0]["parts"][0]["content"].startswith("The capital is Paris.")
+
+
+# --------------------------------------------------------------------------- a batch on Dask
+def test_a_batch_on_dask_workers_hangs_under_the_kernels_batch_span(
+        traced: Phoenix, server: ScriptedOpenAI) -> None:
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    from jupyter_agent import batch
+
+    server.default = text("ok", usage=usage(13, 2))
+    # Started after the server and the variable: the workers see both (and nothing else:
+    # `%agent trace URL` would reach them the same way, in each item's task).
+    cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                           dashboard_address=None)
+    client = Client(cluster)
+    try:
+        result = batch("Say ok to {item}.", [f"row {i}" for i in range(4)], kind="chat",
+                       engine="dask", concurrency=4, store=None)
+    finally:
+        client.close()
+        cluster.close()
+    assert [o["status"] for o in result.outcomes] == ["done"] * 4
+    flush()
+
+    def complete(spans: Spans) -> bool:
+        return sum(s["attributes"].get("gen_ai.usage.input_tokens") == 13
+                   and s["name"].startswith("chat ") for s in spans) >= 4
+
+    spans = traced.wait_for(complete)
+    (top,) = [s for s in spans if s["name"] == "batch chat"
+              and s["attributes"].get("jupyter_agent.batch.items") == 4]
+    items = children(spans, top)
+    assert len(items) == 4 and {s["name"] for s in items} == {"invoke_agent chat"}
+    assert {s["attributes"]["jupyter_agent.run.id"] for s in items} == {
+        o["run_id"] for o in result.outcomes}
