@@ -521,3 +521,27 @@ def test_a_locked_store_gives_one_line(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
     Store(path).close()  # nothing was damaged: it opens once the lock is gone
+
+
+def test_a_damaged_store_is_one_line_in_a_cell(tmp_path: Path, server: object,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    from jupyter_agent.session import reset_default_store
+
+    folder = tmp_path / "agent-home"
+    folder.mkdir()
+    (folder / "store.sqlite3").write_bytes(b"garbage, not sqlite\n" * 50)
+    monkeypatch.setenv("JUPYTER_AGENT_HOME", str(folder))
+    reset_default_store()
+    ip = start_ipython() or InteractiveShell.instance()
+    assert ip.run_cell("%load_ext jupyter_agent").success
+    with capture_output() as cap:
+        ip.run_cell("%%chat\nHello?")
+    shown = cap.stdout + cap.stderr + "".join(str(o.data) for o in cap.outputs)
+    assert "Traceback" not in shown and "sqlite3." not in shown, shown
+    lines = [line for line in shown.splitlines() if str(folder) in line]
+    assert len(lines) == 1 and "JUPYTER_AGENT_HOME" in lines[0], shown
+    assert (folder / "store.sqlite3").read_bytes() == b"garbage, not sqlite\n" * 50
