@@ -1,14 +1,17 @@
 """Confining ``bash`` with bubblewrap (``bwrap``), and saying plainly when we cannot.
 
-Inside the sandbox (docs/sandbox.md): the workspace is bound read-write at its own path (so
-the paths a command prints are the paths ``read_file`` takes); the system folders (``/usr``,
+Inside the sandbox (docs/sandbox.md) exists only what is listed: the system folders (``/usr``,
 ``/etc``, ``/opt``, the ``/bin`` and ``/lib`` links) and the kernel's Python environment (unless
-it lives in the home folder) are read-only; ``/tmp`` is a private tmpfs; there is no home
-folder; the command gets a new PID namespace (the kernel's ``/proc`` is invisible and nothing
-outlives the call: when the command ends, the namespace ends with every process in it); and,
-unless the workspace allows it, there is no network. When the kernel runs as root, files of
-``/etc`` that only root may read (``shadow``, private keys) are hidden too, since root would
-read them through the read-only bind.
+it lives in the home folder) read-only; the workspace read-write at its own path (so the paths a
+command prints are the paths ``read_file`` takes), minus what inside it stays read-only or
+hidden (``_boundary``); a private tmpfs ``/tmp``; the sandbox's own ``/proc`` with ``/proc/sys``
+read-only; a minimal ``/dev``. There is no home folder and no ``/sys``. The command gets a new
+PID namespace (the kernel's ``/proc`` is invisible and nothing outlives the call), a user
+namespace in which it is not root (where the kernel allows one), process and memory limits
+(``_limits``) and, unless the workspace allows it, no network and no Unix sockets
+(``_seccomp``). When the kernel runs as root, files of ``/etc`` that only root may read
+(``shadow``, private keys) are hidden too, since root would read them through the read-only
+bind.
 
 ``JUPYTER_AGENT_SANDBOX`` chooses: ``auto`` (default: bubblewrap when it works here), ``off``
 (never; bash runs unconfined), ``require`` (bash refuses to run without the sandbox).

@@ -1,8 +1,9 @@
 """The built-in ``bash`` tool: run a shell command in the workspace, bounded in time and output.
 
 When bubblewrap works here (see ``_bwrap`` and docs/sandbox.md) the command runs inside it:
-the workspace read-write, the system read-only, no home folder, its own PID namespace and, unless
-the workspace allows it, no network. Otherwise it runs unconfined, and the tool description and
+the workspace read-write (minus its protected parts), the system read-only, no home folder, its
+own PID and user namespaces, process and memory limits and, unless the workspace allows it, no
+network. Otherwise it runs unconfined, and the tool description and
 the approval card say so.
 
 Either way the command runs as ``bash -c`` in a new session (so a kernel interrupt does not hit
