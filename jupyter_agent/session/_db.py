@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError
 from ..secrets import mask_json
-from ._schema import migrate
+from ._migrations import migrate
 from .paths import APP_NAME, HOME_ENV
 
 __all__ = ["Database", "dumps", "loads", "open_failure", "prepare_store_file"]
