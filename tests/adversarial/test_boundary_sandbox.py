@@ -272,9 +272,9 @@ def test_the_store_folder_is_hidden_before_the_store_exists(sandboxed: None, tmp
     """A store planted by bash before the first open would be opened and trusted."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "state").mkdir()  # the folder exists (made by the user), the store not yet
-    monkeypatch.setenv("JUPYTER_AGENT_HOME", str(ws / "state"))
-    out = sandboxed_bash(ws, "echo planted > state/store.sqlite3 && echo PLANTED", "self")
+    monkeypatch.setenv("JUPYTER_AGENT_HOME", str(ws / "state"))  # neither folder nor file yet
+    out = sandboxed_bash(ws, "mkdir -p state; echo planted > state/store.sqlite3 && "
+                             "echo PLANTED", "self")
     assert "PLANTED" not in out
     assert not (ws / "state/store.sqlite3").exists()
 
@@ -298,14 +298,18 @@ def test_a_venv_in_the_workspace_is_read_only(sandboxed: None, tmp_path: Path) -
     assert not (site / "evil.pth").exists()
 
 
-@pytest.mark.parametrize("depth", ["", "sub/"], ids=["workspace-repo", "nested-repo"])
+@pytest.mark.parametrize("depth,hooks", [("", True), ("sub/", True), ("", False)],
+                         ids=["workspace-repo", "nested-repo", "repo-without-hooks-folder"])
 def test_git_hooks_and_config_are_read_only(sandboxed: None, tmp_path: Path,
-                                            depth: str) -> None:
+                                            depth: str, hooks: bool) -> None:
     ws = tmp_path / "ws"
     git = ws / depth / ".git"
-    (git / "hooks").mkdir(parents=True)
+    git.mkdir(parents=True)
+    if hooks:
+        (git / "hooks").mkdir()
     (git / "config").write_text("[core]\n\tbare = false\n")
-    out = sandboxed_bash(ws, f"printf '#!/bin/sh\\nid\\n' > {depth}.git/hooks/pre-commit; "
+    out = sandboxed_bash(ws, f"mkdir -p {depth}.git/hooks; "
+                             f"printf '#!/bin/sh\\nid\\n' > {depth}.git/hooks/pre-commit; "
                              f"printf '[core]\\n\\tfsmonitor = id\\n' >> {depth}.git/config; "
                              f"echo ref > {depth}.git/ORIG_HEAD && echo OK", "self")
     assert "OK" in out  # the rest of .git stays writable: git works in the sandbox

@@ -33,7 +33,7 @@ from pathlib import Path
 from jupyter_agent.errors import ConfigError
 
 from ..._state import STATE
-from ._boundary import boundary_for
+from ._boundary import Boundary, boundary_for
 
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
 
@@ -229,6 +229,23 @@ def _user_args(userns: bool) -> list[str]:
     return ["--unshare-user", "--uid", str(uid or SANDBOX_UID), "--gid", str(gid or SANDBOX_UID)]
 
 
+def _make_coverable(b: Boundary) -> None:
+    """Create the two protected folders a command could otherwise create first: a mount needs
+    an existing path. The store folder (0700, as the store makes it): a store planted before
+    the first open would be opened and trusted. A repository's missing ``.git/hooks`` (git
+    makes it at ``init``): a hook planted there would run at the next commit."""
+    missing = [p for p in b.read_only if os.path.basename(p) == "hooks"
+               and os.path.isdir(os.path.dirname(p)) and _inside(p, b.root)]
+    if b.store_dir in b.hidden and _inside(b.store_dir, b.root):
+        missing.append(b.store_dir)
+    for path in missing:
+        if not os.path.lexists(path):
+            try:
+                os.makedirs(path, mode=0o700 if path == b.store_dir else 0o755)
+            except OSError:
+                pass
+
+
 def _workspace_binds(ws: str) -> list[str]:
     """The workspace read-write, then what inside it stays read-only or hidden (``_boundary``).
 
@@ -237,13 +254,7 @@ def _workspace_binds(ws: str) -> list[str]:
     come before hidden ones, so a hidden folder inside a read-only one stays hidden.
     """
     b = boundary_for(ws)
-    if b.store_dir in b.hidden and _inside(b.store_dir, ws) and not os.path.exists(b.store_dir):
-        # Made now (0700, as the store makes it) so it can be hidden: a store the command
-        # planted before the first open would be opened and trusted.
-        try:
-            os.makedirs(b.store_dir, mode=0o700)
-        except OSError:
-            pass
+    _make_coverable(b)
     args = ["--bind", ws, ws]
     for home in b.homes:
         args += ["--ro-bind", home, home]
