@@ -40,7 +40,11 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _real(path: str | os.PathLike[str]) -> str:
-    return os.path.realpath(os.path.expanduser(os.fspath(path)))
+    full = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    try:
+        return os.path.realpath(full)
+    except OSError:  # a component changed while it was followed: the path as written
+        return full
 
 
 def _homes() -> set[str]:
@@ -211,7 +215,7 @@ def _cassettes(root: str) -> Iterable[str]:
             with os.scandir(folder) as it:
                 for e in it:
                     if e.name.endswith(CASSETTE_SUFFIX) and e.is_file(follow_symlinks=False):
-                        yield os.path.realpath(e.path)
+                        yield _real(e.path)
         except OSError:
             continue
 
@@ -224,7 +228,7 @@ def _dot_link_targets(homes: Iterable[str], ws: str) -> Iterable[str]:
         except OSError:
             continue
         for link in links:
-            target = os.path.realpath(link)
+            target = _real(link)
             if _inside(target, ws):
                 yield target
 
