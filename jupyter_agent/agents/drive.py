@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from .._previews import history_text
-from ..events import BaseEvent, ToolCalled, ToolReturned, Warning_
+from ..events import BaseEvent, OutputChecked, ToolCalled, ToolReturned, Warning_
 from ..llm.protocol import ModelClient
+from ..llm.structured import OutputSpec, retry_message
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
 from .pending import PendingRun
@@ -96,6 +97,15 @@ class TurnOptions:
     shell: Any = None
     """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
     edge passes it. ``None``: the running shell, else the script's ``__main__``."""
+    output: Any = None
+    """A typed answer: a pydantic model class or a JSON schema dict (``--schema``). The run's
+    ``output`` is then the validated instance (docs/behaviour.md §10.14)."""
+    schema_retries: int = 2
+    """Times an answer that does not validate is sent back with its errors; then the run ends
+    ``invalid``."""
+    cache: bool | None = None
+    """Answer a request identical to an earlier one from the on-disk cache (``--cache``);
+    ``None``: the ``cache`` setting."""
 
 
 @dataclass
@@ -118,6 +128,9 @@ class TurnContext:
     """The run's events before this turn (a resumed run): the turn records the calls after."""
     is_aborted: Callable[[], bool] | None = None
     """The caller's abort check (:attr:`TurnOptions.is_aborted`)."""
+    output: OutputSpec | None = None
+    """What the final answer must be (:attr:`TurnOptions.output`, resolved)."""
+    schema_retries: int = 2
 
     @property
     def client(self) -> ModelClient:
@@ -150,8 +163,12 @@ def resolve_client(opt: TurnOptions, store: Any) -> TurnClient:
     from ..clients.turn import bind_client
 
     if opt.client is not None:
-        return bind_client(opt.client, opt.model or opt.agent_model)
-    return turn_client(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
+        tc = bind_client(opt.client, opt.model or opt.agent_model)
+    else:
+        tc = turn_client(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
+    from ..clients.cache import cached_turn_client
+
+    return cached_turn_client(tc, opt.cache)
 
 
 def resolve_profile(opt: TurnOptions, store: Any) -> ModelProfile:
@@ -199,7 +216,8 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     notice = local_default_notice(tc)
     if notice:
         recorder.emit(Warning_(message=notice))
-    return TurnContext(tc, run, recorder, store, turn_id, history, is_aborted=opt.is_aborted)
+    return TurnContext(tc, run, recorder, store, turn_id, history, is_aborted=opt.is_aborted,
+                       output=opt.output, schema_retries=opt.schema_retries)
 
 
 def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
@@ -251,6 +269,8 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
     used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)
     if used:
         cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
+    if p.output is not None:
+        cfg = dataclasses.replace(cfg, response_format=p.output.response_format)
     # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
     with recorder.finishing(lambda status: finish_turn(p, status)):
         with p.turn_client.reporting_to(recorder.emit), run.looping():
@@ -262,6 +282,8 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
                 token = _ABORT_CHECK.set(hooks.is_aborted)
                 try:
                     result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+                    if p.output is not None and result.status == "done":
+                        result = _typed(p, p.output, result, cfg, hooks)
                 finally:
                     _ABORT_CHECK.reset(token)
         run.messages = result.messages
@@ -286,6 +308,46 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
                         error=result.error, finish_reason=result.finish_reason)
     finish_turn(p, status)
     return run
+
+
+def _typed(p: TurnContext, spec: OutputSpec, result: LoopResult, cfg: LoopConfig,
+           hooks: LoopHooks) -> LoopResult:
+    """Check a typed run's answer; send the errors back and ask again (one round, no tools)
+    at most ``p.schema_retries`` times; then the run ends ``invalid`` (docs/behaviour.md §10.14).
+    """
+    checked = spec.check(result.answer)
+    attempts = 1
+    retry_hooks = LoopHooks(is_aborted=hooks.is_aborted)
+    while not checked.valid and attempts <= p.schema_retries:
+        ask = {"role": "user", "content": retry_message(checked.errors)}
+        retry_cfg = dataclasses.replace(cfg, tools=None, max_rounds=1, final_answer_round=False,
+                                        round_offset=cfg.round_offset + result.rounds)
+        more = run_loop(p.client, [*result.messages, ask], retry_cfg, retry_hooks,
+                        p.recorder.emit)
+        result.assistant_messages += [ask, *more.assistant_messages]
+        result.messages = more.messages
+        result.rounds += more.rounds
+        result.input_tokens += more.input_tokens
+        result.output_tokens += more.output_tokens
+        result.cost += more.cost
+        result.usages += more.usages
+        result.request_ids += more.request_ids
+        result.status, result.error = more.status, more.error
+        result.finish_reason = more.finish_reason or result.finish_reason
+        if more.status != "done":
+            return result
+        result.answer = more.answer
+        checked = spec.check(more.answer)
+        attempts += 1
+    p.recorder.emit(OutputChecked(schema_name=spec.name, valid=checked.valid,
+                                  data=checked.data, errors=list(checked.errors),
+                                  attempts=attempts))
+    p.run.output = checked.value
+    if not checked.valid:
+        result.status = "invalid"  # type: ignore[assignment]  # a run status, not the loop's
+        result.error = (f"The answer does not match {spec.name} after {attempts} "
+                        f"attempt{'s' if attempts != 1 else ''}: {checked.errors[0]}")
+    return result
 
 
 def finish_turn(p: TurnContext, status: str) -> None:
