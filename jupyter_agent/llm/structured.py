@@ -30,7 +30,8 @@ from .schema_target import Target, make_target
 from .types import ChatRequest, ChatResponse
 
 __all__ = ["OutputSpec", "Checked", "FINAL_ANSWER_TOOL", "SCHEMA_RETRIES", "SchemaMode",
-           "output_spec", "typed_request", "typed_response", "schema_refused", "retry_message",
+           "output_spec", "typed_request", "bounded", "GRAMMAR_MAX_STRING", "typed_response",
+           "schema_refused", "retry_message",
            "MAX_ANSWER_CHARS"]
 
 SchemaMode = Literal["native", "grammar", "tool"]
@@ -161,6 +162,29 @@ def _schema_of(request: ChatRequest) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
+GRAMMAR_MAX_STRING = 200
+"""Characters a free string may have in a grammar (the embedded model): a small model can
+otherwise fill one field until its token limit and never close the object."""
+GRAMMAR_MAX_ITEMS = 20
+"""Items an unbounded array may have in a grammar, for the same reason."""
+
+
+def bounded(node: Any) -> Any:
+    """A copy of a JSON schema whose free strings and arrays have an upper bound (the
+    grammar's; the check still validates against the user's schema)."""
+    if isinstance(node, list):
+        return [bounded(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: bounded(v) for k, v in node.items()}
+    free = not any(k in out for k in ("enum", "const", "format", "pattern"))
+    if out.get("type") == "string" and free and "maxLength" not in out:
+        out["maxLength"] = GRAMMAR_MAX_STRING
+    if out.get("type") == "array" and "maxItems" not in out:
+        out["maxItems"] = GRAMMAR_MAX_ITEMS
+    return out
+
+
 def typed_request(request: ChatRequest, mode: SchemaMode) -> ChatRequest:
     """``request`` as the server of ``mode`` takes a typed answer (unchanged when it asks for
     no JSON schema, or in ``native`` mode)."""
@@ -169,7 +193,7 @@ def typed_request(request: ChatRequest, mode: SchemaMode) -> ChatRequest:
         return request
     if mode == "grammar":
         return request.model_copy(update={
-            "response_format": {"type": "json_object", "schema": schema}})
+            "response_format": {"type": "json_object", "schema": bounded(schema)}})
     tool = {"type": "function", "function": {
         "name": FINAL_ANSWER_TOOL,
         "description": "Give your final answer: call this once, with the answer as arguments.",

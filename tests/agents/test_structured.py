@@ -262,3 +262,19 @@ def test_answers_in_events_never_hold_the_key(server: ScriptedOpenAI) -> None:
     run = chat("x", output=Ticket)
     dumped: Any = json.dumps(run.events_json())
     assert "sk-test-key-0123456789" not in dumped
+
+
+def test_a_model_without_native_tools_gets_a_bounded_grammar(server: ScriptedOpenAI,
+                                                              profiles: None) -> None:
+    from jupyter_agent.llm.structured import GRAMMAR_MAX_STRING
+
+    register_profile(ModelProfile(name="tiny", model="tiny-model",
+                                  capabilities={"tools": False}))
+    server.enqueue(text(GOOD))
+    run = chat("Invoice twice.", output=Ticket, model="tiny")
+    assert run.status == "done" and isinstance(run.output, Ticket)
+    rf = server.requests[0]["response_format"]
+    assert rf["type"] == "json_object"  # llama.cpp compiles this schema into a grammar
+    props = rf["schema"]["properties"]
+    assert props["summary"]["maxLength"] == GRAMMAR_MAX_STRING
+    assert "maxLength" not in props["label"]  # an enum is bounded already
