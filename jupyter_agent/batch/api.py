@@ -180,7 +180,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
 
     check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
     if options.get("output") is not None:
-        from ..agents.driver import typed_output
+        from ..agents.turn.start import typed_output
 
         typed_output(options["output"])  # a bad schema: one line before any item runs
     judge = fields.get("judge")

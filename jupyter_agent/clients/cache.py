@@ -35,7 +35,7 @@ from ..llm.types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usa
 
 if TYPE_CHECKING:
     from ..llm.protocol import ModelClient
-    from .turn import TurnClient
+    from .turn_client import TurnClient
 
 __all__ = ["CacheStats", "CachedClient", "ResponseCache", "cache_dir", "cached_turn_client",
            "cache_stats", "clear_cache", "request_digest", "MAX_ENTRY_BYTES"]
