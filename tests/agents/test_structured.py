@@ -106,7 +106,7 @@ def test_a_duplicated_answer_still_gives_the_first_object(server: ScriptedOpenAI
 
 def test_a_huge_answer_is_refused_in_one_line(server: ScriptedOpenAI) -> None:
     server.default = text('{"summary": "' + "x" * MAX_ANSWER_CHARS + '"}')
-    run = chat("Invoice twice.", output=Ticket, schema_retries=0)
+    run = chat("Invoice twice.", output=Ticket, schema_retries=0, stream=False)
     assert run.status == "invalid"
     assert "too long" in (run.error or "") and len(run.error or "") < 300
 
