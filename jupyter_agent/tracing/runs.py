@@ -254,6 +254,8 @@ class RunTracer:
             a["gen_ai.response.id"] = e.response_id
         if e.priced:
             a["jupyter_agent.cost"] = e.cost
+        if e.cached:  # answered from the answer cache: no call was made
+            a["jupyter_agent.cached"] = True
         if self._capture:
             self._output_messages(span, e.round, e.finish_reason)
         span.end(e.t)
