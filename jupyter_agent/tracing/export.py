@@ -74,18 +74,17 @@ class Health:
         with self._lock:
             self.failures += 1
             self.last_error = reason
+            say, self.warned = not self.warned, True
+        if say:  # one line, never a traceback; the run that made the spans goes on regardless
+            try:
+                sys.stderr.write(f"jupyter-agent: traces could not be sent to {self.url} "
+                                 f"({reason}); runs go on untraced, sending is tried again in "
+                                 f"{RETRY_SECONDS:g} s.\n")
+            except Exception:  # a closed stream at exit must not break the export thread
+                pass
+        with self._lock:  # down from now on (after the line: whoever sees it down sees it)
             self.up = False
             self.retry_at = time.monotonic() + RETRY_SECONDS
-            if self.warned:
-                return
-            self.warned = True
-        # One line, never a traceback; the run that made the spans goes on regardless.
-        try:
-            sys.stderr.write(f"jupyter-agent: traces could not be sent to {self.url} ({reason}); "
-                             f"runs go on untraced, sending is tried again in "
-                             f"{RETRY_SECONDS:g} s.\n")
-        except Exception:  # a closed stream at exit must not break the export thread
-            pass
 
 
 class _Reasons(logging.Handler):
