@@ -63,7 +63,12 @@ class Health:
 
     def recording(self) -> bool:
         """Whether a run starting now should make spans (not while the receiver is down)."""
-        return self.up or time.monotonic() >= self.retry_at
+        if self.up:
+            return True
+        if time.monotonic() < self.retry_at:
+            return False
+        self.up = True  # time to try again: the next export tells (no second line if not)
+        return True
 
     def succeeded(self) -> None:
         with self._lock:

@@ -71,7 +71,7 @@ def short_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(export, "EXPORT_TIMEOUT", 1.0)
 
 
-def _two_tool_runs(server: ScriptedOpenAI) -> list[object]:
+def _two_tool_runs(server: ScriptedOpenAI, n: int = 2) -> list[object]:
     from jupyter_agent import toolloop
     from jupyter_agent.tools.registry import Tool
 
@@ -80,7 +80,7 @@ def _two_tool_runs(server: ScriptedOpenAI) -> list[object]:
         return a + b
 
     runs = []
-    for _ in range(2):
+    for _ in range(n):
         server.enqueue(tool_calls([call("add", {"a": 1, "b": 2})]), text("3"))
         runs.append(toolloop("1+2?", tools=[Tool(add)]))
     return runs
@@ -180,7 +180,7 @@ def test_a_receiver_that_is_down_costs_one_line_and_no_run(
     assert ex.health.failures >= 1
 
     # While it is down, runs make no spans at all, and nothing more is printed.
-    (third,) = _two_tool_runs(server)[:1]
+    (third,) = _two_tool_runs(server, 1)
     assert third.status == "done"  # type: ignore[attr-defined]
     assert run_tracer(third) is None
     assert third.events[0].trace == ""  # type: ignore[attr-defined]
@@ -207,6 +207,72 @@ def test_a_receiver_that_hangs_never_holds_a_run(
     _wait_down(ex)
     err = capsys.readouterr().err
     assert len(_warnings(err)) == 1 and "Traceback" not in err, err
+
+
+class _Sink:
+    """A minimal OTLP/HTTP receiver on ``port``: decodes what it is sent, answers 200."""
+
+    def __init__(self, port: int) -> None:
+        import http.server
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        names: list[str] = []
+        self.names = names
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                req = ExportTraceServiceRequest.FromString(body)
+                names.extend(s.name for r in req.resource_spans for ss in r.scope_spans
+                             for s in ss.spans)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_receiver_that_comes_back_gets_whole_runs_again(
+        server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch, short_timeout: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    from jupyter_agent.tracing import export
+
+    monkeypatch.setattr(export, "RETRY_SECONDS", 0.5)
+    port = _closed_port()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    _two_tool_runs(server)
+    ex = export.current()
+    assert ex is not None
+    _wait_down(ex)
+    sink = _Sink(port)  # the receiver is back
+    try:
+        time.sleep(0.6)  # the retry time passes
+        (run,) = _two_tool_runs(server, 1)  # the first run after the retry time: whole
+        assert run.status == "done" and run.events[0].trace  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 60
+        while "execute_tool add" not in sink.names and time.monotonic() < deadline:
+            ex.flush()
+            time.sleep(0.1)
+        # Whole runs, not just their top span: the request and the tool are there.
+        assert {"invoke_agent toolloop", "chat gpt-4.1-mini", "execute_tool add"} <= set(
+            sink.names), sink.names
+        assert ex.health.up
+    finally:
+        sink.close()
+    assert len(_warnings(capsys.readouterr().err)) == 1
 
 
 # --------------------------------------------------------------------------- %agent trace
