@@ -549,3 +549,39 @@ def test_a_damaged_store_is_one_line_in_a_cell(tmp_path: Path, server: object,
     lines = [line for line in shown.splitlines() if str(folder) in line]
     assert len(lines) == 1 and "JUPYTER_AGENT_HOME" in lines[0], shown
     assert (folder / "store.sqlite3").read_bytes() == b"garbage, not sqlite\n" * 50
+
+
+_PY_ATTACK = """
+import os
+found = []
+for path in {paths!r}:
+    try:
+        found.append(open(path).read().strip())
+    except OSError as e:
+        found.append('refused')
+try:
+    os.close(os.open('/proc/sys/kernel/core_pattern', os.O_WRONLY | os.O_APPEND))
+    found.append('sysctl-open')
+except OSError:
+    found.append('sysctl-refused')
+found
+"""
+
+
+def test_sandbox_python_runs_inside_the_same_sandbox(sandboxed: None, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_agent.agents.sandbox import run_python_code
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE-SECRET")
+    home_key = tmp_path / "home" / ".ssh" / "id_rsa"
+    home_key.parent.mkdir(parents=True)
+    home_key.write_text("KEY-SECRET")
+    code = _PY_ATTACK.format(paths=[str(outside), str(home_key)])
+    r = run_python_code(code, workspace=ws)
+    assert r.result == repr(["refused", "refused", "sysctl-refused"]), r
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "off")  # the sandbox is what refuses
+    r = run_python_code(code, workspace=ws)
+    assert r.result is not None and "OUTSIDE-SECRET" in r.result

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from jupyter_agent.errors import ConfigError
 from ..._state import STATE
 from ._boundary import Boundary, boundary_for
 
-__all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
+__all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "python_binds", "sandbox_status"]
 
 SANDBOX_ENV = "JUPYTER_AGENT_SANDBOX"
 """Environment variable choosing the sandbox mode: ``auto``, ``off`` or ``require``."""
@@ -161,6 +161,34 @@ def _python_dirs(root: str) -> Iterator[str]:
         yield real
 
 
+def python_binds(root: str) -> list[str] | None:
+    """The extra folders (read-only) that show the kernel's own interpreter inside the sandbox
+    of a workspace at ``root``, or None when it cannot be shown.
+
+    ``bash`` runs the system's ``python3``; the Python sandbox runs the kernel's interpreter,
+    which may live in the home folder (pyenv, a user install): only its installation folders
+    are shown then, never the rest of the home folder. None when one of them would be hidden
+    (the workspace is the home folder) or would expose the home folder or the workspace.
+    """
+    home = os.path.realpath(os.path.expanduser("~"))
+    shown = [*_SYSTEM_DIRS, *_python_dirs(root), root]
+    extra: list[str] = []
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        real = os.path.realpath(prefix)
+        if any(_inside(real, d) for d in shown + extra):
+            continue
+        if _inside(home, real) or _inside(root, real) or not os.path.isdir(real):
+            return None
+        extra.append(real)
+    wanted = [os.path.realpath(sys.executable), os.path.realpath(sys.prefix)]
+    if not all(any(_inside(w, d) for d in shown + extra) for w in wanted):
+        return None
+    hidden = boundary_for(root).why_hidden
+    if any(hidden(w) for w in wanted):
+        return None
+    return extra
+
+
 def _root_only_etc() -> list[tuple[str, bool]]:
     """(path, is_dir) of ``/etc`` entries no other user may read, hidden when we are root."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
@@ -275,7 +303,8 @@ def _workspace_binds(ws: str) -> list[str]:
 
 
 def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
-                  userns: bool = True, seccomp_fd: int | None = None) -> list[str]:
+                  userns: bool = True, seccomp_fd: int | None = None,
+                  extra_ro: Sequence[str] = ()) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
@@ -298,7 +327,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         target = os.path.realpath("/etc/resolv.conf")  # often under /run, which is not bound
         if os.path.isfile(target):
             args += ["--ro-bind", target, target]
-    for d in _python_dirs(ws):
+    for d in [*_python_dirs(ws), *extra_ro]:
         args += ["--ro-bind", d, d]
     args += _workspace_binds(ws)
     args += _system_binds(only_under=ws)
