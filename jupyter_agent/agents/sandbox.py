@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError, ToolError
 from ..tools.builtin._bwrap import bwrap_command, python_binds, sandbox_status
 from ..tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
+from ..tools.builtin._limits import PidsGroup, limits
 from ..tools.builtin._pipes import Sink, drain, pump
 from ..tools.builtin._procs import ProcessTracker
 from ..tools.builtin._seccomp import filter_fd
@@ -165,14 +166,24 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
     result_read, result_write = os.pipe()
     max_bytes = 0 if memory_mb is None else memory_mb * 1024 * 1024
     passed = (result_write,) if seccomp_fd is None else (result_write, seccomp_fd)
+    argv = [sys.executable, "-I", "-c", _runner_source(), str(result_write), str(max_bytes),
+            str(limit)]
+    group = None
+    if prefix:  # the same process limit as bash (a pids cgroup too when the kernel is root)
+        processes = limits()[1]
+        argv = [*prefix, *argv, str(processes)]
+        group = PidsGroup.create(processes)
+        if group is not None:
+            argv = group.wrap(argv)
     try:
         proc = subprocess.Popen(
-            [*prefix, sys.executable, "-I", "-c", _runner_source(), str(result_write),
-             str(max_bytes), str(limit)],
+            argv,
             cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True, pass_fds=passed)
     except BaseException:
         os.close(result_read)
+        if group is not None:
+            group.remove()
         raise
     finally:
         os.close(result_write)  # the child holds its own copy; EOF comes when it exits
@@ -196,6 +207,8 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         proc.stderr.close()
         os.close(result_read)
         exit_code = proc.wait()
+        if group is not None:
+            group.remove()
     return _result(out.render(limit), err.render(limit), bytes(res), timed_out=not finished,
                    exit_code=exit_code, timeout=timeout, memory_mb=memory_mb)
 

@@ -585,3 +585,15 @@ def test_sandbox_python_runs_inside_the_same_sandbox(sandboxed: None, tmp_path: 
     monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "off")  # the sandbox is what refuses
     r = run_python_code(code, workspace=ws)
     assert r.result is not None and "OUTSIDE-SECRET" in r.result
+
+
+def test_sandbox_python_has_the_process_limit(sandboxed: None, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_agent.agents.sandbox import run_python_code
+
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX_PROCESSES", "30")
+    code = ("import os, time\nn = 0\nfor _ in range(100):\n    try:\n        pid = os.fork()\n"
+            "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n"
+            "        os._exit(0)\n    n += 1\nn")
+    r = run_python_code(code, workspace=tmp_path, timeout=30)
+    assert r.result is not None and int(r.result) < 30, r
