@@ -279,6 +279,18 @@ def test_bash_cannot_write_the_store_in_the_workspace(sandboxed: None, tmp_path:
     out = sandboxed_bash(ws, _INSERT.format(db=db, folder=folder), "self")
     assert "INSERTED" not in out and "END" in out, out
     assert db.read_bytes() == before
+    # A planted write-ahead log would be replayed into the store at its next open.
+    for suffix in ("-wal", "-shm"):
+        companion = db.with_name(db.name + suffix)
+        if companion.exists():
+            companion.unlink()  # as after the last connection closed
+    sandboxed_bash(ws, f"echo planted > {db}-wal; echo planted > {db}-shm", "self")
+    for suffix in ("-wal", "-shm"):
+        companion = db.with_name(db.name + suffix)
+        assert not companion.exists() or b"planted" not in companion.read_bytes()
+    reopened = Store()  # the empty -wal and -shm made to cover them are harmless
+    assert reopened.path == db
+    reopened.close()
     with sqlite3.connect(db) as conn:
         tables = {r[0] for r in conn.execute("select name from sqlite_master")}
     assert "pwned" not in tables

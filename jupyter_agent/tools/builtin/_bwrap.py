@@ -258,19 +258,33 @@ def _user_args(userns: bool) -> list[str]:
 
 
 def _make_coverable(b: Boundary) -> None:
-    """Create the two protected folders a command could otherwise create first: a mount needs
-    an existing path. The store folder (0700, as the store makes it): a store planted before
-    the first open would be opened and trusted. A repository's missing ``.git/hooks`` (git
-    makes it at ``init``): a hook planted there would run at the next commit."""
-    missing = [p for p in b.read_only if os.path.basename(p) == "hooks"
+    """Create what is protected but could be created first by the command (a mount needs an
+    existing path):
+
+    - the store folder (0700, as the store makes it): a store planted before the first open
+      would be opened and trusted;
+    - a store's empty ``-wal`` and ``-shm`` beside an existing store file, when the store folder
+      is the workspace itself: a planted write-ahead log would be replayed into the store at
+      its next open (SQLite treats an empty one as no log);
+    - a repository's missing ``.git/hooks`` (git makes it at ``init``): a hook planted there
+      would run at the next commit.
+    """
+    folders = [p for p in b.read_only if os.path.basename(p) == "hooks"
                and os.path.isdir(os.path.dirname(p)) and _inside(p, b.root)]
     if b.store_dir in b.hidden and _inside(b.store_dir, b.root):
-        missing.append(b.store_dir)
-    for path in missing:
+        folders.append(b.store_dir)
+    for path in folders:
         if not os.path.lexists(path):
             try:
                 os.makedirs(path, mode=0o700 if path == b.store_dir else 0o755)
             except OSError:
+                pass
+    store, *companions = b.hidden_files
+    if _inside(store, b.root) and os.path.isfile(store):
+        for path in companions[:2]:  # -wal, -shm
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except OSError:  # exists already (the kernel has the store open), or cannot
                 pass
 
 
