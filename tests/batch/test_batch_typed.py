@@ -222,3 +222,46 @@ def test_over_with_schema_judge_and_cache_through_the_magics(shell: InteractiveS
     _cell(shell, f"%%{magic} --over rows --schema Ticket --cache --rerun --out table\n"
                  "Classify: {text}")
     assert len(srv.requests) == sent  # every item from the cache
+
+
+# Each flag this feature adds, under --over: the flagged cell differs from its control in what
+# the row looks at (tests/adversarial/test_flag_effects.py does the same for plain cells).
+def _columns(t: Any, srv: ScriptedOpenAI) -> Any:
+    return sorted(t.columns)
+
+
+def _requests(t: Any, srv: ScriptedOpenAI) -> Any:
+    return len(srv.requests)
+
+
+def _judge_models(t: Any, srv: ScriptedOpenAI) -> Any:
+    return sorted({b["model"] for b in srv.requests
+                   if "strict judge" in b["messages"][-1]["content"]})
+
+
+OVER_CASES = [
+    ("--schema", "", "--schema Ticket", _columns),
+    ("--schema-retries", "--schema Ticket --rerun", "--schema Ticket --rerun --schema-retries 0",
+     _requests),
+    ("--cache", "--rerun", "--rerun --cache", _requests),
+    ("--judge", "", "--judge 'Names the problem.'", _columns),
+    ("--judge-model", "--judge x", "--judge x --judge-model gpt-4.1", _judge_models),
+]
+
+
+@pytest.mark.parametrize("flag,base,flagged,key", OVER_CASES, ids=[c[0] for c in OVER_CASES])
+def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpenAI, flag: str,
+                                       base: str, flagged: str, key: Any) -> None:
+    shell.user_ns["rows"] = pd.DataFrame({"text": ["My invoice is wrong", "Broken stuff"]})
+
+    def run(flags: str) -> Any:
+        srv.reset()
+        srv.default = judge_model([])
+        _cell(shell, f"%%chat --over rows {flags} --out table\nClassify: {{text}}")
+        return key(shell.user_ns["table"], srv)
+
+    if flag == "--cache":
+        _cell(shell, "%%chat --over rows --cache --out table\nClassify: {text}")  # fills it
+    first, second = run(base), run(base)
+    assert first == second, f"{flag}: the control runs differ"
+    assert run(flagged) != first, f"{flag} changed nothing under --over"
