@@ -265,3 +265,18 @@ def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpe
     first, second = run(base), run(base)
     assert first == second, f"{flag}: the control runs differ"
     assert run(flagged) != first, f"{flag} changed nothing under --over"
+
+
+@pytest.mark.parametrize("line,message", [
+    ("%%chat --schema Nope", "--schema: no variable named 'Nope'."),
+    ("%%chat --schema-retries 1", "--schema-retries needs --schema NAME."),
+    ("%%chat --schema rows", "--schema: output must be a pydantic model class or a JSON schema"),
+    ("%%chat --judge x", "--judge needs --over VAR (a batch)."),
+    ("%%chat --over rows --judge-model gpt-4.1", "judge_model needs judge"),
+])
+def test_mistakes_are_one_line_before_any_request(shell: InteractiveShell, srv: ScriptedOpenAI,
+                                                  line: str, message: str) -> None:
+    with capture_output():
+        result = shell.run_cell(f"{line}\nClassify this.")
+    assert message in str(result.error_in_exec)
+    assert srv.requests == []
