@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:
 
 from bench import (  # noqa: E402
     bench_batch,
+    bench_history,
     bench_import,
     bench_live,
     bench_loop,
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_notebook.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_live.main(["--rounds", "60"] if args.quick else [])
+    print("=" * 78)
+    bench_history.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_batch.main(["--quick"] if args.quick else [])
     print("=" * 78)
