@@ -133,7 +133,9 @@ class ResponseCache:
                  "mac": _mac(secret, digest, canon)}
         path = self._path(digest)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Private like the store beside it (docs/security.md): answers can hold user data.
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(entry, f, ensure_ascii=False)
