@@ -280,3 +280,18 @@ def test_mistakes_are_one_line_before_any_request(shell: InteractiveShell, srv: 
         result = shell.run_cell(f"{line}\nClassify this.")
     assert message in str(result.error_in_exec)
     assert srv.requests == []
+
+
+def test_config_cache_turns_it_on_for_every_cell(shell: InteractiveShell,
+                                                 srv: ScriptedOpenAI) -> None:
+    srv.default = text("ok")
+    try:
+        _cell(shell, "%config AgentMagics.cache = True")
+        for _ in range(2):
+            _cell(shell, "%%chat --no-history\nSame question.")
+        assert len(srv.requests) == 1
+        assert shell.user_ns["_agent_run"].view["footer"]["cached"] == 1
+    finally:
+        _cell(shell, "%config AgentMagics.cache = False")
+    _cell(shell, "%%chat --no-history\nSame question.")
+    assert len(srv.requests) == 2
