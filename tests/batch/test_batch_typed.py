@@ -295,3 +295,12 @@ def test_config_cache_turns_it_on_for_every_cell(shell: InteractiveShell,
         _cell(shell, "%config AgentMagics.cache = False")
     _cell(shell, "%%chat --no-history\nSame question.")
     assert len(srv.requests) == 2
+
+
+def test_a_polars_input_gives_polars_typed_columns(srv: ScriptedOpenAI) -> None:
+    pl = pytest.importorskip("polars")
+    res = batch("Classify: {text}", pl.DataFrame({"text": TEXTS[:2]}), kind="chat",
+                output=Ticket, store=None)
+    t = res.results
+    assert isinstance(t, pl.DataFrame)
+    assert t["urgency"].to_list() == [3, 5] and t["label"].to_list() == ["billing", "technical"]
