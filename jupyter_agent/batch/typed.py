@@ -106,7 +106,7 @@ def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
         if name not in frame.columns:
             continue
         kind = _kind(annotation)
-        col = frame[name]
+        col: Any = frame[name]
         try:
             if kind == "datetime":
                 frame[name] = pd.to_datetime(col, utc=_aware(col))
