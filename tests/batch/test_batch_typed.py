@@ -181,6 +181,8 @@ def test_a_rerun_with_the_cache_sends_nothing(srv: ScriptedOpenAI) -> None:
     assert len(srv.requests) == sent
     assert again.results["urgency"].tolist() == first.results["urgency"].tolist()
     assert float(again.results["cost"].sum()) == 0.0
+    assert again.view["cached"] == 3 and first.view["cached"] == 0
+    assert "3 cached (saved" in again.bundle()["text/plain"]
 
 
 @pytest.fixture(scope="module")
