@@ -19,7 +19,8 @@ A run suspended on a cassette's client continues on that client in this process
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..answers import Answer, AnswerSource, WaitingAsk
 from ..errors import ParameterError, ResumeError
@@ -124,7 +125,7 @@ def settle(p: TurnContext, run: Run) -> Run:
 
 
 def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store: Any = "default",
-           listeners: list[Callable[[BaseEvent], None]] | None = None,
+           listeners: Sequence[Callable[[BaseEvent], None]] | None = None,
            expected_call_id: str | None = None, client: ModelClient | None = None,
            answers: AnswerSource | None = None) -> Run:
     """Answer a suspended run and continue it.
@@ -153,7 +154,7 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
 
 
 def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
-            listeners: list[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
+            listeners: Sequence[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
             client: ModelClient | None, answers: AnswerSource | None
             ) -> tuple[TurnContext, Run]:
     """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
@@ -202,7 +203,7 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
     if answers is not None:
         tc = dataclasses.replace(tc, answers=answers)
     run.pending = None
-    opt = TurnOptions(session=run.session, history=0, store=store, listeners=listeners or [])
+    opt = TurnOptions(session=run.session, history=0, store=store, listeners=list(listeners or []))
     # The same opening as a new turn's; a store failing here ends the claimed run "error".
     p = open_turn(pending.kind, run.prompt, opt, tc, store=store, mode="agent", resuming=run,
                   persisted=pending.persisted)

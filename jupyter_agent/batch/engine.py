@@ -59,7 +59,8 @@ def _stored_outcome(store: Any, rec: Any) -> dict[str, Any] | None:
         return out
     events = store.get_events(rec.run_id)
     usage = [e for e in events if e.get("type") == "usage"]
-    end = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    end: dict[str, Any] = next(
+        (e for e in reversed(events) if e.get("type") == "run_finished"), {})
     out.update(status=run.status, answer=end.get("answer") or "", error=end.get("error"),
                rounds=int(end.get("rounds") or rec.rounds),
                input_tokens=sum(int(e.get("input_tokens") or 0) for e in usage),

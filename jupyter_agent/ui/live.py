@@ -150,8 +150,9 @@ class LiveDisplay:
         # A finished run is shown by the static renderer (same look, no kernel needed), so a
         # saved notebook never depends on widget state. A run waiting for an answer keeps the
         # live widget: its buttons must stay clickable.
-        live = self.widget is not None and (not final or self.run.view.get("status") == "ask")
-        return build_bundle(self.run.view, self.widget.model_id if live else None)
+        widget = self.widget
+        live = widget is not None and (not final or self.run.view.get("status") == "ask")
+        return build_bundle(self.run.view, widget.model_id if widget is not None and live else None)
 
     def on_event(self, event: BaseEvent) -> None:
         """Listener for the run's recorder: push the view, at most ``MAX_UPDATES_PER_SECOND``

@@ -50,6 +50,7 @@ Shape::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..events import BaseEvent
@@ -89,14 +90,15 @@ def new_view() -> dict[str, Any]:
 
 
 def _last_item(view: dict[str, Any], kind: str, round_: int) -> dict[str, Any] | None:
-    items = view["items"]
+    items: list[dict[str, Any]] = view["items"]
     if items and items[-1]["kind"] == kind and items[-1].get("round") == round_:
         return items[-1]
     return None
 
 
 def _find_tool(view: dict[str, Any], call_id: str) -> dict[str, Any] | None:
-    for item in reversed(view["items"]):
+    items: list[dict[str, Any]] = view["items"]
+    for item in items[::-1]:
         if item["kind"] == "tool" and item["call_id"] == call_id:
             return item
     return None
@@ -276,7 +278,7 @@ def withdraw_ask(view: dict[str, Any], reason: str) -> dict[str, Any]:
     return view
 
 
-def reduce_events(events: list[BaseEvent], view: dict[str, Any] | None = None) -> dict[str, Any]:
+def reduce_events(events: Sequence[BaseEvent], view: dict[str, Any] | None = None) -> dict[str, Any]:
     """Reduce a list of events into a (new or given) view state."""
     view = view if view is not None else new_view()
     for e in events:

@@ -20,6 +20,7 @@ from .options import TurnOptions
 if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
     from ...runtime.intent import IntentResult
+    from ...session.models import Mode
     from ...session.store import Store
 
 __all__ = ["TurnContext", "open_turn"]
@@ -53,7 +54,7 @@ class TurnContext:
 
 
 def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store: Store | None,
-              mode: str = "ask", intent: IntentResult | None = None, agent: str | None = None,
+              mode: Mode = "ask", intent: IntentResult | None = None, agent: str | None = None,
               resuming: Run | None = None, persisted: int = 0) -> TurnContext:
     """Open a turn: a new run's first, or the turn an answer adds to the suspended run
     ``resuming``.
