@@ -8,6 +8,7 @@ with those errors, so a config that silently checks nothing fails.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,20 @@ def test_config_is_strict_and_covers_the_whole_package(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     for code in ("no-untyped-def", "ignore-without-code", "assignment"):
         assert f"[{code}]" in result.stdout, result.stdout
+
+
+def test_every_type_ignore_says_why() -> None:
+    """A silenced error names its code (``ignore-without-code``) and says why: a comment after
+    it on the same line, or on the line above."""
+    unexplained = []
+    for path in sorted((ROOT / "jupyter_agent").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            found = re.search(r"#\s*type:\s*ignore\b(\[[^\]]*\])?(.*)$", line)
+            if found is None:
+                continue
+            said = found.group(2).strip().startswith("#") or (
+                i > 0 and lines[i - 1].strip().startswith("#"))
+            if not said:
+                unexplained.append(f"{path.relative_to(ROOT)}:{i + 1}: {line.strip()}")
+    assert not unexplained, "\n".join(unexplained)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Run", "RunRecorder", "new_run_id", "last_run", "set_last_run"]
 
 Listener = Callable[[BaseEvent], None]
-_LAST: Box = STATE.slot("agents.last_run", Box)
+_LAST: Box[Run] = STATE.slot("agents.last_run", Box)
 
 
 def new_run_id() -> str:
@@ -43,7 +43,7 @@ def new_run_id() -> str:
 
 def last_run() -> Run | None:
     """The most recent run of this process (also bound to ``_agent_run`` in a notebook)."""
-    return _LAST.value  # type: ignore[no-any-return]
+    return _LAST.value
 
 
 def set_last_run(run: Run | None) -> None:
@@ -271,7 +271,7 @@ class RunRecorder:
         reduce_event(run.view, event)
         if self.store is not None:
             self._pending_store.append(event_to_json(event))
-            if event.type in self._FLUSH_ON:  # type: ignore[attr-defined]
+            if event.__dict__["type"] in self._FLUSH_ON:
                 self.flush()
         for listener in self.listeners:
             listener(event)

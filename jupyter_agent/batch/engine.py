@@ -118,8 +118,8 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             progress.counts["waiting"] -= 1
             progress.reuse(kept)
         elif item.error:
-            outcomes[item.position] = error_outcome(item.error)
-            progress.failed_early(outcomes[item.position])  # type: ignore[arg-type]
+            failed = outcomes[item.position] = error_outcome(item.error)
+            progress.failed_early(failed)
         else:
             todo.append(item)
     coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)

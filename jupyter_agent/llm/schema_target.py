@@ -85,6 +85,7 @@ class _Builder:
         if isinstance(kind, list):
             return self.union([self.annotation({**node, "type": k}, name) for k in kind])
         if kind == "array":
+            # A type made at run time from the schema: mypy cannot check a computed item type.
             return list[self.annotation(node.get("items", {}), name + "Item")]  # type: ignore[misc]
         if kind == "object" or "properties" in node:
             if not node.get("properties"):
