@@ -283,8 +283,11 @@ class RunRecorder:
             listener(event)
 
     def _trace(self, event: BaseEvent) -> None:
+        tracer = self._tracer
+        if tracer is None:
+            return
         try:
-            self._tracer(event)  # type: ignore[misc]
+            tracer(event)
         except Exception as exc:  # a tracing bug must never fail the run: stop tracing it
             self._tracer = None
             import sys
