@@ -20,7 +20,14 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from ..answers import WaitingAsk
 from ..errors import ResumeError
@@ -136,11 +143,19 @@ class ToolloopOptions(_Model):
 class PlanOptions(_Model):
     """The loop options of a ``%%plan`` run, used again by its resume."""
 
-    system: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
     stream: bool = True
     max_rounds: int = PLAN_MAX_ROUNDS
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_system(cls, data: Any) -> Any:
+        # Records saved before this field went carry ``system`` (never read on resume: the
+        # system prompt is in the saved messages); they still load.
+        if isinstance(data, dict) and "system" in data:
+            return {k: v for k, v in data.items() if k != "system"}
+        return data
 
 
 class _PendingBase(_Model):

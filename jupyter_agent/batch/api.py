@@ -160,10 +160,14 @@ def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | 
     if model is None:
         return [None]
     names = model.split(",") if isinstance(model, str) else list(model)
-    out = [n.strip() if isinstance(n, str) else n for n in names]
-    if not out or any(not isinstance(n, str) or not n for n in out):
+    out: list[str | None] = []
+    for n in names:
+        if not isinstance(n, str) or not n.strip():
+            raise ParameterError(f"model must name models (comma-separated), not {model!r}.")
+        out.append(n.strip())
+    if not out:
         raise ParameterError(f"model must name models (comma-separated), not {model!r}.")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[str, Any],
@@ -206,6 +210,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
         if len(models) > 1:
             raise ParameterError("client serves one model: pass clients per model, or one model.")
         clients[models[0]] = client
+    # ``kind`` is one of ``_OPTIONS``' keys (checked above), a str to mypy.
     return BatchSpec(kind=kind, template=template, inputs=inputs, models=models,  # type: ignore[arg-type]
                      options=options, clients=clients, namespace=namespace, **fields)
 

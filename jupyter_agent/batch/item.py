@@ -82,7 +82,8 @@ def _entry(kind: str) -> Callable[..., Any]:
     import importlib
 
     module, name = _ENTRIES[kind]
-    return getattr(importlib.import_module(module), name)
+    entry: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return entry
 
 
 def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | None = None,

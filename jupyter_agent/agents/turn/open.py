@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
     from ...llm.structured import OutputSpec
     from ...runtime.intent import IntentResult
+    from ...session.models import Mode
     from ...session.store import Store
 
 __all__ = ["TurnContext", "open_turn"]
@@ -57,7 +58,7 @@ class TurnContext:
 
 
 def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store: Store | None,
-              mode: str = "ask", intent: IntentResult | None = None, agent: str | None = None,
+              mode: Mode = "ask", intent: IntentResult | None = None, agent: str | None = None,
               resuming: Run | None = None, persisted: int = 0) -> TurnContext:
     """Open a turn: a new run's first, or the turn an answer adds to the suspended run
     ``resuming``.
