@@ -32,6 +32,7 @@ from pydantic import (
 from ..answers import WaitingAsk
 from ..errors import ResumeError
 from ..events import AskPending
+from ..llm.structured import SCHEMA_RETRIES
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision
 from .limits import MAX_ROUNDS
@@ -177,7 +178,7 @@ class _PendingBase(_Model):
     output: dict[str, Any] | None = None
     """A typed run's JSON schema: its resume checks the final answer again (in another
     kernel ``run.output`` is then a dict; in the same one, the model class kept aside)."""
-    schema_retries: int = 2
+    schema_retries: int = SCHEMA_RETRIES
     card: QuestionCard | ApprovalCard = Field(discriminator="kind")
     """The card shown; its ``call_id`` is the run's."""
 

@@ -257,7 +257,9 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
             ``judge_score`` and ``judge_reason`` columns; with two models, also a win rate.
         judge_model: The judge's model (default: the batch's first model).
         **options: Options of the entry point (``system``, ``tools``, ``max_rounds``,
-            ``agent`` for a named agent...).
+            ``agent`` for a named agent...). ``output=Model`` makes every answer typed: the
+            results get one typed column per field and ``errors``; ``schema_retries`` and
+            ``cache=True`` as for a single run.
 
     Returns:
         A :class:`BatchResult` (a :class:`BatchRun` with ``wait=False``).
