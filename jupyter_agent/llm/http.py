@@ -154,8 +154,11 @@ class HttpTransport:
         server would likely send it again, and the partial answer is withdrawn).
         """
         deadline = _deadline()
+        finished = False
         try:
             for payload in sse_payloads(http.iter_bytes(), deadline):
+                if payload == "[DONE]":
+                    finished = True
                 if payload == "[DONE]" or not payload:  # an empty data line is a heartbeat
                     continue  # keep reading to the end of the body: the connection is reused
                 chunk = decode_json(payload)
@@ -166,6 +169,10 @@ class HttpTransport:
         except self._read_errors as exc:
             deadline.check(_GRACE)  # the watchdog cut the connection: not a retryable loss
             raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
+        if not finished:
+            # A body that just ends (no [DONE]) at the deadline was cut by the watchdog (a
+            # server closing the connection to end its body): a timeout, not a short answer.
+            deadline.check(_GRACE)
 
 
 class _SSEStream:
