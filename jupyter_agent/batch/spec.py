@@ -104,7 +104,8 @@ def spec_key(spec: BatchSpec) -> str:
     # An option left at its default (None, False) is the same work as an option not given:
     # a cell (which passes every flag) and a script (which passes few) find each other's items.
     opts = {k: v for k, v in spec.options.items()
-            if k not in ("listeners", "store", "client") and v is not None and v is not False}
+            if k not in ("listeners", "store", "client", "shell") and v is not None
+            and v is not False}
     return _digest({"kind": spec.kind, "template": spec.template, "options": fingerprint(opts),
                     "auto_answer": spec.auto_answer})
 

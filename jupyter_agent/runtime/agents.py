@@ -56,6 +56,10 @@ class Agent(BaseModel):
         notebook_variables: The only notebook variables this agent may list, inspect or get
             with ``--with`` (``None``: all but secret-looking ones). With a list, ``run_python``
             is left out, since code could read any variable.
+        skills: Skill folders in the Agent Skills layout (a folder with a ``SKILL.md``, or a
+            folder of them; relative paths are taken from the current directory when the agent
+            is created): their names and descriptions go into the system prompt and the agent
+            reads one with the read-only ``read_skill`` tool (docs/behaviour.md §5.5).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
@@ -72,6 +76,7 @@ class Agent(BaseModel):
     description: str = ""
     notebook: bool = False
     notebook_variables: list[str] | None = None
+    skills: list[str] = Field(default_factory=list)
 
     def __init__(self, name: str, instructions: str = "", tools: list[Any] | None = None,
                  model: str | None = None, workspace: str | os.PathLike[str] | None = None,
@@ -97,6 +102,16 @@ class Agent(BaseModel):
         if value is None:
             return None
         return os.path.abspath(os.path.expanduser(value))
+
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _skill_paths(cls, value: Any) -> list[str]:
+        # One folder or several; fixed when the agent is defined, like the workspace.
+        if value is None:
+            return []
+        if isinstance(value, (str, os.PathLike)):
+            value = [value]
+        return [os.path.abspath(os.path.expanduser(os.fspath(v))) for v in value]
 
     def workspace_path(self) -> Path | None:
         """The workspace folder as an absolute path, or ``None`` for the default."""

@@ -123,9 +123,13 @@ REFUSED = [
     ("%%chat --over nothing_here\nHi {text}", "no variable named 'nothing_here'"),
     ("%%chat --over tickets\nHi {txt}", "Unknown field {txt}"),
     ("%%chat --over tickets\nHi {text", "Bad braces"),
-    ("%%chat --over tickets --session other\nHi {text}", "without a session"),
-    ("%%chat --over tickets --history 2\nHi {text}", "without a session"),
-    ("%%chat --over tickets --history=0\nHi {text}", "without a session"),
+    ("%%chat --over tickets --session other\nHi {text}", "--session with --over: batch items "
+                                                          "run without a session"),
+    ("%%chat --over tickets --history 2\nHi {text}", "--history with --over: batch items run "
+                                                     "without history"),
+    ("%%chat --over tickets --history=0\nHi {text}", "--history with --over"),
+    ("%%chat --over tickets --no-stream\nHi {text}", "--no-stream with --over"),
+    ("%%toolloop --over tickets --notebook\nHi {text}", "--notebook with --over"),
     ("%%chat --over tickets --score label\nHi {text}", "not a function"),
     ("%%chat --over tickets --expect nope\nHi {text}", "no field 'nope'"),
     ("%%chat --over tickets --expect label --score judge\nHi {text}", "expect or score"),
