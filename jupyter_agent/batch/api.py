@@ -44,7 +44,7 @@ def batch_options(kind: str) -> frozenset[str]:
     import dataclasses
     import inspect
 
-    from ..agents.drive import TurnOptions
+    from ..agents.turn.options import TurnOptions
     from .item import entry_point
 
     names = {f.name for f in dataclasses.fields(TurnOptions)}
