@@ -24,7 +24,7 @@ __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
-           "request_deadline")
+           "request_deadline", "read_timeout")
 _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%chat.",
                "toolloop": "The cell is empty: write the task below %%toolloop.",
                "plan": "The cell is empty: write the task below %%plan."}
@@ -127,6 +127,7 @@ class AgentMagics(Magics):
     max_retries = Int(3, help="Retries of 429/5xx/connection errors.").tag(config=True)
     retry_base_delay = Float(0.5, help="First retry delay in seconds (doubles each time).").tag(config=True)
     request_deadline = Float(900.0, min=1.0, help="Seconds one model call may take in all (retries included).").tag(config=True)
+    read_timeout = Float(600.0, min=1.0, help="Seconds one network read of a model call may wait (then it is retried).").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else markdown only).").tag(config=True)
     fallback_models = List(Unicode(), help="Profiles to fail over to, in order.").tag(config=True)
 
@@ -162,6 +163,7 @@ class AgentMagics(Magics):
         s.max_retries = self.max_retries
         s.retry_base_delay = self.retry_base_delay
         s.request_deadline = self.request_deadline
+        s.timeout = self.read_timeout
         s.fallback_models = list(self.fallback_models)
         from .clients.factory import clear_client_cache
 

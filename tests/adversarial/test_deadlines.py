@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -199,3 +200,31 @@ def test_a_run_cut_by_the_deadline_is_never_done(server: ScriptedOpenAI) -> None
     finally:
         config.settings.request_deadline = 900.0
         factory.clear_client_cache()
+
+
+@pytest.mark.parametrize(("turn", "where"), [
+    (hang(20), "waiting for the server"),
+    (drip(20, interval=None, before="Half"), "mid-stream")], ids=["no-headers", "mid-stream"])
+def test_a_read_timeout_names_itself_and_the_setting(server: ScriptedOpenAI, turn: Any,
+                                                     where: str) -> None:
+    """A server silent past the read timeout: the call is retried, then ends saying it timed
+    out and which setting to raise (not "connection error: Request timed out.")."""
+    quick = ModelClient("gpt-4.1-mini", api_key=KEY, base_url=server.base_url,
+                        retry=RetryPolicy(max_retries=0), timeout=1.0, deadline=30)
+    server.enqueue(turn)
+    resp, _, _ = ask(quick)
+    assert resp.error == (f"Model request failed after 1 attempts: timed out after 1 s {where} "
+                          "(the read timeout; raise it with %config AgentMagics.read_timeout)")
+
+
+def test_the_read_timeout_setting_reaches_the_client(server: ScriptedOpenAI) -> None:
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or get_ipython()
+    assert shell.run_cell("%load_ext jupyter_agent").success
+    assert shell.run_cell("%config AgentMagics.read_timeout = 7.5").success
+    try:
+        assert config.settings.timeout == 7.5
+    finally:
+        shell.run_cell("%config AgentMagics.read_timeout = 600.0")
