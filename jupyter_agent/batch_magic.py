@@ -54,6 +54,11 @@ def batch_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Run every item again, even those finished by an earlier run."),
         argument("--engine", type=flags.text, choices=list(ENGINES),
                  help="thread (default) or dask (a dask.distributed cluster)."),
+        argument("--judge", type=flags.text,
+                 help="Score each answer with an LLM judge on these criteria (judge_score, "
+                      "judge_reason columns; with two models, a win rate)."),
+        argument("--judge-model", type=flags.text,
+                 help="With --judge: the judge's model (default: the cell's)."),
     ]):
         fn = decorator(fn)
     return fn
@@ -112,7 +117,7 @@ def run_batch_cell(magics: AgentMagics, kind: CellKind, args: Any, cell: str) ->
                        max_items=args.max_items, rerun=args.rerun, engine=args.engine or "thread",
                        auto_answer=cell_options.auto_answer, namespace=ns,
                        on_progress=on_progress, controller=controller, clients=clients,
-                       **options)
+                       judge=args.judge, judge_model=args.judge_model, **options)
     except JupyterAgentError as exc:
         if "display" in box:
             box["display"].finish(box["display"].view)

@@ -25,7 +25,7 @@ __all__ = ["CellKind", "CellOptions", "read_cell_options", "given_flags", "OVER_
 CellKind = Literal["chat", "toolloop", "plan"]
 
 BATCH_ONLY = ("over", "concurrency", "expect", "match", "score", "max_cost", "max_items",
-              "rerun", "engine")
+              "rerun", "engine", "judge", "judge_model")
 """Parser destinations of the batch flags: a cell without ``--over`` refuses them."""
 
 OVER_REFUSED: dict[str, str] = {
@@ -172,14 +172,18 @@ _KNOWN = frozenset({
     "model", "system", "out", "session", "history", "no_history", "temperature", "max_tokens",
     "knowledge", "quote_role", "quote_prompt", "quote_template", "no_stream", "with_vars",
     "record", "replay", "tools", "max_rounds", "agent", "notebook", "parallel", "tool_choice",
-    "answer", "option", "auto_answer", *BATCH_ONLY})
+    "answer", "option", "auto_answer", "schema", "schema_retries", "cache", *BATCH_ONLY})
 """Parser destinations this module reads itself; any other given flag goes to ``extra``."""
 
 
 def read_cell_options(kind: CellKind, args: argparse.Namespace,
                       parser: argparse.ArgumentParser, *, ns: Mapping[str, Any],
-                      shell: Any = None, origin: str | None = None) -> CellOptions:
+                      shell: Any = None, origin: str | None = None,
+                      typed: Mapping[str, Any] | None = None) -> CellOptions:
     """The :class:`CellOptions` of a parsed magic line (notebook variables looked up now).
+
+    ``typed``: the entry-point options of ``--schema``, ``--schema-retries`` and ``--cache``
+    (``AgentMagics.typed_options``), carried like any other option.
 
     Raises:
         UsageError: a flag naming a missing variable, ``--record`` with ``--replay``.
@@ -196,6 +200,7 @@ def read_cell_options(kind: CellKind, args: argparse.Namespace,
         "record" if args.record else "replay" if args.replay else None)
     tools = getattr(args, "tools", None)
     extra = {dest: getattr(args, dest) for dest in given if dest not in _KNOWN}
+    extra.update(typed or {})
     return CellOptions(
         kind=kind, given=given, model=args.model, system=args.system, session=args.session,
         history=0 if args.no_history else args.history, temperature=args.temperature,

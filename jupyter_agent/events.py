@@ -19,6 +19,7 @@ __all__ = [
     "RunStatus",
     "BaseEvent",
     "RunStarted",
+    "OutputChecked",
     "ToolsOffered",
     "RoundStarted",
     "ReasoningDelta",
@@ -55,7 +56,8 @@ RUN_FORMAT_VERSION = 2
 1 held the view and the event log; 2 holds the view only (``view/bundle.py``). Readers take
 both: the view is where it was."""
 
-RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete", "running"]
+RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete", "running",
+                    "invalid"]
 """How a run ended. ``ask`` means suspended: waiting for an answer or an approval."""
 
 
@@ -167,6 +169,10 @@ class UsageRecorded(BaseEvent):
     """True when the provider sent no usage and tokens were counted locally."""
     priced: bool = True
     """False when the model's profile has no prices: the cost is unknown, not 0."""
+    cached: bool = False
+    """Answered from the answer cache: no call was made (``cost`` is 0)."""
+    saved: float = 0.0
+    """What a cached answer would have cost."""
 
 
 class PlanUpdated(BaseEvent):
@@ -259,6 +265,20 @@ class ToolFigures(BaseEvent):
     data, empty when the image was too large to keep (the description stays)."""
 
 
+class OutputChecked(BaseEvent):
+    """A typed run's answer checked against its schema (docs/behaviour.md §10.14)."""
+
+    type: Literal["output_checked"] = "output_checked"
+    schema_name: str
+    valid: bool
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The instance as JSON (what the model produced, when invalid)."""
+    errors: list[str] = Field(default_factory=list)
+    """One line per problem of the last attempt; empty when valid."""
+    attempts: int = 1
+    """Answers checked: 1, plus one per retry."""
+
+
 class RunFinished(BaseEvent):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -301,6 +321,7 @@ RunEvent = Annotated[
         Warning_,
         CellProposed,
         ToolFigures,
+        OutputChecked,
         RunFinished,
         RunFailed,
     ],

@@ -24,7 +24,7 @@ __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
-           "request_deadline", "read_timeout")
+           "request_deadline", "read_timeout", "cache")
 _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%chat.",
                "toolloop": "The cell is empty: write the task below %%toolloop.",
                "plan": "The cell is empty: write the task below %%plan."}
@@ -93,6 +93,13 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Record this cell's model calls into the cassette (see %%agent record)."),
         argument("--replay", action="store_true",
                  help="Replay this cell's model calls from the cassette: no key needed."),
+        argument("--schema", type=flags.identifier,
+                 help="Typed answer: a variable holding a pydantic model class or a JSON "
+                      "schema; --out then stores the instance (with --over: typed columns)."),
+        argument("--schema-retries", type=flags.integer(0),
+                 help="With --schema: times an invalid answer is sent back (default 2)."),
+        argument("--cache", action="store_true",
+                 help="Answer identical requests from the answer cache (see %%agent cache)."),
     ]):
         fn = decorator(fn)
     return fn
@@ -130,6 +137,7 @@ class AgentMagics(Magics):
     read_timeout = Float(600.0, min=1.0, help="Seconds one network read of a model call may wait (then it is retried).").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else markdown only).").tag(config=True)
     fallback_models = List(Unicode(), help="Profiles to fail over to, in order.").tag(config=True)
+    cache = Bool(False, help="Answer identical requests from the on-disk answer cache (see %agent cache).").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -165,6 +173,7 @@ class AgentMagics(Magics):
         s.request_deadline = self.request_deadline
         s.timeout = self.read_timeout
         s.fallback_models = list(self.fallback_models)
+        s.cache = self.cache
         from .clients.factory import clear_client_cache
 
         clear_client_cache()
@@ -187,7 +196,7 @@ class AgentMagics(Magics):
         record for a plain cell and for ``--over`` (``jupyter_agent/cell_options.py``)."""
         parser = getattr(AgentMagics, kind).parser
         return read_cell_options(kind, args, parser, ns=self.namespace(), shell=self.shell,
-                                 origin=self._origin())
+                                 origin=self._origin(), typed=self.typed_options(args))
 
     def cell_prompt(self, cell: str, magic: str) -> str:
         """The cell's text with its ``{expr}`` fields filled (one line for an empty cell)."""
@@ -212,6 +221,21 @@ class AgentMagics(Magics):
             raise UsageError(usage_message(exc)) from None
         return prompt, opts
 
+    def typed_options(self, args: Any) -> dict[str, Any]:
+        """``--schema``, ``--schema-retries`` and ``--cache`` as options (cells and batches)."""
+        opts: dict[str, Any] = {}
+        if args.schema:
+            if args.schema not in self.namespace():
+                raise UsageError(f"--schema: no variable named {args.schema!r}.")
+            opts["output"] = self.namespace()[args.schema]
+        if args.schema_retries is not None:
+            if not args.schema:
+                raise UsageError("--schema-retries needs --schema NAME.")
+            opts["schema_retries"] = args.schema_retries
+        if args.cache:
+            opts["cache"] = True
+        return opts
+
     def _run(self, args: Any, start: Callable[[list[Any]], Any]) -> Any:
         """Start a run with a live display; map user errors to one line."""
         from .ui.live import LiveDisplay
@@ -225,7 +249,7 @@ class AgentMagics(Magics):
 
         ns = self.namespace()
         # ``--out``: a run finished by a click (an ask, an approval) stores its answer then.
-        out = (ns, args.out) if args.out else None
+        out = (ns, args.out, bool(args.schema)) if args.out else None
 
         def on_start(run: Any) -> None:
             holder["run"] = run
@@ -238,7 +262,8 @@ class AgentMagics(Magics):
             raise UsageError(usage_message(exc)) from None
         ns["_agent_run"] = run
         if args.out:
-            ns[args.out] = run.answer
+            # A typed run stores its instance (None when it never validated), else the text.
+            ns[args.out] = run.output if args.schema else run.answer
         if run.status == "error":
             # The display already shows the run; the cell still fails (Run All stops here),
             # with one line and no traceback.
@@ -384,11 +409,11 @@ def _close_superseded(run_ids: list[str]) -> None:
 
 
 def _on_click(run: Any, msg: dict[str, Any],
-              out: tuple[dict[str, Any], str] | None = None) -> None:
+              out: tuple[dict[str, Any], str, bool] | None = None) -> None:
     """A click on an ask or approval card: resume the run in the same output.
 
-    ``out``: the namespace and the cell's ``--out`` variable, given the answer once the
-    resumed run has one. Runs in a comm callback, after the cell finished: errors go into the
+    ``out``: the namespace, the cell's ``--out`` variable and whether the cell is typed
+    (``--schema``: the instance, else the answer text), stored once the resumed run has one. Runs in a comm callback, after the cell finished: errors go into the
     widget, not stdout.
     """
     from .agents.resume import Answer, resume
@@ -405,7 +430,8 @@ def _on_click(run: Any, msg: dict[str, Any],
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
                expected_call_id=call_id)
         if out is not None:
-            out[0][out[1]] = run.answer
+            ns, name, typed = out
+            ns[name] = run.output if typed else run.answer
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         ask = run.view.get("ask")
         if (isinstance(exc, ResumeError) and isinstance(ask, dict) and not ask.get("answered")

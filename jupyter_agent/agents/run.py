@@ -75,6 +75,9 @@ class Run:
         self.pending: PendingRun | None = None
         """What a suspended run saved (status ``ask``); ``None`` otherwise."""
         self.plan: dict[str, Any] | None = None
+        self.output: Any = None
+        """A typed run's validated answer (an instance of its schema's model, a dict for a
+        JSON schema); ``None`` otherwise, and when the answer never validated (``invalid``)."""
         self.abort_requested = False
         # The thread running this run's loop (None when it is not running), and whether an
         # abort already interrupted it: see abort().

@@ -170,5 +170,5 @@ def store_run(store: Any, outcome: dict[str, Any]) -> None:
     status = outcome.get("status")
     if status == "ask" and outcome.get("pending"):
         store.suspend(run_id, outcome["pending"])
-    elif status in ("done", "aborted", "error", "max_rounds", "incomplete"):
+    elif status in ("done", "aborted", "error", "max_rounds", "incomplete", "invalid"):
         store.set_status(run_id, status)

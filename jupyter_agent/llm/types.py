@@ -94,6 +94,8 @@ class ChatResponse(BaseModel):
     aborted: bool = False
     """True when a KeyboardInterrupt cut the stream (finish_reason is then ``close``)."""
     seconds: float = 0.0
+    cached: bool = False
+    """Answered from the answer cache: nothing was sent (``clients/cache.py``)."""
 
     def assistant_message(self) -> Message | None:
         """The assistant message to append to the history, or ``None`` when empty.

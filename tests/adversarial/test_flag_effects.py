@@ -77,6 +77,14 @@ def _meet_twice(srv: ScriptedOpenAI) -> None:
     srv.default = text("ok")
 
 
+def _typed(srv: ScriptedOpenAI) -> None:
+    srv.default = text('{"word": "hi"}')
+
+
+def _typed_key(o: dict[str, Any]) -> Any:
+    return ([b.get("response_format") for b in o["bodies"]], type(o["out"]).__name__)
+
+
 def _probe_rounds(srv: ScriptedOpenAI) -> None:
     srv.enqueue(tool_calls([call("probe", {})]), tool_calls([call("probe", {})]), text("done"))
     srv.default = text("ok")
@@ -130,6 +138,10 @@ EFFECTS: dict[str, Effect] = {
     "--replay": Effect("{m} --replay", key=_requests,
                        prep=["%%{magic} {m} --record\nSay {item}."]),
     "--with": Effect("{m} --with docs"),
+    "--schema": Effect("{m} --schema Tk --out ans", script=_typed, key=_typed_key),
+    "--schema-retries": Effect("{m} --schema Tk --schema-retries 0", base="{m} --schema Tk",
+                               key=_requests),
+    "--cache": Effect("{m} --cache", key=_requests, prep=["%%{magic} {m} --cache\nSay {item}."]),
     # %%toolloop and %%plan
     "--tools": Effect("{m} --tools probe"),
     "--max-rounds": Effect("{m} --max-rounds 1", script=_probe_rounds, key=_requests),
@@ -148,12 +160,14 @@ EFFECTS: dict[str, Effect] = {
 
 BATCH_FLAGS = {"--over": "over", "--concurrency": "concurrency", "--expect": "expect",
                "--match": "match", "--score": "score", "--max-cost": "max_cost",
-               "--max-items": "max_items", "--rerun": "rerun", "--engine": "engine"}
+               "--max-items": "max_items", "--rerun": "rerun", "--engine": "engine",
+               "--judge": "judge", "--judge-model": "judge_model"}
 """A batch's own flags -> the parameter of ``jupyter_agent.batch``: they change a table of
 many runs, not one request; tests/batch proves each one's effect. On a plain cell each is
 refused (``needs --over``)."""
 _BATCH_VALUES = {"--concurrency": "2", "--expect": "a", "--match": "icase", "--score": "probe",
-                 "--max-cost": "1", "--max-items": "1", "--engine": "thread"}
+                 "--max-cost": "1", "--max-items": "1", "--engine": "thread",
+                 "--judge": "accuracy", "--judge-model": "gpt-4.1"}
 
 
 def _parser(magic: str) -> Any:
@@ -216,11 +230,14 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path,
         "qp = 'Facts: {{quote}}'\n"
         "qt = '[{{source}}] {{a}}'\n"
         "item = 'hi'\n"
-        "rows = ['hi']\n")
+        "rows = ['hi']\n"
+        "from pydantic import BaseModel\n"
+        "class Tk(BaseModel):\n"
+        "    word: str\n")
     assert ip.run_cell(setup).success
     yield ip
     for name in ("docs", "qp", "qt", "ans", "probe", "meet", "_bar", "other", "terse", "item",
-                 "rows", "_agent_run", "_agent_batch"):
+                 "rows", "Tk", "_agent_run", "_agent_batch"):
         ip.user_ns.pop(name, None)
 
 

@@ -1,14 +1,17 @@
 """Confining ``bash`` with bubblewrap (``bwrap``), and saying plainly when we cannot.
 
-Inside the sandbox (docs/sandbox.md): the workspace is bound read-write at its own path (so
-the paths a command prints are the paths ``read_file`` takes); the system folders (``/usr``,
+Inside the sandbox (docs/sandbox.md) exists only what is listed: the system folders (``/usr``,
 ``/etc``, ``/opt``, the ``/bin`` and ``/lib`` links) and the kernel's Python environment (unless
-it lives in the home folder) are read-only; ``/tmp`` is a private tmpfs; there is no home
-folder; the command gets a new PID namespace (the kernel's ``/proc`` is invisible and nothing
-outlives the call: when the command ends, the namespace ends with every process in it); and,
-unless the workspace allows it, there is no network. When the kernel runs as root, files of
-``/etc`` that only root may read (``shadow``, private keys) are hidden too, since root would
-read them through the read-only bind.
+it lives in the home folder) read-only; the workspace read-write at its own path (so the paths a
+command prints are the paths ``read_file`` takes), minus what inside it stays read-only or
+hidden (``_boundary``); a private tmpfs ``/tmp``; the sandbox's own ``/proc`` with ``/proc/sys``
+read-only; a minimal ``/dev``. There is no home folder and no ``/sys``. The command gets a new
+PID namespace (the kernel's ``/proc`` is invisible and nothing outlives the call), a user
+namespace in which it is not root (where the kernel allows one), process and memory limits
+(``_limits``) and, unless the workspace allows it, no network and no Unix sockets
+(``_seccomp``). When the kernel runs as root, files of ``/etc`` that only root may read
+(``shadow``, private keys) are hidden too, since root would read them through the read-only
+bind.
 
 ``JUPYTER_AGENT_SANDBOX`` chooses: ``auto`` (default: bubblewrap when it works here), ``off``
 (never; bash runs unconfined), ``require`` (bash refuses to run without the sandbox).
@@ -30,6 +33,7 @@ from pathlib import Path
 from jupyter_agent.errors import ConfigError
 
 from ..._state import STATE
+from ._boundary import Boundary, boundary_for
 
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
 
@@ -40,6 +44,8 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 _INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf "
                  "install bubblewrap)")
 _PROBE_TIMEOUT = 10.0
+SANDBOX_UID = 1000
+"""The uid (and gid) a command runs as in its user namespace when the kernel runs as root."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,8 @@ class SandboxStatus:
     """The bubblewrap executable that works, or None."""
     reason: str = ""
     """Why there is no sandbox (empty when there is one)."""
+    userns: bool = False
+    """The command runs in its own user namespace, as a non-root uid."""
 
     @property
     def confined(self) -> bool:
@@ -114,19 +122,22 @@ def sandbox_status() -> SandboxStatus:
 
 def _probe(mode: str, bwrap: str) -> SandboxStatus:
     """Run ``true`` in a throwaway sandbox: bwrap may be installed yet not permitted (a
-    container without user namespaces)."""
-    with tempfile.TemporaryDirectory(prefix="jupyter-agent-bwrap-") as tmp:
-        argv = bwrap_command(bwrap, Path(tmp), allow_network=False) + ["true"]
-        try:
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=_PROBE_TIMEOUT, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return SandboxStatus(mode, None, f"bubblewrap did not start: {exc}")
-    if done.returncode != 0:
+    container without user namespaces). With a user namespace first (the command is then not
+    root), without one when the kernel refuses it."""
+    why = ""
+    for userns in (True, False):
+        with tempfile.TemporaryDirectory(prefix="jupyter-agent-bwrap-") as tmp:
+            argv = bwrap_command(bwrap, Path(tmp), allow_network=False, userns=userns) + ["true"]
+            try:
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                      timeout=_PROBE_TIMEOUT, check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return SandboxStatus(mode, None, f"bubblewrap did not start: {exc}")
+        if done.returncode == 0:
+            return SandboxStatus(mode, bwrap, userns=userns)
         err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = err[-1] if err else f"exit code {done.returncode}"
-        return SandboxStatus(mode, None, f"bubblewrap is installed but failed here: {why}")
-    return SandboxStatus(mode, bwrap)
+        why = why or (err[-1] if err else f"exit code {done.returncode}")
+    return SandboxStatus(mode, None, f"bubblewrap is installed but failed here: {why}")
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -199,18 +210,86 @@ def _system_binds(only_under: str | None = None) -> list[str]:
     return args
 
 
-def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool) -> list[str]:
+def _proc_covers() -> list[str]:
+    """``/proc/sys`` (and the sysrq trigger) read-only whatever our uid: bwrap covers them
+    itself only when its own write test passes, which root fails after dropping capabilities,
+    while sysctl files still accept root's writes (docs/sandbox.md)."""
+    args = ["--ro-bind", "/proc/sys", "/proc/sys"]
+    if os.path.exists("/proc/sysrq-trigger"):
+        args += ["--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
+    return args
+
+
+def _user_args(userns: bool) -> list[str]:
+    """A user namespace in which the command is not root (when the kernel allows one)."""
+    if not userns:
+        return []
+    uid = os.getuid() if hasattr(os, "getuid") else SANDBOX_UID
+    gid = os.getgid() if hasattr(os, "getgid") else SANDBOX_UID
+    return ["--unshare-user", "--uid", str(uid or SANDBOX_UID), "--gid", str(gid or SANDBOX_UID)]
+
+
+def _make_coverable(b: Boundary) -> None:
+    """Create the two protected folders a command could otherwise create first: a mount needs
+    an existing path. The store folder (0700, as the store makes it): a store planted before
+    the first open would be opened and trusted. A repository's missing ``.git/hooks`` (git
+    makes it at ``init``): a hook planted there would run at the next commit."""
+    missing = [p for p in b.read_only if os.path.basename(p) == "hooks"
+               and os.path.isdir(os.path.dirname(p)) and _inside(p, b.root)]
+    if b.store_dir in b.hidden and _inside(b.store_dir, b.root):
+        missing.append(b.store_dir)
+    for path in missing:
+        if not os.path.lexists(path):
+            try:
+                os.makedirs(path, mode=0o700 if path == b.store_dir else 0o755)
+            except OSError:
+                pass
+
+
+def _workspace_binds(ws: str) -> list[str]:
+    """The workspace read-write, then what inside it stays read-only or hidden (``_boundary``).
+
+    The home folder's own level (when it is the workspace or inside it) is read-only with its
+    visible entries read-write again, so no new dotfile can be created there; read-only parts
+    come before hidden ones, so a hidden folder inside a read-only one stays hidden.
+    """
+    b = boundary_for(ws)
+    _make_coverable(b)
+    args = ["--bind", ws, ws]
+    for home in b.homes:
+        args += ["--ro-bind", home, home]
+        try:
+            with os.scandir(home) as it:
+                visible = sorted(e.path for e in it
+                                 if not e.name.startswith(".") and not e.is_symlink())
+        except OSError:
+            visible = []
+        for path in visible:
+            args += ["--bind", path, path]
+    for path in b.read_only_mounts():
+        args += ["--ro-bind", path, path]
+    for path, is_dir in b.hidden_mounts():
+        args += (["--tmpfs", path, "--remount-ro", path] if is_dir
+                 else ["--ro-bind", "/dev/null", path])
+    return args
+
+
+def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
+                  userns: bool = True, seccomp_fd: int | None = None) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
-    workspace under ``/tmp`` is bound on top of it; system folders inside the workspace (a
-    workspace of ``/``) are bound read-only again after it.
+    workspace under ``/tmp`` is bound on top of it; after the workspace come the parts of it
+    that stay read-only or hidden (``_boundary``), then system folders inside the workspace (a
+    workspace of ``/``) read-only again.
     """
     ws = str(root)
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--cap-drop", "ALL"]
+            "--unshare-uts", *_user_args(userns), "--cap-drop", "ALL"]
     if not allow_network:
         args.append("--unshare-net")
+        if seccomp_fd is not None:  # no Unix sockets either (``_seccomp``)
+            args += ["--seccomp", str(seccomp_fd)]
     args += ["--tmpfs", "/tmp"]
     args += _system_binds()
     for path, is_dir in _etc_hidden():
@@ -221,7 +300,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool) -> list[
             args += ["--ro-bind", target, target]
     for d in _python_dirs(ws):
         args += ["--ro-bind", d, d]
-    args += ["--bind", ws, ws]
+    args += _workspace_binds(ws)
     args += _system_binds(only_under=ws)
-    args += ["--proc", "/proc", "--dev", "/dev", "--chdir", ws]
+    args += ["--proc", "/proc", *_proc_covers(), "--dev", "/dev", "--chdir", ws]
     return args
