@@ -68,11 +68,14 @@ class Coordinator:
         self.started = 0
         self.fatal: BaseException | None = None
         self.settings: dict[str, Any] | None = None
+        self.trace: dict[str, Any] | None = None
         self.options = spec.options
         if spec.engine == "dask":
+            from ..tracing import remote_target
             from .ship import client_settings
 
             self.settings = client_settings()
+            self.trace = remote_target()  # the batch's span: its items hang under it
         else:
             self.options = _with_tool_objects(spec.options)
 
@@ -107,7 +110,7 @@ class Coordinator:
 
             opts["tools"] = pack_tools(opts.get("tools"), opts.get("agent"))
         return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
-                        self.settings)
+                        self.settings, self.trace)
 
     def _limit_reached(self) -> bool:
         spec, p = self.spec, self.progress

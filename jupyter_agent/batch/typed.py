@@ -95,7 +95,10 @@ def _kind(annotation: Any) -> str:
 
 def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
     """Give a pandas frame's field columns the dtypes of their fields (others untouched)."""
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError:  # no pandas: the results are a list of records, nothing to type
+        return frame
 
     for name, annotation in spec.fields:
         if name not in frame.columns:
