@@ -210,6 +210,11 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
     options = {k: v for k, v in options.items() if k not in PER_ITEM}
     if options.get("context") and options.get("shell") is None:
         options["shell"] = namespace  # --with / context= read the notebook's variables
+    if options.get("context"):
+        from ..agents.context import with_variables
+
+        # A missing or secret-looking name: one line before any item starts.
+        with_variables("", options["context"], options.get("shell"))
     from ..agents._params import check_parameters
 
     check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
