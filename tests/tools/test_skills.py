@@ -230,3 +230,14 @@ def test_multiline_description_and_quotes(tmp_path: Path) -> None:
     (skill,) = load_skills([folder])
     assert (skill.name, skill.description) == ("quoted-name", "Two lines of text.")
     assert skills_prompt([skill]).endswith("- quoted-name: Two lines of text.")
+
+
+def test_the_planning_agent_lists_skills_too(tmp_path: Path, server: ScriptedOpenAI) -> None:
+    from jupyter_agent.agents.plan.agent import plan
+
+    make_skill(tmp_path / "skills", "sales-report")
+    server.default = text("ok")
+    plan("Write the report.", skills=str(tmp_path / "skills"), tools=[])
+    first = server.requests[0]
+    assert "- sales-report: Write the team's sales report." in first["messages"][0]["content"]
+    assert "read_skill" in offered(first) and "Step 1" not in str(first["messages"])
