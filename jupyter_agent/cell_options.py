@@ -5,7 +5,7 @@ A plain cell hands :meth:`CellOptions.entry_options` to ``chat()``/``toolloop()`
 a cell with ``--over`` hands :meth:`CellOptions.batch_options` to
 :func:`jupyter_agent.batch.batch` (``batch_magic.py``). Both come from the same record, so a
 flag reaches a batch item exactly as it reaches a plain cell, or the ``--over`` cell refuses it
-by name in one line (:data:`OVER_REFUSED`, docs/behaviour.md §10). Whether a flag was *given*
+by name in one line (:data:`OVER_REFUSED`, docs/behaviour.md §10.13). Whether a flag was *given*
 is read from the parser itself (a value other than the flag's default), so a flag added to a
 magic is covered without a list to update here.
 """
