@@ -109,6 +109,12 @@ def test_skills_flag_on_the_magics(ipshell: Any, tmp_path: Path,
                                   "Report.")
     assert result.error_in_exec is None, result.error_in_exec
     assert "- sales-report:" in server.requests[-1]["messages"][0]["content"]
+    # A folder that is not there: one line naming the flag and the folder, nothing asked.
+    asked = len(server.requests)
+    with capture_output() as cap:
+        result = ipshell.run_cell(f"%%toolloop --skills {tmp_path / 'gone'}\nReport.")
+    assert str(result.error_in_exec) == f"--skills: {tmp_path / 'gone'}: no such folder."
+    assert "Traceback" not in cap.stderr and len(server.requests) == asked
     # A chat calls no tools: the flag is not offered there.
     with capture_output():
         result = ipshell.run_cell(f"%%chat --skills {tmp_path / 'skills'}\nHi.")
