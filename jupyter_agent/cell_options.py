@@ -102,7 +102,7 @@ class CellOptions:
         opts: dict[str, Any] = dict(
             system=self.system, temperature=self.temperature, max_tokens=self.max_tokens,
             knowledge=self.knowledge, quote_prompt=self.quote_prompt, quote_template=self.quote_template,
-            context=self.context, shell=self.shell)
+            context=self.context)
         if self.quote_role != "system":  # the default left out: a script's batch omits it too
             opts["quote_role"] = self.quote_role
         if self.kind != "chat":
@@ -124,7 +124,7 @@ class CellOptions:
         ``client(mode, model)`` makes the record/replay client of ``--record``/``--replay``.
         """
         opts = self._common()
-        opts.update(model=self.model, session=self.session or default_session,
+        opts.update(shell=self.shell, model=self.model, session=self.session or default_session,
                     stream=self.stream, origin=self.origin, on_superseded=on_superseded,
                     notebook=self.notebook)
         if self.history is not None:
@@ -145,7 +145,10 @@ class CellOptions:
         for dest, reason in OVER_REFUSED.items():
             if dest in self.given:
                 raise UsageError(f"{self.given[dest]} with --over: {reason}")
-        return self._common()
+        opts = self._common()
+        if self.context:  # --with reads this kernel's variables (the thread engine only)
+            opts["shell"] = self.shell
+        return opts
 
 
 def _text_var(ns: Mapping[str, Any], name: str | None, flag: str) -> str | None:

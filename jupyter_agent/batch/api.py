@@ -236,7 +236,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
                 config.settings.cassette_mode != "live":
             raise ParameterError("engine 'dask' makes live model calls only: record and replay "
                                  "run on the thread engine.")
-        if options.get("context") or options.get("shell") is not None:
+        if options.get("context"):
             raise ParameterError("context reads this kernel's variables: it runs on the thread "
                                  "engine, not on dask workers.", parameters=("context",))
     inputs = load_inputs(over)

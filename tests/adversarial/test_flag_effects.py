@@ -368,3 +368,25 @@ def test_help_and_readme_list_every_flag(ip: InteractiveShell) -> None:
         for flag in _parser_flags(magic):
             assert flag in shown, (magic, flag)
             assert flag in readme, (magic, flag)
+
+
+def test_a_batch_takes_the_kernel_only_for_with(ip: InteractiveShell) -> None:
+    """The shell rides along only when ``--with`` needs it: a batch without it can still run
+    on dask workers (which cannot read this kernel), and one with it says why it cannot."""
+    from IPython.core.magic_arguments import parse_argstring
+
+    from jupyter_agent import batch
+    from jupyter_agent.errors import ParameterError
+
+    magics = ip.magics_manager.registry["AgentMagics"]
+    ip.user_ns["docs"] = ["a"]
+    try:
+        plain = magics.cell_options("chat", parse_argstring(magics.chat, "--over docs"))
+        assert "shell" not in plain.batch_options()
+        withs = magics.cell_options("chat", parse_argstring(magics.chat, "--over docs --with docs"))
+        assert withs.batch_options()["shell"] is ip
+    finally:
+        ip.user_ns.pop("docs", None)
+    with pytest.raises(ParameterError, match="context reads this kernel's variables"):
+        batch("Say {item}.", ["hi"], kind="chat", engine="dask", context=["x"],
+              namespace={"x": 1}, store=None)
