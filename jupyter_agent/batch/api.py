@@ -221,7 +221,8 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
     if options.get("output") is not None:
         from ..agents.turn.start import typed_output
 
-        typed_output(options["output"])  # a bad schema: one line before any item runs
+        # A bad schema: one line before any item runs; a good one made once for every item.
+        options["output"] = typed_output(options["output"])
     judge = fields.get("judge")
     if judge is not None and (not isinstance(judge, str) or not judge.strip()):
         raise ParameterError(f"judge must be the criteria as text, not {judge!r}.",

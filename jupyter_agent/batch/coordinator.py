@@ -31,7 +31,7 @@ from typing import Any, Callable
 from .control import Controller
 from .item import (
     FATAL_ERRORS,
-    OUTCOME_FIELDS,
+    KEPT_FIELDS,
     ItemTask,
     error_outcome,
     one_line,
@@ -156,7 +156,7 @@ class Coordinator:
             fresh = [(item, raw) for item, raw in ended if item.position in self.running]
         if not fresh:
             return
-        rows = [(item, raw, {f: raw.get(f) for f in OUTCOME_FIELDS}) for item, raw in fresh]
+        rows = [(item, raw, {f: raw.get(f) for f in KEPT_FIELDS}) for item, raw in fresh]
         if self.store is not None:
             with self.store.transaction():
                 for item, raw, outcome in rows:
@@ -179,7 +179,7 @@ class Coordinator:
         it), and hand it to the coordinating thread to store."""
         raw = self.outcome(value)
         with self.lock:
-            self._count(item, {f: raw.get(f) for f in OUTCOME_FIELDS})
+            self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
             self.handed.append(time.monotonic())
         self.ended.put((item, raw))
 

@@ -99,12 +99,14 @@ def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
         import pandas as pd
     except ImportError:  # no pandas: the results are a list of records, nothing to type
         return frame
+    if not isinstance(frame, pd.DataFrame):  # a polars frame keeps polars' own inference
+        return frame
 
     for name, annotation in spec.fields:
         if name not in frame.columns:
             continue
         kind = _kind(annotation)
-        col = frame[name]
+        col: Any = frame[name]
         try:
             if kind == "datetime":
                 frame[name] = pd.to_datetime(col, utc=_aware(col))

@@ -237,7 +237,7 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path,
     assert ip.run_cell(setup).success
     yield ip
     for name in ("docs", "qp", "qt", "ans", "probe", "meet", "_bar", "other", "terse", "item",
-                 "rows", "Tk", "_agent_run", "_agent_batch"):
+                 "rows", "Tk", "BaseModel", "_agent_run", "_agent_batch"):
         ip.user_ns.pop(name, None)
 
 

@@ -181,6 +181,8 @@ def test_a_rerun_with_the_cache_sends_nothing(srv: ScriptedOpenAI) -> None:
     assert len(srv.requests) == sent
     assert again.results["urgency"].tolist() == first.results["urgency"].tolist()
     assert float(again.results["cost"].sum()) == 0.0
+    assert again.view["cached"] == 3 and first.view["cached"] == 0
+    assert "3 cached (saved" in again.bundle()["text/plain"]
 
 
 @pytest.fixture(scope="module")
@@ -222,3 +224,85 @@ def test_over_with_schema_judge_and_cache_through_the_magics(shell: InteractiveS
     _cell(shell, f"%%{magic} --over rows --schema Ticket --cache --rerun --out table\n"
                  "Classify: {text}")
     assert len(srv.requests) == sent  # every item from the cache
+
+
+# Each flag this feature adds, under --over: the flagged cell differs from its control in what
+# the row looks at (tests/adversarial/test_flag_effects.py does the same for plain cells).
+def _columns(t: Any, srv: ScriptedOpenAI) -> Any:
+    return sorted(t.columns)
+
+
+def _requests(t: Any, srv: ScriptedOpenAI) -> Any:
+    return len(srv.requests)
+
+
+def _judge_models(t: Any, srv: ScriptedOpenAI) -> Any:
+    return sorted({b["model"] for b in srv.requests
+                   if "strict judge" in b["messages"][-1]["content"]})
+
+
+OVER_CASES = [
+    ("--schema", "", "--schema Ticket", _columns),
+    ("--schema-retries", "--schema Ticket --rerun", "--schema Ticket --rerun --schema-retries 0",
+     _requests),
+    ("--cache", "--rerun", "--rerun --cache", _requests),
+    ("--judge", "", "--judge 'Names the problem.'", _columns),
+    ("--judge-model", "--judge x", "--judge x --judge-model gpt-4.1", _judge_models),
+]
+
+
+@pytest.mark.parametrize("flag,base,flagged,key", OVER_CASES, ids=[c[0] for c in OVER_CASES])
+def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpenAI, flag: str,
+                                       base: str, flagged: str, key: Any) -> None:
+    shell.user_ns["rows"] = pd.DataFrame({"text": ["My invoice is wrong", "Broken stuff"]})
+
+    def run(flags: str) -> Any:
+        srv.reset()
+        srv.default = judge_model([])
+        _cell(shell, f"%%chat --over rows {flags} --out table\nClassify: {{text}}")
+        return key(shell.user_ns["table"], srv)
+
+    if flag == "--cache":
+        _cell(shell, "%%chat --over rows --cache --out table\nClassify: {text}")  # fills it
+    first, second = run(base), run(base)
+    assert first == second, f"{flag}: the control runs differ"
+    assert run(flagged) != first, f"{flag} changed nothing under --over"
+
+
+@pytest.mark.parametrize("line,message", [
+    ("%%chat --schema Nope", "--schema: no variable named 'Nope'."),
+    ("%%chat --schema-retries 1", "--schema-retries needs --schema NAME."),
+    ("%%chat --schema rows", "--schema: output must be a pydantic model class or a JSON schema"),
+    ("%%chat --judge x", "--judge needs --over VAR (a batch)."),
+    ("%%chat --over rows --judge-model gpt-4.1", "--judge-model needs --judge"),
+])
+def test_mistakes_are_one_line_before_any_request(shell: InteractiveShell, srv: ScriptedOpenAI,
+                                                  line: str, message: str) -> None:
+    with capture_output():
+        result = shell.run_cell(f"{line}\nClassify this.")
+    assert message in str(result.error_in_exec)
+    assert srv.requests == []
+
+
+def test_config_cache_turns_it_on_for_every_cell(shell: InteractiveShell,
+                                                 srv: ScriptedOpenAI) -> None:
+    srv.default = text("ok")
+    try:
+        _cell(shell, "%config AgentMagics.cache = True")
+        for _ in range(2):
+            _cell(shell, "%%chat --no-history\nSame question.")
+        assert len(srv.requests) == 1
+        assert shell.user_ns["_agent_run"].view["footer"]["cached"] == 1
+    finally:
+        _cell(shell, "%config AgentMagics.cache = False")
+    _cell(shell, "%%chat --no-history\nSame question.")
+    assert len(srv.requests) == 2
+
+
+def test_a_polars_input_gives_polars_typed_columns(srv: ScriptedOpenAI) -> None:
+    pl = pytest.importorskip("polars")
+    res = batch("Classify: {text}", pl.DataFrame({"text": TEXTS[:2]}), kind="chat",
+                output=Ticket, store=None)
+    t = res.results
+    assert isinstance(t, pl.DataFrame)
+    assert t["urgency"].to_list() == [3, 5] and t["label"].to_list() == ["billing", "technical"]
