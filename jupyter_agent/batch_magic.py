@@ -77,6 +77,8 @@ def _options(magics: Any, kind: str, args: Any, ns: dict[str, Any]) -> dict[str,
     if kind == "chat":
         return opts
     opts.update(tools=magics._tools(args), agent=magics._agent(args))
+    if args.approve:
+        opts["approve"] = args.approve
     if args.max_rounds is not None:
         opts["max_rounds"] = args.max_rounds
     if kind == "toolloop":
@@ -123,7 +125,7 @@ def run_batch_cell(magics: Any, kind: str, args: Any, line: str, cell: str) -> N
         clients = _clients(args, models)
         options = _options(magics, kind, args, ns)
     except JupyterAgentError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(flags.usage_message(exc)) from None
     controller = Controller()
     box: dict[str, Any] = {}
 
@@ -144,7 +146,7 @@ def run_batch_cell(magics: Any, kind: str, args: Any, line: str, cell: str) -> N
     except JupyterAgentError as exc:
         if "display" in box:
             box["display"].finish(box["display"].view)
-        raise UsageError(str(exc)) from None
+        raise UsageError(flags.usage_message(exc)) from None
     display = box.get("display") or BatchDisplay(result.view, widgets=False)
     display.finish(result.view)
     ns["_agent_batch"] = result

@@ -34,6 +34,7 @@ from ..llm.profiles import ModelProfile
 from ..llm.types import Message, Usage
 from ..llm.usage_context import report_usage
 from ..runtime.catalog import SPAWN_TOOL_NAME
+from ..runtime.grants import parse_approve
 from ..runtime.intent import IntentResult, intent_system_text
 from ..tools.registry import Tool
 from ._params import check_parameters
@@ -107,6 +108,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     if kind == "chat" and opt.notebook:
         raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
                              parameters=("notebook",))
+    opt.approve = _approved_names(kind, opt.approve)
     store = resolve_store(opt)
     if kind == "plan":
         _refuse_unfit_for_planning(resolve_profile(opt, store))
@@ -149,6 +151,19 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     return Turn(ctx, opt, setup, system, {"role": "user", "content": user_text})
 
 
+def _approved_names(kind: str, value: Any) -> frozenset[str]:
+    """``approve``: the tool names the caller approved for this turn, checked."""
+    try:
+        names = parse_approve(value)
+    except ValueError as exc:
+        raise ParameterError(f"approve must be tool names: {exc}.",
+                             parameters=("approve",)) from None
+    if names and kind == "chat":
+        raise ParameterError("approve: a chat calls no tools; use toolloop or plan.",
+                             parameters=("approve",))
+    return names
+
+
 def _refuse_unfit_for_planning(profile: ModelProfile) -> None:
     """One line, before any request, for a model whose profile declares it cannot plan
     (``capabilities.planning`` False: the embedded model ran minutes and ended ``done`` with
@@ -168,7 +183,7 @@ def restore_setup(state: TurnState, ctx: TurnContext, tools: list[Tool[Any]] | N
 
     ``tools``: the run's tool objects when this process kept them, else ``None``.
     """
-    setup = restore_turn(state, tools=tools, run_sub_agent=run_sub_agent)
+    setup = restore_turn(state, tools=tools, run_sub_agent=run_sub_agent, run_id=ctx.run.run_id)
     setup.bind(ctx)
     return setup
 

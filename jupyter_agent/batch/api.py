@@ -23,8 +23,8 @@ __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 PREVIEW_ROWS = 20
 """Results shown in the finished card (the table in ``--out`` has them all)."""
 _COMMON = {"system", "temperature", "max_tokens", "knowledge", "listeners", "client", "agent",
-           "auto_approve"}
-_OPTIONS = {"chat": _COMMON - {"agent", "auto_approve"},
+           "auto_approve", "approve"}
+_OPTIONS = {"chat": _COMMON - {"agent", "auto_approve", "approve"},
             "toolloop": _COMMON | {"tools", "parallel", "max_rounds", "tool_choice"},
             "plan": _COMMON | {"tools", "max_rounds", "answer", "option"}}
 

@@ -74,6 +74,11 @@ class ModelProfile(BaseModel):
     default_config: dict[str, Any] = Field(default_factory=dict)
     """Extra body fields merged over every request."""
 
+    @property
+    def priced(self) -> bool:
+        """Whether the profile knows its price (a free local model says 0 explicitly)."""
+        return bool(sanitize_price_tiers(self.price_tiers))
+
     def cost(self, usage: Usage) -> float:
         """Price one call from the profile's price tiers (tokens count either way)."""
         return price_call(sanitize_price_tiers(self.price_tiers), usage.input_tokens,

@@ -106,6 +106,11 @@ def _probe_rounds(srv: ScriptedOpenAI) -> None:
     srv.default = text("ok")
 
 
+def _guarded(srv: ScriptedOpenAI) -> None:
+    srv.enqueue(tool_calls([call("guarded", {})]), text("done"))
+    srv.default = text("ok")
+
+
 def _asks(srv: ScriptedOpenAI) -> None:
     srv.enqueue(tool_calls([call("ask_agent", ask())]))
     srv.default = text("ok")
@@ -119,6 +124,8 @@ def _tooled(magic: str) -> list[Case]:
              key=_requests),
         Case(magic, "--agent", base, base + " --agent terse"),
         Case(magic, "--notebook", base, base + " --notebook"),
+        Case(magic, "--approve", base + " --tools guarded", base + " --tools guarded --approve "
+             "guarded", script=_guarded, key=_requests),
     ]
 
 
@@ -152,6 +159,10 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path
         "def probe() -> str:\n"
         "    '''Look.'''\n"
         "    return threading.current_thread().name.split('_')[0]\n"
+        "@tool(requires_approval=True)\n"
+        "def guarded() -> str:\n"
+        "    '''Needs approval.'''\n"
+        "    return 'guarded'\n"
         "@tool\n"
         "def other() -> str:\n"
         "    '''Other.'''\n"
@@ -162,7 +173,7 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path
         "qt = '[{{source}}] {{a}}'\n")
     assert ip.run_cell(setup).success
     yield ip
-    for name in ("docs", "qp", "qt", "ans", "probe", "other", "terse", "_agent_run"):
+    for name in ("docs", "qp", "qt", "ans", "probe", "guarded", "other", "terse", "_agent_run"):
         ip.user_ns.pop(name, None)
 
 
