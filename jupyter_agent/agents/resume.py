@@ -27,6 +27,7 @@ from ..errors import ParameterError, ResumeError
 from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
 from ..view.state import new_view, reduce_event
+from .approval_answers import approval_choice
 from .drive import TurnContext, finish_turn
 from .held import HELD
 from .pending import PendingRun, ToolloopPending, load_pending
@@ -88,6 +89,8 @@ def _as_recorded(ask: WaitingAsk, answer: Answer, n_options: int) -> None:
     """In replay mode, refuse an answer other than the recorded one (the cassette holds no
     continuation for it), before anything changes: the question keeps waiting. A recorded
     option outside the card's options (a damaged cassette) refuses nothing here."""
+    if ask.kind == "approval" and approval_choice(answer) == "deny":
+        return  # a person may always refuse a call, whatever the recording did
     recorded = _recorded(ask)
     if recorded is not None and recorded.how == "option" and not (
             recorded.option_index and 1 <= recorded.option_index <= n_options):

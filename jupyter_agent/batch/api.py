@@ -54,7 +54,8 @@ class BatchResult:
                                      match=spec.match, score=spec.score) if scored else None
         self.results = results_table(spec.inputs, ex.items, ex.outcomes, spec.models,
                                      self.scores)
-        self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores)
+        self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores,
+                                      ex.progress.unpriced)
                            if scored or len(spec.models) > 1 else [])
         self.board = as_table(self.board_rows) if self.board_rows else None
         if self.board is not None and hasattr(self.results, "attrs"):

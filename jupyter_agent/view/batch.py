@@ -31,7 +31,7 @@ def _cell(text: Any) -> str:
 
 def _fmt(key: str, value: Any) -> str:
     if value is None:
-        return "–"
+        return "unknown" if key == "cost" else "–"  # an unpriced model's cost is not 0
     if key == "accuracy":
         return f"{value:.1%}"
     if key == "cost":

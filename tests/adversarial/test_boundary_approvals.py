@@ -30,7 +30,7 @@ from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.batch import batch
 from jupyter_agent.commands import run_command
 from jupyter_agent.errors import ParameterError
-from jupyter_agent.replay import go_live, start
+from jupyter_agent.replay import NoRecordingError, go_live, start
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
@@ -91,6 +91,28 @@ def test_a_cassette_never_answers_an_approval_card(server: ScriptedOpenAI, works
     done = resume(replayed.run_id, Answer("option", option_index=1), run=replayed,
                   expected_call_id=replayed.pending.call_id)  # the person clicks
     assert done.status == "done" and (workspace / "pwned.txt").exists()
+
+
+def test_a_replayed_approval_card_can_always_be_denied(server: ScriptedOpenAI,
+                                                       workspace: Path, tmp_path: Path,
+                                                       offline: Any) -> None:
+    """The recording allowed the call; the person replaying it may still refuse it (the
+    replay has nothing recorded after a denial, so the run ends with that error)."""
+    server.enqueue(_bash("touch pwned.txt", "c1"), text("done"))
+    start("record", tmp_path / "t.cassette.json")
+    run = toolloop("make a file", tools=["bash"])
+    resume(run.run_id, Answer("option", option_index=1), run=run,
+           expected_call_id=run.pending.call_id)
+    (workspace / "pwned.txt").unlink()
+    go_live()
+    offline()
+    start("replay", tmp_path / "t.cassette.json")
+    replayed = toolloop("make a file", tools=["bash"])
+    with pytest.raises(NoRecordingError):  # the denial is taken; nothing recorded follows it
+        resume(replayed.run_id, Answer("option", option_index=3), run=replayed,
+               expected_call_id=replayed.pending.call_id)
+    assert replayed.status == "error" and not (workspace / "pwned.txt").exists()
+    assert "Permission denied by the user: bash was not run." in str(replayed.tool_records)
 
 
 def test_a_cassette_answer_written_by_hand_cannot_approve(server: ScriptedOpenAI,
