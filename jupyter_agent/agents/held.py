@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._state import STATE
 
 if TYPE_CHECKING:
-    from ..clients.turn import TurnClient
+    from ..clients.turn_client import TurnClient
     from ..tools.registry import Tool
 
 __all__ = ["LIMIT", "Parts", "Held", "HELD"]

@@ -27,7 +27,7 @@ from ..errors import ResumeError
 from ..events import AskPending
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision
-from .constants import MAX_ROUNDS
+from .limits import MAX_ROUNDS
 from .plan.constants import MAX_ROUNDS as PLAN_MAX_ROUNDS
 from .plan.run_state import PlanRunState
 

@@ -16,7 +16,7 @@ from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
 from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
-from ..view.state import new_view, reduce_event
+from ..view.reduce import new_view, reduce_event
 
 if TYPE_CHECKING:
     from ..session.store import Store

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..secrets import mask_json
-from ._schema import migrate
+from ._migrations import migrate
 
 __all__ = ["Database", "dumps", "loads"]
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from .._state import STATE, Box
 from ._batches import BatchesMixin
 from ._db import Database
+from ._migrations import SCHEMA_VERSION
 from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
-from ._schema import SCHEMA_VERSION
 from ._sessions import SessionsMixin
 from ._transcript import TranscriptMixin
 from ._turns import TurnsMixin

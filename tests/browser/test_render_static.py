@@ -1,7 +1,7 @@
 """The run renderer (render.js + run.css) in a real headless Chromium.
 
 A quick browser check of the shared front end: the page loads the shipped ES modules over
-loopback HTTP and draws view states reduced from real events by ``jupyter_agent.view.state``.
+loopback HTTP and draws view states reduced from real events by ``jupyter_agent.view.reduce``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from jupyter_agent.events import AskAnswered, AskPending, RunStarted, TextDelta, ToolCalled
 from jupyter_agent.ui._esm import bundle_esm
-from jupyter_agent.view.state import reduce_events
+from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import (
     ARTIFACTS_DIR,

@@ -20,12 +20,14 @@ from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message
 from ...loop.kernel import LoopConfig, LoopResult
 from ...tools.registry import REGISTRY, Tool
-from ..drive import TurnContext, drive, suspend
-from ..driver import Turn, restore_setup
 from ..held import HELD, Parts
 from ..pending import ApprovalCard, PlanOptions, PlanPending, QuestionCard, parse_card
 from ..run import Run
-from ..turn import TurnSetup
+from ..turn.drive import drive
+from ..turn.finish import suspend
+from ..turn.open import TurnContext
+from ..turn.setup import TurnSetup
+from ..turn.start import Turn, restore_setup
 from ._hooks import PlanHooks
 from .approvals import plan_approval_answer
 from .ask import AskAnswer, AskRequest, format_answer_for_model

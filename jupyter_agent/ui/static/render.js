@@ -1,4 +1,4 @@
-// Draw a run's view state (see jupyter_agent/view/state.py for its shape).
+// Draw a run's view state (see jupyter_agent/view/reduce.py for its shape).
 //
 // One renderer for the live anywidget view and the JupyterLab MIME renderer. Dependency-free;
 // model and tool text is untrusted, so it goes in through textContent or the escaping markdown
@@ -137,7 +137,7 @@ function renderItem(state, key, item, ctx) {
     case "compressed":
       return renderCompressed(item);
     case "ask":
-    case "approval": // an answered ask keeps its own kind (view/state.py copies the ask as the item)
+    case "approval": // an answered ask keeps its own kind (view/reduce.py copies the ask as the item)
       return renderAnsweredAsk(state, key, item);
     default:
       return h("div", "ja-dim", `(${item.kind || "unknown"} item)`);
@@ -297,7 +297,7 @@ function draw(el, view, opts, state) {
  * Draw `view` into `el`, replacing whatever `el` held.
  *
  * @param {HTMLElement} el
- * @param {object} view  the view state (jupyter_agent/view/state.py)
+ * @param {object} view  the view state (jupyter_agent/view/reduce.py)
  * @param {{onAction: (msg: object) => void} | undefined} opts  live mode when onAction is given
  */
 export function renderRun(el, view, opts) {
