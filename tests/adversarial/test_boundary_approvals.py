@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
@@ -55,7 +56,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 @pytest.fixture(scope="module")
 def ip() -> InteractiveShell:
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # another module may have started it
     assert shell is not None
     shell.run_line_magic("load_ext", "jupyter_agent")
     shell.run_line_magic("config", "AgentMagics.widgets = False")
