@@ -47,6 +47,8 @@ class ItemTask:
     auto_answer: str | None = None
     settings: dict[str, Any] | None = None
     """Remote only: the kernel's non-secret client settings (base URL, retries)."""
+    trace: dict[str, Any] | None = None
+    """Remote only: where its spans go and under which span (``tracing.remote_target``)."""
 
 
 def one_line(exc: BaseException) -> str:
@@ -149,8 +151,11 @@ def run_remote(task: ItemTask) -> dict[str, Any]:
     if "tools" in opts:
         opts["tools"] = unpack_tools(opts["tools"])
     local = ItemTask(task.kind, task.prompt, task.model, opts, task.auto_answer)
+    from ..tracing import remote_scope
+
     try:
-        return run_item(local, store=None, detail=True)
+        with remote_scope(task.trace):  # the kernel's batch span, continued here
+            return run_item(local, store=None, detail=True)
     except FATAL_ERRORS as exc:
         return {"fatal": type(exc).__name__, "error": str(exc)}
 
@@ -169,5 +174,5 @@ def store_run(store: Any, outcome: dict[str, Any]) -> None:
     status = outcome.get("status")
     if status == "ask" and outcome.get("pending"):
         store.suspend(run_id, outcome["pending"])
-    elif status in ("done", "aborted", "error", "max_rounds", "incomplete"):
+    elif status in ("done", "aborted", "error", "max_rounds", "incomplete", "invalid"):
         store.set_status(run_id, status)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .._inert import inert_inline
 
-__all__ = ["BATCH_MIME_TYPE", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
+__all__ = ["BATCH_MIME_TYPE", "judge_line", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
 
 BATCH_MIME_TYPE = "application/vnd.jupyter-agent.batch+json"
 _COUNTS = (("done", "done"), ("failed", "failed"), ("running", "running"),
@@ -78,12 +78,31 @@ def _status(view: dict[str, Any]) -> str:
             "error": "failed"}.get(state, state)
 
 
+def judge_line(view: dict[str, Any]) -> str | None:
+    """The judge's summary in one line (``None`` without a judge)."""
+    j = view.get("judge")
+    if not j:
+        return None
+    mean = "–" if j.get("mean") is None else f"{j['mean']:.2f}/{j.get('scale', 5)}"
+    line = (f"Judge ({j.get('model', '')}): mean {mean} over {j.get('judged', 0):,} answers"
+            f" · {j.get('invalid', 0):,} off-scale · {j.get('calls', 0):,} calls"
+            f" · cost {float(j.get('cost') or 0.0):.4f}")
+    pw = j.get("pairwise")
+    if pw and pw.get("compared"):
+        rate = pw.get("win_rate_a")
+        line += (f" · {pw['a']} vs {pw['b']}: {pw['wins_a']} wins, {pw['wins_b']} losses, "
+                 f"{pw['ties']} ties (win rate {rate:.0%})")
+    return line
+
+
 def batch_markdown(view: dict[str, Any]) -> str:
     """The card as markdown."""
     out = [f"**Batch ({_status(view)})**: {_cell(_title(view))}",
            summary_line(view).replace("\n", "  \n")]
     if view.get("stop_reason"):
         out.append(f"> {_cell(view['stop_reason'])}")
+    if judge_line(view):
+        out.append(_cell(judge_line(view)))
     label, rows = _rows(view)
     if rows:
         scored = any(r.get("score") is not None for r in rows)
@@ -112,6 +131,8 @@ def batch_plain(view: dict[str, Any]) -> str:
     out = [f"Batch {_status(view)}: {_title(view)}", summary_line(view)]
     if view.get("stop_reason"):
         out.append(view["stop_reason"])
+    if judge_line(view):
+        out.append(str(judge_line(view)))
     label, rows = _rows(view)
     if rows:
         lines = [f"{label}:"]

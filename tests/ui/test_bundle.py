@@ -179,6 +179,8 @@ SAMPLES: list[ev.BaseEvent] = [
     ev.ToolFigures(round=1, call_id="c", figures=[{"index": 1, "png": "iVBORw0KGgo=",
                                                    "width": 1, "height": 1,
                                                    "description": "[figure 1: 1x1 PNG]"}]),
+    ev.OutputChecked(schema_name="Ticket", valid=False, data={"label": "x"},
+                     errors=["urgency: Field required"], attempts=3),
     ev.RunFinished(status="max_rounds", answer="a", rounds=3, input_tokens=1, output_tokens=2,
                    cost=0.1, seconds=2.0, finish_reason="stop", error=None),
     ev.RunFailed(error="boom"),

@@ -12,7 +12,8 @@ import dataclasses
 from contextvars import ContextVar
 from typing import Any, Callable
 
-from ...events import ToolCalled
+from ...events import OutputChecked, ToolCalled
+from ...llm.structured import OutputSpec, retry_message
 from ...loop.hooks import LoopHooks
 from ...loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
 from ..run import Run
@@ -81,6 +82,8 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
     used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)
     if used:
         cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
+    if p.output is not None:
+        cfg = dataclasses.replace(cfg, response_format=p.output.response_format)
     # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
     with recorder.finishing(lambda status: finish_turn(p, status)):
         with p.turn_client.reporting_to(recorder.emit), run.looping():
@@ -92,6 +95,8 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
                 token = _ABORT_CHECK.set(hooks.is_aborted)
                 try:
                     result = run_loop(p.client, messages, cfg, hooks, recorder.emit)
+                    if p.output is not None and result.status == "done":
+                        result = _typed(p, p.output, result, cfg, hooks)
                 finally:
                     _ABORT_CHECK.reset(token)
         run.messages = result.messages
@@ -116,3 +121,43 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
                         error=result.error, finish_reason=result.finish_reason)
     finish_turn(p, status)
     return run
+
+
+def _typed(p: TurnContext, spec: OutputSpec, result: LoopResult, cfg: LoopConfig,
+           hooks: LoopHooks) -> LoopResult:
+    """Check a typed run's answer; send the errors back and ask again (one round, no tools)
+    at most ``p.schema_retries`` times; then the run ends ``invalid`` (docs/behaviour.md §10.14).
+    """
+    checked = spec.check(result.answer)
+    attempts = 1
+    retry_hooks = LoopHooks(is_aborted=hooks.is_aborted)
+    while not checked.valid and attempts <= p.schema_retries:
+        ask = {"role": "user", "content": retry_message(checked.errors)}
+        retry_cfg = dataclasses.replace(cfg, tools=None, max_rounds=1, final_answer_round=False,
+                                        round_offset=cfg.round_offset + result.rounds)
+        more = run_loop(p.client, [*result.messages, ask], retry_cfg, retry_hooks,
+                        p.recorder.emit)
+        result.assistant_messages += [ask, *more.assistant_messages]
+        result.messages = more.messages
+        result.rounds += more.rounds
+        result.input_tokens += more.input_tokens
+        result.output_tokens += more.output_tokens
+        result.cost += more.cost
+        result.usages += more.usages
+        result.request_ids += more.request_ids
+        result.status, result.error = more.status, more.error
+        result.finish_reason = more.finish_reason or result.finish_reason
+        if more.status != "done":
+            return result
+        result.answer = more.answer
+        checked = spec.check(more.answer)
+        attempts += 1
+    p.recorder.emit(OutputChecked(schema_name=spec.name, valid=checked.valid,
+                                  data=checked.data, errors=list(checked.errors),
+                                  attempts=attempts))
+    p.run.output = checked.value
+    if not checked.valid:
+        result.status = "invalid"  # type: ignore[assignment]  # a run status, not the loop's
+        result.error = (f"The answer does not match {spec.name} after {attempts} "
+                        f"attempt{'s' if attempts != 1 else ''}: {checked.errors[0]}")
+    return result

@@ -19,6 +19,7 @@ from .options import TurnOptions
 
 if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
+    from ...llm.structured import OutputSpec
     from ...runtime.intent import IntentResult
     from ...session.store import Store
 
@@ -45,6 +46,9 @@ class TurnContext:
     """The run's events before this turn (a resumed run): the turn records the calls after."""
     is_aborted: Callable[[], bool] | None = None
     """The caller's abort check (:attr:`TurnOptions.is_aborted`)."""
+    output: OutputSpec | None = None
+    """What the final answer must be (:attr:`TurnOptions.output`, resolved)."""
+    schema_retries: int = 2
 
     @property
     def client(self) -> ModelClient:
@@ -78,7 +82,8 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
             history = store.history_messages(run.session, opt.history)
         store.create_run(run.run_id, run.session, kind, origin=opt.origin)
     p = TurnContext(tc, run, recorder, store, None, history, persisted=persisted,
-                    is_aborted=opt.is_aborted)
+                    is_aborted=opt.is_aborted, output=opt.output,
+                    schema_retries=opt.schema_retries)
     if resuming is not None:
         p.turn_base = (run.input_tokens, run.output_tokens, run.cost)
         p.event_base = len(run.events)

@@ -79,6 +79,15 @@ class TurnOptions:
     shell: Any = None
     """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
     edge passes it. ``None``: the running shell, else the script's ``__main__``."""
+    output: Any = None
+    """A typed answer: a pydantic model class or a JSON schema dict (``--schema``). The run's
+    ``output`` is then the validated instance (docs/behaviour.md §10.14)."""
+    schema_retries: int = 2
+    """Times an answer that does not validate is sent back with its errors; then the run ends
+    ``invalid``."""
+    cache: bool | None = None
+    """Answer a request identical to an earlier one from the on-disk cache (``--cache``);
+    ``None``: the ``cache`` setting."""
 
 
 def _current_session() -> str:
@@ -106,8 +115,12 @@ def client_of(opt: TurnOptions, store: Any) -> TurnClient:
     from ...clients.turn_client import bind_client
 
     if opt.client is not None:
-        return bind_client(opt.client, opt.model or opt.agent_model)
-    return turn_client(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
+        tc = bind_client(opt.client, opt.model or opt.agent_model)
+    else:
+        tc = turn_client(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
+    from ...clients.cache import cached_turn_client
+
+    return cached_turn_client(tc, opt.cache)
 
 
 def profile_of(opt: TurnOptions, store: Any) -> ModelProfile:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from ...errors import ConfigError, ParameterError, ToolError
 from ...events import UsageRecorded
 from ...llm.profiles import ModelProfile
+from ...llm.structured import OutputSpec, output_spec
 from ...llm.types import Message, Usage
 from ...llm.usage_context import report_usage
 from ...runtime.catalog import SPAWN_TOOL_NAME
@@ -98,6 +99,8 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
     check_parameters(options, **dict(checks or {}))
     opt = TurnOptions(**options)
+    if opt.output is not None:
+        opt.output = typed_output(opt.output)
     if kind == "chat" and opt.notebook:
         raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
                              parameters=("notebook",))
@@ -155,6 +158,14 @@ def _approved_names(kind: str, value: Any) -> frozenset[str]:
         raise ParameterError("approve: a chat calls no tools; use toolloop or plan.",
                              parameters=("approve",))
     return names
+
+
+def typed_output(output: Any) -> OutputSpec:
+    """``output`` as an :class:`OutputSpec`, or a :class:`ParameterError` naming it."""
+    try:
+        return output_spec(output)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"output: {exc}.", parameters=("output",)) from None
 
 
 def _refuse_unfit_for_planning(profile: ModelProfile) -> None:

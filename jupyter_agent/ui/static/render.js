@@ -21,6 +21,7 @@ import { append, copyButton, details, formatInt, h } from "./dom.js";
 import { STATUS_LABELS, renderError, renderFooter } from "./footer.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderHint } from "./hint.js";
+import { renderOutput } from "./output.js";
 import { renderPlan } from "./plan.js";
 import { elapsedNode, stopButton, syncTicker, waitingForModel, waitingNode } from "./progress.js";
 import { renderTool, toolState } from "./tool.js";
@@ -263,6 +264,10 @@ function draw(el, view, opts, state) {
     top.push(cached(state, "plan", JSON.stringify(view.plan), () => renderPlan(state, view.plan)));
   }
   top.push(itemsBox);
+  if (view.output) {
+    seen.add("output");
+    top.push(cached(state, "output", JSON.stringify(view.output), () => renderOutput(view)));
+  }
   const ask = view.ask;
   if (ask) {
     const key = `ask:${ask.call_id}`;
