@@ -291,5 +291,4 @@ def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEF
     # The tool's deadline leaves the call's own timeout room to kill the process first.
     t = _SandboxTool(run_python, name=name, description=description, batchable=False,
                      requires_approval=requires_approval, timeout=timeout + 30.0)
-    t.workspace = root  # type: ignore[attr-defined]
     return t

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._state import STATE
+from ..session.permissions import Remembered
 
 __all__ = ["Grant", "Grants", "GRANTS", "CellApprovals", "tool_identity", "tool_label",
            "parse_approve"]
@@ -90,7 +91,7 @@ class Grant:
     """The tool's name as the model calls it."""
     identity: str
     """:func:`tool_identity` of the tool."""
-    decision: str
+    decision: Remembered
     """``allow`` or ``deny``."""
     since: float
 
@@ -120,7 +121,7 @@ class Grants:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- "for this session" ---------------------------------------------------------------
-    def remember(self, session: str, tool: Any, decision: str) -> None:
+    def remember(self, session: str, tool: Any, decision: Remembered) -> None:
         """Remember ``decision`` (``allow``/``deny``) for ``tool`` in ``session``."""
         if decision not in ("allow", "deny"):
             raise ValueError(f"decision must be allow or deny, not {decision!r}")
@@ -129,7 +130,7 @@ class Grants:
             self._session[key] = Grant(session, str(getattr(tool, "name", "?")), key[1],
                                        decision, time.time())
 
-    def decision(self, session: str | None, tool: Any) -> str | None:
+    def decision(self, session: str | None, tool: Any) -> Remembered | None:
         """The remembered choice for ``tool`` in ``session`` (``None``: none)."""
         if not session:
             return None
@@ -137,7 +138,7 @@ class Grants:
             g = self._session.get((session, tool_identity(tool)))
         return g.decision if g is not None else None
 
-    def for_session(self, session: str | None) -> dict[str, str]:
+    def for_session(self, session: str | None) -> dict[str, Remembered]:
         """``{identity: decision}`` of ``session`` (what a sub-agent inherits)."""
         with self._lock:
             return {k[1]: g.decision for k, g in self._session.items() if k[0] == session}

@@ -23,6 +23,7 @@ from ..session.permissions import (
     Decision,
     PermissionPolicy,
     PermissionVerdict,
+    Remembered,
     denial_message,
 )
 from ..tools.builtin import sandbox_status
@@ -72,7 +73,7 @@ class PermissionContext:
     """Tools the person approved in the cell (``--approve``, ``approve=``): no card."""
     no_prompts: bool = False
     """Sub-agents: every ``ask`` becomes a denial (nobody can answer a card)."""
-    memory: dict[str, str] = field(default_factory=dict)
+    memory: dict[str, Remembered] = field(default_factory=dict)
     """Choices of this run by tool identity, when there is no session to remember them."""
     waiting: list[dict[str, Any]] = field(default_factory=list)
     """Approval cards produced during the current round (a round may need several)."""
@@ -82,14 +83,14 @@ class PermissionContext:
         """What the person approved in the cell for this run."""
         return CellApprovals(names=frozenset(self.approve), every=self.auto_approve)
 
-    def remembered(self, tool: Any) -> str | None:
+    def remembered(self, tool: Any) -> Remembered | None:
         """The remembered ``allow``/``deny`` for ``tool``: this run's, then the kernel's."""
         identity = tool_identity(tool)
         if identity in self.memory:
             return self.memory[identity]
         return GRANTS.decision(self.session, tool)
 
-    def remember(self, tool: Any, decision: str) -> None:
+    def remember(self, tool: Any, decision: Remembered) -> None:
         """Remember ``decision`` for ``tool`` for the rest of the session (this kernel)."""
         self.memory[tool_identity(tool)] = decision
         if self.session:
@@ -98,11 +99,11 @@ class PermissionContext:
     def evaluate(self, tool: Any) -> PermissionVerdict:
         """The policy's verdict for a call of ``tool``."""
         found = self.remembered(tool)
-        memory = {tool.name: found} if found in ("allow", "deny") else {}
+        memory: dict[str, Remembered] = {tool.name: found} if found is not None else {}
         return self.policy.evaluate(
             tool.name, is_user_tool=tool_origin(tool) == "user",
             requires_approval=bool(getattr(tool, "requires_approval", False)),
-            session_memory=memory,  # type: ignore[arg-type]
+            session_memory=memory,
             agent_overrides=self.overrides, read_only_workspace=self.read_only)
 
     def child(self) -> PermissionContext:
