@@ -73,10 +73,12 @@ class Coordinator:
         self.fatal: BaseException | None = None
         self.settings: dict[str, Any] | None = None
         self.options = spec.options
+        self.pack: Any = None
         if spec.engine == "dask":
             from .ship import client_settings
 
             self.settings = client_settings()
+            self.pack = self._pack_tools()
         else:
             self.options = _with_tool_objects(spec.options)
 
@@ -106,12 +108,22 @@ class Coordinator:
         client = self.spec.clients.get(item.model)
         if client is not None:
             opts["client"] = client
-        if self.spec.engine == "dask" and self.spec.kind != "chat":
-            from .ship import pack_tools
-
-            opts["tools"] = pack_tools(opts.get("tools"), opts.get("agent"))
+        if self.pack is not None:
+            opts.pop("tools", None)  # the cluster holds them once (``self.pack``)
         return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
                         self.settings)
+
+    def _pack_tools(self) -> Any:
+        """Dask: the batch's tools packed once, to be sent to the cluster once."""
+        if self.spec.kind == "chat":
+            return None
+        import secrets
+
+        from .ship import ShippedTool, ToolPack, pack_tools
+
+        tools = pack_tools(self.options.get("tools"), self.options.get("agent"))
+        held = [t.name for t in tools if isinstance(t, ShippedTool) and t.side_effects]
+        return ToolPack(secrets.token_hex(8), tools, held)
 
     def _limit_reached(self) -> bool:
         spec, p = self.spec, self.progress
@@ -181,6 +193,8 @@ class Coordinator:
         raw = self.outcome(value)
         with self.lock:
             self._count(item, {f: raw.get(f) for f in OUTCOME_FIELDS})
+            if raw.get("held"):  # Dask: not run again after its worker was lost
+                self.progress.lost_held += 1
             self.handed.append(time.monotonic())
         self.ended.put((item, raw))
 
@@ -282,9 +296,10 @@ class Coordinator:
     def _run_dask(self, on_progress: Progressed, interval: float) -> None:
         from .pools import DaskPool
 
-        pool = DaskPool(self.spec.concurrency)
+        pool = DaskPool(self.spec.concurrency, self.pack)
         futures: dict[Any, Item] = {}
-        interrupts, last = 0, 0.0
+        ended: list[Any] = []  # held until the scheduler was asked whether a worker was lost
+        interrupts, last, asked = 0, 0.0, 0.0
         try:
             while True:
                 try:
@@ -298,7 +313,13 @@ class Coordinator:
                     if self.ctl.aborting.is_set():
                         pool.cancel(list(futures))
                     for f in pool.wait(list(futures), interval):
-                        self.done(futures.pop(f), pool.result(f))
+                        value = pool.result(f)
+                        self.done(futures.pop(f), value)
+                        if not (isinstance(value, dict) and value.get("held")):
+                            ended.append(f)  # (a held item was not run again)
+                    if ended and (not futures or time.monotonic() - asked >= interval):
+                        self._count_lost(pool, ended)
+                        ended, asked = [], time.monotonic()
                     last = self._push(on_progress, last, interval)
                 except KeyboardInterrupt:
                     interrupts += 1
@@ -306,6 +327,14 @@ class Coordinator:
                         break
         finally:
             pool.close()
+
+    def _count_lost(self, pool: Any, ended: list[Any]) -> None:
+        """Count the items that ran again after a worker was lost (at most one question to
+        the scheduler per card update)."""
+        lost = len(pool.lost_before(ended))
+        if lost:
+            with self.lock:
+                self.progress.lost_rerun += lost
 
     def _push(self, on_progress: Progressed, last: float, interval: float) -> float:
         now = time.monotonic()
