@@ -37,7 +37,6 @@ from .item import (
     ItemTask,
     error_outcome,
     one_line,
-    store_run,
 )
 from .progress import Progress
 from .spec import BatchSpec, Item
@@ -170,12 +169,9 @@ class Coordinator:
         if not fresh:
             return
         rows = [(item, raw, {f: raw.get(f) for f in OUTCOME_FIELDS}) for item, raw in fresh]
-        if self.store is not None:
-            with self.store.transaction():
-                for item, raw, outcome in rows:
-                    store_run(self.store, raw)
-                    self.store.save_batch_item(self.batch_id, self.skey, item.key, item.model,
-                                               outcome)
+        if self.store is not None:  # one transaction, a few statements (not per item)
+            self.store.save_batch_outcomes(self.batch_id, self.skey,
+                                           [(item.key, item.model, raw) for item, raw in fresh])
         with self.lock:
             for item, _, outcome in rows:
                 if self.running.pop(item.position, None) is not None:

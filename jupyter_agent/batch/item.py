@@ -7,8 +7,8 @@ so ``%agent pending`` / ``%agent resume`` answer an item that asked, and its ful
 shown later.
 
 Items do not write to the store themselves: the run's events and pending state come back with
-the outcome and the coordinating thread stores them (:func:`store_run`), one transaction for
-the items that ended since it last woke. Thirty-two threads each opening write transactions
+the outcome and the batch's writer thread stores them (``Store.save_batch_outcomes``), one
+transaction for the items that ended since it last woke. Thirty-two threads each opening write transactions
 would queue on SQLite's lock, whose busy handler sleeps in steps of milliseconds; one writer
 never waits. The same path serves items run on Dask workers, which have no store.
 """
@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
-__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome", "store_run",
+__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome",
            "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "one_line"]
 
 FINISHED = frozenset({"done", "max_rounds", "incomplete"})
@@ -180,21 +180,3 @@ def _worker_was_lost() -> bool:
         lambda dask_scheduler, key: getattr(dask_scheduler.tasks.get(key), "suspicious", 0),
         key=key)
     return bool(count)
-
-
-def store_run(store: Any, outcome: dict[str, Any]) -> None:
-    """Save an item's run from its outcome (its events, then its status or suspended ask).
-
-    Call it inside a store transaction: the run and its item are written together."""
-    run_id = outcome.get("run_id")
-    if store is None or not run_id or store.get_run(run_id) is not None:
-        return
-    store.create_run(run_id, None, outcome.get("kind") or "toolloop")
-    events = outcome.get("events") or []
-    if events:
-        store.append_events(run_id, events)
-    status = outcome.get("status")
-    if status == "ask" and outcome.get("pending"):
-        store.suspend(run_id, outcome["pending"])
-    elif status in ("done", "aborted", "error", "max_rounds", "incomplete"):
-        store.set_status(run_id, status)
