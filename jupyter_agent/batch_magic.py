@@ -27,7 +27,7 @@ from .errors import JupyterAgentError
 __all__ = ["batch_arguments", "refuse_batch_flags", "run_batch_cell"]
 
 _BATCH_ONLY = ("concurrency", "expect", "match", "score", "max_cost", "max_items", "rerun",
-               "engine")
+               "engine", "judge", "judge_model")
 
 
 def batch_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,6 +52,11 @@ def batch_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Run every item again, even those finished by an earlier run."),
         argument("--engine", type=flags.text, choices=list(ENGINES),
                  help="thread (default) or dask (a dask.distributed cluster)."),
+        argument("--judge", type=flags.text,
+                 help="Score each answer with an LLM judge on these criteria (judge_score, "
+                      "judge_reason columns; with two models, a win rate)."),
+        argument("--judge-model", type=flags.text,
+                 help="With --judge: the judge's model (default: the cell's)."),
     ]):
         fn = decorator(fn)
     return fn
@@ -69,7 +74,7 @@ def refuse_batch_flags(args: Any) -> None:
 
 def _options(magics: Any, kind: str, args: Any, ns: dict[str, Any]) -> dict[str, Any]:
     opts: dict[str, Any] = {"system": args.system, "temperature": args.temperature,
-                            "max_tokens": args.max_tokens}
+                            "max_tokens": args.max_tokens, **magics.typed_options(args)}
     if args.knowledge:
         if args.knowledge not in ns:
             raise UsageError(f"--knowledge: no variable named {args.knowledge!r}.")
@@ -140,7 +145,7 @@ def run_batch_cell(magics: Any, kind: str, args: Any, line: str, cell: str) -> N
                        max_items=args.max_items, rerun=args.rerun, engine=args.engine or "thread",
                        auto_answer=getattr(args, "auto_answer", None), namespace=ns,
                        on_progress=on_progress, controller=controller, clients=clients,
-                       **options)
+                       judge=args.judge, judge_model=args.judge_model, **options)
     except JupyterAgentError as exc:
         if "display" in box:
             box["display"].finish(box["display"].view)

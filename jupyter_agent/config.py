@@ -65,6 +65,9 @@ class Settings(BaseModel):
     """Seconds one model call may take in all, retries included, however the server keeps the
     connection busy (``%config AgentMagics.request_deadline``)."""
     fallback_models: list[str] = []
+    cache: bool = False
+    """Answer identical requests from the on-disk answer cache (``%config AgentMagics.cache``;
+    off by default: see ``clients/cache.py``)."""
     """Profiles to fail over to, in order, when a request fails (issue: model failover)."""
     session: str = Field(default_factory=default_session)
     """The session cells use when they give no ``--session`` (``%agent session NAME``): by

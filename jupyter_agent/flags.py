@@ -108,7 +108,7 @@ def name_list(value: str) -> str:
     return value
 
 
-_FLAGS = {"context": "--with"}
+_FLAGS = {"context": "--with", "output": "--schema"}
 """Parameters whose flag is not their name with dashes."""
 
 

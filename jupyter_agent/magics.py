@@ -23,7 +23,7 @@ __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
-           "request_deadline")
+           "request_deadline", "cache")
 _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%chat.",
                "toolloop": "The cell is empty: write the task below %%toolloop.",
                "plan": "The cell is empty: write the task below %%plan."}
@@ -92,6 +92,13 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Record this cell's model calls into the cassette (see %%agent record)."),
         argument("--replay", action="store_true",
                  help="Replay this cell's model calls from the cassette: no key needed."),
+        argument("--schema", type=flags.identifier,
+                 help="Typed answer: a variable holding a pydantic model class or a JSON "
+                      "schema; --out then stores the instance (with --over: typed columns)."),
+        argument("--schema-retries", type=flags.integer(0),
+                 help="With --schema: times an invalid answer is sent back (default 2)."),
+        argument("--cache", action="store_true",
+                 help="Answer identical requests from the answer cache (see %%agent cache)."),
     ]):
         fn = decorator(fn)
     return fn
@@ -125,6 +132,7 @@ class AgentMagics(Magics):
     request_deadline = Float(900.0, min=1.0, help="Seconds one model call may take in all (retries included).").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else markdown only).").tag(config=True)
     fallback_models = List(Unicode(), help="Profiles to fail over to, in order.").tag(config=True)
+    cache = Bool(False, help="Answer identical requests from the on-disk answer cache (see %agent cache).").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -159,6 +167,7 @@ class AgentMagics(Magics):
         s.retry_base_delay = self.retry_base_delay
         s.request_deadline = self.request_deadline
         s.fallback_models = list(self.fallback_models)
+        s.cache = self.cache
         from .clients.factory import clear_client_cache
 
         clear_client_cache()
@@ -199,6 +208,7 @@ class AgentMagics(Magics):
             shell=self.shell, notebook=bool(getattr(args, "notebook", False)),
             context=args.with_vars.split(",") if args.with_vars else None,
         )
+        opts.update(self.typed_options(args))
         if args.record or args.replay:
             if args.record and args.replay:
                 raise UsageError("Give --record or --replay, not both.")
@@ -209,6 +219,21 @@ class AgentMagics(Magics):
             except JupyterAgentError as exc:
                 raise UsageError(usage_message(exc)) from None
         return prompt, opts
+
+    def typed_options(self, args: Any) -> dict[str, Any]:
+        """``--schema``, ``--schema-retries`` and ``--cache`` as options (cells and batches)."""
+        opts: dict[str, Any] = {}
+        if args.schema:
+            if args.schema not in self._ns():
+                raise UsageError(f"--schema: no variable named {args.schema!r}.")
+            opts["output"] = self._ns()[args.schema]
+        if args.schema_retries is not None:
+            if not args.schema:
+                raise UsageError("--schema-retries needs --schema NAME.")
+            opts["schema_retries"] = args.schema_retries
+        if args.cache:
+            opts["cache"] = True
+        return opts
 
     def _text_var(self, name: str | None, flag: str) -> str | None:
         """A flag naming a notebook variable that holds a string (a template)."""
@@ -257,7 +282,8 @@ class AgentMagics(Magics):
         ns = self._ns()
         ns["_agent_run"] = run
         if args.out:
-            ns[args.out] = run.answer
+            # A typed run stores its instance (None when it never validated), else the text.
+            ns[args.out] = run.output if args.schema else run.answer
         if run.status == "error":
             # The display already shows the run; the cell still fails (Run All stops here),
             # with one line and no traceback.

@@ -59,7 +59,7 @@ def _dirty_everything(tmp_path: Path) -> None:
     from jupyter_agent.clients import factory
     from jupyter_agent.clients.cassettes import cassette_at
     from jupyter_agent.clients.failover import mark_profile
-    from jupyter_agent.clients.turn import TurnClient
+    from jupyter_agent.clients.turn_client import TurnClient
     from jupyter_agent.llm import limiter  # noqa: F401  (its pauses)
     from jupyter_agent.llm.profiles import ModelProfile, register_profile
     from jupyter_agent.replay import mode

@@ -26,11 +26,11 @@ from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem, images_message
 from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
-from ..tools.notebook.cards import call_events, figure_images
+from ..tools.notebook.card_events import call_events, figure_images
 from .compression import tool_output_processor
-from .drive import TurnContext
 from .pending import WaitingCall
 from .tooling import unknown_tool_message
+from .turn.open import TurnContext
 
 __all__ = ["Choice", "approval_choice", "answered_outcome", "run_call", "settle_approvals",
            "replace_tool_result"]

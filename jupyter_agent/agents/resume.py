@@ -25,13 +25,15 @@ from ..answers import Answer, AnswerSource, WaitingAsk
 from ..errors import ParameterError, ResumeError
 from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
-from ..view.state import new_view, reduce_event
-from .drive import TurnContext, finish_turn
+from ..view.reduce import new_view, reduce_event
 from .held import HELD
 from .pending import PendingRun, ToolloopPending, load_pending
 from .plan.loop import resume_plan
-from .run import Run, RunRecorder
+from .run import Run
 from .toolloop_resume import resume_toolloop
+from .turn.finish import finish_turn
+from .turn.open import TurnContext, open_turn
+from .turn.options import TurnOptions
 
 __all__ = ["Answer", "resume", "settle", "OptionOutOfRange"]
 
@@ -156,7 +158,7 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
             ) -> tuple[TurnContext, Run]:
     """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
     from ..clients.factory import turn_client
-    from ..clients.turn import bind_client
+    from ..clients.turn_client import bind_client
 
     if store == "default":
         from ..session import default_store
@@ -200,24 +202,18 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
     if answers is not None:
         tc = dataclasses.replace(tc, answers=answers)
     run.pending = None
-    recorder = RunRecorder(run, store, listeners or [])
-    p: TurnContext | None = None
+    opt = TurnOptions(session=run.session, history=0, store=store, listeners=listeners or [],
+                      schema_retries=pending.schema_retries)
+    if held.output is not None or pending.output is not None:  # a typed run stays typed
+        from ..llm.structured import output_spec
 
-    def close_turn(status: str) -> None:
-        if p is not None:
-            finish_turn(p, status)
-
+        opt.output = output_spec(held.output or pending.output)
+    # The same opening as a new turn's; a store failing here ends the claimed run "error".
+    p = open_turn(pending.kind, run.prompt, opt, tc, store=store, mode="agent", resuming=run,
+                  persisted=pending.persisted)
+    recorder = p.recorder
     # From here the run is ours and "running": whatever raises ends it "error"/"aborted".
-    with recorder.finishing(close_turn):
-        turn_id = None
-        if run.session:
-            turn_id = store.start_turn(run.session, mode="agent", run_id=run_id,
-                                       agent=pending.kind, model=pending.model,
-                                       profile=tc.client.profile.name)
-        p = TurnContext(turn_client=tc, run=run, recorder=recorder, store=store,
-                        turn_id=turn_id, history=[],
-                        turn_base=(run.input_tokens, run.output_tokens, run.cost),
-                        persisted=pending.persisted, event_base=len(run.events))
+    with recorder.finishing(lambda status: finish_turn(p, status)):
         recorder.emit(answer.event(pending.call_id, pending.card.options))
         if tc.answer_log is not None:  # a recording keeps the answer for its replay
             tc.answer_log.keep(pending.waiting_ask(), answer,

@@ -16,7 +16,8 @@ from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
 from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
 from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
-from ..view.state import new_view, reduce_event
+from ..tracing import run_tracer
+from ..view.reduce import new_view, reduce_event
 
 if TYPE_CHECKING:
     from ..session.store import Store
@@ -75,6 +76,9 @@ class Run:
         self.pending: PendingRun | None = None
         """What a suspended run saved (status ``ask``); ``None`` otherwise."""
         self.plan: dict[str, Any] | None = None
+        self.output: Any = None
+        """A typed run's validated answer (an instance of its schema's model, a dict for a
+        JSON schema); ``None`` otherwise, and when the answer never validated (``invalid``)."""
         self.abort_requested = False
         # The thread running this run's loop (None when it is not running), and whether an
         # abort already interrupted it: see abort().
@@ -218,6 +222,9 @@ class RunRecorder:
         self.finished = False  # set by finish(); a resume gets a new recorder
         self.seconds = 0.0
         """This part's time (set by finish()): a resumed run's turn records its own part."""
+        # Traces are one more consumer of the (masked) events, apart from ``listeners``,
+        # which are handed on to a resumed part's recorder (that one gets its own tracer).
+        self._tracer = run_tracer(run)
 
     def emit(self, event: BaseEvent) -> None:
         """Record ``event`` (secrets masked) and pass it on (thread-safe)."""
@@ -263,8 +270,19 @@ class RunRecorder:
             self._pending_store.append(event_to_json(event))
             if event.type in self._FLUSH_ON:  # type: ignore[attr-defined]
                 self.flush()
+        if self._tracer is not None:
+            self._trace(event)
         for listener in self.listeners:
             listener(event)
+
+    def _trace(self, event: BaseEvent) -> None:
+        try:
+            self._tracer(event)  # type: ignore[misc]
+        except Exception as exc:  # a tracing bug must never fail the run: stop tracing it
+            self._tracer = None
+            import sys
+
+            sys.stderr.write(f"jupyter-agent: tracing this run stopped: {_one_line(exc)}\n")
 
     def flush(self) -> None:
         """Write buffered events to the store."""
@@ -275,8 +293,17 @@ class RunRecorder:
     def start(self) -> None:
         """Emit ``run_started``."""
         r = self.run
+        trace = ""
+        if self._tracer is not None:
+            try:
+                trace = self._tracer.begin()
+            except Exception as exc:  # as in _trace: the run goes on untraced
+                self._tracer = None
+                import sys
+
+                sys.stderr.write(f"jupyter-agent: tracing this run stopped: {_one_line(exc)}\n")
         self.emit(RunStarted(run_id=r.run_id, agent=r.agent, model=r.model, prompt=r.prompt,
-                             session=r.session))
+                             session=r.session, trace=trace))
 
     def finish(self, status: str, *, answer: str = "", error: str | None = None,
                finish_reason: str | None = None) -> None:

@@ -23,7 +23,7 @@ __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 PREVIEW_ROWS = 20
 """Results shown in the finished card (the table in ``--out`` has them all)."""
 _COMMON = {"system", "temperature", "max_tokens", "knowledge", "listeners", "client", "agent",
-           "auto_approve"}
+           "auto_approve", "output", "schema_retries", "cache"}
 _OPTIONS = {"chat": _COMMON - {"agent", "auto_approve"},
             "toolloop": _COMMON | {"tools", "parallel", "max_rounds", "tool_choice"},
             "plan": _COMMON | {"tools", "max_rounds", "answer", "option"}}
@@ -42,7 +42,7 @@ class BatchResult:
         view: The card's final state.
     """
 
-    def __init__(self, ex: Execution) -> None:
+    def __init__(self, ex: Execution, judged: Any = None) -> None:
         spec = ex.spec
         self.batch_id = ex.batch_id
         self.outcomes = ex.outcomes
@@ -50,10 +50,25 @@ class BatchResult:
         self.status: str = self.view["status"]
         self.stop_reason: str = self.view["stop_reason"]
         scored = spec.expect is not None or spec.score is not None
+        typed = _typed(spec, ex.outcomes)
         self.scores = score_outcomes(ex.outcomes, ex.items, spec.inputs.rows, expect=spec.expect,
-                                     match=spec.match, score=spec.score) if scored else None
+                                     match=spec.match, score=spec.score,
+                                     checks=typed.checks if typed else None) if scored else None
+        extra: dict[str, list[Any]] = dict(typed.columns) if typed else {}
+        self.judge = judged.view() if judged is not None else None
+        if judged is not None:
+            extra.update(judge_score=judged.scores, judge_reason=judged.reasons)
+            self.view["judge"] = self.judge
+            self.view["cost"] = self.view.get("cost", 0.0) + judged.cost
+            self.view["input_tokens"] = self.view.get("input_tokens", 0) + judged.input_tokens
+            self.view["output_tokens"] = (self.view.get("output_tokens", 0)
+                                          + judged.output_tokens)
         self.results = results_table(spec.inputs, ex.items, ex.outcomes, spec.models,
-                                     self.scores)
+                                     self.scores, extra=extra)
+        if typed is not None and hasattr(self.results, "dtypes"):
+            from .typed import apply_dtypes
+
+            self.results = apply_dtypes(self.results, _output_spec(spec))
         self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores)
                            if scored or len(spec.models) > 1 else [])
         self.board = as_table(self.board_rows) if self.board_rows else None
@@ -91,6 +106,55 @@ class BatchResult:
                 f"failed, {c['ask']} waiting for an answer, {c['skipped']} not run>")
 
 
+def _output_spec(spec: BatchSpec) -> Any:
+    from ..llm.structured import output_spec
+
+    return output_spec(spec.options["output"])
+
+
+def _typed(spec: BatchSpec, outcomes: list[dict[str, Any]]) -> Any:
+    """The typed columns of a batch with ``output`` (``None`` without)."""
+    if spec.options.get("output") is None:
+        return None
+    from .typed import typed_columns
+
+    return typed_columns(_output_spec(spec), outcomes)
+
+
+def _judged(ex: Execution) -> Any:
+    """Run the judge over the finished items (``None`` without ``judge``)."""
+    spec = ex.spec
+    if not spec.judge:
+        return None
+    from ..agents.chat import chat
+    from .item import FINISHED
+    from .judge import judge_outcomes
+
+    model = spec.judge_model or spec.models[0]
+    client = spec.clients.get(model)
+    cache = spec.options.get("cache")
+
+    def call(prompt: str, schema: Any) -> Any:
+        return chat(prompt, output=schema, model=model, client=client, store=None,
+                    session=None, history=0, stream=False, cache=cache)
+
+    pairs: list[tuple[int, int]] = []
+    names = ("", "")
+    if len(spec.models) == 2:
+        names = (spec.models[0], spec.models[1])
+        by_row: dict[int, dict[str, int]] = {}
+        for item in ex.items:
+            by_row.setdefault(item.row, {})[item.model] = item.position
+        pairs = [(m[names[0]], m[names[1]]) for m in by_row.values() if len(m) == 2]
+    return judge_outcomes(spec.judge, model, [i.prompt for i in ex.items], ex.outcomes,
+                          call=call, answered=set(FINISHED), pairs=pairs, names=names,
+                          concurrency=spec.concurrency)
+
+
+def _result(ex: Execution) -> BatchResult:
+    return BatchResult(ex, _judged(ex))
+
+
 def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | None]:
     """``"a,b"`` or ``["a", "b"]`` -> ``["a", "b"]``; ``None`` -> ``[None]`` (the default)."""
     if model is None:
@@ -115,6 +179,18 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
     from ..agents._params import check_parameters
 
     check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
+    if options.get("output") is not None:
+        from ..agents.turn.start import typed_output
+
+        # A bad schema: one line before any item runs; a good one made once for every item.
+        options["output"] = typed_output(options["output"])
+    judge = fields.get("judge")
+    if judge is not None and (not isinstance(judge, str) or not judge.strip()):
+        raise ParameterError(f"judge must be the criteria as text, not {judge!r}.",
+                             parameters=("judge",))
+    if fields.get("judge_model") is not None and judge is None:
+        raise ParameterError("judge_model needs judge (the criteria).",
+                             parameters=("judge_model", "judge"))
     if fields.get("engine") == "dask":
         from .. import config
 
@@ -143,6 +219,7 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
           store: Any = "default", wait: bool = True,
           on_progress: Callable[[dict[str, Any]], None] | None = None,
           controller: Controller | None = None, clients: dict[str, Any] | None = None,
+          judge: str | None = None, judge_model: str | None = None,
           **options: Any) -> Any:
     """Run ``kind`` (``chat``, ``toolloop`` or ``plan``) once per row of ``over``.
 
@@ -171,6 +248,9 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
         on_progress: Called with the card's state, a few times a second.
         controller: Stop requests from elsewhere (the card's button).
         clients: A model client per model name (record/replay cells).
+        judge: Criteria an LLM judge scores each answer on (1 to 5, with a reason): the
+            ``judge_score`` and ``judge_reason`` columns; with two models, also a win rate.
+        judge_model: The judge's model (default: the batch's first model).
         **options: Options of the entry point (``system``, ``tools``, ``max_rounds``,
             ``agent`` for a named agent...).
 
@@ -182,7 +262,7 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
     spec = _spec(template, over, kind, model, namespace, dict(options), concurrency=concurrency,
                  expect=expect, match=match, score=score, max_cost=max_cost,
                  max_items=max_items, rerun=rerun, engine=engine, auto_answer=auto_answer,
-                 clients=clients)
+                 clients=clients, judge=judge, judge_model=judge_model)
     if store == "default":
         from ..session import default_store
 
@@ -190,8 +270,8 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
     run = BatchRun(spec, store, on_progress, controller)
     if not wait:
         return run.start()
-    return BatchResult(execute(spec, store=store, controller=run.controller,
-                               on_progress=on_progress))
+    return _result(execute(spec, store=store, controller=run.controller,
+                           on_progress=on_progress))
 
 
 class BatchRun:
@@ -212,9 +292,9 @@ class BatchRun:
         """Start the batch in a daemon thread."""
         def target() -> None:
             try:
-                self._result = BatchResult(execute(self.spec, store=self.store,
-                                                   controller=self.controller,
-                                                   on_progress=self.on_progress))
+                self._result = _result(execute(self.spec, store=self.store,
+                                               controller=self.controller,
+                                               on_progress=self.on_progress))
             except BaseException as exc:  # handed to wait()
                 self._error = exc
 

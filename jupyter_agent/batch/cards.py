@@ -51,7 +51,7 @@ def run_card(run_id: str, store: Any = "default") -> RunCard:
         ConfigError: no run with that id in the store.
     """
     from ..events import EVENT_ADAPTER
-    from ..view.state import reduce_events
+    from ..view.reduce import reduce_events
 
     if store == "default":
         from ..session import default_store

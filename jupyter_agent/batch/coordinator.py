@@ -33,7 +33,7 @@ from typing import Any, Callable
 from .control import Controller
 from .item import (
     FATAL_ERRORS,
-    OUTCOME_FIELDS,
+    KEPT_FIELDS,
     ItemTask,
     error_outcome,
     one_line,
@@ -71,13 +71,16 @@ class Coordinator:
         self.started = 0
         self.fatal: BaseException | None = None
         self.settings: dict[str, Any] | None = None
+        self.trace: dict[str, Any] | None = None
         self.options = spec.options
         self.pack: Any = None
         if spec.engine == "dask":
+            from ..tracing import remote_target
             from .ship import client_settings
 
             self.settings = client_settings()
             self.pack = self._pack_tools()
+            self.trace = remote_target()  # the batch's span: its items hang under it
         else:
             self.options = _with_tool_objects(spec.options)
 
@@ -110,7 +113,7 @@ class Coordinator:
         if self.pack is not None:
             opts.pop("tools", None)  # the cluster holds them once (``self.pack``)
         return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
-                        self.settings)
+                        self.settings, self.trace)
 
     def _pack_tools(self) -> Any:
         """Dask: the batch's tools packed once, to be sent to the cluster once."""
@@ -168,7 +171,7 @@ class Coordinator:
             fresh = [(item, raw) for item, raw in ended if item.position in self.running]
         if not fresh:
             return
-        rows = [(item, raw, {f: raw.get(f) for f in OUTCOME_FIELDS}) for item, raw in fresh]
+        rows = [(item, raw, {f: raw.get(f) for f in KEPT_FIELDS}) for item, raw in fresh]
         if self.store is not None:  # one transaction, a few statements (not per item)
             self.store.save_batch_outcomes(self.batch_id, self.skey,
                                            [(item.key, item.model, raw) for item, raw in fresh])
@@ -188,7 +191,7 @@ class Coordinator:
         it), and hand it to the coordinating thread to store."""
         raw = self.outcome(value)
         with self.lock:
-            self._count(item, {f: raw.get(f) for f in OUTCOME_FIELDS})
+            self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
             if raw.get("held"):  # Dask: not run again after its worker was lost
                 self.progress.lost_held += 1
             self.handed.append(time.monotonic())

@@ -80,6 +80,10 @@ class Progress:
         self.finished_now = 0
         self.tokens = [0, 0]
         self.cost = 0.0
+        self.cached = 0
+        """Rounds answered from the answer cache (no call made)."""
+        self.saved = 0.0
+        """What those rounds would have cost."""
         self.spent = 0.0
         """Cost of the items run this time (``max_cost`` compares it)."""
         self.latest: list[dict[str, Any]] = []
@@ -133,6 +137,8 @@ class Progress:
         self.tokens[0] += int(outcome.get("input_tokens") or 0)
         self.tokens[1] += int(outcome.get("output_tokens") or 0)
         self.cost += float(outcome.get("cost") or 0.0)
+        self.cached += int(outcome.get("cached") or 0)
+        self.saved += float(outcome.get("saved") or 0.0)
 
     # ------------------------------------------------------------------ reading
     def spent_live(self) -> float:
@@ -155,6 +161,7 @@ class Progress:
                 "reused": self.reused, "lost_rerun": self.lost_rerun,
                 "lost_held": self.lost_held, "input_tokens": self.tokens[0] + live_in,
                 "output_tokens": self.tokens[1] + live_out, "cost": self.cost + live_cost,
+                "cached": self.cached, "saved": self.saved,
                 "elapsed": round(self.elapsed, 3), "rate": round(rate, 2),
                 "eta": None if eta is None else round(eta, 1),
                 "latest": [{**x, "answer": preview(x["answer"]), "error": preview(x["error"])}

@@ -19,7 +19,8 @@ __all__ = ["results_table", "board_rows", "as_table", "chart_png", "percentile"]
 
 
 def _columns(outcomes: list[dict[str, Any]], items: list[Any], models: list[str],
-             scores: list[float | None] | None) -> dict[str, list[Any]]:
+             scores: list[float | None] | None,
+             extra: dict[str, list[Any]] | None = None) -> dict[str, list[Any]]:
     cols: dict[str, list[Any]] = {}
     if len(models) > 1:
         cols["model"] = [i.model for i in items]
@@ -27,6 +28,8 @@ def _columns(outcomes: list[dict[str, Any]], items: list[Any], models: list[str]
         cols[f] = [o.get(f) for o in outcomes]
     if scores is not None:
         cols["score"] = scores
+    for name, values in (extra or {}).items():  # typed fields, judge columns
+        cols[name if name not in cols else f"output_{name}"] = values
     return cols
 
 
@@ -35,9 +38,11 @@ def _renamed(name: Any, taken: set[str]) -> Any:
 
 
 def results_table(inputs: Inputs, items: list[Any], outcomes: list[dict[str, Any]],
-                  models: list[str], scores: list[float | None] | None = None) -> Any:
-    """The results, one row per item (row by row, models in order)."""
-    cols = _columns(outcomes, items, models, scores)
+                  models: list[str], scores: list[float | None] | None = None,
+                  extra: dict[str, list[Any]] | None = None) -> Any:
+    """The results, one row per item (row by row, models in order); ``extra``: more columns
+    (a typed batch's fields and ``errors``, the judge's)."""
+    cols = _columns(outcomes, items, models, scores, extra)
     taken = set(cols)
     rows = [i.row for i in items]
     if inputs.kind == "pandas":

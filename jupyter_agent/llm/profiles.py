@@ -48,6 +48,10 @@ class Capabilities(BaseModel):
     planning: bool = True
     """Whether the model can follow the planning agent's protocol; ``%%plan`` refuses a model
     that cannot, in one line and before any request."""
+    structured_output: bool = True
+    """The server takes ``response_format`` with a ``json_schema`` (a typed answer); when
+    False a forced ``final_answer`` tool carries the answer instead (``llm/structured.py``).
+    A server that answers 400 to it falls back to the tool by itself."""
 
 
 class ModelProfile(BaseModel):

@@ -85,12 +85,16 @@ class ChatResponse(BaseModel):
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
     request_id: str | None = None
+    model: str | None = None
+    """The model the provider says answered (may differ from the one requested)."""
     error: str | None = None
     """Set when the call failed after retries; ``text`` is then never an answer."""
     status_code: int | None = None
     aborted: bool = False
     """True when a KeyboardInterrupt cut the stream (finish_reason is then ``close``)."""
     seconds: float = 0.0
+    cached: bool = False
+    """Answered from the answer cache: nothing was sent (``clients/cache.py``)."""
 
     def assistant_message(self) -> Message | None:
         """The assistant message to append to the history, or ``None`` when empty.

@@ -27,6 +27,7 @@ from ..events import (
     ToolReturned,
     ToolStarted,
     UsageRecorded,
+    Warning_,
 )
 from ..llm.protocol import ModelClient
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
@@ -72,6 +73,8 @@ class LoopConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     vision: bool = False
     """The model accepts images: figures a tool drew are sent as image parts."""
+    response_format: dict[str, Any] | None = None
+    """Sent with every request (a typed answer's JSON schema: ``llm/structured.py``)."""
 
 
 @dataclass
@@ -244,7 +247,7 @@ class _LoopRun:
             tool_choice=tool_choice,
             parallel_tool_calls=cfg.parallel_tool_calls if cfg.tools else None,
             temperature=cfg.temperature, top_p=None, max_tokens=cfg.max_tokens, stop=None,
-            response_format=None, stream=cfg.stream, extra=cfg.extra,
+            response_format=cfg.response_format, stream=cfg.stream, extra=cfg.extra,
         )
         rnd = self.round
         emit = self.emit
@@ -273,6 +276,8 @@ class _LoopRun:
                 cid = renamed.get(data["id"])
                 if cid is not None:
                     emit(ToolArgsDelta(round=rnd, call_id=cid, delta=data["delta"]))
+            elif kind == "warning":
+                emit(Warning_(message=data["message"]))
             elif kind == "reset":
                 ids.release(renamed.values())  # the withdrawn attempt's calls are gone
                 renamed.clear()
@@ -306,10 +311,15 @@ class _LoopRun:
             self.consecutive_tool_turns = 0  # both can happen in one turn: the reset wins
         cost = self.client.cost(resp.usage)
         priced = bool(self.client.profile.price_tiers)
+        saved = 0.0
+        if resp.cached:  # answered from the cache: nothing spent, the price saved
+            saved, cost = cost, 0.0
         self._push_usage(UsageItem("agent_call", self.cfg.model, resp.usage, cost), self.round,
-                         priced=priced)
+                         priced=priced, cached=resp.cached, saved=saved, response=resp)
 
-    def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True) -> None:
+    def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True,
+                    cached: bool = False, saved: float = 0.0,
+                    response: ChatResponse | None = None) -> None:
         res = self.result
         res.usages.append(u)
         res.input_tokens += u.usage.input_tokens
@@ -319,7 +329,11 @@ class _LoopRun:
                                 module=u.module, model=u.model,
                                 input_tokens=u.usage.input_tokens,
                                 output_tokens=u.usage.output_tokens, cost=u.cost,
-                                estimated=u.usage.estimated, priced=priced))
+                                estimated=u.usage.estimated, priced=priced, cached=cached,
+                                saved=saved,
+                                response_model=(response.model or "") if response else "",
+                                finish_reason=response.finish_reason if response else None,
+                                response_id=response.request_id if response else None))
 
     def _append(self, msg: Message, to_request: bool = True) -> None:
         self.result.assistant_messages.append(msg)

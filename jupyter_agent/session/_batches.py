@@ -153,7 +153,8 @@ class BatchesMixin:
                     pending = dumps(o["pending"])
                     call_id = o["pending"].get("call_id")
                     call_id = call_id if isinstance(call_id, str) else None
-                elif status not in ("done", "aborted", "error", "max_rounds", "incomplete"):
+                elif status not in ("done", "aborted", "error", "max_rounds", "incomplete",
+                                    "invalid"):
                     status, version = "running", 0  # as create_run left it
                 runs.append((run_id, None, o.get("kind") or "toolloop", status, now, now,
                              pending, call_id, version, *owner))

@@ -10,6 +10,7 @@ values given to ``register_secret``; docs/security.md).
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from .._state import STATE, Box
 from ._batches import BatchesMixin
-from ._db import Database
+from ._db import Database, open_failure
+from ._migrations import SCHEMA_VERSION
 from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
-from ._schema import SCHEMA_VERSION
 from ._sessions import SessionsMixin
 from ._transcript import TranscriptMixin
 from ._turns import TurnsMixin
@@ -37,7 +38,8 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
     """A session store backed by the SQLite file at ``path``.
 
     ``path`` defaults to ``<data dir>/store.sqlite3`` (see ``paths.default_data_dir``). The
-    file and its directory are created, and the schema migrated, on open. Opening also marks
+    file (0600) and its directory (0700) are created, and the schema migrated, on open; a file
+    that cannot be opened raises ``ConfigError`` with one line naming it, and is left as it was. Opening also marks
     ``interrupted`` every run whose process died while it was ``running`` (see
     ``recover_interrupted_runs``).
     """
@@ -49,7 +51,11 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self._db = Database(self.path, busy_timeout=busy_timeout)
         # Run ids this open marked ``interrupted`` (their process had died).
-        self.recovered_runs: list[str] = self.recover_interrupted_runs()
+        try:
+            self.recovered_runs: list[str] = self.recover_interrupted_runs()
+        except sqlite3.Error as exc:  # locked by another process past the busy timeout
+            self._db.close()
+            raise open_failure(self.path, exc) from None
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"

@@ -88,7 +88,7 @@ def close_superseded(run_id: str, reason: str) -> bool:
     """The live card of ``run_id`` stops waiting at once: question closed, buttons off, hint
     gone, ``reason`` shown (it updates that output by display id, from whichever cell runs).
     Returns False when this kernel shows no such run."""
-    from ..view.state import withdraw_ask
+    from ..view.reduce import withdraw_ask
 
     live = displays.pop(run_id, None)
     if live is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["BATCH_MIME_TYPE", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
+__all__ = ["BATCH_MIME_TYPE", "judge_line", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
 
 BATCH_MIME_TYPE = "application/vnd.jupyter-agent.batch+json"
 _COUNTS = (("done", "done"), ("failed", "failed"), ("running", "running"),
@@ -60,6 +60,8 @@ def summary_line(view: dict[str, Any]) -> str:
     speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"
              f" · cost {view.get('cost', 0.0):.4f} · {view.get('rate', 0.0):.1f} items/min"
              f" · {view.get('elapsed', 0.0):.1f} s")
+    if view.get("cached"):
+        speed += f" · {view['cached']:,} cached (saved {float(view.get('saved') or 0.0):.4f})"
     if view.get("status") == "running" and view.get("eta") is not None:
         speed += f" · about {view['eta']:.1f} s left"
     return f"{counts}\n{speed}"
@@ -77,12 +79,31 @@ def _status(view: dict[str, Any]) -> str:
             "error": "failed"}.get(state, state)
 
 
+def judge_line(view: dict[str, Any]) -> str | None:
+    """The judge's summary in one line (``None`` without a judge)."""
+    j = view.get("judge")
+    if not j:
+        return None
+    mean = "–" if j.get("mean") is None else f"{j['mean']:.2f}/{j.get('scale', 5)}"
+    line = (f"Judge ({j.get('model', '')}): mean {mean} over {j.get('judged', 0):,} answers"
+            f" · {j.get('invalid', 0):,} off-scale · {j.get('calls', 0):,} calls"
+            f" · cost {float(j.get('cost') or 0.0):.4f}")
+    pw = j.get("pairwise")
+    if pw and pw.get("compared"):
+        rate = pw.get("win_rate_a")
+        line += (f" · {pw['a']} vs {pw['b']}: {pw['wins_a']} wins, {pw['wins_b']} losses, "
+                 f"{pw['ties']} ties (win rate {rate:.0%})")
+    return line
+
+
 def batch_markdown(view: dict[str, Any]) -> str:
     """The card as markdown."""
     out = [f"**Batch ({_status(view)})**: {_cell(_title(view))}",
            summary_line(view).replace("\n", "  \n")]
     if view.get("stop_reason"):
         out.append(f"> {_cell(view['stop_reason'])}")
+    if judge_line(view):
+        out.append(_cell(judge_line(view)))
     label, rows = _rows(view)
     if rows:
         scored = any(r.get("score") is not None for r in rows)
@@ -111,6 +132,8 @@ def batch_plain(view: dict[str, Any]) -> str:
     out = [f"Batch {_status(view)}: {_title(view)}", summary_line(view)]
     if view.get("stop_reason"):
         out.append(view["stop_reason"])
+    if judge_line(view):
+        out.append(str(judge_line(view)))
     label, rows = _rows(view)
     if rows:
         lines = [f"{label}:"]

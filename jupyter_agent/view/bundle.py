@@ -20,7 +20,7 @@ from typing import Any
 
 from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE
 from ..secrets import mask, mask_json
-from .card_html import footer_text, render_html
+from .card_html import footer_text, output_rows, render_html
 
 __all__ = ["run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
            "output_metadata", "tools_text"]
@@ -99,6 +99,18 @@ def _proposal_md(p: dict[str, Any]) -> str:
             f"{why}{_fence(p.get('source') or '', lang)}")
 
 
+def _output_md(view: dict[str, Any]) -> str:
+    """A typed run's instance as a two-column table (and its errors when invalid)."""
+    out = view["output"]
+    lines = [f"**{_md_escape_inline(str(out.get('schema', '')))}** "
+             f"({'valid' if out.get('valid') else 'invalid'})", "", "| field | value |",
+             "|---|---|"]
+    lines += [f"| {_md_escape_inline(k)} | {_md_escape_inline(v).replace('|', '&#124;')} |"
+              for k, v in output_rows(view)]
+    lines += [f"- {_md_escape_inline(str(e))}" for e in (out.get("errors") or [])[:10]]
+    return "\n".join(lines)
+
+
 def tools_text(view: dict[str, Any]) -> str | None:
     """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools; ``None`` otherwise."""
     tools = view.get("tools")
@@ -144,6 +156,8 @@ def render_markdown(view: dict[str, Any]) -> str:
                        f"{item['tokens_after']} tokens.*")
     if view.get("plan"):
         out.append("\n".join(_plan_md(view["plan"])))
+    if view.get("output"):
+        out.append(_output_md(view))
     if view.get("ask"):
         out.append("\n".join(_ask_md(view["ask"])))
     if view.get("error"):

@@ -45,7 +45,7 @@ def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answe
     import nbformat.v4 as v4
 
     from .bundle import build_bundle, output_metadata
-    from .state import reduce_events
+    from .reduce import reduce_events
 
     events = _events(store, run.run_id)
     view = reduce_events(events)

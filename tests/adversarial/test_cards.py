@@ -150,7 +150,7 @@ def test_a_call_is_queued_until_it_starts(server: ScriptedOpenAI) -> None:
 
 
 def test_unknown_prices_and_counts_are_never_zero(server: ScriptedOpenAI) -> None:
-    from jupyter_agent.view.state import new_view
+    from jupyter_agent.view.reduce import new_view
 
     # Nothing accounted yet: unknown, in the view and in the text fallbacks.
     empty = new_view()

@@ -93,7 +93,20 @@ def _shared(magic: str) -> list[Case]:
         Case(magic, "--replay", base, base + " --replay", key=_requests,
              prep=[f"%%{magic} --session {{s}}r --no-history --record\nSay hi."]),
         Case(magic, "--with", base, base + " --with docs"),
+        Case(magic, "--schema", base, base + " --schema Tk --out ans", script=_typed, key=_typed_key),
+        Case(magic, "--schema-retries", base + " --schema Tk", base + " --schema Tk --schema-retries 0",
+             key=_requests),
+        Case(magic, "--cache", base, base + " --cache", key=_requests,
+             prep=[f"%%{magic} {base} --cache\nSay hi."]),
     ]
+
+
+def _typed(srv: ScriptedOpenAI) -> None:
+    srv.default = text('{"word": "hi"}')
+
+
+def _typed_key(o: dict[str, Any]) -> Any:
+    return ([b.get("response_format") for b in o["bodies"]], type(o["out"]).__name__)
 
 
 def _probe_twice(srv: ScriptedOpenAI) -> None:
@@ -159,10 +172,13 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path
         "terse = Agent(name='terse', instructions='Be terse.')\n"
         "docs = [{'q': 'Refunds', 'a': 'within 30 days', 'source': 'policy.md'}]\n"
         "qp = 'Facts: {{quote}}'\n"
-        "qt = '[{{source}}] {{a}}'\n")
+        "qt = '[{{source}}] {{a}}'\n"
+        "from pydantic import BaseModel\n"
+        "class Tk(BaseModel):\n"
+        "    word: str\n")
     assert ip.run_cell(setup).success
     yield ip
-    for name in ("docs", "qp", "qt", "ans", "probe", "other", "terse", "_agent_run"):
+    for name in ("docs", "qp", "qt", "ans", "probe", "other", "terse", "_agent_run", "Tk", "BaseModel"):
         ip.user_ns.pop(name, None)
 
 
@@ -212,7 +228,8 @@ def _parser_flags(magic: str) -> set[str]:
 # proves each one's effect through the magics or the same parameter of ``jupyter_agent.batch``.
 BATCH_FLAGS = {"--over": "over", "--concurrency": "concurrency", "--expect": "expect",
                "--match": "match", "--score": "score", "--max-cost": "max_cost",
-               "--max-items": "max_items", "--rerun": "rerun", "--engine": "engine"}
+               "--max-items": "max_items", "--rerun": "rerun", "--engine": "engine",
+               "--judge": "judge", "--judge-model": "judge_model"}
 
 
 @pytest.mark.parametrize("magic", MAGICS)

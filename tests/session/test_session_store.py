@@ -16,7 +16,7 @@ from jupyter_agent.session import (
     register_secret,
     reset_default_store,
 )
-from jupyter_agent.session._schema import SCHEMA_VERSION
+from jupyter_agent.session._migrations import SCHEMA_VERSION
 
 
 def test_simplest_use(store: Store) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..runtime.intent import (
+from ...runtime.intent import (
     CATEGORIES,
     CATEGORY_DESCRIPTIONS,
     INTENT_RULES,
@@ -19,7 +19,7 @@ from ..runtime.intent import (
 )
 
 if TYPE_CHECKING:
-    from ..llm.protocol import ModelClient
+    from ...llm.protocol import ModelClient
 
 __all__ = ["intent_by_model", "recognize_intent"]
 
@@ -31,7 +31,7 @@ def intent_by_model(text: str, rules: IntentRules | None = None, *, model: str |
     The model gives no confidence: a named category counts 0.8, the fallback (``unknown``) 0.
     The rule keywords found in the text are still reported.
     """
-    from .helpers import classify
+    from ..helpers import classify
 
     rules = rules or INTENT_RULES
     result = classify(text, {c: CATEGORY_DESCRIPTIONS[c] for c in CATEGORIES}, model=model,

@@ -38,6 +38,8 @@ Shape::
                                         # still waits (magics._on_click); seq counts refusals
               | None,
       "answer": str,             # the final answer (withdrawn drafts excluded)
+      "output": {"schema", "valid", "data", "errors", "attempts"},  # only for a typed run
+                                 # (output_checked): the instance as JSON, or what failed
       "error": str | None,
       "hint": str,               # only while the run waits: how to answer it from a new cell
                                  # (set by the live display, not by an event)
@@ -45,6 +47,7 @@ Shape::
                  "estimated": bool, "unpriced": bool},
                  # tokens and cost are None while unknown (no model call accounted); cost
                  # stays None once a call of a model without prices is ("unpriced")
+                 # + "cached": int, "saved": float once a round came from the answer cache
     }
 """
 
@@ -174,6 +177,9 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
         f["unpriced"] = f.get("unpriced", False) or not d.get("priced", True)
         f["cost"] = None if f["unpriced"] else (f["cost"] or 0.0) + d["cost"]
         f["estimated"] = f["estimated"] or d["estimated"]
+        if d.get("cached"):  # answered from the cache (events saved before caching lack it)
+            f["cached"] = f.get("cached", 0) + 1
+            f["saved"] = f.get("saved", 0.0) + d.get("saved", 0.0)
         if d["model"]:
             f["model"] = d["model"]
     elif kind == "round_started":
@@ -240,6 +246,10 @@ def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
         )
     elif kind == "warning":
         items.append({"kind": "warning", "message": d["message"]})
+    elif kind == "output_checked":
+        view["output"] = {"schema": d["schema_name"], "valid": d["valid"],
+                          "data": d["data"], "errors": list(d["errors"]),
+                          "attempts": d["attempts"]}
     elif kind == "run_started":
         view.update(run_id=d["run_id"], agent=d["agent"], model=d["model"], prompt=d["prompt"],
                     session=d["session"], status="running", started_at=d["t"])

@@ -12,7 +12,7 @@ from ...secrets import is_secret_name, mask, register_secret
 from ..registry import Tool, ToolResult
 from .cells import cells_text, load_cells, outline
 from .proposals import CellProposal, propose_cell
-from .run import DEFAULT_TIMEOUT, PythonRun, run_code
+from .run_python import DEFAULT_TIMEOUT, PythonRun, run_code
 from .variables import Namespace
 
 __all__ = ["NOTEBOOK_TOOL_NAMES", "NotebookTool", "notebook_tools"]

@@ -6,7 +6,7 @@ the session's main agent (the workspace follows); else the agent bound to the se
 when the intent is confident enough (>= 0.5) and an agent declares that intent, that agent for
 this turn only; else no agent (the default role, working in the current directory).
 
-The turn driver (:mod:`jupyter_agent.agents.driver`) calls :func:`setup_turn` before it opens
+The turn driver (:mod:`jupyter_agent.agents.turn.start`) calls :func:`setup_turn` before it opens
 the turn and :meth:`TurnSetup.bind` after; a resume rebuilds the same setup with
 :func:`restore_turn` from the :class:`~jupyter_agent.agents.pending.TurnState` saved with the
 suspended run.
@@ -18,29 +18,29 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ..errors import ConfigError, ToolError
-from ..events import ToolsOffered, UsageRecorded, Warning_
-from ..llm.usage_context import usage_sink
-from ..loop.hooks import UsageItem
-from ..runtime.agents import Agent, agent_for_intent, resolve_agent
-from ..runtime.catalog import (
+from ...errors import ConfigError, ToolError
+from ...events import ToolsOffered, UsageRecorded, Warning_
+from ...llm.usage_context import usage_sink
+from ...loop.hooks import UsageItem
+from ...runtime.agents import Agent, agent_for_intent, resolve_agent
+from ...runtime.catalog import (
     NOTEBOOK_SET_NAME,
     SPAWN_TOOL_NAME,
     resolve_tool_specs,
     workspace_agent_specs,
 )
-from ..runtime.intent import INTENT_RULES, IntentResult, intent_system_text
-from ..runtime.policy import PermissionContext
-from ..tools.builtin import Workspace
-from ..tools.notebook import notebook_tools
-from ..tools.registry import Tool
-from .delegation import SubAgentRunner
-from .intent import recognize_intent
-from .pending import TurnState
-from .spawn import SpawnParent, make_spawn_tool
+from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
+from ...runtime.policy import PermissionContext
+from ...tools.builtin import Workspace
+from ...tools.notebook import notebook_tools
+from ...tools.registry import Tool
+from ..delegation import SubAgentRunner
+from ..pending import TurnState
+from ..spawn import SpawnParent, make_spawn_tool
+from .recognize import recognize_intent
 
 if TYPE_CHECKING:
-    from .drive import TurnContext
+    from .open import TurnContext
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
 
@@ -192,7 +192,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     Args:
         kind: ``toolloop`` or ``plan``.
         prompt: The user's raw text (the intent looks at nothing else).
-        opt: The turn's :class:`~jupyter_agent.agents.drive.TurnOptions`.
+        opt: The turn's :class:`~jupyter_agent.agents.turn.options.TurnOptions`.
         tools: The cell's tool specs (``--tools``); ``None``: :func:`default_specs`.
         store: The session store (``None``: no session lookups or bindings).
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.

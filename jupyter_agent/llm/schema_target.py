@@ -74,9 +74,9 @@ class _Builder:
                 self.models[ref] = self.annotation(self.defs.get(ref, {}), ref)
             return self.models[ref]
         if node.get("enum"):
-            return Literal[tuple(node["enum"])]  # type: ignore[misc]
+            return Literal[tuple(node["enum"])]
         if "const" in node:
-            return Literal[node["const"]]  # type: ignore[misc]
+            return Literal[node["const"]]
         for key in ("anyOf", "oneOf"):
             if key in node:
                 return self.union([self.annotation(n, name) for n in node[key]])
@@ -114,8 +114,9 @@ class _Builder:
                 fields[f"f{i}"] = (ann, Field(..., **info))
             else:
                 fields[f"f{i}"] = (self.union([ann, type(None)]), Field(None, **info))
-        extra = "allow" if node.get("additionalProperties") is True else "ignore"
-        return create_model(  # type: ignore[call-overload, no-any-return]
+        extra: Literal["allow", "ignore"] = (
+            "allow" if node.get("additionalProperties") is True else "ignore")
+        return create_model(
             _type_name(node.get("title"), name),
             __config__=ConfigDict(populate_by_name=True, extra=extra),
             **fields,
