@@ -142,7 +142,8 @@ class BatchesMixin:
                 known.update(r for (r,) in conn.execute(
                     f"SELECT run_id FROM runs WHERE run_id IN ({', '.join('?' * len(part))})",
                     part))
-            runs, events = [], []
+            runs: list[tuple[Any, ...]] = []
+            events: list[tuple[Any, ...]] = []
             for _, _, o in ended:
                 run_id = o.get("run_id")
                 if not run_id or run_id in known:
@@ -164,7 +165,7 @@ class BatchesMixin:
                          " updated, pending, pending_call_id, pending_version, owner_pid,"
                          " owner_host, owner_boot, owner_start) VALUES", runs)
             _insert_many(conn, "INSERT INTO run_events (run_id, seq, event) VALUES", events)
-            items = []
+            items: list[tuple[Any, ...]] = []
             for item_key, model, o in ended:
                 values = [o.get(f) for f in _ITEM_FIELDS]
                 values[2] = mask(str(values[2] or ""))
