@@ -9,6 +9,7 @@ last statement's value, when it is an expression, is the result.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import linecache
 import os
@@ -57,9 +58,11 @@ def _cap(text: str, cap: int) -> str:
 def _run(code: str, cap: int) -> str | None:
     linecache.cache[FILENAME] = (len(code), None, code.splitlines(True), FILENAME)
     tree = ast.parse(code, FILENAME, "exec")
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    last: ast.Expression | None = None
+    tail = tree.body[-1] if tree.body else None
+    if isinstance(tail, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(tail.value)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(tree, FILENAME, "exec"), namespace)
     if last is None:
@@ -78,8 +81,9 @@ def main() -> None:
     sys.stdin.close()
     sys.stdin = open(os.devnull)
     # Line by line: output printed before a timeout kill is not lost in a buffer.
-    sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
-    sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
     out: dict[str, Any] = {"result": None, "error": None, "memory_error": False, "exit_code": 0}
     try:
         out["result"] = _run(code, cap)

@@ -20,11 +20,19 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from ..answers import WaitingAsk
 from ..errors import ResumeError
 from ..events import AskPending
+from ..llm.structured import SCHEMA_RETRIES
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision
 from .limits import MAX_ROUNDS
@@ -121,6 +129,8 @@ class TurnState(_Model):
     tools: list[str] = Field(default_factory=list)
     intent: IntentResult | None = None
     mode: str = "agent"
+    skills: list[str] = Field(default_factory=list)
+    """The skill folders of the turn (a resume offers ``read_skill`` over them again)."""
 
 
 class ToolloopOptions(_Model):
@@ -136,11 +146,19 @@ class ToolloopOptions(_Model):
 class PlanOptions(_Model):
     """The loop options of a ``%%plan`` run, used again by its resume."""
 
-    system: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
     stream: bool = True
     max_rounds: int = PLAN_MAX_ROUNDS
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_system(cls, data: Any) -> Any:
+        # Records saved before this field went carry ``system`` (never read on resume: the
+        # system prompt is in the saved messages); they still load.
+        if isinstance(data, dict) and "system" in data:
+            return {k: v for k, v in data.items() if k != "system"}
+        return data
 
 
 class _PendingBase(_Model):
@@ -162,7 +180,7 @@ class _PendingBase(_Model):
     output: dict[str, Any] | None = None
     """A typed run's JSON schema: its resume checks the final answer again (in another
     kernel ``run.output`` is then a dict; in the same one, the model class kept aside)."""
-    schema_retries: int = 2
+    schema_retries: int = SCHEMA_RETRIES
     card: QuestionCard | ApprovalCard = Field(discriminator="kind")
     """The card shown; its ``call_id`` is the run's."""
 

@@ -148,7 +148,8 @@ class Coordinator:
     def outcome(self, value: Any) -> dict[str, Any]:
         """An item's outcome from what its worker returned (an exception included)."""
         if not isinstance(value, BaseException):
-            return value
+            outcome: dict[str, Any] = value  # what ``run_item`` returns
+            return outcome
         raw = error_outcome(one_line(value))
         if isinstance(value, FATAL_ERRORS):
             self.fatal = self.fatal or value

@@ -178,5 +178,5 @@ def preview(text: Any) -> str:
     """One line of model text for the card: cut short, secrets masked."""
     from ..secrets import mask
 
-    text = mask(" ".join(str(text or "").split()))  # the card is an output: never a key
-    return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"
+    line: str = mask(" ".join(str(text or "").split()))  # the card is an output: never a key
+    return line if len(line) <= _PREVIEW else line[:_PREVIEW - 1] + "…"

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..llm.structured import Checked, OutputSpec
 
-__all__ = ["TypedColumns", "typed_columns", "field_answer", "apply_dtypes", "CHECKED"]
+__all__ = ["TypedColumns", "typed_columns", "apply_dtypes", "CHECKED"]
 
 CHECKED = frozenset({"done", "max_rounds", "incomplete", "invalid"})
 """Statuses whose answer is read back (``invalid``: what failed goes in ``errors``)."""
@@ -62,11 +62,6 @@ def _attr_of(model: Any, alias: str) -> str:
         if (info.alias or attr) == alias:
             return str(attr)
     return alias
-
-
-def field_answer(check: Checked | None, field: str) -> Any:
-    """The value ``--expect FIELD`` compares: that field of a valid answer, else ``None``."""
-    return _value(check, field)
 
 
 def _kind(annotation: Any) -> str:

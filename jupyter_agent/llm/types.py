@@ -8,7 +8,7 @@ objects and back on every round would only cost time.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
@@ -55,6 +55,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
     estimated: bool = False
     """True when counted locally because the provider reported nothing."""
+    user_key: bool = False
+    """The provider reported the call was paid with the user's own key
+    (``usedUserOpenAIKey: true``): it costs 0, its tokens still count (docs/behaviour.md §9.6)."""
 
 
 class ChatRequest(BaseModel):
@@ -109,8 +112,6 @@ class ChatResponse(BaseModel):
             msg["tool_calls"] = [c.to_message_part() for c in self.tool_calls]
         return msg
 
-
-StreamKind = Literal["text", "reasoning", "tool_call", "tool_args"]
 
 StreamCallback = Callable[[str, dict[str, Any]], None]
 """``callback(kind, data)`` for stream deltas.

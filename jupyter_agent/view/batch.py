@@ -74,7 +74,7 @@ def _rows(view: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _status(view: dict[str, Any]) -> str:
-    state = view.get("status", "running")
+    state = str(view.get("status", "running"))
     return {"running": "running", "done": "finished", "stopped": "stopped",
             "error": "failed"}.get(state, state)
 

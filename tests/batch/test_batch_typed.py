@@ -158,10 +158,17 @@ def test_two_models_are_compared_as_a_win_rate(srv: ScriptedOpenAI) -> None:
     res = batch("Say: {item}", ["a", "b", "c"], kind="chat", model="gpt-4.1-mini,gpt-4.1",
                 judge="Precise.", store=None)
     pw = res.view["judge"]["pairwise"]
-    assert pw == {**pw, "a": "gpt-4.1-mini", "b": "gpt-4.1", "wins_a": 3, "wins_b": 0,
-                  "compared": 3, "win_rate_a": 1.0}
+    # A judge that always says "A": every other row shows the answers the other way round,
+    # so its bias for the first answer splits between the models.
+    assert pw == {**pw, "a": "gpt-4.1-mini", "b": "gpt-4.1", "wins_a": 2, "wins_b": 1,
+                  "compared": 3}
+    assert pw["win_rate_a"] == pytest.approx(2 / 3)
     assert res.view["judge"]["calls"] == 6 + 3
-    assert "win rate 100%" in res.bundle()["text/plain"]
+    assert "win rate 67%" in res.bundle()["text/plain"]
+    pair_prompts = [b["messages"][-1]["content"] for b in srv.requests
+                    if "Which answer better" in b["messages"][-1]["content"]]
+    firsts = {p.split("Answer A:\n")[1].split("\n")[0] for p in pair_prompts}
+    assert firsts == {"an answer from gpt-4.1-mini", "an answer from gpt-4.1"}
 
 
 def test_judge_model_picks_the_judges_model(srv: ScriptedOpenAI) -> None:
@@ -274,7 +281,7 @@ def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpe
     ("%%chat --schema-retries 1", "--schema-retries needs --schema NAME."),
     ("%%chat --schema rows", "--schema: output must be a pydantic model class or a JSON schema"),
     ("%%chat --judge x", "--judge needs --over VAR (a batch)."),
-    ("%%chat --over rows --judge-model gpt-4.1", "judge_model needs judge"),
+    ("%%chat --over rows --judge-model gpt-4.1", "--judge-model needs --judge"),
 ])
 def test_mistakes_are_one_line_before_any_request(shell: InteractiveShell, srv: ScriptedOpenAI,
                                                   line: str, message: str) -> None:

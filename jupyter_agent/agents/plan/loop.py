@@ -53,7 +53,7 @@ def run_plan(turn: Turn, max_rounds: int) -> Run:
     state = PlanRunState.start(messages)
     by_name = {t.name: t for t in catalog.runtime_tools}
     opt = turn.opt
-    lo = PlanOptions(system=opt.system, temperature=opt.temperature, max_tokens=opt.max_tokens,
+    lo = PlanOptions(temperature=opt.temperature, max_tokens=opt.max_tokens,
                      stream=opt.stream, max_rounds=max_rounds)
     return _drive_plan(p, messages, catalog, by_name, state, lo,
                        turn_messages=[turn.user_message], resumed=False, runtime=rt)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ...events import BaseEvent
 from ...llm.protocol import ModelClient
+from ...llm.structured import SCHEMA_RETRIES
 
 if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
@@ -75,10 +76,14 @@ class TurnOptions:
     shell: Any = None
     """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
     edge passes it. ``None``: the running shell, else the script's ``__main__``."""
+    skills: str | list[str] | None = None
+    """Skill folders (``--skills DIR``; a comma-separated string or a list), added to the
+    agent's own: their names and descriptions go into the system prompt, the ``read_skill``
+    tool reads them (docs/behaviour.md §5.5). ``%%toolloop`` and ``%%plan`` only."""
     output: Any = None
     """A typed answer: a pydantic model class or a JSON schema dict (``--schema``). The run's
     ``output`` is then the validated instance (docs/behaviour.md §10.14)."""
-    schema_retries: int = 2
+    schema_retries: int = SCHEMA_RETRIES
     """Times an answer that does not validate is sent back with its errors; then the run ends
     ``invalid``."""
     cache: bool | None = None

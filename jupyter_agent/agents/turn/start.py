@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ParameterError, ToolError
 from ...events import UsageRecorded
@@ -49,6 +49,9 @@ from .open import TurnContext, open_turn
 from .options import TurnOptions, client_of, profile_of, store_of
 from .recognize import recognize_intent
 from .setup import TurnSetup, restore_turn, setup_turn
+
+if TYPE_CHECKING:
+    from ...session.models import Mode
 
 __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
 
@@ -103,13 +106,16 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     if kind == "chat" and opt.notebook:
         raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
                              parameters=("notebook",))
+    if kind == "chat" and opt.skills:
+        raise ParameterError("skills: a chat calls no tools (skills are read with one); use "
+                             "toolloop or plan.", parameters=("skills",))
     store = store_of(opt)
     if kind == "plan":
         _refuse_unfit_for_planning(profile_of(opt, store))
     setup: TurnSetup | None = None
     intent: IntentResult | None
     if kind == "chat":
-        mode = "search" if opt.knowledge is not None else "ask"
+        mode: Mode = "search" if opt.knowledge is not None else "ask"
         intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode
     else:
         mode = "agent"
@@ -133,7 +139,8 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         setup.bind(ctx)
     user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode,
                                             role=opt.quote_role, quote_prompt=opt.quote_prompt,
-                                            item_template=opt.quote_template)
+                                            item_template=opt.quote_template,
+                                            max_tokens=ctx.client.profile.quote_budget())
     user_text += variables
     default = ctx.client.profile.default_system_prompt
     if setup is None:
