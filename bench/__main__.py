@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:
 
 from bench import (  # noqa: E402
     bench_batch,
+    bench_cold,
     bench_history,
     bench_import,
     bench_live,
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     print("=" * 78)
     bench_import.main([])
+    print("=" * 78)
+    bench_cold.main(["--runs", "3"] if args.quick else [])
     print("=" * 78)
     bench_loop.main(["--quick"] if args.quick else [])
     print("=" * 78)

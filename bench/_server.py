@@ -69,7 +69,11 @@ def stop(proc: subprocess.Popen[str]) -> None:
     """Stop a server started by :func:`serve`."""
     if proc.stdin is not None:
         proc.stdin.close()
-    proc.wait(timeout=10)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # still serving a client's idle connections: not a result
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def _patch_backlog() -> None:

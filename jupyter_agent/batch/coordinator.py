@@ -6,18 +6,20 @@ coordinating thread, which records it; no store write is on an item's path. Dask
 the coordinator keeps ``concurrency`` futures on the cluster, records each one that ends and
 submits one more.
 
-Only the coordinating thread writes to the store: the outcomes that ended since it last woke
-are one transaction (their runs and their rows in the batch; see ``item.py``). Writes from the
-workers themselves cost a batch at concurrency 32 several percent of its wall time: each worker
-has its own SQLite connection, a BEGIN that finds another open waits in SQLite's busy handler
-(sleeps of up to 100 ms; measured p95 38 ms), and every statement hands the interpreter lock
-back and waits to get it again among 32 busy threads.
+One writer thread stores what ended: the outcomes handed over since it last woke are one
+transaction (their runs and their rows in the batch; see ``item.py``). Writes from the workers
+themselves cost a batch at concurrency 32 several percent of its wall time: each worker has its
+own SQLite connection, a BEGIN that finds another open waits in SQLite's busy handler (sleeps of
+up to 100 ms; measured p95 38 ms), and every statement hands the interpreter lock back and waits
+to get it again among 32 busy threads. The writer is not the coordinating thread: that one
+draws the card (``on_progress``, which can be slow) and takes kernel interrupts, and neither
+may hold back a write.
 
-A killed kernel loses only the items not yet recorded: those in flight, and those that ended
-less than :data:`MAX_UNSTORED` seconds ago. The coordinating thread wakes as soon as an item is
-handed over; when it falls behind anyway (a loaded machine, a slow card update), the workers
-take no new item until the oldest outcome handed over is stored, so the window between
-"answered" and "stored" stays bounded in time, not only in count.
+A killed kernel loses only the items not yet stored: those in flight, and those that ended
+less than :data:`MAX_UNSTORED` seconds ago. The writer wakes as soon as an item is handed
+over; when it falls behind anyway (a loaded machine), the workers take no new item until the
+oldest outcome handed over is stored, so the window between "answered" and "stored" is bounded
+in time, not only in count.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from .item import (
     ItemTask,
     error_outcome,
     one_line,
-    store_run,
 )
 from .progress import Progress
 from .spec import BatchSpec, Item
@@ -59,22 +60,26 @@ class Coordinator:
         self.lock = threading.Lock()  # todo, running, started, handed and the progress counts
         self.caught_up = threading.Condition(self.lock)  # the outcomes handed over are stored
         self.handed: deque[float] = deque()  # when each outcome not yet stored was handed over
-        # What the workers hand over: (item, outcome) when an item ended, None when a worker
-        # ended. Outcomes taken but not yet stored wait in ``unrecorded`` (an interrupt during
-        # the write leaves them there for the next try).
+        # What the workers hand over to the writer: (item, outcome) when an item ended, None
+        # to stop the writer. ``exited`` counts the worker threads that ended.
         self.ended: queue.SimpleQueue[tuple[Item, dict[str, Any]] | None] = queue.SimpleQueue()
-        self.unrecorded: list[tuple[Item, dict[str, Any]]] = []
+        self.exited = 0
+        self.write_error: BaseException | None = None
+        self.writer = threading.Thread(target=self._write_loop, daemon=True,
+                                       name="jupyter-agent-batch-writer")
         self.running: dict[int, Item] = {}
         self.started = 0
         self.fatal: BaseException | None = None
         self.settings: dict[str, Any] | None = None
         self.trace: dict[str, Any] | None = None
         self.options = spec.options
+        self.pack: Any = None
         if spec.engine == "dask":
             from ..tracing import remote_target
             from .ship import client_settings
 
             self.settings = client_settings()
+            self.pack = self._pack_tools()
             self.trace = remote_target()  # the batch's span: its items hang under it
         else:
             self.options = _with_tool_objects(spec.options)
@@ -105,12 +110,22 @@ class Coordinator:
         client = self.spec.clients.get(item.model)
         if client is not None:
             opts["client"] = client
-        if self.spec.engine == "dask" and self.spec.kind != "chat":
-            from .ship import pack_tools
-
-            opts["tools"] = pack_tools(opts.get("tools"), opts.get("agent"))
+        if self.pack is not None:
+            opts.pop("tools", None)  # the cluster holds them once (``self.pack``)
         return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
                         self.settings, self.trace)
+
+    def _pack_tools(self) -> Any:
+        """Dask: the batch's tools packed once, to be sent to the cluster once."""
+        if self.spec.kind == "chat":
+            return None
+        import secrets
+
+        from .ship import ShippedTool, ToolPack, pack_tools
+
+        tools = pack_tools(self.options.get("tools"), self.options.get("agent"))
+        held = [t.name for t in tools if isinstance(t, ShippedTool) and t.side_effects]
+        return ToolPack(secrets.token_hex(8), tools, held)
 
     def _limit_reached(self) -> bool:
         spec, p = self.spec, self.progress
@@ -158,12 +173,9 @@ class Coordinator:
         if not fresh:
             return
         rows = [(item, raw, {f: raw.get(f) for f in KEPT_FIELDS}) for item, raw in fresh]
-        if self.store is not None:
-            with self.store.transaction():
-                for item, raw, outcome in rows:
-                    store_run(self.store, raw)
-                    self.store.save_batch_item(self.batch_id, self.skey, item.key, item.model,
-                                               outcome)
+        if self.store is not None:  # one transaction, a few statements (not per item)
+            self.store.save_batch_outcomes(self.batch_id, self.skey,
+                                           [(item.key, item.model, raw) for item, raw in fresh])
         with self.lock:
             for item, _, outcome in rows:
                 if self.running.pop(item.position, None) is not None:
@@ -181,31 +193,44 @@ class Coordinator:
         raw = self.outcome(value)
         with self.lock:
             self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
+            if raw.get("held"):  # Dask: not run again after its worker was lost
+                self.progress.lost_held += 1
             self.handed.append(time.monotonic())
         self.ended.put((item, raw))
 
-    def _take_ended(self, timeout: float) -> int:
-        """Wait up to ``timeout`` for ended items, store every one handed over by now in one
-        transaction and return how many workers ended meanwhile."""
-        exited = 0
-        try:
-            got = self.ended.get(timeout=timeout) if timeout > 0 else self.ended.get_nowait()
-            while True:
-                if got is None:
-                    exited += 1
-                else:
-                    self.unrecorded.append(got)
-                got = self.ended.get_nowait()
-        except queue.Empty:
-            pass
-        if self.unrecorded:
-            self.record_all(self.unrecorded)
+    def _write_loop(self) -> None:
+        """The writer thread: store every outcome handed over by now in one transaction, as
+        soon as one is; end at ``None``. A failed write is kept for the coordinating thread to
+        raise (the outcomes stay counted on the card; they are asked again on a re-run)."""
+        stop = False
+        while not stop:
+            taken: list[tuple[Item, dict[str, Any]]] = []
+            got = self.ended.get()
+            try:
+                while True:
+                    if got is None:
+                        stop = True
+                    else:
+                        taken.append(got)
+                    got = self.ended.get_nowait()
+            except queue.Empty:
+                pass
+            try:
+                if taken and self.write_error is None:
+                    self.record_all(taken)
+            except BaseException as exc:  # noqa: BLE001 - raised by the coordinating thread
+                self.write_error = exc
+                self.ctl.stop("abort", f"The store refused a write: {one_line(exc)}")
             with self.lock:
-                for _ in range(min(len(self.unrecorded), len(self.handed))):
+                for _ in range(min(len(taken), len(self.handed))):
                     self.handed.popleft()
                 self.caught_up.notify_all()
-            self.unrecorded = []
-        return exited
+
+    def _exit(self) -> None:
+        """A worker thread ended."""
+        with self.lock:
+            self.exited += 1
+            self.caught_up.notify_all()
 
     def view(self) -> dict[str, Any]:
         """The card's state now."""
@@ -219,7 +244,7 @@ class Coordinator:
                       + ("allowed to finish." if count == 1 else "aborted."))
         if count < 3:
             return False
-        self._take_ended(0)  # the items that did end keep their outcomes
+        self._stop_writer()  # the items that did end keep their outcomes
         for item in list(self.running.values()):
             out = error_outcome("Interrupted while running.")
             out["status"] = "aborted"
@@ -229,24 +254,39 @@ class Coordinator:
     # ---------------------------------------------------------------------- the loops
     def run(self, on_progress: Progressed, interval: float) -> None:
         """Run every item (to the end, a stop or a limit)."""
-        if self.spec.engine == "dask":
-            self._run_dask(on_progress, interval)
-        else:
-            self._run_threads(on_progress, interval)
+        self.writer.start()
+        try:
+            if self.spec.engine == "dask":
+                self._run_dask(on_progress, interval)
+            else:
+                self._run_threads(on_progress, interval)
+        finally:
+            self._stop_writer()
         if self.fatal is not None:
             raise self.fatal
+        if self.write_error is not None:
+            raise self.write_error
+
+    def _stop_writer(self) -> None:
+        """Store what was handed over and end the writer (again: nothing happens)."""
+        if self.writer.is_alive():
+            self.ended.put(None)
+            self.writer.join()
 
     def _run_threads(self, on_progress: Progressed, interval: float) -> None:
         from .pools import ThreadPool
 
         pool = ThreadPool(self.spec.concurrency, is_aborted=self.ctl.aborting.is_set,
                           on_event=self.on_event)
-        alive = min(self.spec.concurrency, len(self.todo))
-        pool.start(self.next_item, self.done, alive, on_exit=lambda: self.ended.put(None))
+        workers = min(self.spec.concurrency, len(self.todo))
+        pool.start(self.next_item, self.done, workers, on_exit=self._exit)
         interrupts, last = 0, 0.0
-        while alive > 0:  # a worker hands over its last outcome before it says it ended
+        while True:  # a worker hands over its last outcome before it says it ended
             try:
-                alive -= self._take_ended(interval)
+                with self.lock:
+                    if self.exited >= workers:
+                        break
+                    self.caught_up.wait(interval)
                 last = self._push(on_progress, last, interval)
             except KeyboardInterrupt:
                 interrupts += 1
@@ -256,9 +296,10 @@ class Coordinator:
     def _run_dask(self, on_progress: Progressed, interval: float) -> None:
         from .pools import DaskPool
 
-        pool = DaskPool(self.spec.concurrency)
+        pool = DaskPool(self.spec.concurrency, self.pack)
         futures: dict[Any, Item] = {}
-        interrupts, last = 0, 0.0
+        ended: list[Any] = []  # held until the scheduler was asked whether a worker was lost
+        interrupts, last, asked = 0, 0.0, 0.0
         try:
             while True:
                 try:
@@ -272,7 +313,13 @@ class Coordinator:
                     if self.ctl.aborting.is_set():
                         pool.cancel(list(futures))
                     for f in pool.wait(list(futures), interval):
-                        self.record(futures.pop(f), self.outcome(pool.result(f)))
+                        value = pool.result(f)
+                        self.done(futures.pop(f), value)
+                        if not (isinstance(value, dict) and value.get("held")):
+                            ended.append(f)  # (a held item was not run again)
+                    if ended and (not futures or time.monotonic() - asked >= interval):
+                        self._count_lost(pool, ended)
+                        ended, asked = [], time.monotonic()
                     last = self._push(on_progress, last, interval)
                 except KeyboardInterrupt:
                     interrupts += 1
@@ -280,6 +327,14 @@ class Coordinator:
                         break
         finally:
             pool.close()
+
+    def _count_lost(self, pool: Any, ended: list[Any]) -> None:
+        """Count the items that ran again after a worker was lost (at most one question to
+        the scheduler per card update)."""
+        lost = len(pool.lost_before(ended))
+        if lost:
+            with self.lock:
+                self.progress.lost_rerun += lost
 
     def _push(self, on_progress: Progressed, last: float, interval: float) -> float:
         now = time.monotonic()

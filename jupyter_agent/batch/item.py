@@ -7,8 +7,8 @@ so ``%agent pending`` / ``%agent resume`` answer an item that asked, and its ful
 shown later.
 
 Items do not write to the store themselves: the run's events and pending state come back with
-the outcome and the coordinating thread stores them (:func:`store_run`), one transaction for
-the items that ended since it last woke. Thirty-two threads each opening write transactions
+the outcome and the batch's writer thread stores them (``Store.save_batch_outcomes``), one
+transaction for the items that ended since it last woke. Thirty-two threads each opening write transactions
 would queue on SQLite's lock, whose busy handler sleeps in steps of milliseconds; one writer
 never waits. The same path serves items run on Dask workers, which have no store.
 """
@@ -22,7 +22,7 @@ from typing import Any, Callable
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
 __all__ = ["ItemTask", "entry_point", "run_item", "run_remote", "outcome_of", "error_outcome",
-           "store_run", "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
+           "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
 
 FINISHED = frozenset({"done", "max_rounds", "incomplete"})
 """Statuses with an answer: a re-run keeps them (``rerun`` forces)."""
@@ -148,15 +148,30 @@ def _apply_settings(settings: dict[str, Any] | None) -> None:
         clear_client_cache()
 
 
-def run_remote(task: ItemTask) -> dict[str, Any]:
+def run_remote(task: ItemTask, pack: Any = None) -> dict[str, Any]:
     """A Dask task: run one item on a worker (no store) and return the outcome with its run's
-    events and pending state. A fatal mistake comes back as ``{"fatal": ..., "error": ...}``:
-    exceptions with custom constructors do not survive pickling whole."""
-    from .ship import unpack_tools
+    events and pending state. ``pack`` (a :class:`~.ship.ToolPack`, held once by the cluster)
+    gives the tools, built once per worker. A fatal mistake comes back as
+    ``{"fatal": ..., "error": ...}``: exceptions with custom constructors do not survive
+    pickling whole.
+
+    An item offered a tool with side effects is not run again after its worker died (the
+    scheduler re-runs a lost worker's tasks): it comes back ``held``, for the user to check.
+    """
+    from .ship import built_tools, unpack_tools
 
     _apply_settings(task.settings)
     opts = dict(task.options)
-    if "tools" in opts:
+    if pack is not None:
+        opts["tools"] = built_tools(pack)
+        if pack.side_effects and _worker_was_lost():
+            out = error_outcome(
+                "Not run again: its Dask worker was lost while it ran, and it may have called "
+                f"{', '.join(pack.side_effects)} (side effects). Check, then run the cell "
+                "again to retry it.")
+            out["held"] = True
+            return out
+    elif "tools" in opts:
         opts["tools"] = unpack_tools(opts["tools"])
     local = ItemTask(task.kind, task.prompt, task.model, opts, task.auto_answer)
     from ..tracing import remote_scope
@@ -168,19 +183,13 @@ def run_remote(task: ItemTask) -> dict[str, Any]:
         return {"fatal": type(exc).__name__, "error": str(exc)}
 
 
-def store_run(store: Any, outcome: dict[str, Any]) -> None:
-    """Save an item's run from its outcome (its events, then its status or suspended ask).
+def _worker_was_lost() -> bool:
+    """On a Dask worker: whether this task ran before on a worker that died (the scheduler
+    counts it as ``suspicious``)."""
+    from distributed import get_client, get_worker
 
-    Call it inside a store transaction: the run and its item are written together."""
-    run_id = outcome.get("run_id")
-    if store is None or not run_id or store.get_run(run_id) is not None:
-        return
-    store.create_run(run_id, None, outcome.get("kind") or "toolloop")
-    events = outcome.get("events") or []
-    if events:
-        store.append_events(run_id, events)
-    status = outcome.get("status")
-    if status == "ask" and outcome.get("pending"):
-        store.suspend(run_id, outcome["pending"])
-    elif status in ("done", "aborted", "error", "max_rounds", "incomplete", "invalid"):
-        store.set_status(run_id, status)
+    key = get_worker().get_current_task()
+    count = get_client().run_on_scheduler(
+        lambda dask_scheduler, key: getattr(dask_scheduler.tasks.get(key), "suspicious", 0),
+        key=key)
+    return bool(count)

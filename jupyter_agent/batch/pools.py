@@ -71,9 +71,12 @@ class ThreadPool:
 class DaskPool:
     """Items on a ``dask.distributed`` cluster: the active client's, or a ``LocalCluster``
     started here (and closed at the end). A worker that dies loses nothing: the scheduler runs
-    its items again on another worker."""
+    its items again on another worker (:meth:`lost_before` tells which), except an item
+    offered a tool with side effects, which comes back ``held`` instead (``run_remote``).
 
-    def __init__(self, concurrency: int) -> None:
+    ``pack`` (the batch's tools) is sent to the cluster once, not with every item."""
+
+    def __init__(self, concurrency: int, pack: Any = None) -> None:
         try:
             from distributed import Client, LocalCluster, get_client
         except ImportError:
@@ -99,10 +102,13 @@ class DaskPool:
         # items instead of a round trip to the cluster per item.
         self._ended = as_completed(with_results=True, raise_errors=False)
         self._results: dict[str, Any] = {}
+        self._pack = (None if pack is None
+                      else self.client.scatter(pack, broadcast=True, hash=False))
 
     def submit(self, task: ItemTask, position: int) -> Any:
         """Send one item to the cluster."""
-        future = self.client.submit(run_remote, task, pure=False,
+        args = (task,) if self._pack is None else (task, self._pack)
+        future = self.client.submit(run_remote, *args, pure=False,
                                     key=f"jupyter-agent-item-{self._tag}-{position}")
         self._ended.add(future)
         return future
@@ -142,6 +148,18 @@ class DaskPool:
                      "MagicUsageError": MagicUsageError}
             return kinds.get(out["fatal"], ConfigError)(out["error"])
         return out
+
+    def lost_before(self, handles: list[Any]) -> set[Any]:
+        """Of these ended futures (still held, so the scheduler still knows them), the ones
+        that ran on a worker that died before they ended (one question to the scheduler)."""
+        if not handles:
+            return set()
+        keys = [h.key for h in handles]
+        counts = self.client.run_on_scheduler(
+            lambda dask_scheduler, keys: [
+                getattr(dask_scheduler.tasks.get(k), "suspicious", 0) for k in keys],
+            keys=keys)
+        return {h for h, n in zip(handles, counts, strict=True) if n}
 
     def cancel(self, handles: list[Any]) -> None:
         """Abort: drop the items still queued or running on the cluster."""

@@ -76,6 +76,10 @@ class Progress:
         self.counts = {"done": 0, "failed": 0, "running": 0, "waiting": total, "ask": 0,
                        "skipped": 0}
         self.reused = 0
+        self.lost_rerun = 0
+        """Dask: items run again after the worker running them died."""
+        self.lost_held = 0
+        """Dask: items offered a tool with side effects whose worker died: not run again."""
         self.finished_now = 0
         self.tokens = [0, 0]
         self.cost = 0.0
@@ -157,7 +161,8 @@ class Progress:
                 "status": self.status, "stop_reason": self.stop_reason, "total": self.total,
                 "rows": self.rows, "models": list(self.models), "engine": self.engine,
                 "concurrency": self.concurrency, "counts": dict(self.counts),
-                "reused": self.reused, "input_tokens": self.tokens[0] + live_in,
+                "reused": self.reused, "lost_rerun": self.lost_rerun,
+                "lost_held": self.lost_held, "input_tokens": self.tokens[0] + live_in,
                 "output_tokens": self.tokens[1] + live_out,
                 "cost": None if self.unpriced else self.cost + live_cost,
                 "cached": self.cached, "saved": self.saved,

@@ -6,14 +6,25 @@ the function with cloudpickle, by value when it was defined in the notebook, glo
 included. Built-in tools travel by name and are built on the worker (bound to its working
 directory). A ``Tool`` object itself is not sent: its argument model is a class made at run
 time, which is rebuilt from the function on the other side instead.
+
+The kernel packs the tools once per batch and the cluster holds them once (scattered to every
+worker); each worker builds them once (argument models and schemas: about 3 ms a tool) and
+keeps them for every item of the batch (:func:`built_tools`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["ShippedTool", "pack_tools", "unpack_tools", "client_settings"]
+__all__ = ["ShippedTool", "ToolPack", "pack_tools", "unpack_tools", "built_tools",
+           "client_settings"]
+
+_BUILT: dict[str, list[Any] | None] = {}
+"""On a worker: the tools of the last few batches, built (token -> tools)."""
+_BUILT_LOCK = threading.Lock()
+_KEEP = 8
 
 
 @dataclass
@@ -27,12 +38,24 @@ class ShippedTool:
     timeout: float | None = None
     requires_approval: bool = False
     origin: str | None = None
+    side_effects: bool = False
+
+
+@dataclass
+class ToolPack:
+    """A batch's tools as sent once to the cluster; ``token`` names them on the workers."""
+
+    token: str
+    tools: list[Any] | None
+    side_effects: list[str] = field(default_factory=list)
+    """Names of the tools marked ``side_effects``: an item offered one is not run twice."""
 
 
 def _ship(t: Any) -> ShippedTool:
     return ShippedTool(fn=t.fn, name=t.name, description=t.description, batchable=t.batchable,
                        timeout=t.timeout, requires_approval=t.requires_approval,
-                       origin=getattr(t, "origin", None))
+                       origin=getattr(t, "origin", None),
+                       side_effects=bool(getattr(t, "side_effects", False)))
 
 
 def pack_tools(specs: list[Any] | None, agent: Any = None) -> list[Any]:
@@ -67,11 +90,26 @@ def unpack_tools(packed: list[Any] | None) -> list[Any] | None:
     for p in packed:
         if isinstance(p, ShippedTool):
             t = Tool(p.fn, name=p.name, description=p.description, batchable=p.batchable,
-                     timeout=p.timeout, requires_approval=p.requires_approval)
+                     timeout=p.timeout, requires_approval=p.requires_approval,
+                     side_effects=p.side_effects)
             out.append(tag(t, p.origin) if p.origin else t)
         else:
             out.append(p)
     return out
+
+
+def built_tools(pack: ToolPack) -> list[Any] | None:
+    """The pack's tools built on this worker: once per batch, then shared by its items (a
+    built ``Tool`` is used by many threads at once in the thread engine too)."""
+    with _BUILT_LOCK:
+        if pack.token in _BUILT:
+            return _BUILT[pack.token]
+    tools = unpack_tools(pack.tools)
+    with _BUILT_LOCK:
+        _BUILT[pack.token] = tools
+        while len(_BUILT) > _KEEP:
+            del _BUILT[next(iter(_BUILT))]
+    return tools
 
 
 def client_settings() -> dict[str, Any]:

@@ -119,20 +119,62 @@ class BatchesMixin:
             conn.execute("UPDATE batches SET status = ?, updated = ? WHERE batch_id = ?",
                          (status, time.time(), batch_id))
 
-    def save_batch_item(self, batch_id: str, spec_key: str, item_key: str, model: str,
-                        outcome: dict[str, Any]) -> None:
-        """Write (or overwrite) one item's outcome: ``status``, ``run_id``, ``answer``,
-        ``rounds``, tokens, ``cost``, ``seconds``, ``error`` (secrets masked, ``secrets.mask``)."""
-        values = [outcome.get(f) for f in _ITEM_FIELDS]
-        values[2] = mask(str(values[2] or ""))
-        if values[8] is not None:
-            values[8] = mask(str(values[8]))
+    def save_batch_outcomes(self, batch_id: str, spec_key: str,
+                            ended: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """Store ended items at once: each item's run (from its outcome: ``kind``, ``events``,
+        ``status``, ``pending``) and its row, ``ended`` being ``(item_key, model, outcome)``.
+
+        What ``create_run`` + ``append_events`` + ``set_status``/``suspend`` would write one
+        by one, in a few multi-row statements: under a busy
+        interpreter every SQLite statement hands the interpreter lock back and waits to get it
+        again, so a batch's writer pays per statement, not per row. A
+        run already stored is left as it is (its item row is still written).
+        """
+        if not ended:
+            return
+        from ._runs import owner_values
+
+        now, owner = time.time(), owner_values()
         with self._db.write() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO batch_items (spec_key, item_key, model, batch_id, "
-                f"{', '.join(_ITEM_FIELDS)}, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?)",
-                (spec_key, item_key, model, batch_id, *(_num(v) for v in values), time.time()))
+            ids = [o["run_id"] for _, _, o in ended if o.get("run_id")]
+            known: set[str] = set()
+            for part in _chunks(ids, 500):
+                known.update(r for (r,) in conn.execute(
+                    f"SELECT run_id FROM runs WHERE run_id IN ({', '.join('?' * len(part))})",
+                    part))
+            runs: list[tuple[Any, ...]] = []
+            events: list[tuple[Any, ...]] = []
+            for _, _, o in ended:
+                run_id = o.get("run_id")
+                if not run_id or run_id in known:
+                    continue
+                known.add(run_id)
+                status, pending, call_id, version = o.get("status"), None, None, 1
+                if status == "ask" and o.get("pending"):
+                    pending = dumps(o["pending"])
+                    call_id = o["pending"].get("call_id")
+                    call_id = call_id if isinstance(call_id, str) else None
+                elif status not in ("done", "aborted", "error", "max_rounds", "incomplete",
+                                    "invalid"):
+                    status, version = "running", 0  # as create_run left it
+                runs.append((run_id, None, o.get("kind") or "toolloop", status, now, now,
+                             pending, call_id, version, *owner))
+                events.extend((run_id, seq, dumps(e))
+                              for seq, e in enumerate(o.get("events") or [], start=1))
+            _insert_many(conn, "INSERT INTO runs (run_id, session, kind, status, created,"
+                         " updated, pending, pending_call_id, pending_version, owner_pid,"
+                         " owner_host, owner_boot, owner_start) VALUES", runs)
+            _insert_many(conn, "INSERT INTO run_events (run_id, seq, event) VALUES", events)
+            items: list[tuple[Any, ...]] = []
+            for item_key, model, o in ended:
+                values = [o.get(f) for f in _ITEM_FIELDS]
+                values[2] = mask(str(values[2] or ""))
+                if values[8] is not None:
+                    values[8] = mask(str(values[8]))
+                items.append((spec_key, item_key, model, batch_id,
+                              *(_num(v) for v in values), now))
+            _insert_many(conn, "INSERT OR REPLACE INTO batch_items (spec_key, item_key, model,"
+                         f" batch_id, {', '.join(_ITEM_FIELDS)}, updated) VALUES", items)
 
     def batch_items(self, spec_key: str, keys: Iterable[tuple[str, str]] | None = None
                     ) -> dict[tuple[str, str], BatchItemRecord]:
@@ -155,3 +197,21 @@ def _num(value: Any) -> Any:
     """Plain Python numbers for SQLite (numpy scalars are not bound by sqlite3)."""
     item = getattr(value, "item", None)
     return item() if callable(item) and not isinstance(value, (str, bytes)) else value
+
+
+def _chunks(values: list[Any], size: int) -> Iterable[list[Any]]:
+    for i in range(0, len(values), size):
+        yield values[i:i + size]
+
+
+def _insert_many(conn: Any, head: str, rows: list[tuple[Any, ...]]) -> None:
+    """``head`` (``INSERT ... VALUES``) for every row, a few hundred rows a statement (SQLite
+    binds at most 32766 values in one, 999 in builds before 3.32)."""
+    if not rows:
+        return
+    width = len(rows[0])
+    per = max(1, 999 // width)
+    for part in _chunks(rows, per):
+        marks = ", ".join(["(" + ", ".join("?" * width) + ")"] * len(part))
+        conn.execute(f"{head} {marks}", [v for row in part for v in row])
+

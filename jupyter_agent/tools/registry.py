@@ -109,6 +109,7 @@ class Tool(Generic[F]):
         timeout: float | None = None,
         requires_approval: bool = False,
         display: dict[str, str] | None = None,
+        side_effects: bool = False,
     ) -> None:
         tool_name = name or getattr(fn, "__name__", None)
         if not tool_name or tool_name == "<lambda>":
@@ -123,6 +124,9 @@ class Tool(Generic[F]):
         self.batchable = batchable
         self.timeout = timeout
         self.requires_approval = requires_approval
+        self.side_effects = side_effects
+        """It changes something outside the run: a batch item offered it is never silently run
+        twice (docs/behaviour.md, batches on Dask)."""
         self.display: dict[str, str] = dict(display or {})
         """How a card shows an argument: ``{"code": "python"}`` highlights ``code`` as Python."""
         self.is_async = inspect.iscoroutinefunction(fn)
@@ -279,6 +283,7 @@ def tool(
     requires_approval: bool = False,
     display: dict[str, str] | None = None,
     register: bool = True,
+    side_effects: bool = False,
 ) -> Callable[[F], Tool[F]]: ...
 
 
@@ -293,6 +298,7 @@ def tool(
     requires_approval: bool = False,
     display: dict[str, str] | None = None,
     register: bool = True,
+    side_effects: bool = False,
 ) -> Tool[F] | Callable[[F], Tool[F]]:
     """Mark a function as a tool the model may call.
 
@@ -311,12 +317,15 @@ def tool(
         requires_approval: Ask the user before each call (an approval card).
         display: Argument name -> language, so a card highlights it (``{"code": "python"}``).
         register: Add to the global registry (the default).
+        side_effects: The function changes something outside the run (sends a message,
+            writes a database): a batch item offered it whose Dask worker died is marked
+            for you instead of being run again.
     """
 
     def wrap(f: F) -> Tool[F]:
         t: Tool[F] = Tool(f, name=name, description=description, batchable=batchable,
                           timeout=timeout, requires_approval=requires_approval,
-                          display=display)
+                          display=display, side_effects=side_effects)
         if register:
             REGISTRY.register(t)
         return t

@@ -56,6 +56,10 @@ def summary_line(view: dict[str, Any]) -> str:
     counts = " · ".join(f"{label} {c.get(key, 0):,}" for key, label in _COUNTS)
     if view.get("reused"):
         counts += f" ({view['reused']:,} from an earlier run)"
+    if view.get("lost_rerun"):
+        counts += f" · re-run after a worker was lost: {view['lost_rerun']:,}"
+    if view.get("lost_held"):
+        counts += f" · not re-run (side effects), check them: {view['lost_held']:,}"
     cost = view.get("cost", 0.0)
     shown = "unknown" if cost is None else f"{cost:.4f}"  # an unpriced model never reads 0
     speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"

@@ -34,7 +34,8 @@ def user_texts(server: ScriptedOpenAI) -> list[str]:
     """The last user message of every request the server got, in arrival order."""
     out = []
     for body in server.requests:
-        users = [m for m in body["messages"] if m["role"] == "user"]
+        # (a body cut by a killed client is recorded as ``{}``: no user text)
+        users = [m for m in body.get("messages", []) if m["role"] == "user"]
         out.append(users[-1]["content"] if users else "")
     return out
 

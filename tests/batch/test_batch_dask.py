@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -121,3 +122,91 @@ def test_a_worker_killed_mid_batch_loses_no_item(srv: ScriptedOpenAI, cluster: A
     saved = store.batch_items(record.spec_key)
     assert len(saved) == 24 and {r.status for r in saved.values()} == {"done"}
     assert {r.run_id for r in saved.values()} == set(out["run_id"])
+    # The card says so.
+    assert res.view["lost_rerun"] == 4 and res.view["lost_held"] == 0
+    from jupyter_agent.view.batch import summary_line
+
+    assert "re-run after a worker was lost: 4" in summary_line(res.view)
+
+
+def test_an_item_offered_a_tool_with_side_effects_is_not_run_twice(srv: ScriptedOpenAI,
+                                                                  cluster: Any) -> None:
+    """The rule: an item whose worker died is run again, unless it was offered a tool marked
+    ``side_effects``: it may have called it already, so it comes back for the user to check."""
+    from jupyter_agent import tool
+
+    killed = threading.Event()
+
+    def send_invoice(n: int) -> str:
+        """Send invoice n to the customer (not something to do twice)."""
+        return f"sent {n}"
+
+    sender = tool(send_invoice, side_effects=True, register=False)
+
+    def answer(body: dict[str, Any]) -> Any:
+        killed.wait(90)  # every worker thread waits on its first request, as above
+        return _tool_loop_named(body)
+
+    srv.default = answer
+    pids = cluster.run(os.getpid)
+    cluster.run(_warm_up)
+    try:
+        run = batch("Invoice {item}", list(range(24)), tools=[sender], engine="dask",
+                    concurrency=8, wait=False)
+        end = time.monotonic() + 60
+        while len(srv.requests) < 8:
+            assert time.monotonic() < end
+            time.sleep(0.02)
+        busy = cluster.processing()
+        victim = max(busy, key=lambda w: len(busy[w]))
+        os.kill(pids[victim], signal.SIGKILL)
+    finally:
+        killed.set()
+    res = run.wait(180)
+
+    out = res.results
+    held = out[out["status"] == "error"]
+    assert len(held) == 4 and (out["status"] == "done").sum() == 20
+    assert all(e.startswith("Not run again: its Dask worker was lost") and "send_invoice" in e
+               for e in held["error"])
+    # The held items were asked once (before the kill), never again; the others twice (a
+    # tool round, then the answer).
+    asked = Counter(user_texts(srv))
+    held_rows = set(held.index)
+    assert all(asked[f"Invoice {n}"] == (1 if n in held_rows else 2) for n in range(24))
+    assert res.view["lost_held"] == 4 and res.view["lost_rerun"] == 0
+    from jupyter_agent.view.batch import summary_line
+
+    assert "not re-run (side effects), check them: 4" in summary_line(res.view)
+    # Running the cell again retries only them (the user checked).
+    srv.default = _tool_loop_named
+    again = batch("Invoice {item}", list(range(24)), tools=[sender], engine="dask",
+                  concurrency=8)
+    assert list(again.results["status"]) == ["done"] * 24 and again.view["reused"] == 20
+
+
+def _tool_loop_named(body: dict[str, Any]) -> Any:
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return text(f"done: {last['content']}")
+    return tool_calls([call("send_invoice", {"n": int(last["content"].split()[-1])})])
+
+
+def test_tools_are_built_once_per_worker(srv: ScriptedOpenAI, cluster: Any) -> None:
+    """The batch's tools reach each worker once and are built there once, not per item."""
+    from jupyter_agent.batch import ship
+
+    def where(n: int) -> str:
+        """Say n."""
+        return str(n)
+
+    srv.default = _tool_loop
+    cluster.run(lambda: ship._BUILT.clear())
+    res = batch("Compute {item}", list(range(16)), tools=[where], engine="dask", concurrency=8)
+    assert list(res.results["status"]) == ["done"] * 16
+    built = cluster.run(lambda: {k: [t.name for t in v or []] for k, v in ship._BUILT.items()})
+    # One batch: one entry on each worker that ran items, holding the one tool.
+    assert all(len(entries) <= 1 for entries in built.values())
+    assert [v for entries in built.values() for v in entries.values()] in (
+        [["where"]], [["where"], ["where"]])
+

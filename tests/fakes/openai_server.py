@@ -152,7 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         owner = self.server.owner
         self._number = next(owner._ids)  # names the completion and its auto tool-call ids
-        owner._record(body, {k.lower(): v for k, v in self.headers.items()})
+        index = owner._record(body, {k.lower(): v for k, v in self.headers.items()})
         if not self._authorised():
             return
         try:
@@ -166,6 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.latency and owner._stopping.wait(owner.latency):
             raise _Dropped  # shutting down
         self._answer(turn, body)
+        with owner._lock:
+            owner.answer_times[index] = time.monotonic()
 
     def _authorised(self) -> bool:
         auth = self.headers.get("Authorization", "")
@@ -359,6 +361,8 @@ class ScriptedOpenAI:
             self.requests: list[dict[str, Any]] = []
             self.request_times: list[float] = []
             """``time.monotonic()`` at each request's arrival, in the order of ``requests``."""
+            self.answer_times: dict[int, float] = {}
+            """Request index -> ``time.monotonic()`` when its whole answer had been sent."""
             self.request_headers: list[dict[str, str]] = []
             self.auth_present: list[bool] = []
             self.connections = 0
@@ -424,7 +428,7 @@ class ScriptedOpenAI:
         with self._lock:
             self._sockets.discard(sock)
 
-    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> int:
         present = headers.get("authorization", "").startswith("Bearer ")
         if "authorization" in headers:
             headers["authorization"] = "Bearer <redacted>"  # never keep or print the key
@@ -436,6 +440,7 @@ class ScriptedOpenAI:
             if self.record_to is not None:
                 with self.record_to.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(body) + "\n")
+            return len(self.requests) - 1
 
     def _next_turn(self, body: dict[str, Any]) -> Turn | None:
         with self._lock:

@@ -92,6 +92,12 @@ function usage(view) {
     text += ` · about ${formatSeconds(view.eta)} left`;
   }
   if (num(view.reused)) text += ` · ${formatInt(num(view.reused))} from an earlier run`;
+  if (num(view.lost_rerun)) {
+    text += ` · re-run after a worker was lost: ${formatInt(num(view.lost_rerun))}`;
+  }
+  if (num(view.lost_held)) {
+    text += ` · not re-run (side effects), check them: ${formatInt(num(view.lost_held))}`;
+  }
   if (num(view.cached)) {
     text += ` · ${formatInt(num(view.cached))} cached (saved ${formatCost(num(view.saved))})`;
   }

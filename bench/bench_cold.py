@@ -1,0 +1,87 @@
+"""Cold start: a fresh process imports and finishes a one-round ``toolloop``, against the raw
+``openai`` client making the same request in a fresh process.
+
+Each figure is timed inside the child, from before its first import to the answer (interpreter
+start-up excluded), against the scripted server in another process; the two kinds of child
+alternate, median of ``--runs`` each. Each ``toolloop`` child gets an empty data directory (its
+first run creates the store, as a new user's does). Goal: no slower than the raw client.
+Run: ``python bench/bench_cold.py [--runs 7]``. Nothing asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._server import serve, stop  # noqa: E402
+from tests.fakes.openai_server import text  # noqa: E402
+
+MODEL = "gpt-4.1-mini"
+KEY = "sk-bench-not-a-secret"
+
+RAW = """
+import time, json
+t = time.perf_counter()
+import openai
+client = openai.OpenAI()
+resp = client.chat.completions.create(model="gpt-4.1-mini", messages=[
+    {"role": "user", "content": "Say hello."}])
+assert resp.choices[0].message.content
+print(json.dumps({"ms": (time.perf_counter() - t) * 1000}))
+"""
+
+OURS = """
+import time, json
+t = time.perf_counter()
+from jupyter_agent import toolloop
+run = toolloop("Say hello.", model="gpt-4.1-mini")
+assert run.status == "done", run.status
+print(json.dumps({"ms": (time.perf_counter() - t) * 1000}))
+"""
+
+
+def _once(code: str, url: str) -> float:
+    env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": KEY,
+           "JUPYTER_AGENT_HOME": tempfile.mkdtemp(prefix="jupyter-agent-bench-cold-"),
+           "PYTHONPATH": os.pathsep.join(
+               p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tempfile.gettempdir(), env=env, check=True)
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args(argv)
+    proc, url = serve(text("Hello."))
+    raw: list[float] = []
+    ours: list[float] = []
+    try:
+        _once(RAW, url)  # warm the file cache
+        _once(OURS, url)
+        for _ in range(args.runs):
+            raw.append(_once(RAW, url))
+            ours.append(_once(OURS, url))
+    finally:
+        stop(proc)
+    r, o = statistics.median(raw), statistics.median(ours)
+    print(f"Cold start, median of {args.runs} fresh processes (imports + one request)")
+    print(f"  raw openai client: {r:.0f} ms · jupyter_agent toolloop (1 round): {o:.0f} ms "
+          f"-> {o / r:.2f}x (goal <= 1.00 -> {'OK' if o <= r else 'MISSED'})")
+    return {"raw_ms": r, "ours_ms": o, "ratio": o / r}
+
+
+if __name__ == "__main__":
+    main()
