@@ -112,8 +112,13 @@ def _loads(text: str) -> dict[str, Any] | None:
     reader (fences, chatter around it)."""
     try:
         obj = json.loads(text)
+    except RecursionError:  # nested deeper than Python's stack: no schema's object
+        return None
     except ValueError:
-        obj = parse_json_object(text)
+        try:
+            obj = parse_json_object(text)
+        except RecursionError:
+            return None
     return obj if isinstance(obj, dict) else None
 
 
