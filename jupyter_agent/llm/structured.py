@@ -98,11 +98,18 @@ class OutputSpec:
         obj = _loads(text)
         if obj is None:
             return Checked(errors=("the answer is not a JSON object",))
+        try:  # Python reads NaN and Infinity; the card's and the bundle's JSON cannot hold them
+            json.dumps(obj, allow_nan=False)
+        except ValueError:
+            return Checked(errors=("the answer holds NaN or Infinity, which JSON does not allow",))
         try:
             inst = self.target.model.model_validate(obj)
+            value = self.target.output(inst)
         except ValidationError as exc:
             return Checked(data=obj, errors=tuple(_error_line(e) for e in exc.errors()))
-        value = self.target.output(inst)
+        except Exception as exc:  # noqa: BLE001  # the user's own validator: any exception
+            return Checked(data=obj, errors=(
+                f"the schema's validator raised {type(exc).__name__}: {str(exc)[:200]}",))
         data = value if isinstance(value, dict) else inst.model_dump(mode="json", by_alias=True)
         return Checked(value=value, data=data)
 

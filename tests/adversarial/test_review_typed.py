@@ -1,0 +1,56 @@
+"""Hostile answers to typed runs (docs/behaviour.md §10.14): what a model or a user's own
+validator can throw at ``output=`` must end the run in one line, never raise into the cell."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, field_validator
+
+from jupyter_agent import chat
+from jupyter_agent.view.bundle import build_bundle
+from tests.fakes.openai_server import ScriptedOpenAI, text
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Ticket(BaseModel):
+    label: str
+    urgency: int
+
+
+def test_deeply_nested_json_is_invalid_not_a_crash(server: ScriptedOpenAI) -> None:
+    server.default = text('{"label": ' + "[" * 200_000 + "]" * 200_000 + ', "urgency": 1}')
+    run = chat("x", output=Ticket, schema_retries=0, stream=False)
+    assert run.status == "invalid"
+    assert len(run.error or "") < 300
+
+
+class Picky(BaseModel):
+    label: str
+
+    @field_validator("label")
+    @classmethod
+    def _boom(cls, v: str) -> str:
+        raise KeyError("the user's validator has a bug")
+
+
+def test_a_validator_that_raises_anything_ends_the_run_in_one_line(
+        server: ScriptedOpenAI) -> None:
+    server.default = text('{"label": "billing"}')
+    run = chat("x", output=Picky, schema_retries=0)
+    assert run.status in ("invalid", "error")
+    assert "KeyError" in (run.error or "") or "validator" in (run.error or "")
+
+
+def test_nan_and_infinity_in_a_dict_schema_keep_the_bundle_json(server: ScriptedOpenAI) -> None:
+    schema: dict[str, Any] = {"title": "M", "type": "object",
+                              "properties": {"x": {"type": "number"}}}
+    server.default = text('{"x": NaN}')
+    run = chat("x", output=schema, schema_retries=0)
+    bundle = build_bundle(run.view)
+    # What a browser's JSON.parse accepts: no NaN/Infinity tokens.
+    json.loads(json.dumps(bundle["application/vnd.jupyter-agent.run+json"]),
+               parse_constant=lambda c: pytest.fail(f"{c} in the bundle"))
