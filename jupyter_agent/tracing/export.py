@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from .._state import STATE
-from .switch import capture_content, say_sdk_missing
+from .switch import capture_content, say_sdk_missing, shown_url
 
 __all__ = ["Exporting", "Health", "exporting", "health_line", "RETRY_SECONDS",
            "EXPORT_TIMEOUT", "QUEUE_SIZE"]
@@ -82,7 +82,7 @@ class Health:
             say, self.warned = not self.warned, True
         if say:  # one line, never a traceback; the run that made the spans goes on regardless
             try:
-                sys.stderr.write(f"jupyter-agent: traces could not be sent to {self.url} "
+                sys.stderr.write(f"jupyter-agent: traces could not be sent to {shown_url(self.url)} "
                                  f"({reason}); runs go on untraced, sending is tried again in "
                                  f"{RETRY_SECONDS:g} s.\n")
             except Exception:  # a closed stream at exit must not break the export thread

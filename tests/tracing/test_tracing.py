@@ -310,3 +310,30 @@ def test_agent_trace_status_url_off_and_a_bad_url(monkeypatch: pytest.MonkeyPatc
     from jupyter_agent.tracing import run_tracer
 
     assert run_tracer(object()) is None  # off wins over the environment
+
+
+def test_credentials_in_a_receiver_url_are_never_printed(
+        server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch, short_timeout: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A hosted backend's URL may carry a user and password or a token in its query; the
+    printed lines stay in the saved notebook."""
+    from jupyter_agent.tracing.export import current
+
+    ip = start_ipython() or get_ipython()
+    assert ip is not None
+    ip.run_cell("%load_ext jupyter_agent")
+    url = f"http://alice:hunter2secret@127.0.0.1:{_closed_port()}/v1/traces?token=tok9secret"
+    with capture_output() as cap:
+        ip.run_cell(f"%agent trace {url}")
+        ip.run_cell("%agent trace")
+        ip.run_cell("%agent trace ftp://bob:pw7secret@host")
+    first, second = _two_tool_runs(server)
+    ex = current()
+    assert ex is not None
+    _wait_down(ex)
+    printed = cap.stdout + cap.stderr + "\n".join(capsys.readouterr())
+    assert "every run is exported to http://***@127.0.0.1:" in cap.stdout
+    assert "/v1/traces?***" in cap.stdout  # the path added before the query, not after it
+    for secret in ("hunter2secret", "tok9secret", "pw7secret", "alice"):
+        assert secret not in printed, printed
+    ip.run_cell("%agent trace off")
