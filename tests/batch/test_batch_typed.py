@@ -167,7 +167,7 @@ def test_two_models_are_compared_as_a_win_rate(srv: ScriptedOpenAI) -> None:
     assert "win rate 67%" in res.bundle()["text/plain"]
     pair_prompts = [b["messages"][-1]["content"] for b in srv.requests
                     if "Which answer better" in b["messages"][-1]["content"]]
-    firsts = {p.split("Answer A:\n")[1].split("\n")[0] for p in pair_prompts}
+    firsts = {p.split("<answer_a>\n")[1].split("\n")[0] for p in pair_prompts}
     assert firsts == {"an answer from gpt-4.1-mini", "an answer from gpt-4.1"}
 
 
