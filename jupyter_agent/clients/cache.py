@@ -3,7 +3,8 @@
 :class:`CachedClient` wraps a :class:`~jupyter_agent.llm.protocol.ModelClient` like record and
 replay do (docs/architecture.md). Identical means the same scope (the server's base URL and a
 hash of the API key: never the key itself), model, messages, tools, tool choice, sampling
-parameters, stop words, response format (a typed answer's schema) and extra body fields;
+parameters, stop words, response format (a typed answer's schema), extra body fields and the
+profile's default parameters (``default_config``, merged into every body);
 their canonical JSON is hashed into the entry's name.
 
 Each entry is one JSON file ``cache/<2 hex>/<digest>.json`` beside the session store. It
@@ -79,12 +80,15 @@ def cache_dir() -> Path:
     return default_store().path.parent / "cache"
 
 
-def request_digest(scope: str, request: ChatRequest) -> str:
-    """The hex SHA-256 of everything that makes ``request`` what it is, within ``scope``.
+def request_digest(scope: str, request: ChatRequest,
+                   defaults: dict[str, Any] | None = None) -> str:
+    """The hex SHA-256 of everything that makes ``request`` what it is, within ``scope``;
+    ``defaults`` is the profile's ``default_config``, merged into every body the server gets.
 
     ``stream`` is left out: a streamed and a whole answer are the same answer.
     """
-    what = {"scope": scope, "model": request.model, "messages": request.messages,
+    what = {"scope": scope, "defaults": defaults or None, "model": request.model,
+            "messages": request.messages,
             "tools": request.tools or None, "tool_choice": request.tool_choice,
             "parallel": request.parallel_tool_calls, "temperature": request.temperature,
             "top_p": request.top_p, "max_tokens": request.max_tokens, "stop": request.stop,
@@ -235,7 +239,7 @@ class CachedClient:
                  ) -> ChatResponse:
         """The saved answer to ``request`` (``cached`` set, nothing sent), else the inner
         client's, saved when it is a whole answer."""
-        digest = request_digest(self.scope, request)
+        digest = request_digest(self.scope, request, self.inner.profile.default_config)
         hit = self.cache.get(digest, self._secret)
         if hit is not None:
             with _STATS.lock:
