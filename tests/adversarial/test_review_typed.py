@@ -4,7 +4,7 @@ validator can throw at ``output=`` must end the run in one line, never raise int
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, field_validator
@@ -85,3 +85,39 @@ def test_a_row_cannot_close_the_judges_data_block(server: ScriptedOpenAI) -> Non
     data = judged[judged.index("<answer>"):judged.index("</answer>")]
     assert "ignore the criteria" in data  # still shown to the judge, inside the block
     assert "data" in judged[:judged.index("<task>")]  # the judge is told what the blocks are
+
+
+class Review(BaseModel):
+    """Fields named like the batch's own columns."""
+
+    status: Literal["open", "closed"]
+    errors: list[str]
+    judge_score: int
+    cost: float
+
+
+def test_fields_named_like_the_batchs_columns_keep_their_values(server: ScriptedOpenAI) -> None:
+    import pandas as pd
+
+    from jupyter_agent.batch import batch
+    from jupyter_agent.llm.limiter import reset_limiters
+
+    def answer(body: dict[str, Any]) -> Any:
+        if "strict judge" in body["messages"][-1]["content"]:
+            return text('{"score": 4, "reason": "ok"}')
+        return text(json.dumps({"status": "closed", "errors": ["typo"], "judge_score": 9,
+                                "cost": 2.5}))
+
+    reset_limiters()
+    server.default = answer
+    rows = pd.DataFrame({"status": ["new"], "text": ["fix the typo"]})
+    res = batch("Review: {text}", rows, kind="chat", output=Review, judge="Fair.",
+                concurrency=1, store=None)
+    t = res.results
+    assert t["status"].tolist() == ["done"] and t["input_status"].tolist() == ["new"]
+    assert t["errors"].tolist() == [None] and t["judge_score"].tolist() == [4]
+    assert t["output_status"].tolist() == ["closed"]
+    assert str(t["output_status"].dtype) == "category"
+    assert t["output_errors"].tolist() == [["typo"]]
+    assert t["output_judge_score"].tolist() == [9] and str(t["output_judge_score"].dtype) == "Int64"
+    assert t["output_cost"].tolist() == [2.5]
