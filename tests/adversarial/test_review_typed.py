@@ -121,3 +121,24 @@ def test_fields_named_like_the_batchs_columns_keep_their_values(server: Scripted
     assert t["output_errors"].tolist() == [["typo"]]
     assert t["output_judge_score"].tolist() == [9] and str(t["output_judge_score"].dtype) == "Int64"
     assert t["output_cost"].tolist() == [2.5]
+
+
+def test_extra_fields_are_refused_only_where_the_schema_says_so(server: ScriptedOpenAI) -> None:
+    strict: dict[str, Any] = {"title": "S", "type": "object", "required": ["a"],
+                              "additionalProperties": False,
+                              "properties": {"a": {"type": "string"}}}
+    server.enqueue(text('{"a": "x", "leak": "y"}'), text('{"a": "x"}'))
+    run = chat("x", output=strict)
+    assert run.status == "done" and run.output == {"a": "x"} and len(server.requests) == 2
+    assert "leak" in server.requests[1]["messages"][-1]["content"]
+    server.enqueue(text('{"label": "a", "urgency": 1, "extra": true}'))
+    assert chat("x", output=Ticket).output == Ticket(label="a", urgency=1)  # pydantic's default
+
+
+def test_a_schema_without_properties_is_one_line_naming_output(server: ScriptedOpenAI) -> None:
+    from jupyter_agent.errors import ParameterError
+
+    with pytest.raises(ParameterError) as err:
+        chat("x", output={"type": "object", "properties": "x"})
+    assert "extract" not in str(err.value) and "output" in str(err.value)
+    assert server.requests == []
