@@ -264,6 +264,13 @@ class AgentMagics(Magics):
         from .ui.live import LiveDisplay
 
         holder: dict[str, Any] = {}
+        ns = self._ns()
+
+        def store_out(run: Any) -> None:
+            # A typed run stores its instance (None when it never validated), else the text;
+            # again when a click resumes a waiting run (the cell ended before the answer).
+            if args.out:
+                ns[args.out] = run.output if args.schema else run.answer
 
         def listener(event: Any) -> None:
             # The display opens on run_started (see _Starter), before any other event.
@@ -273,17 +280,15 @@ class AgentMagics(Magics):
         def on_start(run: Any) -> None:
             holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
-                                            on_answer=lambda msg: _on_click(run, msg))
+                                            on_answer=lambda msg: _on_click(run, msg,
+                                                                            store_out))
 
         try:
             run = start([_Starter(on_start, listener)])
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
-        ns = self._ns()
         ns["_agent_run"] = run
-        if args.out:
-            # A typed run stores its instance (None when it never validated), else the text.
-            ns[args.out] = run.output if args.schema else run.answer
+        store_out(run)
         if run.status == "error":
             # The display already shows the run; the cell still fails (Run All stops here),
             # with one line and no traceback.
@@ -435,8 +440,10 @@ def _close_superseded(run_ids: list[str]) -> None:
                                  "withdrawn.")
 
 
-def _on_click(run: Any, msg: dict[str, Any]) -> None:
-    """A click on an ask or approval card: resume the run in the same output.
+def _on_click(run: Any, msg: dict[str, Any],
+              after: Callable[[Any], None] | None = None) -> None:
+    """A click on an ask or approval card: resume the run in the same output, then ``after``
+    (the cell's ``--out``) with the run.
 
     Runs in a comm callback, after the cell finished: errors go into the widget, not stdout.
     """
@@ -453,6 +460,8 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
             raise ResumeError("The click named no card (no call id); nothing changed.")
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
                expected_call_id=call_id)
+        if after is not None:  # the cell's --out VAR, set again now the run went on
+            after(run)
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         ask = run.view.get("ask")
         if (isinstance(exc, ResumeError) and isinstance(ask, dict) and not ask.get("answered")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, field_validator
 
 from jupyter_agent import chat
 from jupyter_agent.view.bundle import build_bundle
-from tests.fakes.openai_server import ScriptedOpenAI, text
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -142,3 +142,33 @@ def test_a_schema_without_properties_is_one_line_naming_output(server: ScriptedO
         chat("x", output={"type": "object", "properties": "x"})
     assert "extract" not in str(err.value) and "output" in str(err.value)
     assert server.requests == []
+
+
+def test_out_holds_the_instance_after_a_click_resumes_the_run(server: ScriptedOpenAI) -> None:
+    """``--out VAR`` is set when the cell ends; a run that waited for an approval and was
+    resumed by a click must set it again when it ends, or VAR keeps ``None``."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    from jupyter_agent.ui.live import displays
+
+    ip = start_ipython() or get_ipython()
+    ip.run_cell("%load_ext jupyter_agent")
+    ip.user_ns["Ticket"] = Ticket
+    ip.run_cell("from jupyter_agent import tool\n"
+                "@tool(requires_approval=True)\n"
+                "def lookup(n: int) -> str:\n    'Look up.'\n    return 'billing'\n")
+    server.enqueue(tool_calls([call("lookup", {"n": 1}, id="c1")]),
+                   text('{"label": "billing", "urgency": 2}'))
+    with capture_output():
+        ip.run_cell("%%toolloop --tools lookup --schema Ticket --out tix\nClassify ticket 1.")
+    run = ip.user_ns["_agent_run"]
+    assert run.status == "ask" and ip.user_ns["tix"] is None
+    live = displays.get(run.run_id)
+    assert live is not None and live.widget is not None
+    with capture_output():  # the card's click, as the front end sends it
+        live.widget._on_custom_msg(live.widget, {"type": "answer", "call_id": "c1",
+                                                 "how": "option", "option_index": 1}, [])
+    assert run.status == "done"
+    assert ip.user_ns["tix"] == Ticket(label="billing", urgency=2)
