@@ -78,6 +78,8 @@ class JudgeSummary:
     output_tokens: int = 0
     invalid: int = 0
     """Judge answers that never fit the scale (those items have no score)."""
+    failed: int = 0
+    """Judge calls that got no answer (the judge's server down, a key refused)."""
     pairwise: dict[str, Any] | None = None
 
     def view(self) -> dict[str, Any]:
@@ -85,7 +87,8 @@ class JudgeSummary:
         got = [s for s in self.scores if s is not None]
         return {"criteria": self.criteria, "model": self.model, "scale": SCALE,
                 "judged": len(got), "mean": (sum(got) / len(got)) if got else None,
-                "invalid": self.invalid, "calls": self.calls, "cost": self.cost,
+                "invalid": self.invalid, "failed": self.failed, "calls": self.calls,
+                "cost": self.cost,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "pairwise": self.pairwise}
 
@@ -150,7 +153,10 @@ def judge_outcomes(criteria: str, model: str, prompts: Sequence[str],
             summary.scores[i] = run.output.score
             summary.reasons[i] = run.output.reason
         else:
-            summary.invalid += 1
+            if run.status == "invalid":  # answered, never on the scale
+                summary.invalid += 1
+            else:  # no answer at all: not the answer's fault, not "off-scale"
+                summary.failed += 1
             summary.reasons[i] = f"judge: {run.error or run.status}"
     if pairs:
         wins = {"A": 0, "B": 0, "tie": 0}

@@ -172,3 +172,26 @@ def test_out_holds_the_instance_after_a_click_resumes_the_run(server: ScriptedOp
                                                  "how": "option", "option_index": 1}, [])
     assert run.status == "done"
     assert ip.user_ns["tix"] == Ticket(label="billing", urgency=2)
+
+
+def test_a_judge_that_goes_down_is_not_called_off_scale(server: ScriptedOpenAI,
+                                                         fast_retries: None) -> None:
+    from jupyter_agent.batch import batch
+    from jupyter_agent.llm.limiter import reset_limiters
+    from jupyter_agent.view.batch import judge_line
+    from tests.fakes.openai_server import error
+
+    def answer(body: dict[str, Any]) -> Any:
+        if "strict judge" in body["messages"][-1]["content"]:
+            return error(500, "judge model overloaded")
+        return text("Paris.")
+
+    reset_limiters()
+    server.default = answer
+    res = batch("Capital of France? {item}", ["a", "b"], kind="chat", judge="Right city.",
+                concurrency=1, store=None)
+    j = res.view["judge"]
+    assert j["judged"] == 0 and j["invalid"] == 0 and j["failed"] == 2
+    assert "0 off-scale" in (judge_line(res.view) or "")
+    assert "2 failed" in (judge_line(res.view) or "")
+    assert all(r.startswith("judge: ") for r in res.results["judge_reason"])
