@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import tempfile
 import threading
 from dataclasses import dataclass, replace
@@ -116,11 +117,19 @@ class ResponseCache:
         """The answer saved for ``digest``, or ``None`` (none, or one that fails a check)."""
         path = self._path(digest)
         try:
-            if path.stat().st_size > MAX_ENTRY_BYTES:
-                return _refused()
-            entry = json.loads(path.read_bytes())
+            # Not through a link, never waiting on a FIFO; only a regular file is read (a
+            # device such as /dev/zero has size 0 and no end).
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        except OSError:
+            return _refused()
+        try:
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+                    return _refused()
+                entry = json.loads(f.read(MAX_ENTRY_BYTES + 1))
         except (OSError, ValueError, RecursionError):
             return _refused()
         return _answer_of(entry, digest, secret)

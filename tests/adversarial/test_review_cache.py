@@ -67,3 +67,26 @@ def test_a_cached_tool_call_still_asks_for_approval(server: ScriptedOpenAI) -> N
     again = toolloop("Ship it.", tools=["deploy"], cache=True, history=0)
     assert len(server.requests) == sent  # the first round came from the cache ...
     assert again.status == "ask" and done == ["prod"]  # ... the approval did not
+
+
+@pytest.mark.parametrize("plant", ["fifo", "symlink"])
+def test_an_entry_that_is_no_regular_file_is_a_miss(server: ScriptedOpenAI, plant: str) -> None:
+    """A FIFO would block the read forever; a link to a device (``/dev/zero``: size 0) would
+    be read without end. Either is refused without reading, then replaced by the answer."""
+    import os
+
+    from jupyter_agent.clients.cache import cache_dir, cache_stats
+
+    server.default = text("Paris.")
+    chat("Capital?", history=0, cache=True)
+    (entry,) = sorted(cache_dir().glob("*/*.json"))
+    entry.unlink()
+    if plant == "fifo":
+        os.mkfifo(entry)
+    else:
+        entry.symlink_to("/dev/zero")  # size 0, no end: read whole, it would eat the memory
+    ignored = cache_stats().ignored
+    run = chat("Capital?", history=0, cache=True)
+    assert run.status == "done" and len(server.requests) == 2
+    assert cache_stats().ignored == ignored + 1
+    assert entry.is_file() and not entry.is_symlink()
