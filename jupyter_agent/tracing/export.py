@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
@@ -76,6 +77,12 @@ class Health:
             self.sent += 1
 
     def failed(self, reason: str) -> None:
+        # An HTTP library's message names the URL: its user, password and query stay out of
+        # the warning and the status line (both end up in the saved notebook).
+        parts = urlsplit(self.url)
+        for secret in (parts.password, parts.query, parts.fragment):
+            if secret and len(secret) >= 4:  # a shorter one would mangle the words around it
+                reason = reason.replace(secret, "***")
         with self._lock:
             self.failures += 1
             self.last_error = reason

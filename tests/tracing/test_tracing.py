@@ -331,9 +331,25 @@ def test_credentials_in_a_receiver_url_are_never_printed(
     ex = current()
     assert ex is not None
     _wait_down(ex)
-    printed = cap.stdout + cap.stderr + "\n".join(capsys.readouterr())
+    with capture_output() as after:
+        ip.run_cell("%agent trace")  # the status line with the last failure's reason
+    assert "not reached" in after.stdout
+    printed = cap.stdout + cap.stderr + after.stdout + "\n".join(capsys.readouterr())
     assert "every run is exported to http://***@127.0.0.1:" in cap.stdout
     assert "/v1/traces?***" in cap.stdout  # the path added before the query, not after it
     for secret in ("hunter2secret", "tok9secret", "pw7secret", "alice"):
         assert secret not in printed, printed
     ip.run_cell("%agent trace off")
+
+
+def test_a_failure_reason_naming_the_url_hides_its_secrets(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """requests' ConnectionError names the URL (query included) in its message."""
+    from jupyter_agent.tracing.export import Health
+
+    h = Health("https://u:pw7secret@otel.example/v1/traces?token=tok9secret")
+    h.failed("ConnectionError: Max retries exceeded with url: /v1/traces?token=tok9secret "
+             "(u:pw7secret)")
+    err = capsys.readouterr().err
+    assert "tok9secret" not in err + h.last_error and "pw7secret" not in err + h.last_error
+    assert "Max retries exceeded" in err
