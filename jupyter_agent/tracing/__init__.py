@@ -176,7 +176,7 @@ def remote_scope(target: dict[str, Any] | None) -> Iterator[None]:
         return
     from .runs import parented
 
-    ex.capture = bool(target.get("capture"))
+    SWITCH.capture = bool(target.get("capture"))
     try:
         with parented(str(target.get("parent") or "")):
             yield

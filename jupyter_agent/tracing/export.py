@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from .._state import STATE
-from .switch import capture_content, say_sdk_missing, shown_url
+from .switch import say_sdk_missing, shown_url
 
 __all__ = ["Exporting", "Health", "exporting", "health_line", "RETRY_SECONDS",
            "EXPORT_TIMEOUT", "QUEUE_SIZE"]
@@ -180,8 +180,6 @@ class Exporting:
     resource: Resource
     scope: InstrumentationScope
     health: Health
-    capture: bool
-    """Whether message and tool contents go into spans (read when the processor was made)."""
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Send every finished span now (tests, the end of a notebook)."""
@@ -239,8 +237,7 @@ def _make(url: str) -> Exporting:
         schedule_delay_millis=SCHEDULE_MS, max_export_batch_size=512,
         export_timeout_millis=int(EXPORT_TIMEOUT * 1000))
     made = Exporting(url, processor, Resource.create(attrs),
-                     InstrumentationScope("jupyter_agent", __version__), health,
-                     capture_content())
+                     InstrumentationScope("jupyter_agent", __version__), health)
     atexit.register(made.close)  # what is queued at the end of the kernel is still sent
     return made
 

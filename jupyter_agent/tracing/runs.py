@@ -36,6 +36,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from ..events import BaseEvent
 from .export import Exporting
+from .switch import capture_content
 
 __all__ = ["RunTracer", "BatchTrace", "OpenSpan", "open_batch", "traceparent",
            "parse_traceparent", "current_parent", "parented"]
@@ -151,7 +152,7 @@ class RunTracer:
         self._run = run
         self._ex = ex
         self._health = ex.health
-        self._capture = ex.capture
+        self._capture = capture_content()  # this run's: the variable may change between runs
         self._span: OpenSpan | None = None
         self._done = False
         self._chats: dict[int, OpenSpan] = {}

@@ -32,11 +32,15 @@ class Switch:
         self.off = False
         self.missing_said = False
         """Whether the missing ``[otel]`` extra was reported (once)."""
+        self.capture: bool | None = None
+        """Contents captured or not as the kernel said (a Dask worker); ``None``: the
+        environment decides, read at each run."""
 
     def clear(self) -> None:
         self.url = None
         self.off = False
         self.missing_said = False
+        self.capture = None
 
 
 SWITCH: Switch = STATE.slot("tracing.switch", Switch)
@@ -107,5 +111,8 @@ def turn_off() -> None:
 
 
 def capture_content() -> bool:
-    """Whether message and tool contents go into spans (the conventions' opt-in switch)."""
+    """Whether message and tool contents go into spans (the conventions' opt-in switch),
+    read at each run: a variable set in the notebook counts from the next run on."""
+    if SWITCH.capture is not None:
+        return SWITCH.capture
     return os.environ.get(CAPTURE_VAR, "").strip().lower() == "true"

@@ -353,3 +353,25 @@ def test_a_failure_reason_naming_the_url_hides_its_secrets(
     err = capsys.readouterr().err
     assert "tok9secret" not in err + h.last_error and "pw7secret" not in err + h.last_error
     assert "Max retries exceeded" in err
+
+
+def test_the_content_switch_set_in_the_notebook_counts_from_the_next_run(
+        server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%agent trace`` reads the variable each time it prints; the runs must too, or the
+    status line says "with message contents" while the spans have none."""
+    from jupyter_agent import chat, tracing
+    from jupyter_agent.tracing.export import exporting
+    from jupyter_agent.tracing.runs import RunTracer
+
+    url = tracing.set_endpoint(f"http://127.0.0.1:{_closed_port()}")
+    try:
+        server.enqueue(text("one"))
+        run = chat("Hi")
+        ex = exporting(url)
+        assert ex is not None
+        assert RunTracer(run, ex)._capture is False
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        assert "with message contents" in tracing.status()
+        assert exporting(url) is ex and RunTracer(run, ex)._capture is True
+    finally:
+        tracing.turn_off()
