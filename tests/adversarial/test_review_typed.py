@@ -195,3 +195,21 @@ def test_a_judge_that_goes_down_is_not_called_off_scale(server: ScriptedOpenAI,
     assert "0 off-scale" in (judge_line(res.view) or "")
     assert "2 failed" in (judge_line(res.view) or "")
     assert all(r.startswith("judge: ") for r in res.results["judge_reason"])
+
+
+def test_a_users_tool_named_final_answer_is_refused_with_a_typed_answer(
+        server: ScriptedOpenAI) -> None:
+    """It would be offered beside the answer tool under the same name, and its calls taken
+    as the answer: the user's tool would never run."""
+    from jupyter_agent import tool
+    from jupyter_agent.agents.toolloop import toolloop
+    from jupyter_agent.errors import ParameterError
+
+    @tool
+    def final_answer(x: str) -> str:
+        """The user's own tool."""
+        return "ok"
+
+    with pytest.raises(ParameterError, match="final_answer.*reserved"):
+        toolloop("go", tools=["final_answer"], output=Ticket)
+    assert server.requests == []
