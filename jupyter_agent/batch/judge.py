@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 __all__ = ["SCALE", "Verdict", "Preference", "JudgeSummary", "judge_outcomes", "judge_prompt"]
 
@@ -31,6 +31,14 @@ class Verdict(BaseModel):
 
     score: int = Field(ge=1, le=SCALE, description=f"1 (fails the criteria) to {SCALE} (meets them fully)")
     reason: str = Field(description="One sentence: why this score.")
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _not_a_bool(cls, v: Any) -> Any:
+        # pydantic reads true as 1: a judge answering "true" (it meets them) would score 1.
+        if isinstance(v, bool):
+            raise ValueError(f"the score is a number from 1 to {SCALE}, not {str(v).lower()}")
+        return v
 
 
 class Preference(BaseModel):

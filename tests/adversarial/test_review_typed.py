@@ -213,3 +213,13 @@ def test_a_users_tool_named_final_answer_is_refused_with_a_typed_answer(
     with pytest.raises(ParameterError, match="final_answer.*reserved"):
         toolloop("go", tools=["final_answer"], output=Ticket)
     assert server.requests == []
+
+
+def test_a_judge_answering_true_is_asked_again_not_scored_1(server: ScriptedOpenAI) -> None:
+    from jupyter_agent.batch.judge import Verdict
+
+    server.enqueue(text('{"score": true, "reason": "meets them"}'),
+                   text('{"score": 5, "reason": "meets them"}'))
+    run = chat("judge this", output=Verdict)
+    assert run.output == Verdict(score=5, reason="meets them") and len(server.requests) == 2
+    assert "not true" in server.requests[1]["messages"][-1]["content"]
