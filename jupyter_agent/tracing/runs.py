@@ -35,6 +35,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ..events import BaseEvent
+from ..secrets import mask
 from .export import Exporting
 from .switch import capture_content
 
@@ -101,7 +102,8 @@ class OpenSpan:
 
     def error(self, kind: str, description: str) -> None:
         self.attributes["error.type"] = kind
-        self.status = Status(StatusCode.ERROR, description[:300])
+        # Masked here too: a batch's error is an exception's text, not a (masked) run event.
+        self.status = Status(StatusCode.ERROR, mask(description)[:300])
 
     def end(self, t: float) -> None:
         """Hand the finished span to the processor (sent in the background)."""
@@ -435,7 +437,7 @@ class BatchTrace:
         if status == "error":
             self._span.error("error", error or "error")
         elif error:
-            self._span.attributes["jupyter_agent.batch.reason"] = error[:300]
+            self._span.attributes["jupyter_agent.batch.reason"] = mask(error)[:300]
         self._span.end(time.time())
 
 

@@ -375,3 +375,24 @@ def test_the_content_switch_set_in_the_notebook_counts_from_the_next_run(
         assert exporting(url) is ex and RunTracer(run, ex)._capture is True
     finally:
         tracing.turn_off()
+
+
+def test_a_batchs_error_reaches_its_span_masked(server: ScriptedOpenAI) -> None:
+    """A batch's error is an exception's text (``batch/engine.py``), not a masked run event."""
+    from jupyter_agent import tracing
+    from jupyter_agent.tracing.export import exporting
+    from jupyter_agent.tracing.runs import open_batch
+
+    url = tracing.set_endpoint(f"http://127.0.0.1:{_closed_port()}")
+    try:
+        ex = exporting(url)
+        assert ex is not None
+        failed = open_batch(ex, batch_id="b1", kind="chat", items=1, models=["m"])
+        failed.end("error", "RuntimeError: rejected key sk-test-key-0123456789")
+        stopped = open_batch(ex, batch_id="b2", kind="chat", items=1, models=["m"])
+        stopped.end("stopped", "budget: key sk-test-key-0123456789")
+        assert "sk-test-key" not in str(failed._span.status.description)
+        assert "RuntimeError: rejected key" in str(failed._span.status.description)
+        assert "sk-test-key" not in str(stopped._span.attributes)
+    finally:
+        tracing.turn_off()
