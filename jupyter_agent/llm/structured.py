@@ -24,7 +24,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import PydanticUserError, ValidationError
 
 from .._state import STATE
 from .json_text import parse_json_object
@@ -179,6 +179,10 @@ def _make_spec(output: Any) -> OutputSpec:
         raise TypeError("output must be a pydantic model class or a JSON schema of an object")
     try:
         target = make_target(output)
+    except PydanticUserError as exc:  # a field pydantic has no JSON schema for (a callable)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TypeError(f"{getattr(output, '__name__', 'the schema')} cannot be sent as a "
+                        f"JSON schema: {first}") from None
     except TypeError:
         raise TypeError("output must be a pydantic model class or a JSON schema dict, not "
                         f"{type(output).__name__}") from None

@@ -223,3 +223,20 @@ def test_a_judge_answering_true_is_asked_again_not_scored_1(server: ScriptedOpen
     run = chat("judge this", output=Verdict)
     assert run.output == Verdict(score=5, reason="meets them") and len(server.requests) == 2
     assert "not true" in server.requests[1]["messages"][-1]["content"]
+
+
+def test_a_model_pydantic_cannot_write_a_schema_for_is_one_line(server: ScriptedOpenAI) -> None:
+    from collections.abc import Callable
+
+    from pydantic import ConfigDict
+
+    from jupyter_agent.errors import ParameterError
+
+    class WithCallback(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        on_done: Callable[[int], int]
+
+    with pytest.raises(ParameterError) as err:
+        chat("x", output=WithCallback)
+    assert "WithCallback cannot be sent as a JSON schema" in str(err.value)
+    assert "\n" not in str(err.value) and server.requests == []
