@@ -176,7 +176,7 @@ def output_spec(output: Any) -> OutputSpec:
 
 def _make_spec(output: Any) -> OutputSpec:
     if isinstance(output, dict) and not ("properties" in output or output.get("type") == "object"):
-        raise TypeError("output must be a pydantic model class or a JSON schema of an object")
+        raise TypeError("a pydantic model class or a JSON schema of an object is needed")
     try:
         target = make_target(output)
     except PydanticUserError as exc:  # a field pydantic has no JSON schema for (a callable)
@@ -184,7 +184,7 @@ def _make_spec(output: Any) -> OutputSpec:
         raise TypeError(f"{getattr(output, '__name__', 'the schema')} cannot be sent as a "
                         f"JSON schema: {first}") from None
     except TypeError:
-        raise TypeError("output must be a pydantic model class or a JSON schema dict, not "
+        raise TypeError("a pydantic model class or a JSON schema dict is needed, not "
                         f"{type(output).__name__}") from None
     title = output.__name__ if isinstance(output, type) else str(output.get("title") or "answer")
     name = re.sub(r"[^A-Za-z0-9_-]+", "_", title).strip("_")[:64] or "answer"

@@ -279,7 +279,7 @@ def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpe
 @pytest.mark.parametrize("line,message", [
     ("%%chat --schema Nope", "--schema: no variable named 'Nope'."),
     ("%%chat --schema-retries 1", "--schema-retries needs --schema NAME."),
-    ("%%chat --schema rows", "--schema: output must be a pydantic model class or a JSON schema"),
+    ("%%chat --schema rows", "--schema: a pydantic model class or a JSON schema dict is needed"),
     ("%%chat --judge x", "--judge needs --over VAR (a batch)."),
     ("%%chat --over rows --judge-model gpt-4.1", "--judge-model needs --judge"),
 ])
