@@ -18,11 +18,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..llm.structured import Checked, OutputSpec
+from .item import OUTCOME_FIELDS
 
-__all__ = ["TypedColumns", "typed_columns", "apply_dtypes", "CHECKED"]
+__all__ = ["TypedColumns", "typed_columns", "apply_dtypes", "column_of", "CHECKED"]
 
 CHECKED = frozenset({"done", "max_rounds", "incomplete", "invalid"})
 """Statuses whose answer is read back (``invalid``: what failed goes in ``errors``)."""
+
+
+_TAKEN = frozenset({*OUTCOME_FIELDS, "model", "score", "errors", "judge_score", "judge_reason"})
+"""The batch's own columns: a field of the same name is ``output_<name>``."""
+
+
+def column_of(field: str) -> str:
+    """The results column of the schema's field ``field`` (renamed when the batch has a
+    column of that name: its values would be overwritten, or typed as the field)."""
+    return f"output_{field}" if field in _TAKEN else field
 
 
 @dataclass
@@ -41,7 +52,7 @@ def typed_columns(spec: OutputSpec, outcomes: Sequence[dict[str, Any]]) -> Typed
                       else None)
     cols: dict[str, list[Any]] = {}
     for name, _ in spec.fields:
-        cols[name] = [_value(c, name) for c in checks]
+        cols[column_of(name)] = [_value(c, name) for c in checks]
     cols["errors"] = [("; ".join(c.errors) if c is not None and c.errors else None)
                       for c in checks]
     return TypedColumns(cols, checks)
@@ -97,7 +108,8 @@ def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
     if not isinstance(frame, pd.DataFrame):  # a polars frame keeps polars' own inference
         return frame
 
-    for name, annotation in spec.fields:
+    for field, annotation in spec.fields:
+        name = column_of(field)
         if name not in frame.columns:
             continue
         kind = _kind(annotation)

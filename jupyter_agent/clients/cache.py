@@ -3,7 +3,8 @@
 :class:`CachedClient` wraps a :class:`~jupyter_agent.llm.protocol.ModelClient` like record and
 replay do (docs/architecture.md). Identical means the same scope (the server's base URL and a
 hash of the API key: never the key itself), model, messages, tools, tool choice, sampling
-parameters, stop words, response format (a typed answer's schema) and extra body fields;
+parameters, stop words, response format (a typed answer's schema), extra body fields and the
+profile's default parameters (``default_config``, merged into every body);
 their canonical JSON is hashed into the entry's name.
 
 Each entry is one JSON file ``cache/<2 hex>/<digest>.json`` beside the session store. It
@@ -23,6 +24,7 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import tempfile
 import threading
 from dataclasses import dataclass, replace
@@ -79,12 +81,15 @@ def cache_dir() -> Path:
     return default_store().path.parent / "cache"
 
 
-def request_digest(scope: str, request: ChatRequest) -> str:
-    """The hex SHA-256 of everything that makes ``request`` what it is, within ``scope``.
+def request_digest(scope: str, request: ChatRequest,
+                   defaults: dict[str, Any] | None = None) -> str:
+    """The hex SHA-256 of everything that makes ``request`` what it is, within ``scope``;
+    ``defaults`` is the profile's ``default_config``, merged into every body the server gets.
 
     ``stream`` is left out: a streamed and a whole answer are the same answer.
     """
-    what = {"scope": scope, "model": request.model, "messages": request.messages,
+    what = {"scope": scope, "defaults": defaults or None, "model": request.model,
+            "messages": request.messages,
             "tools": request.tools or None, "tool_choice": request.tool_choice,
             "parallel": request.parallel_tool_calls, "temperature": request.temperature,
             "top_p": request.top_p, "max_tokens": request.max_tokens, "stop": request.stop,
@@ -112,11 +117,19 @@ class ResponseCache:
         """The answer saved for ``digest``, or ``None`` (none, or one that fails a check)."""
         path = self._path(digest)
         try:
-            if path.stat().st_size > MAX_ENTRY_BYTES:
-                return _refused()
-            entry = json.loads(path.read_bytes())
+            # Not through a link, never waiting on a FIFO; only a regular file is read (a
+            # device such as /dev/zero has size 0 and no end).
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        except OSError:
+            return _refused()
+        try:
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+                    return _refused()
+                entry = json.loads(f.read(MAX_ENTRY_BYTES + 1))
         except (OSError, ValueError, RecursionError):
             return _refused()
         return _answer_of(entry, digest, secret)
@@ -235,7 +248,7 @@ class CachedClient:
                  ) -> ChatResponse:
         """The saved answer to ``request`` (``cached`` set, nothing sent), else the inner
         client's, saved when it is a whole answer."""
-        digest = request_digest(self.scope, request)
+        digest = request_digest(self.scope, request, self.inner.profile.default_config)
         hit = self.cache.get(digest, self._secret)
         if hit is not None:
             with _STATS.lock:

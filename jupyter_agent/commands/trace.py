@@ -38,4 +38,4 @@ def _cmd_trace(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         url = tracing.set_endpoint(target)
     except ParameterError as exc:
         raise MagicUsageError(f"%agent trace: {str(exc).replace('url must', 'URL must')}") from None
-    print(f"Traces: every run is exported to {url}.")
+    print(f"Traces: every run is exported to {tracing.shown_url(url)}.")

@@ -54,6 +54,8 @@ def slice_balanced(text: str, opener: str) -> str | None:
 def _loads(candidate: str) -> Any:
     try:
         return json.loads(candidate)
+    except RecursionError:  # nested deeper than the stack: json5 would recurse too
+        return None
     except ValueError:
         pass
     import json5  # only for the untidy answers: it is much slower than ``json``

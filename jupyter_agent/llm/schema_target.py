@@ -116,8 +116,11 @@ class _Builder:
                 fields[f"f{i}"] = (ann, Field(..., **info))
             else:
                 fields[f"f{i}"] = (self.union([ann, type(None)]), Field(None, **info))
-        extra: Literal["allow", "ignore"] = (
-            "allow" if node.get("additionalProperties") is True else "ignore")
+        # ``additionalProperties: false`` is the schema's own word: an extra field is an error
+        # (sent back to the model); unsaid, an extra field is dropped.
+        extra: Literal["allow", "ignore", "forbid"] = (
+            "allow" if node.get("additionalProperties") is True else
+            "forbid" if node.get("additionalProperties") is False else "ignore")
         return create_model(
             _type_name(node.get("title"), name),
             __config__=ConfigDict(populate_by_name=True, extra=extra),
@@ -127,7 +130,7 @@ class _Builder:
 
 def _from_json_schema(schema: dict[str, Any]) -> Target:
     if not isinstance(schema.get("properties"), dict) or not schema["properties"]:
-        raise ValueError("extract needs an object schema with at least one property")
+        raise ValueError("a JSON schema must be of an object with at least one property")
     model = _Builder(schema).model(schema, "Extracted")
     defaults = {k: p["default"] for k, p in schema["properties"].items()
                 if isinstance(p, dict) and "default" in p}
@@ -146,6 +149,7 @@ def make_target(schema: Any) -> Target:
             props = {k: {"type": "string", "description": v} for k, v in schema.items()}
             return _from_json_schema({"type": "object", "properties": props})
     raise TypeError(
-        "extract needs a pydantic model class, a JSON schema dict or a {field: description} "
+        "the schema must be a pydantic model class, a JSON schema dict or a {field: "
+        "description} "
         f"dict, not {type(schema).__name__}"
     )

@@ -24,7 +24,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import PydanticUserError, ValidationError
 
 from .._state import STATE
 from .json_text import parse_json_object
@@ -98,11 +98,18 @@ class OutputSpec:
         obj = _loads(text)
         if obj is None:
             return Checked(errors=("the answer is not a JSON object",))
+        try:  # Python reads NaN and Infinity; the card's and the bundle's JSON cannot hold them
+            json.dumps(obj, allow_nan=False)
+        except ValueError:
+            return Checked(errors=("the answer holds NaN or Infinity, which JSON does not allow",))
         try:
             inst = self.target.model.model_validate(obj)
+            value = self.target.output(inst)
         except ValidationError as exc:
             return Checked(data=obj, errors=tuple(_error_line(e) for e in exc.errors()))
-        value = self.target.output(inst)
+        except Exception as exc:  # noqa: BLE001  # the user's own validator: any exception
+            return Checked(data=obj, errors=(
+                f"the schema's validator raised {type(exc).__name__}: {str(exc)[:200]}",))
         data = value if isinstance(value, dict) else inst.model_dump(mode="json", by_alias=True)
         return Checked(value=value, data=data)
 
@@ -112,8 +119,13 @@ def _loads(text: str) -> dict[str, Any] | None:
     reader (fences, chatter around it)."""
     try:
         obj = json.loads(text)
+    except RecursionError:  # nested deeper than Python's stack: no schema's object
+        return None
     except ValueError:
-        obj = parse_json_object(text)
+        try:
+            obj = parse_json_object(text)
+        except RecursionError:
+            return None
     return obj if isinstance(obj, dict) else None
 
 
@@ -164,11 +176,15 @@ def output_spec(output: Any) -> OutputSpec:
 
 def _make_spec(output: Any) -> OutputSpec:
     if isinstance(output, dict) and not ("properties" in output or output.get("type") == "object"):
-        raise TypeError("output must be a pydantic model class or a JSON schema of an object")
+        raise TypeError("a pydantic model class or a JSON schema of an object is needed")
     try:
         target = make_target(output)
+    except PydanticUserError as exc:  # a field pydantic has no JSON schema for (a callable)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TypeError(f"{getattr(output, '__name__', 'the schema')} cannot be sent as a "
+                        f"JSON schema: {first}") from None
     except TypeError:
-        raise TypeError("output must be a pydantic model class or a JSON schema dict, not "
+        raise TypeError("a pydantic model class or a JSON schema dict is needed, not "
                         f"{type(output).__name__}") from None
     title = output.__name__ if isinstance(output, type) else str(output.get("title") or "answer")
     name = re.sub(r"[^A-Za-z0-9_-]+", "_", title).strip("_")[:64] or "answer"

@@ -29,6 +29,7 @@ from .switch import (
     check_url,
     endpoint,
     say_sdk_missing,
+    shown_url,
     traces_url,
     turn_off,
 )
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "RunListener", "BatchSpan",
            "endpoint", "set_endpoint", "turn_off", "status", "run_tracer", "batch_span",
-           "traces_url", "capture_content", "remote_target", "remote_scope"]
+           "traces_url", "shown_url", "capture_content", "remote_target", "remote_scope"]
 
 
 class RunListener(Protocol):
@@ -90,7 +91,8 @@ def status() -> str:
         return f"Traces: off ({how})."
     source = "%agent trace" if SWITCH.url else "the environment"
     content = "with" if capture_content() else "without"
-    line = f"Traces: every run is exported to {url} (from {source}), {content} message contents."
+    line = (f"Traces: every run is exported to {shown_url(url)} (from {source}), {content} "
+            "message contents.")
     import sys
 
     if "jupyter_agent.tracing.export" in sys.modules:  # a run has been exported already
@@ -174,7 +176,7 @@ def remote_scope(target: dict[str, Any] | None) -> Iterator[None]:
         return
     from .runs import parented
 
-    ex.capture = bool(target.get("capture"))
+    SWITCH.capture = bool(target.get("capture"))
     try:
         with parented(str(target.get("parent") or "")):
             yield

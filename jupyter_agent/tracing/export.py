@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
@@ -30,7 +31,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from .._state import STATE
-from .switch import capture_content, say_sdk_missing
+from .switch import say_sdk_missing, shown_url
 
 __all__ = ["Exporting", "Health", "exporting", "health_line", "RETRY_SECONDS",
            "EXPORT_TIMEOUT", "QUEUE_SIZE"]
@@ -76,13 +77,19 @@ class Health:
             self.sent += 1
 
     def failed(self, reason: str) -> None:
+        # An HTTP library's message names the URL: its user, password and query stay out of
+        # the warning and the status line (both end up in the saved notebook).
+        parts = urlsplit(self.url)
+        for secret in (parts.password, parts.query, parts.fragment):
+            if secret and len(secret) >= 4:  # a shorter one would mangle the words around it
+                reason = reason.replace(secret, "***")
         with self._lock:
             self.failures += 1
             self.last_error = reason
             say, self.warned = not self.warned, True
         if say:  # one line, never a traceback; the run that made the spans goes on regardless
             try:
-                sys.stderr.write(f"jupyter-agent: traces could not be sent to {self.url} "
+                sys.stderr.write(f"jupyter-agent: traces could not be sent to {shown_url(self.url)} "
                                  f"({reason}); runs go on untraced, sending is tried again in "
                                  f"{RETRY_SECONDS:g} s.\n")
             except Exception:  # a closed stream at exit must not break the export thread
@@ -173,8 +180,6 @@ class Exporting:
     resource: Resource
     scope: InstrumentationScope
     health: Health
-    capture: bool
-    """Whether message and tool contents go into spans (read when the processor was made)."""
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Send every finished span now (tests, the end of a notebook)."""
@@ -232,8 +237,7 @@ def _make(url: str) -> Exporting:
         schedule_delay_millis=SCHEDULE_MS, max_export_batch_size=512,
         export_timeout_millis=int(EXPORT_TIMEOUT * 1000))
     made = Exporting(url, processor, Resource.create(attrs),
-                     InstrumentationScope("jupyter_agent", __version__), health,
-                     capture_content())
+                     InstrumentationScope("jupyter_agent", __version__), health)
     atexit.register(made.close)  # what is queued at the end of the kernel is still sent
     return made
 

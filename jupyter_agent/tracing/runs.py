@@ -35,7 +35,9 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ..events import BaseEvent
+from ..secrets import mask
 from .export import Exporting
+from .switch import capture_content
 
 __all__ = ["RunTracer", "BatchTrace", "OpenSpan", "open_batch", "traceparent",
            "parse_traceparent", "current_parent", "parented"]
@@ -100,7 +102,8 @@ class OpenSpan:
 
     def error(self, kind: str, description: str) -> None:
         self.attributes["error.type"] = kind
-        self.status = Status(StatusCode.ERROR, description[:300])
+        # Masked here too: a batch's error is an exception's text, not a (masked) run event.
+        self.status = Status(StatusCode.ERROR, mask(description)[:300])
 
     def end(self, t: float) -> None:
         """Hand the finished span to the processor (sent in the background)."""
@@ -151,7 +154,7 @@ class RunTracer:
         self._run = run
         self._ex = ex
         self._health = ex.health
-        self._capture = ex.capture
+        self._capture = capture_content()  # this run's: the variable may change between runs
         self._span: OpenSpan | None = None
         self._done = False
         self._chats: dict[int, OpenSpan] = {}
@@ -434,7 +437,7 @@ class BatchTrace:
         if status == "error":
             self._span.error("error", error or "error")
         elif error:
-            self._span.attributes["jupyter_agent.batch.reason"] = error[:300]
+            self._span.attributes["jupyter_agent.batch.reason"] = mask(error)[:300]
         self._span.end(time.time())
 
 

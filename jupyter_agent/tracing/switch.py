@@ -6,14 +6,14 @@ Imports nothing of OpenTelemetry (``tracing/__init__.py`` asks this module first
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from .._state import STATE
 from ..errors import ParameterError
 
 __all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "TRACES_PATH", "SWITCH",
            "traces_url", "check_url", "endpoint", "turn_off", "capture_content",
-           "MISSING_SDK", "say_sdk_missing"]
+           "MISSING_SDK", "say_sdk_missing", "shown_url"]
 
 TRACES_ENDPOINT_VAR = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 """The full URL spans are posted to (used as it is)."""
@@ -32,11 +32,15 @@ class Switch:
         self.off = False
         self.missing_said = False
         """Whether the missing ``[otel]`` extra was reported (once)."""
+        self.capture: bool | None = None
+        """Contents captured or not as the kernel said (a Dask worker); ``None``: the
+        environment decides, read at each run."""
 
     def clear(self) -> None:
         self.url = None
         self.off = False
         self.missing_said = False
+        self.capture = None
 
 
 SWITCH: Switch = STATE.slot("tracing.switch", Switch)
@@ -44,14 +48,29 @@ SWITCH: Switch = STATE.slot("tracing.switch", Switch)
 
 def traces_url(base: str) -> str:
     """The OTLP/HTTP traces URL for a receiver's base URL (``/v1/traces`` added once)."""
-    base = base.strip().rstrip("/")
-    return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
+    parts = urlsplit(base.strip())
+    path = parts.path.rstrip("/")
+    if not path.endswith(TRACES_PATH):  # before a query (``?token=...``), not after it
+        path += TRACES_PATH
+    return urlunsplit(parts._replace(path=path))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed (the lines stay in the saved notebook): a user and
+    password, a query and a fragment (where hosted backends put tokens) become ``***``."""
+    parts = urlsplit(url.strip())
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=netloc, query="***" if parts.query else "",
+                                     fragment="***" if parts.fragment else ""))
 
 
 def check_url(url: str) -> str:
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ParameterError(f"url must be an http(s) URL of an OTLP receiver, not {url!r}",
+        raise ParameterError(f"url must be an http(s) URL of an OTLP receiver, not "
+                             f"{shown_url(url)!r}",
                              parameters=("url",))
     return url.strip()
 
@@ -92,5 +111,8 @@ def turn_off() -> None:
 
 
 def capture_content() -> bool:
-    """Whether message and tool contents go into spans (the conventions' opt-in switch)."""
+    """Whether message and tool contents go into spans (the conventions' opt-in switch),
+    read at each run: a variable set in the notebook counts from the next run on."""
+    if SWITCH.capture is not None:
+        return SWITCH.capture
     return os.environ.get(CAPTURE_VAR, "").strip().lower() == "true"

@@ -93,6 +93,8 @@ def judge_line(view: dict[str, Any]) -> str | None:
     line = (f"Judge ({j.get('model', '')}): mean {mean} over {j.get('judged', 0):,} answers"
             f" · {j.get('invalid', 0):,} off-scale · {j.get('calls', 0):,} calls"
             f" · cost {float(j.get('cost') or 0.0):.4f}")
+    if j.get("failed"):
+        line += f" · {j['failed']:,} failed"
     pw = j.get("pairwise")
     if pw and pw.get("compared"):
         rate = pw.get("win_rate_a")

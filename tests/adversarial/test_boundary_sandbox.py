@@ -311,6 +311,22 @@ def test_the_store_folder_is_hidden_before_the_store_exists(sandboxed: None, tmp
     assert not (ws / "state/store.sqlite3").exists()
 
 
+def test_bash_cannot_plant_an_answer_cache_entry_in_the_workspace(
+        sandboxed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer cache lives beside the store (clients/cache.py); with a keyless local server
+    its MAC key is public, so a planted entry would be a model answer the agent never got."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("JUPYTER_AGENT_HOME", str(ws))  # the store folder is the workspace
+    Store().close()
+    out = sandboxed_bash(ws, "mkdir -p cache/ab && echo planted > cache/ab/x.json && "
+                             "echo PLANTED", "self")
+    assert "PLANTED" not in out
+    assert not (ws / "cache/ab/x.json").exists()
+    with pytest.raises(WorkspaceError, match="hidden"):
+        make_builtin_functions(Workspace(ws))["write_file"]("cache/ab/y.json", "{}")
+
+
 # ------------------------------------------------------------------ 4. venvs, git, cassettes
 
 

@@ -167,7 +167,7 @@ def test_two_models_are_compared_as_a_win_rate(srv: ScriptedOpenAI) -> None:
     assert "win rate 67%" in res.bundle()["text/plain"]
     pair_prompts = [b["messages"][-1]["content"] for b in srv.requests
                     if "Which answer better" in b["messages"][-1]["content"]]
-    firsts = {p.split("Answer A:\n")[1].split("\n")[0] for p in pair_prompts}
+    firsts = {p.split("<answer_a>\n")[1].split("\n")[0] for p in pair_prompts}
     assert firsts == {"an answer from gpt-4.1-mini", "an answer from gpt-4.1"}
 
 
@@ -279,7 +279,7 @@ def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpe
 @pytest.mark.parametrize("line,message", [
     ("%%chat --schema Nope", "--schema: no variable named 'Nope'."),
     ("%%chat --schema-retries 1", "--schema-retries needs --schema NAME."),
-    ("%%chat --schema rows", "--schema: output must be a pydantic model class or a JSON schema"),
+    ("%%chat --schema rows", "--schema: a pydantic model class or a JSON schema dict is needed"),
     ("%%chat --judge x", "--judge needs --over VAR (a batch)."),
     ("%%chat --over rows --judge-model gpt-4.1", "--judge-model needs --judge"),
 ])

@@ -310,3 +310,89 @@ def test_agent_trace_status_url_off_and_a_bad_url(monkeypatch: pytest.MonkeyPatc
     from jupyter_agent.tracing import run_tracer
 
     assert run_tracer(object()) is None  # off wins over the environment
+
+
+def test_credentials_in_a_receiver_url_are_never_printed(
+        server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch, short_timeout: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A hosted backend's URL may carry a user and password or a token in its query; the
+    printed lines stay in the saved notebook."""
+    from jupyter_agent.tracing.export import current
+
+    ip = start_ipython() or get_ipython()
+    assert ip is not None
+    ip.run_cell("%load_ext jupyter_agent")
+    url = f"http://alice:hunter2secret@127.0.0.1:{_closed_port()}/v1/traces?token=tok9secret"
+    with capture_output() as cap:
+        ip.run_cell(f"%agent trace {url}")
+        ip.run_cell("%agent trace")
+        ip.run_cell("%agent trace ftp://bob:pw7secret@host")
+    first, second = _two_tool_runs(server)
+    ex = current()
+    assert ex is not None
+    _wait_down(ex)
+    with capture_output() as after:
+        ip.run_cell("%agent trace")  # the status line with the last failure's reason
+    assert "not reached" in after.stdout
+    printed = cap.stdout + cap.stderr + after.stdout + "\n".join(capsys.readouterr())
+    assert "every run is exported to http://***@127.0.0.1:" in cap.stdout
+    assert "/v1/traces?***" in cap.stdout  # the path added before the query, not after it
+    for secret in ("hunter2secret", "tok9secret", "pw7secret", "alice"):
+        assert secret not in printed, printed
+    ip.run_cell("%agent trace off")
+
+
+def test_a_failure_reason_naming_the_url_hides_its_secrets(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """requests' ConnectionError names the URL (query included) in its message."""
+    from jupyter_agent.tracing.export import Health
+
+    h = Health("https://u:pw7secret@otel.example/v1/traces?token=tok9secret")
+    h.failed("ConnectionError: Max retries exceeded with url: /v1/traces?token=tok9secret "
+             "(u:pw7secret)")
+    err = capsys.readouterr().err
+    assert "tok9secret" not in err + h.last_error and "pw7secret" not in err + h.last_error
+    assert "Max retries exceeded" in err
+
+
+def test_the_content_switch_set_in_the_notebook_counts_from_the_next_run(
+        server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%agent trace`` reads the variable each time it prints; the runs must too, or the
+    status line says "with message contents" while the spans have none."""
+    from jupyter_agent import chat, tracing
+    from jupyter_agent.tracing.export import exporting
+    from jupyter_agent.tracing.runs import RunTracer
+
+    url = tracing.set_endpoint(f"http://127.0.0.1:{_closed_port()}")
+    try:
+        server.enqueue(text("one"))
+        run = chat("Hi")
+        ex = exporting(url)
+        assert ex is not None
+        assert RunTracer(run, ex)._capture is False
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        assert "with message contents" in tracing.status()
+        assert exporting(url) is ex and RunTracer(run, ex)._capture is True
+    finally:
+        tracing.turn_off()
+
+
+def test_a_batchs_error_reaches_its_span_masked(server: ScriptedOpenAI) -> None:
+    """A batch's error is an exception's text (``batch/engine.py``), not a masked run event."""
+    from jupyter_agent import tracing
+    from jupyter_agent.tracing.export import exporting
+    from jupyter_agent.tracing.runs import open_batch
+
+    url = tracing.set_endpoint(f"http://127.0.0.1:{_closed_port()}")
+    try:
+        ex = exporting(url)
+        assert ex is not None
+        failed = open_batch(ex, batch_id="b1", kind="chat", items=1, models=["m"])
+        failed.end("error", "RuntimeError: rejected key sk-test-key-0123456789")
+        stopped = open_batch(ex, batch_id="b2", kind="chat", items=1, models=["m"])
+        stopped.end("stopped", "budget: key sk-test-key-0123456789")
+        assert "sk-test-key" not in str(failed._span.status.description)
+        assert "RuntimeError: rejected key" in str(failed._span.status.description)
+        assert "sk-test-key" not in str(stopped._span.attributes)
+    finally:
+        tracing.turn_off()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...errors import ConfigError, ParameterError, ToolError
 from ...events import UsageRecorded
 from ...llm.profiles import ModelProfile
-from ...llm.structured import OutputSpec, output_spec
+from ...llm.structured import FINAL_ANSWER_TOOL, OutputSpec, output_spec
 from ...llm.types import Message, Usage
 from ...llm.usage_context import report_usage
 from ...runtime.catalog import SPAWN_TOOL_NAME
@@ -123,6 +123,11 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         mode = "agent"
         setup = setup_turn(kind, prompt, opt, tools, store=store, run_sub_agent=run_sub_agent)
         forced_choice((checks or {}).get("tool_choice"), setup.tools)  # a bad name: before saving
+        if opt.output is not None and any(t.name == FINAL_ANSWER_TOOL for t in setup.tools):
+            # Offered twice (a server refuses that), and its calls would be taken as the answer.
+            raise ParameterError(f"tools: a tool named {FINAL_ANSWER_TOOL} cannot be used with "
+                                 f"a typed answer (output=, --schema): the name is reserved for "
+                                 "it; rename the tool.", parameters=("tools", "output"))
         intent = setup.intent
     # ``--with``: read now, so a missing or secret variable fails before anything is saved.
     agent = setup.agent if setup is not None else None

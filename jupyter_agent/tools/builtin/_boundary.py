@@ -259,6 +259,9 @@ def boundary_for(root: str | os.PathLike[str]) -> Boundary:
     # A dotfile that is a symlink (``~/.bashrc -> dotfiles/bashrc``) hides its target too.
     hidden = {d for d in [*state_dirs, *_dot_link_targets(homes, ws)]
               if not _inside(ws, d) and not any(_inside(h, d) for h in homes)}
+    # The answer cache beside the store (clients/cache.py): hidden even when the store folder
+    # is the workspace, as the store's files are (a planted entry would be a model's answer).
+    hidden.add(os.path.join(store_dir, "cache"))
     read_only = sorted({*python_dirs, *(_real(p) for p in _git_paths(ws)),
                         *(_real(v) for v in _venvs(ws))})
     # A folder that holds the workspace cannot be read-only inside it: that would make the

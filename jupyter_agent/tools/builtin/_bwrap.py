@@ -261,8 +261,8 @@ def _make_coverable(b: Boundary) -> None:
     """Create what is protected but could be created first by the command (a mount needs an
     existing path):
 
-    - the store folder (0700, as the store makes it): a store planted before the first open
-      would be opened and trusted;
+    - the store folder and the answer cache's (0700, as the store and the cache make them): a
+      store or a cache entry planted before the first open would be opened and trusted;
     - a store's empty ``-wal`` and ``-shm`` beside an existing store file, when the store folder
       is the workspace itself: a planted write-ahead log would be replayed into the store at
       its next open (SQLite treats an empty one as no log);
@@ -271,12 +271,12 @@ def _make_coverable(b: Boundary) -> None:
     """
     folders = [p for p in b.read_only if os.path.basename(p) == "hooks"
                and os.path.isdir(os.path.dirname(p)) and _inside(p, b.root)]
-    if b.store_dir in b.hidden and _inside(b.store_dir, b.root):
-        folders.append(b.store_dir)
+    private = [b.store_dir, os.path.join(b.store_dir, "cache")]  # the answer cache too
+    folders += [p for p in private if p in b.hidden and _inside(p, b.root)]
     for path in folders:
         if not os.path.lexists(path):
             try:
-                os.makedirs(path, mode=0o700 if path == b.store_dir else 0o755)
+                os.makedirs(path, mode=0o700 if path in private else 0o755)
             except OSError:
                 pass
     store, *companions = b.hidden_files

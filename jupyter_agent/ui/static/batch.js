@@ -201,6 +201,7 @@ function judgeLine(j) {
   let text = `Judge (${str(j.model, 100)}): mean ${mean} over ${Number(j.judged) || 0} answers` +
     ` · ${Number(j.invalid) || 0} off-scale · ${Number(j.calls) || 0} calls` +
     ` · cost ${(Number(j.cost) || 0).toFixed(4)}`;
+  if (Number(j.failed) > 0) text += ` · ${Number(j.failed)} failed`;
   const pw = j.pairwise;
   if (isObject(pw) && Number(pw.compared) > 0) {
     text += ` · ${str(pw.a, 100)} vs ${str(pw.b, 100)}: ${pw.wins_a} wins, ${pw.wins_b} losses,` +
