@@ -24,12 +24,13 @@ from bench import (  # noqa: E402
     bench_plan,
     bench_stream,
     bench_structured,
+    bench_trace,
 )
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the import, loop, streaming, planning, notebook-tool, live-view, batch
-    and typed-answer/cache benchmarks."""
+    """Run the import, loop, streaming, planning, notebook-tool, live-view, batch,
+    typed-answer/cache and trace benchmarks."""
     parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
     args = parser.parse_args(argv)
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_batch.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_structured.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_trace.main(["--quick"] if args.quick else [])
 
 
 if __name__ == "__main__":

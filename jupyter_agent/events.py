@@ -2,7 +2,7 @@
 
 A run is a stream of these events. The live widget renders them, the store persists them and
 the static MIME bundle (``application/vnd.jupyter-agent.run+json``) holds the view reduced from
-them: one stream, three consumers. Names and fields are a public format: add fields with defaults, never
+them: one stream, three consumers (four when runs are exported as traces: docs/tracing.md). Names and fields are a public format: add fields with defaults, never
 rename. ``RUN_FORMAT_VERSION`` is written into the MIME payload so old notebooks stay readable.
 """
 
@@ -82,6 +82,9 @@ class RunStarted(BaseEvent):
     """The user's text for this turn, after interpolation."""
     session: str | None = None
     """Session name, when the run belongs to one."""
+    trace: str = ""
+    """The W3C ``traceparent`` of the run's span when runs are exported as traces
+    (docs/tracing.md), else empty; a resumed run continues that trace."""
 
 
 class ToolsOffered(BaseEvent):
@@ -173,6 +176,12 @@ class UsageRecorded(BaseEvent):
     """Answered from the answer cache: no call was made (``cost`` is 0)."""
     saved: float = 0.0
     """What a cached answer would have cost."""
+    response_model: str = ""
+    """The model the provider says answered (``agent_call`` usage; empty when unknown)."""
+    finish_reason: str | None = None
+    """Why the model stopped (``stop``, ``tool_calls``, ``length``...; ``agent_call`` usage)."""
+    response_id: str | None = None
+    """The provider's id of the response (``agent_call`` usage)."""
 
 
 class PlanUpdated(BaseEvent):

@@ -54,6 +54,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("view", [
         "view/",                # events -> view state -> MIME bundle, pure Python
     ]),
+    ("tracing", ["tracing/"]),  # events -> OpenTelemetry spans (only with tracing on)
     ("runtime", ["runtime/"]),  # policy data: named agents, modes, intent, permissions, catalog
     ("clients", [
         "clients/",             # model name -> client, failover, record/replay wrappers

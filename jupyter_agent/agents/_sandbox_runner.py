@@ -1,8 +1,8 @@
 """The program the Python sandbox runs in its child process (as ``python -I -c <this source>``).
 
 It is passed as source, never imported, so it depends on nothing but the standard library.
-Arguments: the file descriptor to write the JSON result to, the memory limit in bytes (0: none)
-and the character cap of the result's repr. The code comes on stdin. Like a notebook cell, the
+Arguments: the file descriptor to write the JSON result to, the memory limit in bytes (0: none),
+the character cap of the result's repr and, optionally, the process limit (0: none). The code comes on stdin. Like a notebook cell, the
 last statement's value, when it is an expression, is the result.
 """
 
@@ -30,6 +30,18 @@ def _limit_memory(max_bytes: int) -> None:
     except ImportError:  # not a Unix system: no limit
         return
     resource.setrlimit(resource.RLIMIT_AS, (max_bytes, max_bytes))
+
+
+def _limit_processes(count: int) -> None:
+    # In the sandbox's user namespace this counts only the sandbox's processes (docs/sandbox.md).
+    if count <= 0:
+        return
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
+    except (ImportError, ValueError, OSError):  # a lower limit already: keep it
+        return
 
 
 def _error_text(exc: BaseException) -> str:
@@ -64,6 +76,7 @@ def _run(code: str, cap: int) -> str | None:
 def main() -> None:
     result_fd, max_bytes, cap = (int(a) for a in sys.argv[1:4])
     _limit_memory(max_bytes)
+    _limit_processes(int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     code = sys.stdin.read()
     sys.stdin.close()
     sys.stdin = open(os.devnull)

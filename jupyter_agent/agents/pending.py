@@ -32,6 +32,7 @@ from pydantic import (
 from ..answers import WaitingAsk
 from ..errors import ResumeError
 from ..events import AskPending
+from ..llm.structured import SCHEMA_RETRIES
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision
 from .limits import MAX_ROUNDS
@@ -174,6 +175,10 @@ class _PendingBase(_Model):
     """Model requests made so far (a resume numbers on from here, within the same budget)."""
     persisted: int = 0
     """Leading ``turn_messages`` already written to the session."""
+    output: dict[str, Any] | None = None
+    """A typed run's JSON schema: its resume checks the final answer again (in another
+    kernel ``run.output`` is then a dict; in the same one, the model class kept aside)."""
+    schema_retries: int = SCHEMA_RETRIES
     card: QuestionCard | ApprovalCard = Field(discriminator="kind")
     """The card shown; its ``call_id`` is the run's."""
 

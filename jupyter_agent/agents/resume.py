@@ -217,7 +217,12 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
     if answers is not None:
         tc = dataclasses.replace(tc, answers=answers)
     run.pending = None
-    opt = TurnOptions(session=run.session, history=0, store=store, listeners=list(listeners or []))
+    opt = TurnOptions(session=run.session, history=0, store=store, listeners=list(listeners or []),
+                      schema_retries=pending.schema_retries)
+    if held.output is not None or pending.output is not None:  # a typed run stays typed
+        from ..llm.structured import output_spec
+
+        opt.output = output_spec(held.output or pending.output)
     # The same opening as a new turn's; a store failing here ends the claimed run "error".
     p = open_turn(pending.kind, run.prompt, opt, tc, store=store, mode="agent", resuming=run,
                   persisted=pending.persisted)

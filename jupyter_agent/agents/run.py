@@ -24,6 +24,7 @@ from ..events import (
     merge_deltas,
 )
 from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
+from ..tracing import run_tracer
 from ..view.reduce import new_view, reduce_event
 
 if TYPE_CHECKING:
@@ -229,6 +230,9 @@ class RunRecorder:
         self.finished = False  # set by finish(); a resume gets a new recorder
         self.seconds = 0.0
         """This part's time (set by finish()): a resumed run's turn records its own part."""
+        # Traces are one more consumer of the (masked) events, apart from ``listeners``,
+        # which are handed on to a resumed part's recorder (that one gets its own tracer).
+        self._tracer = run_tracer(run)
 
     def emit(self, event: BaseEvent) -> None:
         """Record ``event`` (secrets masked) and pass it on (thread-safe)."""
@@ -273,8 +277,22 @@ class RunRecorder:
             self._pending_store.append(event_to_json(event))
             if event.__dict__["type"] in self._FLUSH_ON:
                 self.flush()
+        if self._tracer is not None:
+            self._trace(event)
         for listener in self.listeners:
             listener(event)
+
+    def _trace(self, event: BaseEvent) -> None:
+        tracer = self._tracer
+        if tracer is None:
+            return
+        try:
+            tracer(event)
+        except Exception as exc:  # a tracing bug must never fail the run: stop tracing it
+            self._tracer = None
+            import sys
+
+            sys.stderr.write(f"jupyter-agent: tracing this run stopped: {_one_line(exc)}\n")
 
     def flush(self) -> None:
         """Write buffered events to the store."""
@@ -285,8 +303,17 @@ class RunRecorder:
     def start(self) -> None:
         """Emit ``run_started``."""
         r = self.run
+        trace = ""
+        if self._tracer is not None:
+            try:
+                trace = self._tracer.begin()
+            except Exception as exc:  # as in _trace: the run goes on untraced
+                self._tracer = None
+                import sys
+
+                sys.stderr.write(f"jupyter-agent: tracing this run stopped: {_one_line(exc)}\n")
         self.emit(RunStarted(run_id=r.run_id, agent=r.agent, model=r.model, prompt=r.prompt,
-                             session=r.session))
+                             session=r.session, trace=trace))
 
     def finish(self, status: RunStatus, *, answer: str = "", error: str | None = None,
                finish_reason: str | None = None) -> None:

@@ -186,7 +186,8 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
     if options.get("output") is not None:
         from ..agents.turn.start import typed_output
 
-        typed_output(options["output"])  # a bad schema: one line before any item runs
+        # A bad schema: one line before any item runs; a good one made once for every item.
+        options["output"] = typed_output(options["output"])
     judge = fields.get("judge")
     if judge is not None and (not isinstance(judge, str) or not judge.strip()):
         raise ParameterError(f"judge must be the criteria as text, not {judge!r}.",
@@ -256,7 +257,9 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
             ``judge_score`` and ``judge_reason`` columns; with two models, also a win rate.
         judge_model: The judge's model (default: the batch's first model).
         **options: Options of the entry point (``system``, ``tools``, ``max_rounds``,
-            ``agent`` for a named agent...).
+            ``agent`` for a named agent...). ``output=Model`` makes every answer typed: the
+            results get one typed column per field and ``errors``; ``schema_retries`` and
+            ``cache=True`` as for a single run.
 
     Returns:
         A :class:`BatchResult` (a :class:`BatchRun` with ``wait=False``).

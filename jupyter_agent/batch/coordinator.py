@@ -31,7 +31,7 @@ from typing import Any, Callable
 from .control import Controller
 from .item import (
     FATAL_ERRORS,
-    OUTCOME_FIELDS,
+    KEPT_FIELDS,
     ItemTask,
     error_outcome,
     one_line,
@@ -68,11 +68,14 @@ class Coordinator:
         self.started = 0
         self.fatal: BaseException | None = None
         self.settings: dict[str, Any] | None = None
+        self.trace: dict[str, Any] | None = None
         self.options = spec.options
         if spec.engine == "dask":
+            from ..tracing import remote_target
             from .ship import client_settings
 
             self.settings = client_settings()
+            self.trace = remote_target()  # the batch's span: its items hang under it
         else:
             self.options = _with_tool_objects(spec.options)
 
@@ -107,7 +110,7 @@ class Coordinator:
 
             opts["tools"] = pack_tools(opts.get("tools"), opts.get("agent"))
         return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
-                        self.settings)
+                        self.settings, self.trace)
 
     def _limit_reached(self) -> bool:
         spec, p = self.spec, self.progress
@@ -154,7 +157,7 @@ class Coordinator:
             fresh = [(item, raw) for item, raw in ended if item.position in self.running]
         if not fresh:
             return
-        rows = [(item, raw, {f: raw.get(f) for f in OUTCOME_FIELDS}) for item, raw in fresh]
+        rows = [(item, raw, {f: raw.get(f) for f in KEPT_FIELDS}) for item, raw in fresh]
         if self.store is not None:
             with self.store.transaction():
                 for item, raw, outcome in rows:
@@ -177,7 +180,7 @@ class Coordinator:
         it), and hand it to the coordinating thread to store."""
         raw = self.outcome(value)
         with self.lock:
-            self._count(item, {f: raw.get(f) for f in OUTCOME_FIELDS})
+            self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
             self.handed.append(time.monotonic())
         self.ended.put((item, raw))
 

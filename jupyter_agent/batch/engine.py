@@ -14,6 +14,7 @@ import secrets
 from collections import deque
 from typing import Any, Callable
 
+from ..tracing import batch_span
 from .control import Controller
 from .coordinator import Coordinator
 from .item import FINISHED, OUTCOME_FIELDS, error_outcome, one_line
@@ -122,7 +123,13 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             progress.failed_early(failed)
         else:
             todo.append(item)
-    coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)
+    # Exported traces: one span for the batch, the items' runs its children (docs/tracing.md).
+    span = batch_span(batch_id=batch_id, kind=spec.kind, items=len(todo), models=spec.models)
+    try:
+        coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)
+    except BaseException as exc:
+        span.end("error", one_line(exc))
+        raise
     fatal: BaseException | None = None
     try:
         coordinator.run(on_progress, interval)
@@ -132,6 +139,7 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
     progress.skip_rest()
     status = "error" if fatal is not None else ("stopped" if ctl.stopping.is_set() else "done")
     reason = one_line(fatal) if fatal is not None else ctl.reason
+    span.end(status, reason)
     progress.close(status, reason)
     if store is not None:
         store.set_batch_status(batch_id, status)

@@ -20,9 +20,9 @@ __all__ = ["run_command", "all_commands"]
 
 def _tables() -> list[CommandTable]:
     # Imported on the first %agent line, not with the magics: %load_ext stays cheap.
-    from . import batch, cache, replay, runs, session
+    from . import batch, cache, replay, runs, session, trace
 
-    return [runs.TABLE, session.TABLE, replay.TABLE, batch.TABLE, cache.TABLE]
+    return [runs.TABLE, session.TABLE, replay.TABLE, batch.TABLE, cache.TABLE, trace.TABLE]
 
 
 def all_commands() -> dict[str, tuple[Command, str]]:

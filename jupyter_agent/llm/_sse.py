@@ -242,7 +242,7 @@ def completion_chunk(data: Any) -> dict[str, Any]:
         raise StreamProblem("Model response is malformed: 'tool_calls' is not a list of objects")
     delta = {"content": msg.get("content"), "reasoning_content": msg.get("reasoning_content"),
              "tool_calls": [dict(tc, index=i) for i, tc in enumerate(calls)]}
-    return {"id": data.get("id"), "usage": data.get("usage"),
+    return {"id": data.get("id"), "model": data.get("model"), "usage": data.get("usage"),
             "choices": [{"delta": delta, "finish_reason": choice.get("finish_reason")}]}
 
 

@@ -102,6 +102,8 @@ class StreamAssembler:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.request_id: str | None = None
+        self.model: str | None = None
+        """The model the provider says answered (its chunks' ``model``)."""
         self.emitted = False
         self._splitter = ThinkSplitter() if split_think else None
         self._ids: set[str] = set()
@@ -122,6 +124,8 @@ class StreamAssembler:
         """Consume one decoded SSE chunk."""
         if self.request_id is None:
             self.request_id = chunk.get("id")
+        if self.model is None and isinstance(chunk.get("model"), str):
+            self.model = chunk["model"]
         usage = chunk.get("usage")
         if usage:
             self.usage = Usage(

@@ -363,7 +363,7 @@ class OpenAIClient:
         usage = asm.usage or estimate_usage(request, text, reasoning, calls)
         return ChatResponse(text=text, reasoning=reasoning, tool_calls=calls,
                             finish_reason="close" if aborted else asm.finish_reason, usage=usage,
-                            request_id=asm.request_id, aborted=aborted)
+                            request_id=asm.request_id, model=asm.model, aborted=aborted)
 
     def _from_json(self, request: ChatRequest, data: dict[str, Any],
                    on_delta: StreamCallback | None) -> ChatResponse:

@@ -80,6 +80,8 @@ class ChatResponse(BaseModel):
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
     request_id: str | None = None
+    model: str | None = None
+    """The model the provider says answered (may differ from the one requested)."""
     error: str | None = None
     """Set when the call failed after retries; ``text`` is then never an answer."""
     status_code: int | None = None

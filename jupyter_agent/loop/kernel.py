@@ -327,10 +327,11 @@ class _LoopRun:
         if resp.cached:  # answered from the cache: nothing spent, the price saved
             saved, cost = cost, 0.0
         self._push_usage(UsageItem("agent_call", self.cfg.model, resp.usage, cost), self.round,
-                         priced=priced, cached=resp.cached, saved=saved)
+                         priced=priced, cached=resp.cached, saved=saved, response=resp)
 
     def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True,
-                    cached: bool = False, saved: float = 0.0) -> None:
+                    cached: bool = False, saved: float = 0.0,
+                    response: ChatResponse | None = None) -> None:
         res = self.result
         res.usages.append(u)
         res.input_tokens += u.usage.input_tokens
@@ -341,7 +342,10 @@ class _LoopRun:
                                 input_tokens=u.usage.input_tokens,
                                 output_tokens=u.usage.output_tokens, cost=u.cost,
                                 estimated=u.usage.estimated, priced=priced, cached=cached,
-                                saved=saved))
+                                saved=saved,
+                                response_model=(response.model or "") if response else "",
+                                finish_reason=response.finish_reason if response else None,
+                                response_id=response.request_id if response else None))
 
     def _append(self, msg: Message, to_request: bool = True) -> None:
         self.result.assistant_messages.append(msg)

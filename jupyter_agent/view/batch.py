@@ -56,6 +56,8 @@ def summary_line(view: dict[str, Any]) -> str:
     speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"
              f" · cost {view.get('cost', 0.0):.4f} · {view.get('rate', 0.0):.1f} items/min"
              f" · {view.get('elapsed', 0.0):.1f} s")
+    if view.get("cached"):
+        speed += f" · {view['cached']:,} cached (saved {float(view.get('saved') or 0.0):.4f})"
     if view.get("status") == "running" and view.get("eta") is not None:
         speed += f" · about {view['eta']:.1f} s left"
     return f"{counts}\n{speed}"

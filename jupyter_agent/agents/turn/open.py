@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ...events import Warning_
 from ...llm.protocol import ModelClient
+from ...llm.structured import SCHEMA_RETRIES
 from ..run import Run, RunRecorder
 from .options import TurnOptions
 
@@ -49,7 +50,7 @@ class TurnContext:
     """The caller's abort check (:attr:`TurnOptions.is_aborted`)."""
     output: OutputSpec | None = None
     """What the final answer must be (:attr:`TurnOptions.output`, resolved)."""
-    schema_retries: int = 2
+    schema_retries: int = SCHEMA_RETRIES
 
     @property
     def client(self) -> ModelClient:
