@@ -14,6 +14,7 @@ import secrets
 from collections import deque
 from typing import Any, Callable
 
+from ..errors import ParameterError
 from ..tracing import batch_span
 from .control import Controller
 from .coordinator import Coordinator
@@ -84,32 +85,34 @@ def _check_tools(spec: BatchSpec) -> None:
                        workspace=lambda: Workspace(os.getcwd()))
 
 
-def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
-            on_progress: Callable[[dict[str, Any]], None] | None = None,
-            interval: float = PROGRESS_INTERVAL) -> Execution:
-    """Run the batch ``spec`` to the end (or to a stop) and return every item's outcome.
+def _unpriced_models(spec: BatchSpec) -> list[str]:
+    """The batch's models whose price is unknown (their cost would read 0)."""
+    from ..clients.factory import turn_profile
 
-    Raises:
-        ParameterError: a bad parameter or template field, before anything runs.
-        One of ``FATAL_ERRORS``: a mistake every item would make (no key, unknown tool); the
-            items that finished are kept in the store.
-    """
-    check_spec(spec)
-    _check_tools(spec)
-    ctl = controller or Controller()
-    items = build_items(spec)
-    skey = spec_key(spec)
-    batch_id = "batch_" + secrets.token_hex(6)
-    if store is not None:
-        batch_id = store.open_batch(
-            spec_key=skey, inputs_hash=inputs_hash(items), kind=spec.kind,
-            template=spec.template, options=fingerprint(spec.options), models=spec.models,
-            n_items=len(items)).batch_id
-    progress = Progress(batch_id=batch_id, kind=spec.kind, total=len(items),
-                        models=spec.models, rows=len(spec.inputs.rows),
-                        concurrency=spec.concurrency, engine=spec.engine)
-    outcomes: list[dict[str, Any] | None] = [None] * len(items)
-    stored = store.batch_items(skey) if store is not None and not spec.rerun else {}
+    out = []
+    for model in spec.models:
+        client = spec.clients.get(model) or spec.options.get("client")
+        profile = client.profile if client is not None else turn_profile(model)
+        if not profile.priced:
+            out.append(model)
+    return out
+
+
+def _check_prices(spec: BatchSpec, unpriced: list[str]) -> None:
+    """``max_cost`` counts money: with a model whose price is unknown every item would cost
+    0 and the limit would never stop anything, so refuse before anything runs."""
+    if spec.max_cost is not None and unpriced:
+        raise ParameterError(
+            f"max_cost: the price of the model {unpriced[0]!r} is unknown, so its cost cannot "
+            "be counted: give its profile a price (register_profile(ModelProfile(name=..., "
+            "price_tiers=[...]))) or limit the batch with max_items instead.",
+            parameters=("max_cost", "max_items"))
+
+
+def _still_to_run(items: list[Item], stored: dict[Any, Any], store: Any,
+                  outcomes: list[dict[str, Any] | None], progress: Progress) -> deque[Item]:
+    """The items to run: an item the store has a finished outcome for is reused, one that
+    cannot start (a field with no value) fails at once; both fill ``outcomes``."""
     todo: deque[Item] = deque()
     for item in items:
         rec = stored.get((item.key, item.model))
@@ -123,6 +126,41 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             progress.failed_early(failed)
         else:
             todo.append(item)
+    return todo
+
+
+def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
+            on_progress: Callable[[dict[str, Any]], None] | None = None,
+            interval: float = PROGRESS_INTERVAL) -> Execution:
+    """Run the batch ``spec`` to the end (or to a stop) and return every item's outcome.
+
+    Raises:
+        ParameterError: a bad parameter or template field, before anything runs.
+        One of ``FATAL_ERRORS``: a mistake every item would make (no key, unknown tool); the
+            items that finished are kept in the store.
+    """
+    check_spec(spec)
+    _check_tools(spec)
+    unpriced = _unpriced_models(spec)
+    _check_prices(spec, unpriced)
+    ctl = controller or Controller()
+    items = build_items(spec)
+    skey = spec_key(spec)
+    batch_id = "batch_" + secrets.token_hex(6)
+    if store is not None:
+        batch_id = store.open_batch(
+            spec_key=skey, inputs_hash=inputs_hash(items), kind=spec.kind,
+            template=spec.template,
+            options=fingerprint({k: v for k, v in spec.options.items() if k != "shell"}),
+            models=spec.models,
+            n_items=len(items)).batch_id
+    progress = Progress(batch_id=batch_id, kind=spec.kind, total=len(items),
+                        models=spec.models, rows=len(spec.inputs.rows),
+                        concurrency=spec.concurrency, engine=spec.engine,
+                        unpriced=unpriced)
+    outcomes: list[dict[str, Any] | None] = [None] * len(items)
+    stored = store.batch_items(skey) if store is not None and not spec.rerun else {}
+    todo = _still_to_run(items, stored, store, outcomes, progress)
     # Exported traces: one span for the batch, the items' runs its children (docs/tracing.md).
     span = batch_span(batch_id=batch_id, kind=spec.kind, items=len(todo), models=spec.models)
     try:

@@ -59,6 +59,10 @@ class TurnOptions:
     ``model`` in the model order of :mod:`jupyter_agent.clients.factory`)."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
+    approve: frozenset[str] | None = None
+    """Tools the person approved in the cell or the call (``--approve bash,run_python``,
+    ``approve=["bash"]``): their calls run without a card, shown on the run's card; denies
+    still apply."""
     is_aborted: Callable[[], bool] | None = None
     """Polled before each round and between streamed chunks: ``True`` ends the run with
     status ``aborted`` (a batch's stop button aborts its items in flight this way)."""
@@ -76,6 +80,10 @@ class TurnOptions:
     shell: Any = None
     """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
     edge passes it. ``None``: the running shell, else the script's ``__main__``."""
+    skills: str | list[str] | None = None
+    """Skill folders (``--skills DIR``; a comma-separated string or a list), added to the
+    agent's own: their names and descriptions go into the system prompt, the ``read_skill``
+    tool reads them (docs/behaviour.md §5.5). ``%%toolloop`` and ``%%plan`` only."""
     output: Any = None
     """A typed answer: a pydantic model class or a JSON schema dict (``--schema``). The run's
     ``output`` is then the validated instance (docs/behaviour.md §10.14)."""
