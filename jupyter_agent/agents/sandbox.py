@@ -148,6 +148,10 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
 
     Raises:
         KeyboardInterrupt: re-raised after every process of the code was stopped.
+
+    Long: like ``run_command``, one process's life in order (its environment and
+    confinement, start, read, time out, kill, drain), each file descriptor closed on every
+    path out.
     """
     _check_limits(timeout, memory_mb)
     cwd = _workspace(workspace)
