@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["Boundary", "CASSETTE_SUFFIX", "boundary_for"]
+__all__ = ["Boundary", "CASSETTE_SUFFIX", "boundary_for", "system_workspace_reason"]
 
 CASSETTE_SUFFIX = ".cassette.json"
 """Files with this suffix are cassettes (replayed model answers): never written by a tool."""
@@ -37,6 +37,26 @@ _SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+# Folders of the system itself. A workspace that is one of them (or ``/``, which holds them all)
+# would be bound read-write into the sandbox over the allow-list: ``/sys`` and cgroups, ``/boot``,
+# ``/var`` (package scripts, cron), every user's home; a root kernel's command could then run
+# code as host root. Inside the kernel's own file systems nothing is a project.
+_SYSTEM_ROOTS = ("/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
+                 "/libx32", "/opt", "/proc", "/run", "/sbin", "/sys", "/usr", "/var")
+_NEVER_INSIDE = ("/boot", "/dev", "/proc", "/run", "/sys")
+
+
+def system_workspace_reason(root: str) -> str | None:
+    """Why no tool may work in ``root`` (canonical), or None: it is ``/``, a system folder
+    (``/var``, ``/usr``, ``/home`` ...), or inside ``/proc``, ``/sys``, ``/dev``, ``/run`` or
+    ``/boot`` (docs/sandbox.md)."""
+    if root == "/" or root in _SYSTEM_ROOTS or any(_inside(root, d) for d in _NEVER_INSIDE):
+        return (f"the workspace {root!r} is a folder of the system itself, which no sandbox "
+                "can be drawn around; start the notebook in a project folder, or give the "
+                "agent one (Agent(..., workspace='~/project'))")
+    return None
 
 
 def _real(path: str | os.PathLike[str]) -> str:

@@ -30,10 +30,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.errors import ConfigError, ToolError
 
 from ..._state import STATE
-from ._boundary import Boundary, boundary_for
+from ._boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
 
@@ -284,6 +284,9 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
     workspace of ``/``) read-only again.
     """
     ws = str(root)
+    why = system_workspace_reason(os.path.realpath(ws))
+    if why:  # bound read-write, it would undo the allow-list (``/sys``, ``/var``, ``/boot``)
+        raise ToolError(f"bash was not run: {why}.")
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", *_user_args(userns), "--cap-drop", "ALL"]
     if not allow_network:
@@ -302,5 +305,9 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         args += ["--ro-bind", d, d]
     args += _workspace_binds(ws)
     args += _system_binds(only_under=ws)
-    args += ["--proc", "/proc", *_proc_covers(), "--dev", "/dev", "--chdir", ws]
+    # /proc read-only as a whole (an allow-list, not only /proc/sys): to the host a root
+    # kernel's command is uid 0, and proc files that check only the file mode would take its
+    # writes (PCI config space in /proc/bus/pci, IRQ affinity, ACPI wakeup, CIFS settings).
+    args += ["--proc", "/proc", *_proc_covers(), "--remount-ro", "/proc", "--dev", "/dev",
+             "--chdir", ws]
     return args

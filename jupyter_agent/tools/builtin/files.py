@@ -196,6 +196,7 @@ def glob_files(workspace: Workspace, pattern: str) -> str:
     Returns:
         Matching paths relative to the workspace, sorted, one per line; folders end with "/".
     """
+    workspace.check_root()
     if "\x00" in pattern:
         raise WorkspaceError("Pattern contains a NUL byte; it was refused.")
     if os.path.isabs(pattern) or pattern.startswith("~") or ".." in Path(pattern).parts:

@@ -247,6 +247,7 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
         timeout = DEFAULT_TIMEOUT
     if timeout <= 0:
         raise ToolError("timeout must be a positive number of seconds.")
+    workspace.check_root()
     status = sandbox_status()
     if status.mode == "require" and not status.confined:
         raise ToolError(f"bash was not run: the sandbox is required but unavailable "

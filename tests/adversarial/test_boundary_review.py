@@ -1,0 +1,88 @@
+"""The boundary attacked again as a whole (review of issue 19): holes found after the sandbox
+and the file tools were drawn as an allow-list.
+
+Each test failed on the code before its fix. Attacks run as this process's uid (root in CI)
+and, where the uid changes the defence, as ``nobody`` through ``setpriv`` (the helpers of
+``test_boundary_sandbox``). Nothing here writes outside a temporary folder: a system file is
+only opened for appending (no data), or the command is refused before it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jupyter_agent.errors import ToolError
+from jupyter_agent.tools.builtin import Workspace, WorkspaceError, sandbox_status
+from jupyter_agent.tools.builtin.files import glob_files, read_file, write_file
+from jupyter_agent.tools.builtin.shell import bash, run_command
+
+from . import test_boundary_sandbox as _b
+
+# The fixtures and helpers of the first boundary review: same places, same ``nobody`` runs.
+pytestmark = _b.pytestmark
+sandboxed = _b.sandboxed
+place = _b.place
+as_nobody_too = _b.as_nobody_too
+_own = _b._own
+sandboxed_bash = _b.sandboxed_bash
+
+
+# ------------------------------------------------------------------ a system folder as workspace
+
+
+@pytest.mark.parametrize("root", ["/", "/var", "/home", "/sys/kernel"])
+def test_a_system_folder_is_never_a_workspace(sandboxed: None, root: str) -> None:
+    """A notebook at ``/`` (a root container started from the top) made ``/`` the workspace:
+    bound read-write into the sandbox, it brought back ``/sys`` (cgroup ``release_agent``),
+    ``/var`` (package scripts, cron), ``/boot`` and every user's home, and ``read_file`` read
+    ``/etc/shadow``. Every tool now refuses such a workspace in one line, before anything runs."""
+    if not os.path.isdir(root):
+        pytest.skip(f"{root} does not exist here")
+    ws = Workspace(root)
+    probe = "test -w /var && echo VAR-WRITABLE; ls -d /sys/fs 2>/dev/null && echo SYS-THERE"
+    with pytest.raises(ToolError) as got:
+        bash(ws, probe)
+    message = str(got.value)
+    assert "system" in message and "project folder" in message and "\n" not in message
+    with pytest.raises(ToolError):  # the sandbox itself refuses, whoever calls it
+        run_command(probe, cwd=root, sandbox=sandbox_status(), timeout=30)
+    for call in (lambda: read_file(ws, "etc/passwd"), lambda: glob_files(ws, "*"),
+                 lambda: write_file(ws, "jupyter-agent-probe.txt", "x")):
+        with pytest.raises(WorkspaceError, match="system"):
+            call()
+    assert not os.path.exists(os.path.join(root, "jupyter-agent-probe.txt"))
+
+
+def test_project_folders_near_the_system_still_work(sandboxed: None, place: Path) -> None:
+    """The refusal is narrow: a project folder (here under ``/tmp``) is no system folder."""
+    ws = place / "proj"
+    ws.mkdir()
+    assert "hello" in bash(Workspace(ws), "echo hello > f.txt; cat f.txt")
+    assert read_file(Workspace(ws), "f.txt").startswith("hello")
+
+
+# ------------------------------------------------------------------ /proc as a whole
+
+
+@as_nobody_too
+def test_proc_is_read_only_as_a_whole(sandboxed: None, place: Path, who: str) -> None:
+    """bubblewrap covers ``/proc/sys``, ``/proc/irq`` and ``/proc/bus`` (when it can), and the
+    sandbox ``/proc/sys``; the rest of ``/proc`` stayed writable, and to the host a root
+    kernel's command is uid 0: proc files that check only the file mode (``/proc/fs/cifs``
+    settings, ``/proc/acpi/wakeup``, the command's own ``/proc/self/*``) took its writes. Every
+    ``/proc`` mount inside the sandbox is now read-only."""
+    ws = place / "ws"
+    ws.mkdir()
+    _own(place, who)
+    out = sandboxed_bash(ws, "grep -E '^[0-9]+ [0-9]+ [^ ]+ [^ ]+ /proc(/| )' "
+                             "/proc/self/mountinfo; exec 3>>/proc/self/oom_score_adj "
+                             "&& echo OPENED", who)
+    # mountinfo: id parent dev root MOUNT-POINT OPTIONS ...
+    mounts = [line.split() for line in out.splitlines() if line[:1].isdigit()]
+    assert any(m[4] == "/proc" for m in mounts), out
+    for m in mounts:
+        assert "ro" in m[5].split(","), f"{m[4]} is mounted read-write: {out}"
+    assert "OPENED" not in out, out
