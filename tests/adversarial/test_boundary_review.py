@@ -10,6 +10,7 @@ only opened for appending (no data), or the command is refused before it runs.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,62 @@ def test_proc_is_read_only_as_a_whole(sandboxed: None, place: Path, who: str) ->
     for m in mounts:
         assert "ro" in m[5].split(","), f"{m[4]} is mounted read-write: {out}"
     assert "OPENED" not in out, out
+
+
+# ------------------------------------------------------------------ write_file against a swap
+
+
+_SWAPPER = """
+import os, sys
+ws, out = sys.argv[1], sys.argv[2]
+while True:
+    try:
+        os.rename(ws + '/d', ws + '/d.real')
+        os.symlink(out, ws + '/d')
+        for _ in range(20000):
+            pass
+        os.rename(ws + '/d', ws + '/d.link')
+        os.rename(ws + '/d.real', ws + '/d')
+        os.unlink(ws + '/d.link')
+        for _ in range(20000):
+            pass
+    except OSError:
+        pass
+"""
+
+
+def test_write_file_never_follows_a_folder_swapped_for_a_link(tmp_path: Path) -> None:
+    """Tool calls of one round run in parallel, so a ``bash`` command can swap a folder for a
+    symlink to outside while ``write_file`` runs beside it: the path was checked, then the
+    temporary file and the rename followed the link (a file landed in the outside folder
+    within a few dozen tries). The write now goes through the parent folder opened one
+    component at a time without following a link."""
+    import subprocess
+    import sys
+
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / "d").mkdir(parents=True)
+    outside.mkdir()
+    swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(ws), str(outside)])
+    workspace = Workspace(ws)
+
+    def attempts(name: str) -> int:  # one of the parallel tool calls of a round
+        done = 0
+        for _ in range(200):
+            try:
+                write_file(workspace, f"d/{name}.txt", "planted")
+                done += 1
+            except (WorkspaceError, OSError):
+                pass  # refused while it was a link: the right answer
+            if os.listdir(outside):
+                break
+        return done
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            written = sum(pool.map(attempts, ["a", "b", "c"]))
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert not os.listdir(outside), "write_file wrote outside the workspace"
+    assert written, "no write ever succeeded"
