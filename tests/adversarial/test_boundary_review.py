@@ -146,3 +146,48 @@ def test_write_file_never_follows_a_folder_swapped_for_a_link(tmp_path: Path) ->
         swapper.wait()
     assert not os.listdir(outside), "write_file wrote outside the workspace"
     assert written, "no write ever succeeded"
+
+
+# ------------------------------------------------------------------ run later, outside the sandbox
+
+
+def test_submodule_and_deeper_git_folders_envs_and_path_folders_are_read_only(
+        sandboxed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only ``.git/hooks`` and ``.git/config`` at the top and one folder down were read-only,
+    and only virtual environments one folder down. A workspace that is the home folder holds
+    ``~/src/app/.git`` and ``~/src/app/.venv`` two levels down; a repository keeps each
+    submodule's hooks and config in ``.git/modules/NAME`` (git runs them, and a submodule's
+    ``core.fsmonitor``, when the parent repository is used); a conda installation has no
+    ``pyvenv.cfg``; and a folder on ``PATH`` (``~/bin``) holds programs run by name. A command
+    wrote all of them; now they are read-only to ``bash`` and ``write_file``."""
+    ws = tmp_path / "ws"
+    planted = {
+        "submodule hook": ".git/modules/lib/hooks/post-checkout",
+        "submodule config": ".git/modules/lib/config",
+        "nested submodule hook": ".git/modules/lib/modules/deep/hooks/post-checkout",
+        "deeper hook": "src/app/.git/hooks/pre-commit",
+        "deeper config": "src/app/.git/config",
+        "deeper venv": "src/app/.venv/lib/site-packages/evil.pth",
+        "conda": "miniconda3/lib/site-packages/evil.pth",
+        "PATH folder": "tools/bin/git",
+    }
+    for gitdir in (".git", ".git/modules/lib", ".git/modules/lib/modules/deep", "src/app/.git"):
+        (ws / gitdir / "hooks").mkdir(parents=True)
+        (ws / gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+        (ws / gitdir / "config").write_text("[core]\n")
+    (ws / "src/app/.venv/lib/site-packages").mkdir(parents=True)
+    (ws / "src/app/.venv/pyvenv.cfg").write_text("home = /usr/bin\n")
+    (ws / "miniconda3/lib/site-packages").mkdir(parents=True)
+    (ws / "miniconda3/conda-meta").mkdir()
+    (ws / "tools/bin").mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{ws / 'tools/bin'}{os.pathsep}{os.environ['PATH']}")
+    workspace = Workspace(ws)
+    script = "; ".join(f"echo x >> {p} && echo 'WROTE {what}'" for what, p in planted.items())
+    out = bash(workspace, script)
+    assert "WROTE" not in out, out
+    for p in planted.values():
+        with pytest.raises(WorkspaceError, match="read-only"):
+            write_file(workspace, p, "x")
+    # The rest stays a project: ordinary files next to them are written.
+    assert "WROTE" in bash(workspace, "echo x > src/app/main.py && echo WROTE")
+    assert write_file(workspace, "src/app/.git/info-note.txt", "x").startswith("Created")
