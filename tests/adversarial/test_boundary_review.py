@@ -191,3 +191,66 @@ def test_submodule_and_deeper_git_folders_envs_and_path_folders_are_read_only(
     # The rest stays a project: ordinary files next to them are written.
     assert "WROTE" in bash(workspace, "echo x > src/app/main.py && echo WROTE")
     assert write_file(workspace, "src/app/.git/info-note.txt", "x").startswith("Created")
+
+
+# ------------------------------------------------------------------ the store's journal
+
+
+_FORGE = """
+import os, shutil, sqlite3
+p = '/tmp/forge.db'
+c = sqlite3.connect(p)
+c.execute('pragma journal_mode=wal'); c.execute('pragma wal_autocheckpoint=0')
+c.execute('create table pwned(x)'); c.execute("insert into pwned values ('planted')")
+c.commit()
+for suffix in ('-wal', '-journal'):
+    try:
+        shutil.copy(p + '-wal', 'store.sqlite3' + suffix)
+        print('PLANTED' + suffix)
+    except OSError as exc:
+        print('refused', suffix, exc)
+"""
+
+_STORE_AS_USER = """
+import json, sqlite3, sys
+from jupyter_agent.session.store import Store
+from jupyter_agent.tools.builtin import sandbox_status
+from jupyter_agent.tools.builtin.shell import run_command
+ws = sys.argv[1]
+Store().close()
+r = run_command("python3 forge.py", cwd=ws, sandbox=sandbox_status(), timeout=60)
+store = Store()
+mode = store.journal_mode
+store.close()
+tables = [t[0] for t in sqlite3.connect(ws + "/store.sqlite3").execute(
+    "select name from sqlite_master")]
+print(json.dumps({"out": r.output, "tables": tables, "mode": mode}))
+"""
+
+
+@as_nobody_too
+def test_a_journal_planted_beside_a_closed_store_cannot_replace_it(
+        sandboxed: None, place: Path, who: str) -> None:
+    """When the store's folder is the workspace, only the store's files that existed were
+    covered; a closed store has no ``-wal``, so a command planted one (the WAL of a database
+    it made itself) and SQLite replayed it at the next open: the whole store was the
+    command's. The store's files are now created empty before the command and covered."""
+    import json
+    import subprocess
+    import sys
+
+    ws = place / "agent-home"
+    ws.mkdir()
+    (ws / "forge.py").write_text(_FORGE)
+    _own(place, who)
+    env = {k: v for k, v in os.environ.items() if k not in _b._JUPYTER_VARS}
+    env.update(HOME=str(place), JUPYTER_AGENT_HOME=str(ws), PYTHONPATH=str(_b.REPO))
+    prefix = ([] if who == "self" else ["setpriv", f"--reuid={_b.NOBODY}",
+                                        f"--regid={_b.NOBODY}", "--clear-groups"])
+    done = subprocess.run([*prefix, sys.executable, "-c", _STORE_AS_USER, str(ws)], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "PLANTED" not in got["out"], got["out"]
+    assert "pwned" not in got["tables"] and "sessions" in got["tables"], got
+    assert got["mode"] == "wal"  # the empty covers left the store usable, in WAL mode

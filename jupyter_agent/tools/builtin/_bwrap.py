@@ -230,8 +230,8 @@ def _user_args(userns: bool) -> list[str]:
 
 
 def _make_coverable(b: Boundary) -> None:
-    """Create the two protected folders a command could otherwise create first: a mount needs
-    an existing path. The store folder (0700, as the store makes it): a store planted before
+    """Create the protected paths a command could otherwise create first: a mount needs an
+    existing path. The store folder (0700, as the store makes it): a store planted before
     the first open would be opened and trusted. A repository's missing ``.git/hooks`` (git
     makes it at ``init``): a hook planted there would run at the next commit."""
     missing = [p for p in b.read_only if os.path.basename(p) == "hooks"
@@ -244,6 +244,16 @@ def _make_coverable(b: Boundary) -> None:
                 os.makedirs(path, mode=0o700 if path == b.store_dir else 0o755)
             except OSError:
                 pass
+    # The store's files, when its folder is the workspace: a ``-wal`` or ``-journal`` planted
+    # beside a closed store is replayed into it at the next open (a whole forged database). An
+    # empty file (what SQLite itself leaves) can be covered; SQLite treats it as no journal.
+    if b.store_dir == b.root:
+        for path in b.hidden_files:
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                                 0o600))
+            except OSError:
+                pass  # it exists (covered as it is), or the folder is gone
 
 
 def _workspace_binds(ws: str) -> list[str]:
