@@ -254,3 +254,52 @@ def test_a_journal_planted_beside_a_closed_store_cannot_replace_it(
     assert "PLANTED" not in got["out"], got["out"]
     assert "pwned" not in got["tables"] and "sessions" in got["tables"], got
     assert got["mode"] == "wal"  # the empty covers left the store usable, in WAL mode
+
+
+# ------------------------------------------------------------------ modules in the kernel's folder
+
+
+_KERNEL_LIKE = """
+import sys
+from jupyter_agent.tools.builtin import Workspace, make_builtin_functions
+assert sys.path[0] == ''  # like IPython: the working folder is imported from first
+tools = make_builtin_functions(Workspace('.'))
+print(tools['bash'](sys.argv[1]))
+for path in ('colorsys.py', 'httpx/__init__.py'):
+    try:
+        print(tools['write_file'](path, 'open("MARKER-' + path[:3] + '", "w")'))
+    except Exception as exc:
+        print('REFUSED', exc)
+"""
+
+
+def test_a_module_planted_in_the_kernels_folder_never_shadows_an_installed_one(
+        sandboxed: None, tmp_path: Path) -> None:
+    """The kernel imports from its working folder first, and that folder is the workspace: a
+    command wrote ``colorsys.py`` (or ``pandas/__init__.py``, ``jupyter_agent.py``) there, and
+    the next ``import colorsys`` in the kernel (the next cell, or ``%load_ext jupyter_agent``
+    at the next start) ran it unsandboxed, with the key. A new module there that shadows an
+    importable one is now renamed after the call (the result says so), and ``write_file``
+    refuses one; a module that shadows nothing stays."""
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(_b.REPO)}
+    plant = ("echo 'open(\"MARKER-bash\", \"w\")' > colorsys.py; mkdir json2 pandas; "
+             "touch pandas/__init__.py; echo 'x = 1' > helpers.py; echo planted")
+    done = subprocess.run([sys.executable, "-c", _KERNEL_LIKE, plant], cwd=ws, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    # The next kernel start imports the real modules.
+    nxt = subprocess.run([sys.executable, "-c", "import colorsys, httpx, helpers; "
+                          "print(colorsys.__file__)"], cwd=ws, env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert not list(ws.glob("MARKER-*")), "a planted module ran at the next import"
+    assert nxt.returncode == 0, nxt.stderr
+    assert str(ws) not in nxt.stdout
+    assert "planted" in done.stdout
+    assert "would shadow the module 'colorsys'" in done.stdout, done.stdout
+    assert done.stdout.count("REFUSED") == 2, done.stdout
+    assert (ws / "helpers.py").exists() and (ws / "colorsys.py.blocked").exists()

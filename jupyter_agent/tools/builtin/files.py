@@ -31,6 +31,7 @@ from jupyter_agent.tools.builtin._search import (  # re-exported: files.py is th
     SKIPPED_DIRS,
     search_files,
 )
+from jupyter_agent.tools.builtin._shadow import shadowed_by_write
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
 __all__ = [
@@ -171,6 +172,12 @@ def write_file(workspace: Workspace, path: str, content: str) -> str:
     target = workspace.resolve(path)
     workspace.check_write(target)
     shown = workspace.relative(target)
+    shadowed = shadowed_by_write(str(workspace.root), str(target))
+    if shadowed:
+        raise WorkspaceError(
+            f"{shown!r} is refused: the kernel imports from this folder first, so it would "
+            f"shadow the module {shadowed!r} and run in the kernel at its next import; use "
+            "another name.")
     if target == workspace.root or target.is_dir():
         raise WorkspaceError(f"{shown!r} is a directory; give a file path.")
     # Everything happens relative to the parent folder opened without following a symlink: a
