@@ -57,8 +57,9 @@ def shadowed_by_write(root: str, target: str) -> str | None:
     for folder in _import_folders(root):
         parent, name = os.path.split(target)
         if parent == folder:
-            if _module_name_of_file(name) is not None:
-                return _shadows(folder, _module_name_of_file(name))
+            module = _module_name_of_file(name)
+            if module is not None:
+                return _shadows(folder, module)
         elif os.path.dirname(parent) == folder and _module_name_of_file(name) == "__init__":
             package = os.path.basename(parent)
             if package.isidentifier():
