@@ -303,3 +303,27 @@ def test_a_module_planted_in_the_kernels_folder_never_shadows_an_installed_one(
     assert "would shadow the module 'colorsys'" in done.stdout, done.stdout
     assert done.stdout.count("REFUSED") == 2, done.stdout
     assert (ws / "helpers.py").exists() and (ws / "colorsys.py.blocked").exists()
+
+
+# ------------------------------------------------------------------ memory through tmpfs
+
+
+@as_nobody_too
+def test_files_in_memory_are_capped_like_memory(sandboxed: None, place: Path, who: str) -> None:
+    """``/tmp``, ``/dev/shm`` and ``/dev`` are tmpfs, whose files are memory the per-process
+    address-space limit does not count: with a 64 MB limit a command kept 200 MB there (each
+    tmpfs would take half the host's RAM). Each is now capped at the memory figure, and
+    ``/dev`` is read-only (its devices still work)."""
+    ws = place / "ws"
+    ws.mkdir()
+    _own(place, who)
+    out = sandboxed_bash(ws, "head -c 100M /dev/zero > /tmp/big && echo TMP-FULL; "
+                             "head -c 100M /dev/zero > /dev/shm/big && echo SHM-FULL; "
+                             "head -c 1M /dev/zero > /dev/big && echo DEV-FULL; "
+                             "echo x > /dev/null && echo NULL-WORKS; "
+                             "rm /tmp/big; head -c 1M /dev/zero > /tmp/small && echo SMALL-OK",
+                         who, env={"JUPYTER_AGENT_SANDBOX_MEMORY_MB": "64"})
+    assert "FULL" not in out, out
+    assert "No space left on device" in out and "Read-only file system" in out, out
+    assert "NULL-WORKS" in out
+    assert "SMALL-OK" in out

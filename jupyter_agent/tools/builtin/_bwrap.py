@@ -284,9 +284,36 @@ def _workspace_binds(ws: str) -> list[str]:
     return args
 
 
+_size_cache: dict[str, bool] = {}
+
+
+def _takes_size(bwrap: str) -> bool:
+    """Whether this bubblewrap has ``--size`` (0.6 and later) to cap a tmpfs."""
+    if bwrap not in _size_cache:
+        try:
+            done = subprocess.run([bwrap, "--help"], capture_output=True, text=True,
+                                  timeout=_PROBE_TIMEOUT, check=False)
+            _size_cache[bwrap] = "--size" in done.stdout + done.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            _size_cache[bwrap] = False
+    return _size_cache[bwrap]
+
+
+def _tmpfs(bwrap: str, path: str, tmp_mb: int | None) -> list[str]:
+    """A private tmpfs at ``path``, at most ``tmp_mb`` MB: its files are memory, which the
+    per-process limit does not count (a command could fill the host's RAM through it)."""
+    if tmp_mb is not None and _takes_size(bwrap):
+        return ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", path]
+    return ["--tmpfs", path]
+
+
 def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
-                  userns: bool = True, seccomp_fd: int | None = None) -> list[str]:
+                  userns: bool = True, seccomp_fd: int | None = None,
+                  tmp_mb: int | None = None) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
+
+    ``tmp_mb`` caps each of the two memory-backed folders (``/tmp``, ``/dev/shm``; ``/dev``
+    itself is read-only), when bubblewrap can.
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
     workspace under ``/tmp`` is bound on top of it; after the workspace come the parts of it
@@ -303,7 +330,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         args.append("--unshare-net")
         if seccomp_fd is not None:  # no Unix sockets either (``_seccomp``)
             args += ["--seccomp", str(seccomp_fd)]
-    args += ["--tmpfs", "/tmp"]
+    args += _tmpfs(bwrap, "/tmp", tmp_mb)
     args += _system_binds()
     for path, is_dir in _etc_hidden():
         args += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
@@ -319,5 +346,5 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
     # kernel's command is uid 0, and proc files that check only the file mode would take its
     # writes (PCI config space in /proc/bus/pci, IRQ affinity, ACPI wakeup, CIFS settings).
     args += ["--proc", "/proc", *_proc_covers(), "--remount-ro", "/proc", "--dev", "/dev",
-             "--chdir", ws]
+             *_tmpfs(bwrap, "/dev/shm", tmp_mb), "--remount-ro", "/dev", "--chdir", ws]
     return args

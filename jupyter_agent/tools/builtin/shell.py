@@ -147,7 +147,8 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         memory_mb, processes = limits()
         seccomp_fd = None if allow_network else filter_fd()
         argv = [*bwrap_command(sandbox.bwrap, root, allow_network=allow_network,
-                               userns=sandbox.userns, seccomp_fd=seccomp_fd),
+                               userns=sandbox.userns, seccomp_fd=seccomp_fd,
+                               tmp_mb=memory_mb),
                 "bash", "-c", ulimit_prefix(memory_mb, processes) + _COUNTING_WRAPPER, "bash",
                 command]
         group = PidsGroup.create(processes)
