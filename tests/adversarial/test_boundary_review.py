@@ -34,7 +34,7 @@ sandboxed_bash = _b.sandboxed_bash
 # ------------------------------------------------------------------ a system folder as workspace
 
 
-@pytest.mark.parametrize("root", ["/", "/var", "/home", "/sys/kernel"])
+@pytest.mark.parametrize("root", ["/", "/var", "/home", "/tmp", "/sys/kernel"])
 def test_a_system_folder_is_never_a_workspace(sandboxed: None, root: str) -> None:
     """A notebook at ``/`` (a root container started from the top) made ``/`` the workspace:
     bound read-write into the sandbox, it brought back ``/sys`` (cgroup ``release_agent``),

@@ -43,9 +43,10 @@ def _inside(path: str, folder: str) -> bool:
 # Folders of the system itself. A workspace that is one of them (or ``/``, which holds them all)
 # would be bound read-write into the sandbox over the allow-list: ``/sys`` and cgroups, ``/boot``,
 # ``/var`` (package scripts, cron), every user's home; a root kernel's command could then run
-# code as host root. Inside the kernel's own file systems nothing is a project.
+# code as host root. ``/tmp`` is every program's (other kernels' connection files, with their
+# keys, can be there). Inside the kernel's own file systems nothing is a project.
 _SYSTEM_ROOTS = ("/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
-                 "/libx32", "/opt", "/proc", "/run", "/sbin", "/sys", "/usr", "/var")
+                 "/libx32", "/opt", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var")
 _NEVER_INSIDE = ("/boot", "/dev", "/proc", "/run", "/sys")
 
 
