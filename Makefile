@@ -76,7 +76,7 @@ system-packages:
 sandbox-packages:
 	$(call apt_install,bubblewrap)
 
-# ruff everywhere; mypy (strict) over the modules pyproject.toml's [tool.mypy] lists.
+# ruff everywhere; mypy (strict) over the whole package (pyproject.toml [tool.mypy]).
 lint: $(STAMP)
 	$(BIN)/ruff check jupyter_agent tests bench
 	$(BIN)/mypy

@@ -18,11 +18,11 @@ import shlex
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument
 
 from . import flags
 from .batch.spec import ENGINES, MATCH_MODES, MAX_CONCURRENCY
 from .errors import JupyterAgentError
+from .magic_args import argument
 
 __all__ = ["batch_arguments", "refuse_batch_flags", "run_batch_cell"]
 

@@ -11,13 +11,13 @@ from typing import Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
 from .batch_magic import batch_arguments, refuse_batch_flags, run_batch_cell
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
+from .magic_args import argument, magic_arguments, parse_argstring
 
 __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
@@ -152,7 +152,7 @@ class AgentMagics(Magics):
         from . import config
 
         if change["name"] == "api_key" and change["new"] not in ("", _MASK):
-            config.settings.api_key = change["new"]  # type: ignore[assignment]
+            config.settings.api_key = change["new"]
             # Never keep the key on the trait: `%config AgentMagics` would print it.
             self.api_key = _MASK
         self._sync_settings()

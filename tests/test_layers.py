@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("edge", [
         "__init__.py",          # the public API, imported lazily
         "magics.py",            # %%chat, %%toolloop, %%plan, %agent
+        "magic_args.py",        # IPython's magic_arguments decorators, typed
         "flags.py",             # value checks of magic flags
         "commands/",            # every %agent command
         "replay/notebooks.py",  # tutorial helpers: run notebooks in kernels,

@@ -20,11 +20,19 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from ..answers import WaitingAsk
 from ..errors import ResumeError
 from ..events import AskPending
+from ..llm.structured import SCHEMA_RETRIES
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision
 from .limits import MAX_ROUNDS
@@ -136,11 +144,19 @@ class ToolloopOptions(_Model):
 class PlanOptions(_Model):
     """The loop options of a ``%%plan`` run, used again by its resume."""
 
-    system: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
     stream: bool = True
     max_rounds: int = PLAN_MAX_ROUNDS
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_system(cls, data: Any) -> Any:
+        # Records saved before this field went carry ``system`` (never read on resume: the
+        # system prompt is in the saved messages); they still load.
+        if isinstance(data, dict) and "system" in data:
+            return {k: v for k, v in data.items() if k != "system"}
+        return data
 
 
 class _PendingBase(_Model):
@@ -159,6 +175,10 @@ class _PendingBase(_Model):
     """Model requests made so far (a resume numbers on from here, within the same budget)."""
     persisted: int = 0
     """Leading ``turn_messages`` already written to the session."""
+    output: dict[str, Any] | None = None
+    """A typed run's JSON schema: its resume checks the final answer again (in another
+    kernel ``run.output`` is then a dict; in the same one, the model class kept aside)."""
+    schema_retries: int = SCHEMA_RETRIES
     card: QuestionCard | ApprovalCard = Field(discriminator="kind")
     """The card shown; its ``call_id`` is the run's."""
 

@@ -19,7 +19,8 @@ A run suspended on a cassette's client continues on that client in this process
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..answers import Answer, AnswerSource, WaitingAsk
 from ..errors import ParameterError, ResumeError
@@ -124,7 +125,7 @@ def settle(p: TurnContext, run: Run) -> Run:
 
 
 def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store: Any = "default",
-           listeners: list[Callable[[BaseEvent], None]] | None = None,
+           listeners: Sequence[Callable[[BaseEvent], None]] | None = None,
            expected_call_id: str | None = None, client: ModelClient | None = None,
            answers: AnswerSource | None = None) -> Run:
     """Answer a suspended run and continue it.
@@ -152,14 +153,9 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
     return settle(p, run)
 
 
-def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
-            listeners: list[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
-            client: ModelClient | None, answers: AnswerSource | None
-            ) -> tuple[TurnContext, Run]:
-    """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
-    from ..clients.factory import turn_client
-    from ..clients.turn_client import bind_client
-
+def _waiting_run(store: Any, run_id: str | None) -> tuple[Any, str]:
+    """The store (``"default"``: the process-wide one) and the run to resume (``None``: the
+    newest waiting one)."""
     if store == "default":
         from ..session import default_store
 
@@ -171,18 +167,37 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
         if not waiting:
             raise ResumeError("No run is waiting for an answer.")
         run_id = waiting[-1].run_id
+    return store, run_id
+
+
+def _check_answer(store: Any, run_id: str, answer: Answer) -> None:
+    """Refuse, before the claim, an answer the waiting card cannot take (an option it does
+    not have; in replay mode, another answer than the recorded one). A saved state this code
+    cannot read is refused here too, and stays waiting."""
     record = store.get_run(run_id)
     if record is None:
         raise ResumeError(f"No run {run_id!r} in the store.")
-    if record.pending:  # read before the claim: a state this code cannot read stays waiting
-        options = load_pending(record.pending, run_id).card.options
-        # No pending ask (answered, superseded): the claim below refuses it with the right
-        # message.
-        if (answer.how == "option" and options
-                and not (answer.option_index and 1 <= answer.option_index <= len(options))):
-            raise OptionOutOfRange(f"option must be between 1 and {len(options)}; nothing "
-                                   "changed.", parameters=("option",))
-        _as_recorded(load_pending(record.pending, run_id).waiting_ask(), answer, len(options))
+    if not record.pending:
+        return  # no pending ask (answered, superseded): the claim refuses it with the reason
+    pending = load_pending(record.pending, run_id)
+    options = pending.card.options
+    if (answer.how == "option" and options
+            and not (answer.option_index and 1 <= answer.option_index <= len(options))):
+        raise OptionOutOfRange(f"option must be between 1 and {len(options)}; nothing "
+                               "changed.", parameters=("option",))
+    _as_recorded(pending.waiting_ask(), answer, len(options))
+
+
+def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
+            listeners: Sequence[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
+            client: ModelClient | None, answers: AnswerSource | None
+            ) -> tuple[TurnContext, Run]:
+    """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
+    from ..clients.factory import turn_client
+    from ..clients.turn_client import bind_client
+
+    store, run_id = _waiting_run(store, run_id)
+    _check_answer(store, run_id, answer)
     raw = store.claim_pending(run_id, expected_call_id)
     if raw is None:
         raise ResumeError(_refusal(store, run_id, expected_call_id))
@@ -202,7 +217,12 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
     if answers is not None:
         tc = dataclasses.replace(tc, answers=answers)
     run.pending = None
-    opt = TurnOptions(session=run.session, history=0, store=store, listeners=listeners or [])
+    opt = TurnOptions(session=run.session, history=0, store=store, listeners=list(listeners or []),
+                      schema_retries=pending.schema_retries)
+    if held.output is not None or pending.output is not None:  # a typed run stays typed
+        from ..llm.structured import output_spec
+
+        opt.output = output_spec(held.output or pending.output)
     # The same opening as a new turn's; a store failing here ends the claimed run "error".
     p = open_turn(pending.kind, run.prompt, opt, tc, store=store, mode="agent", resuming=run,
                   persisted=pending.persisted)

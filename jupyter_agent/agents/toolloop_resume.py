@@ -72,8 +72,9 @@ def approval_suspender(p: TurnContext, setup: TurnSetup, options: ToolloopOption
             model=p.turn_client.answered_profile() or p.run.model,
             tools=[t.name for t in setup.tools], options=options, turn=setup.state(),
             turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds,
-            stopped=result.stopped)
-        HELD.keep(p.run.run_id, tools=setup.tools)
+            stopped=result.stopped, output=p.output.schema if p.output else None,
+            schema_retries=p.schema_retries)
+        HELD.keep(p.run.run_id, tools=setup.tools, output=p.output)
         _show_card(p, pending)
 
     return on_result

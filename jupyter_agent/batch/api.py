@@ -160,10 +160,14 @@ def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | 
     if model is None:
         return [None]
     names = model.split(",") if isinstance(model, str) else list(model)
-    out = [n.strip() if isinstance(n, str) else n for n in names]
-    if not out or any(not isinstance(n, str) or not n for n in out):
+    out: list[str | None] = []
+    for n in names:
+        if not isinstance(n, str) or not n.strip():
+            raise ParameterError(f"model must name models (comma-separated), not {model!r}.")
+        out.append(n.strip())
+    if not out:
         raise ParameterError(f"model must name models (comma-separated), not {model!r}.")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[str, Any],
@@ -182,7 +186,8 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
     if options.get("output") is not None:
         from ..agents.turn.start import typed_output
 
-        typed_output(options["output"])  # a bad schema: one line before any item runs
+        # A bad schema: one line before any item runs; a good one made once for every item.
+        options["output"] = typed_output(options["output"])
     judge = fields.get("judge")
     if judge is not None and (not isinstance(judge, str) or not judge.strip()):
         raise ParameterError(f"judge must be the criteria as text, not {judge!r}.",
@@ -205,6 +210,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
         if len(models) > 1:
             raise ParameterError("client serves one model: pass clients per model, or one model.")
         clients[models[0]] = client
+    # ``kind`` is one of ``_OPTIONS``' keys (checked above), a str to mypy.
     return BatchSpec(kind=kind, template=template, inputs=inputs, models=models,  # type: ignore[arg-type]
                      options=options, clients=clients, namespace=namespace, **fields)
 
@@ -251,7 +257,9 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
             ``judge_score`` and ``judge_reason`` columns; with two models, also a win rate.
         judge_model: The judge's model (default: the batch's first model).
         **options: Options of the entry point (``system``, ``tools``, ``max_rounds``,
-            ``agent`` for a named agent...).
+            ``agent`` for a named agent...). ``output=Model`` makes every answer typed: the
+            results get one typed column per field and ``errors``; ``schema_retries`` and
+            ``cache=True`` as for a single run.
 
     Returns:
         A :class:`BatchResult` (a :class:`BatchRun` with ``wait=False``).

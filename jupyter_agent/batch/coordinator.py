@@ -31,7 +31,7 @@ from typing import Any, Callable
 from .control import Controller
 from .item import (
     FATAL_ERRORS,
-    OUTCOME_FIELDS,
+    KEPT_FIELDS,
     ItemTask,
     error_outcome,
     one_line,
@@ -133,7 +133,8 @@ class Coordinator:
     def outcome(self, value: Any) -> dict[str, Any]:
         """An item's outcome from what its worker returned (an exception included)."""
         if not isinstance(value, BaseException):
-            return value
+            outcome: dict[str, Any] = value  # what ``run_item`` returns
+            return outcome
         raw = error_outcome(one_line(value))
         if isinstance(value, FATAL_ERRORS):
             self.fatal = self.fatal or value
@@ -156,7 +157,7 @@ class Coordinator:
             fresh = [(item, raw) for item, raw in ended if item.position in self.running]
         if not fresh:
             return
-        rows = [(item, raw, {f: raw.get(f) for f in OUTCOME_FIELDS}) for item, raw in fresh]
+        rows = [(item, raw, {f: raw.get(f) for f in KEPT_FIELDS}) for item, raw in fresh]
         if self.store is not None:
             with self.store.transaction():
                 for item, raw, outcome in rows:
@@ -179,7 +180,7 @@ class Coordinator:
         it), and hand it to the coordinating thread to store."""
         raw = self.outcome(value)
         with self.lock:
-            self._count(item, {f: raw.get(f) for f in OUTCOME_FIELDS})
+            self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
             self.handed.append(time.monotonic())
         self.ended.put((item, raw))
 

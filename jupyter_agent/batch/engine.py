@@ -60,7 +60,8 @@ def _stored_outcome(store: Any, rec: Any) -> dict[str, Any] | None:
         return out
     events = store.get_events(rec.run_id)
     usage = [e for e in events if e.get("type") == "usage"]
-    end = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    end: dict[str, Any] = next(
+        (e for e in reversed(events) if e.get("type") == "run_finished"), {})
     out.update(status=run.status, answer=end.get("answer") or "", error=end.get("error"),
                rounds=int(end.get("rounds") or rec.rounds),
                input_tokens=sum(int(e.get("input_tokens") or 0) for e in usage),
@@ -118,8 +119,8 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             progress.counts["waiting"] -= 1
             progress.reuse(kept)
         elif item.error:
-            outcomes[item.position] = error_outcome(item.error)
-            progress.failed_early(outcomes[item.position])  # type: ignore[arg-type]
+            failed = outcomes[item.position] = error_outcome(item.error)
+            progress.failed_early(failed)
         else:
             todo.append(item)
     # Exported traces: one span for the batch, the items' runs its children (docs/tracing.md).

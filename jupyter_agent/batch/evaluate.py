@@ -88,6 +88,7 @@ def score_outcomes(outcomes: list[dict[str, Any]], items: list[Any], rows: list[
             out.append(None if is_missing(want) else float(matches(answer, want, match)))
             continue
         try:
+            # ``score`` takes one or two arguments (``arity``, read from its signature).
             value = score(answer) if arity == 1 else score(answer, dict(row))  # type: ignore[misc]
             out.append(_number(value))
         except Exception as exc:  # the user's function failed on this item: note it, go on

@@ -44,8 +44,7 @@ def load_inputs(over: Any, name: str = "over") -> Inputs:
     """Read ``over`` into rows; raise :class:`ParameterError` naming ``name`` for anything
     that is not a table or a list (a string, a dict, a number...)."""
     if _module(over) == "pandas" and hasattr(over, "columns") and hasattr(over, "to_dict"):
-        columns = list(over.columns)
-        return Inputs("pandas", over.to_dict("records"), columns, over)
+        return Inputs("pandas", over.to_dict("records"), list(over.columns), over)
     if _module(over) == "polars" and hasattr(over, "to_dicts") and hasattr(over, "columns"):
         return Inputs("polars", over.to_dicts(), list(over.columns), over)
     if isinstance(over, (str, bytes, Mapping)) or not isinstance(over, Iterable):

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
 __all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome", "store_run",
-           "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "one_line"]
+           "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
 
 FINISHED = frozenset({"done", "max_rounds", "incomplete"})
 """Statuses with an answer: a re-run keeps them (``rerun`` forces)."""
@@ -31,6 +31,9 @@ FATAL_ERRORS: tuple[type[Exception], ...] = (ConfigError, ToolError, ParameterEr
 """Mistakes that would fail every item alike (no key, unknown tool): they stop the batch."""
 OUTCOME_FIELDS = ("answer", "status", "rounds", "input_tokens", "output_tokens", "cost",
                   "seconds", "error", "run_id")
+KEPT_FIELDS = (*OUTCOME_FIELDS, "cached", "saved")
+"""What the coordinator keeps of an ended item: its columns, and for the card its rounds
+answered from the answer cache and what they saved."""
 _ENTRIES = {"chat": ("jupyter_agent.agents.chat", "chat"),
             "toolloop": ("jupyter_agent.agents.toolloop", "toolloop"),
             "plan": ("jupyter_agent.agents.plan.agent", "plan")}
@@ -65,18 +68,22 @@ def error_outcome(message: str, seconds: float = 0.0, run_id: str | None = None)
 
 
 def outcome_of(run: Any) -> dict[str, Any]:
-    """The results columns of a finished (or suspended) run."""
+    """The results columns of a finished (or suspended) run (and, for the card, its rounds
+    answered from the answer cache and what they saved)."""
+    footer = run.view.get("footer") or {}
     return {"answer": run.answer or "", "status": run.status, "rounds": run.rounds,
             "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
             "cost": float(run.cost), "seconds": round(float(run.seconds), 3),
-            "error": run.error, "run_id": run.run_id}
+            "error": run.error, "run_id": run.run_id,
+            "cached": int(footer.get("cached") or 0), "saved": float(footer.get("saved") or 0.0)}
 
 
 def _entry(kind: str) -> Callable[..., Any]:
     import importlib
 
     module, name = _ENTRIES[kind]
-    return getattr(importlib.import_module(module), name)
+    entry: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return entry
 
 
 def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | None = None,

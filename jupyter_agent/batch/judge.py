@@ -4,7 +4,9 @@ Each answered item gets one judge call: a typed answer (:class:`Verdict`: a scor
 :data:`SCALE` and a one-line reason) through the same ``chat()`` and schema check as any typed
 run, so a judge that answers off the scale is told so and asked again, and after that the item
 has no score (its reason says why). With two models, each row also gets one comparison call
-(:class:`Preference`: A, B or tie, and why), summed up as a win rate. Judge calls are priced
+(:class:`Preference`: A, B or tie, and why; every other row shows the two answers the other way
+round, so a judge that prefers the first answer it reads favours neither model), summed up as
+a win rate. Judge calls are priced
 and counted: their tokens and cost are part of the summary and of the batch's totals.
 """
 
@@ -115,16 +117,19 @@ def judge_outcomes(criteria: str, model: str, prompts: Sequence[str],
             return None
         return call(judge_prompt(criteria, prompts[i], str(o["answer"])), Verdict)
 
-    def pair(p: tuple[int, int]) -> Any:
-        a, b = (outcomes[p[0]], outcomes[p[1]])
+    def pair(k: int) -> Any:
+        first, second = pairs[k]
+        a, b = outcomes[first], outcomes[second]
         if a.get("status") not in answered or b.get("status") not in answered:
             return None
-        return call(_pair_prompt(criteria, prompts[p[0]], str(a.get("answer") or ""),
+        if k % 2:  # every other row the other way round: a judge's bias for "A" cancels out
+            a, b = b, a
+        return call(_pair_prompt(criteria, prompts[first], str(a.get("answer") or ""),
                                  str(b.get("answer") or "")), Preference)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         runs = list(pool.map(one, range(n)))
-        compared = list(pool.map(pair, pairs))
+        compared = list(pool.map(pair, range(len(pairs))))
     for i, run in enumerate(runs):
         if run is None:
             continue
@@ -137,12 +142,15 @@ def judge_outcomes(criteria: str, model: str, prompts: Sequence[str],
             summary.reasons[i] = f"judge: {run.error or run.status}"
     if pairs:
         wins = {"A": 0, "B": 0, "tie": 0}
-        for run in compared:
+        for k, run in enumerate(compared):
             if run is None:
                 continue
             _count(summary, run)
             if isinstance(run.output, Preference):
-                wins[run.output.better] += 1
+                better = run.output.better
+                if k % 2 and better != "tie":  # asked the other way round
+                    better = "B" if better == "A" else "A"
+                wins[better] += 1
         total = sum(wins.values())
         summary.pairwise = {
             "a": names[0], "b": names[1], "wins_a": wins["A"], "wins_b": wins["B"],

@@ -125,7 +125,7 @@ def chart_png(board: list[dict[str, Any]]) -> bytes | None:
     except ImportError:
         return None
     names = [str(r["model"]) for r in board]
-    panels = []
+    panels: list[tuple[str, list[float], list[float] | None]] = []
     if "accuracy" in board[0]:
         panels.append(("Accuracy", [r["accuracy"] or 0.0 for r in board], None))
     panels.append(("Cost", [r["cost"] for r in board], None))

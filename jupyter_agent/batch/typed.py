@@ -19,7 +19,7 @@ from typing import Any
 
 from ..llm.structured import Checked, OutputSpec
 
-__all__ = ["TypedColumns", "typed_columns", "field_answer", "apply_dtypes", "CHECKED"]
+__all__ = ["TypedColumns", "typed_columns", "apply_dtypes", "CHECKED"]
 
 CHECKED = frozenset({"done", "max_rounds", "incomplete", "invalid"})
 """Statuses whose answer is read back (``invalid``: what failed goes in ``errors``)."""
@@ -64,11 +64,6 @@ def _attr_of(model: Any, alias: str) -> str:
     return alias
 
 
-def field_answer(check: Checked | None, field: str) -> Any:
-    """The value ``--expect FIELD`` compares: that field of a valid answer, else ``None``."""
-    return _value(check, field)
-
-
 def _kind(annotation: Any) -> str:
     """The dtype family of a field's annotation."""
     origin = typing.get_origin(annotation)
@@ -99,12 +94,14 @@ def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
         import pandas as pd
     except ImportError:  # no pandas: the results are a list of records, nothing to type
         return frame
+    if not isinstance(frame, pd.DataFrame):  # a polars frame keeps polars' own inference
+        return frame
 
     for name, annotation in spec.fields:
         if name not in frame.columns:
             continue
         kind = _kind(annotation)
-        col = frame[name]
+        col: Any = frame[name]
         try:
             if kind == "datetime":
                 frame[name] = pd.to_datetime(col, utc=_aware(col))

@@ -6,7 +6,7 @@ hash of the API key: never the key itself), model, messages, tools, tool choice,
 parameters, stop words, response format (a typed answer's schema) and extra body fields;
 their canonical JSON is hashed into the entry's name.
 
-Each entry is one JSON file ``<data dir>/cache/<2 hex>/<digest>.json`` beside the store. It
+Each entry is one JSON file ``cache/<2 hex>/<digest>.json`` beside the session store. It
 holds the answer (text, reasoning, tool calls, finish reason, usage) with every known secret
 masked, the digest it answers, and a MAC of both made with the scope's secret part (a hash of
 the key, which is on no disk). A file edited by hand, cut short, moved under another name or
@@ -71,10 +71,12 @@ def cache_stats() -> CacheStats:
 
 
 def cache_dir() -> Path:
-    """Where the cache lives: ``cache/`` in the data directory, beside the store."""
-    from ..session.paths import default_data_dir
+    """Where the cache lives: ``cache/`` beside the process's session store (the data
+    directory; a recording's or a replay's scratch store while one runs, so a cassette is
+    recorded and replayed from an empty cache and never touches the user's)."""
+    from ..session.store import default_store
 
-    return default_data_dir() / "cache"
+    return default_store().path.parent / "cache"
 
 
 def request_digest(scope: str, request: ChatRequest) -> str:
@@ -133,7 +135,9 @@ class ResponseCache:
                  "mac": _mac(secret, digest, canon)}
         path = self._path(digest)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Private like the store beside it (docs/security.md): answers can hold user data.
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(entry, f, ensure_ascii=False)

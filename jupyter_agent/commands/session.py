@@ -112,7 +112,8 @@ def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     if args.agent:
         value = ns.get(args.agent)
         agent = value if isinstance(value, Agent) else resolve_agent(args.agent)
-        record = store.bind_agent(name, agent.name, agent.workspace)  # type: ignore[union-attr]
+        assert agent is not None  # resolve_agent gives None only for None, and args.agent is set
+        record = store.bind_agent(name, agent.name, agent.workspace)
     if args.model:
         record = store.bind_model(name, args.model)
     turns = len(store.list_turns(name))

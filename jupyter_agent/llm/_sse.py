@@ -57,9 +57,6 @@ class Deadline:
         """Seconds left (never negative)."""
         return max(0.0, self._end - time.monotonic())
 
-    def expired(self) -> bool:
-        return time.monotonic() >= self._end
-
     def check(self, grace: float = 0.0) -> None:
         """Raise :class:`DeadlineExceeded` when the deadline has passed, or is less than
         ``grace`` seconds away (a timeout set to the time left may fire a hair early)."""

@@ -62,7 +62,8 @@ def _type_name(title: str | None, fallback: str) -> str:
 class _Builder:
     def __init__(self, root: dict[str, Any]) -> None:
         self.defs = {**root.get("definitions", {}), **root.get("$defs", {})}
-        self.models: dict[str, type[BaseModel]] = {}
+        # Each $ref's annotation: its model class, or ``Any`` while a recursive ref is open.
+        self.models: dict[str, Any] = {}
 
     def annotation(self, node: Any, name: str) -> Any:
         if not isinstance(node, dict):
@@ -70,7 +71,7 @@ class _Builder:
         if "$ref" in node:
             ref = str(node["$ref"]).rsplit("/", 1)[-1]
             if ref not in self.models:
-                self.models[ref] = Any  # type: ignore[assignment]  # a recursive ref stays open
+                self.models[ref] = Any  # a recursive ref stays open
                 self.models[ref] = self.annotation(self.defs.get(ref, {}), ref)
             return self.models[ref]
         if node.get("enum"):
@@ -84,6 +85,7 @@ class _Builder:
         if isinstance(kind, list):
             return self.union([self.annotation({**node, "type": k}, name) for k in kind])
         if kind == "array":
+            # A type made at run time from the schema: mypy cannot check a computed item type.
             return list[self.annotation(node.get("items", {}), name + "Item")]  # type: ignore[misc]
         if kind == "object" or "properties" in node:
             if not node.get("properties"):

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from .._state import STATE
 from .json_text import parse_json_object
 from .schema_target import Target, make_target
 from .types import ChatRequest, ChatResponse
@@ -124,8 +126,16 @@ def _error_line(err: Any) -> str:
     return f"{where}: {msg}{got}" if where else f"{msg}{got}"
 
 
+_BY_CLASS: weakref.WeakKeyDictionary[type, OutputSpec] = STATE.slot(
+    "llm.output_specs", weakref.WeakKeyDictionary)
+"""The spec of each model class seen (a spec builds its JSON schema: about 1 ms, every turn)."""
+_BY_SCHEMA: dict[str, OutputSpec] = STATE.slot("llm.output_schemas", dict)
+_MAX_SCHEMAS = 64
+
+
 def output_spec(output: Any) -> OutputSpec:
-    """The spec of ``output``: a pydantic model class or a JSON schema dict.
+    """The spec of ``output``: a pydantic model class or a JSON schema dict (made once per
+    class or schema and kept: a batch's thousand items share one).
 
     Raises:
         TypeError: ``output`` is neither (the caller turns it into a parameter error).
@@ -133,6 +143,26 @@ def output_spec(output: Any) -> OutputSpec:
     """
     if isinstance(output, OutputSpec):
         return output
+    if isinstance(output, type):
+        found = _BY_CLASS.get(output)
+        if found is None:
+            found = _BY_CLASS[output] = _make_spec(output)
+        return found
+    if isinstance(output, dict):
+        try:
+            key = json.dumps(output, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return _make_spec(output)
+        found = _BY_SCHEMA.get(key)
+        if found is None:
+            if len(_BY_SCHEMA) >= _MAX_SCHEMAS:
+                _BY_SCHEMA.clear()
+            found = _BY_SCHEMA[key] = _make_spec(output)
+        return found
+    return _make_spec(output)
+
+
+def _make_spec(output: Any) -> OutputSpec:
     if isinstance(output, dict) and not ("properties" in output or output.get("type") == "object"):
         raise TypeError("output must be a pydantic model class or a JSON schema of an object")
     try:

@@ -8,7 +8,7 @@ objects and back on every round would only cost time.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
@@ -109,8 +109,6 @@ class ChatResponse(BaseModel):
             msg["tool_calls"] = [c.to_message_part() for c in self.tool_calls]
         return msg
 
-
-StreamKind = Literal["text", "reasoning", "tool_call", "tool_args"]
 
 StreamCallback = Callable[[str, dict[str, Any]], None]
 """``callback(kind, data)`` for stream deltas.

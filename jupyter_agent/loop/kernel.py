@@ -117,6 +117,43 @@ def _answer_of(assistant_messages: list[Message]) -> str:
     return ""
 
 
+class _DeltaRelay:
+    """A streamed response's deltas, as the round's events: text, reasoning, each tool call
+    announced under the id the run gives it (the response's id of each call announced while
+    streaming -> the run's id: :attr:`renamed`), its arguments, warnings, a retried stream."""
+
+    def __init__(self, rnd: int, emit: Callable[[BaseEvent], None], ids: CallIds,
+                 is_aborted: Callable[[], bool] | None) -> None:
+        self.rnd, self.emit, self.ids, self.is_aborted = rnd, emit, ids, is_aborted
+        self.renamed: dict[str, str] = {}
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        rnd, emit, renamed = self.rnd, self.emit, self.renamed
+        if self.is_aborted is not None and self.is_aborted():
+            # The abort races the stream: the client treats this like Ctrl-C (it closes
+            # the response and reports finish_reason "close").
+            raise KeyboardInterrupt
+        if kind == "text":
+            emit(TextDelta(round=rnd, text=data["text"]))
+        elif kind == "reasoning":
+            emit(ReasoningDelta(round=rnd, text=data["text"]))
+        elif kind == "tool_call":
+            cid = renamed.get(data["id"])
+            if cid is None:
+                cid = renamed[data["id"]] = self.ids.claim(data["id"])
+            emit(ToolCalled(round=rnd, call_id=cid, name=data["name"]))
+        elif kind == "tool_args":
+            cid = renamed.get(data["id"])
+            if cid is not None:
+                emit(ToolArgsDelta(round=rnd, call_id=cid, delta=data["delta"]))
+        elif kind == "warning":
+            emit(Warning_(message=data["message"]))
+        elif kind == "reset":
+            self.ids.release(renamed.values())  # the withdrawn attempt's calls are gone
+            renamed.clear()
+            emit(RoundRetried(round=rnd, reason="connection lost mid-stream"))
+
+
 class _LoopRun:
     """State of one kernel run (kept in an object so the phases stay small functions)."""
 
@@ -195,8 +232,14 @@ class _LoopRun:
         except KeyboardInterrupt:
             res.status = "aborted"
             self._answer_open_calls()
+        return self._finished()
+
+    def _finished(self) -> LoopResult:
+        """The result as the loop leaves it: an ask wins over abort and error; the answer is
+        the last assistant text when no stop hook set one."""
+        res = self.result
         if res.interactive is not None:
-            res.status = "ask"  # an ask wins over abort and error
+            res.status = "ask"
         res.messages = self.messages
         if res.status in ("done", "max_rounds", "incomplete", "aborted") and not res.answer:
             res.answer = _answer_of(res.assistant_messages)
@@ -249,44 +292,13 @@ class _LoopRun:
             temperature=cfg.temperature, top_p=None, max_tokens=cfg.max_tokens, stop=None,
             response_format=cfg.response_format, stream=cfg.stream, extra=cfg.extra,
         )
-        rnd = self.round
-        emit = self.emit
-        ids = self.ids
-        # The response's id of each call announced while streaming -> the run's id for it
-        # (the stream assembler makes ids unique within one response).
-        renamed: dict[str, str] = {}
-
-        is_aborted = self.hooks.is_aborted
-
-        def on_delta(kind: str, data: dict[str, Any]) -> None:
-            if is_aborted is not None and is_aborted():
-                # The abort races the stream: the client treats this like Ctrl-C (it closes
-                # the response and reports finish_reason "close").
-                raise KeyboardInterrupt
-            if kind == "text":
-                emit(TextDelta(round=rnd, text=data["text"]))
-            elif kind == "reasoning":
-                emit(ReasoningDelta(round=rnd, text=data["text"]))
-            elif kind == "tool_call":
-                cid = renamed.get(data["id"])
-                if cid is None:
-                    cid = renamed[data["id"]] = ids.claim(data["id"])
-                emit(ToolCalled(round=rnd, call_id=cid, name=data["name"]))
-            elif kind == "tool_args":
-                cid = renamed.get(data["id"])
-                if cid is not None:
-                    emit(ToolArgsDelta(round=rnd, call_id=cid, delta=data["delta"]))
-            elif kind == "warning":
-                emit(Warning_(message=data["message"]))
-            elif kind == "reset":
-                ids.release(renamed.values())  # the withdrawn attempt's calls are gone
-                renamed.clear()
-                emit(RoundRetried(round=rnd, reason="connection lost mid-stream"))
-
+        rnd, emit, ids = self.round, self.emit, self.ids
+        relay = _DeltaRelay(rnd, emit, ids, self.hooks.is_aborted)
         try:
-            resp = self.client.complete(req, on_delta)
+            resp = self.client.complete(req, relay)
         except KeyboardInterrupt:
             return None
+        renamed = relay.renamed
         # Every request made has an id, a failed one too (docs/behaviour.md §2.3): the
         # provider's, else a local one.
         self.result.request_ids.append(resp.request_id or f"local-{uuid.uuid4().hex[:16]}")

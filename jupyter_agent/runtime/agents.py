@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -97,10 +96,6 @@ class Agent(BaseModel):
         if value is None:
             return None
         return os.path.abspath(os.path.expanduser(value))
-
-    def workspace_path(self) -> Path | None:
-        """The workspace folder as an absolute path, or ``None`` for the default."""
-        return None if self.workspace is None else Path(self.workspace)
 
     def tool_names(self) -> list[str]:
         """The names of the agent's tools (for display and for saving with a suspended run)."""

@@ -23,6 +23,7 @@ from ..session.permissions import (
     Decision,
     PermissionPolicy,
     PermissionVerdict,
+    Remembered,
     denial_message,
 )
 from ..tools.builtin import sandbox_status
@@ -66,31 +67,36 @@ class PermissionContext:
     """Scripts: every ``ask`` is allowed without a card (hard denies still apply)."""
     no_prompts: bool = False
     """Sub-agents: every ``ask`` becomes a denial (nobody can answer a card)."""
-    memory: dict[str, str] = field(default_factory=dict)
+    memory: dict[str, Remembered] = field(default_factory=dict)
     waiting: list[dict[str, Any]] = field(default_factory=list)
     """Approval cards produced during the current round (a round may need several)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def session_memory(self) -> dict[str, str]:
+    def session_memory(self) -> dict[str, Remembered]:
         """Remembered ``allow``/``deny`` choices: the store's, then this run's on top."""
-        out: dict[str, str] = {}
-        if self.store is not None and self.session:
-            out.update(self.store.remembered_permissions(self.session))
+        out: dict[str, Remembered] = {}
+        stored = self.store.remembered_permissions(self.session) if (
+            self.store is not None and self.session) else {}
+        for name, decision in stored.items():  # the store's rows are text: keep the two kinds
+            if decision == "allow":
+                out[name] = "allow"
+            elif decision == "deny":
+                out[name] = "deny"
         out.update(self.memory)
-        return {k: v for k, v in out.items() if v in ("allow", "deny")}
+        return out
 
-    def remember(self, tool_name: str, decision: str) -> None:
+    def remember(self, tool_name: str, decision: Remembered) -> None:
         """Remember ``decision`` for the rest of the session (the store when there is one)."""
         self.memory[tool_name] = decision
         if self.store is not None and self.session:
-            self.store.remember_permission(self.session, tool_name, decision)  # type: ignore[arg-type]
+            self.store.remember_permission(self.session, tool_name, decision)
 
     def evaluate(self, tool: Any) -> PermissionVerdict:
         """The policy's verdict for a call of ``tool``."""
         return self.policy.evaluate(
             tool.name, is_user_tool=tool_origin(tool) == "user",
             requires_approval=bool(getattr(tool, "requires_approval", False)),
-            session_memory=self.session_memory(),  # type: ignore[arg-type]
+            session_memory=self.session_memory(),
             agent_overrides=self.overrides, read_only_workspace=self.read_only)
 
     def child(self) -> PermissionContext:

@@ -151,7 +151,7 @@ class Database:
             prepare_store_file(path)
             self.journal_mode = self._set_wal(self.connection())
             with self.write() as conn:
-                self.schema_version_found = migrate(conn)
+                migrate(conn)
         except (sqlite3.Error, OSError) as exc:
             self.close()
             raise open_failure(path, exc) from None

@@ -85,7 +85,7 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
         self.close()
 
 
-def _close_default(box: Box) -> None:
+def _close_default(box: Box[Store]) -> None:
     with _default_lock:
         store, box.value = box.value, None
     if store is not None:
@@ -93,7 +93,7 @@ def _close_default(box: Box) -> None:
 
 
 _default_lock = threading.Lock()
-_default: Box = STATE.slot("session.default_store", Box, reset=_close_default)
+_default: Box[Store] = STATE.slot("session.default_store", Box, reset=_close_default)
 """The process-wide store (``value``; ``None`` until first used)."""
 
 
@@ -106,7 +106,7 @@ def default_store() -> Store:
     with _default_lock:
         if _default.value is None:
             _default.value = Store()
-        return _default.value  # type: ignore[no-any-return]
+        return _default.value
 
 
 def reset_default_store() -> None:
@@ -123,4 +123,4 @@ def swap_default_store(store: Store | None) -> Store | None:
     """
     with _default_lock:
         previous, _default.value = _default.value, store
-        return previous  # type: ignore[no-any-return]
+        return previous

@@ -94,6 +94,10 @@ def invoke_with_usage(t: Tool[Any], arguments: str) -> tuple[ToolResult, list[An
 class Tool(Generic[F]):
     """A function the model may call. Build with :func:`tool`; call it like the function."""
 
+    origin: str = "user"
+    """Where it comes from (``user``: ``@tool``; ``builtin``, ``mcp``, ``spawn``): read by the
+    permission policy (``runtime.catalog.tag`` sets it)."""
+
     def __init__(
         self,
         fn: F,

@@ -183,6 +183,7 @@ class Exporting:
     def close(self) -> None:
         """Send what is left (not waiting for a receiver that is down) and stop."""
         try:
+            # the SDK's BatchSpanProcessor.shutdown carries no annotations
             self.processor.shutdown()  # type: ignore[no-untyped-call]
         except Exception:
             pass

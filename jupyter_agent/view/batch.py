@@ -56,6 +56,8 @@ def summary_line(view: dict[str, Any]) -> str:
     speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"
              f" · cost {view.get('cost', 0.0):.4f} · {view.get('rate', 0.0):.1f} items/min"
              f" · {view.get('elapsed', 0.0):.1f} s")
+    if view.get("cached"):
+        speed += f" · {view['cached']:,} cached (saved {float(view.get('saved') or 0.0):.4f})"
     if view.get("status") == "running" and view.get("eta") is not None:
         speed += f" · about {view['eta']:.1f} s left"
     return f"{counts}\n{speed}"
@@ -68,7 +70,7 @@ def _rows(view: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _status(view: dict[str, Any]) -> str:
-    state = view.get("status", "running")
+    state = str(view.get("status", "running"))
     return {"running": "running", "done": "finished", "stopped": "stopped",
             "error": "failed"}.get(state, state)
 

@@ -98,6 +98,23 @@ print(json.dumps({"confined": r.confined, "userns": getattr(status, "userns", No
 """
 
 
+_nobody_ok: list[str] = []
+
+
+def _nobody_can_import() -> str:
+    """Why ``nobody`` cannot run this checkout (empty when it can): a checkout or interpreter
+    under a private home folder is out of its reach."""
+    if not _nobody_ok:
+        done = subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             sys.executable, "-c", "import jupyter_agent.tools.builtin.shell"],
+            env={**os.environ, "PYTHONPATH": str(REPO), "HOME": "/tmp"}, capture_output=True,
+            text=True, timeout=60, check=False)
+        _nobody_ok.append("" if done.returncode == 0 else
+                          (done.stderr.strip().splitlines() or ["?"])[-1])
+    return _nobody_ok[0]
+
+
 def sandboxed_bash(ws: Path, command: str, who: str, *, home: Path | None = None,
                    env: dict[str, str] | None = None) -> str:
     """Run ``command`` in the sandbox as ``who`` ("self": in this process; "nobody": in a
@@ -114,6 +131,9 @@ def sandboxed_bash(ws: Path, command: str, who: str, *, home: Path | None = None
             os.environ.update(saved)
         assert r.confined
         return r.output
+    why = _nobody_can_import()
+    if why:
+        pytest.skip(f"nobody cannot run this checkout here: {why}")
     child_env = {k: v for k, v in os.environ.items() if k not in _JUPYTER_VARS}
     child_env.update(env or {})
     child_env.update(HOME=str(home or ws), PYTHONPATH=str(REPO),
@@ -259,6 +279,18 @@ def test_bash_cannot_write_the_store_in_the_workspace(sandboxed: None, tmp_path:
     out = sandboxed_bash(ws, _INSERT.format(db=db, folder=folder), "self")
     assert "INSERTED" not in out and "END" in out, out
     assert db.read_bytes() == before
+    # A planted write-ahead log would be replayed into the store at its next open.
+    for suffix in ("-wal", "-shm"):
+        companion = db.with_name(db.name + suffix)
+        if companion.exists():
+            companion.unlink()  # as after the last connection closed
+    sandboxed_bash(ws, f"echo planted > {db}-wal; echo planted > {db}-shm", "self")
+    for suffix in ("-wal", "-shm"):
+        companion = db.with_name(db.name + suffix)
+        assert not companion.exists() or b"planted" not in companion.read_bytes()
+    reopened = Store()  # the empty -wal and -shm made to cover them are harmless
+    assert reopened.path == db
+    reopened.close()
     with sqlite3.connect(db) as conn:
         tables = {r[0] for r in conn.execute("select name from sqlite_master")}
     assert "pwned" not in tables
@@ -549,3 +581,51 @@ def test_a_damaged_store_is_one_line_in_a_cell(tmp_path: Path, server: object,
     lines = [line for line in shown.splitlines() if str(folder) in line]
     assert len(lines) == 1 and "JUPYTER_AGENT_HOME" in lines[0], shown
     assert (folder / "store.sqlite3").read_bytes() == b"garbage, not sqlite\n" * 50
+
+
+_PY_ATTACK = """
+import os
+found = []
+for path in {paths!r}:
+    try:
+        found.append(open(path).read().strip())
+    except OSError as e:
+        found.append('refused')
+try:
+    os.close(os.open('/proc/sys/kernel/core_pattern', os.O_WRONLY | os.O_APPEND))
+    found.append('sysctl-open')
+except OSError:
+    found.append('sysctl-refused')
+found
+"""
+
+
+def test_sandbox_python_runs_inside_the_same_sandbox(sandboxed: None, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_agent.agents.sandbox import run_python_code
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE-SECRET")
+    home_key = tmp_path / "home" / ".ssh" / "id_rsa"
+    home_key.parent.mkdir(parents=True)
+    home_key.write_text("KEY-SECRET")
+    code = _PY_ATTACK.format(paths=[str(outside), str(home_key)])
+    r = run_python_code(code, workspace=ws)
+    assert r.result == repr(["refused", "refused", "sysctl-refused"]), r
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "off")  # the sandbox is what refuses
+    r = run_python_code(code, workspace=ws)
+    assert r.result is not None and "OUTSIDE-SECRET" in r.result
+
+
+def test_sandbox_python_has_the_process_limit(sandboxed: None, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_agent.agents.sandbox import run_python_code
+
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX_PROCESSES", "30")
+    code = ("import os, time\nn = 0\nfor _ in range(100):\n    try:\n        pid = os.fork()\n"
+            "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n"
+            "        os._exit(0)\n    n += 1\nn")
+    r = run_python_code(code, workspace=tmp_path, timeout=30)
+    assert r.result is not None and int(r.result) < 30, r

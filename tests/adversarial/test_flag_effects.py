@@ -178,7 +178,7 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path
         "    word: str\n")
     assert ip.run_cell(setup).success
     yield ip
-    for name in ("docs", "qp", "qt", "ans", "probe", "other", "terse", "_agent_run", "Tk"):
+    for name in ("docs", "qp", "qt", "ans", "probe", "other", "terse", "_agent_run", "Tk", "BaseModel"):
         ip.user_ns.pop(name, None)
 
 

@@ -278,3 +278,14 @@ def test_a_model_without_native_tools_gets_a_bounded_grammar(server: ScriptedOpe
     props = rf["schema"]["properties"]
     assert props["summary"]["maxLength"] == GRAMMAR_MAX_STRING
     assert "maxLength" not in props["label"]  # an enum is bounded already
+
+
+def test_two_final_answer_calls_the_first_wins(server: ScriptedOpenAI, profiles: None) -> None:
+    register_profile(ModelProfile(name="plainjson", model="plain-model",
+                                  capabilities={"structured_output": False}))
+    other = {**json.loads(GOOD), "urgency": 9}
+    server.enqueue(tool_calls([call(FINAL_ANSWER_TOOL, json.loads(GOOD)),
+                               call(FINAL_ANSWER_TOOL, other)]))
+    run = chat("Invoice twice.", output=Ticket, model="plainjson")
+    assert run.status == "done" and run.output.urgency == 2  # type: ignore[union-attr]
+    assert len(server.requests) == 1 and run.tool_calls == []

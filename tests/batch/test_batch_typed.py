@@ -158,10 +158,17 @@ def test_two_models_are_compared_as_a_win_rate(srv: ScriptedOpenAI) -> None:
     res = batch("Say: {item}", ["a", "b", "c"], kind="chat", model="gpt-4.1-mini,gpt-4.1",
                 judge="Precise.", store=None)
     pw = res.view["judge"]["pairwise"]
-    assert pw == {**pw, "a": "gpt-4.1-mini", "b": "gpt-4.1", "wins_a": 3, "wins_b": 0,
-                  "compared": 3, "win_rate_a": 1.0}
+    # A judge that always says "A": every other row shows the answers the other way round,
+    # so its bias for the first answer splits between the models.
+    assert pw == {**pw, "a": "gpt-4.1-mini", "b": "gpt-4.1", "wins_a": 2, "wins_b": 1,
+                  "compared": 3}
+    assert pw["win_rate_a"] == pytest.approx(2 / 3)
     assert res.view["judge"]["calls"] == 6 + 3
-    assert "win rate 100%" in res.bundle()["text/plain"]
+    assert "win rate 67%" in res.bundle()["text/plain"]
+    pair_prompts = [b["messages"][-1]["content"] for b in srv.requests
+                    if "Which answer better" in b["messages"][-1]["content"]]
+    firsts = {p.split("Answer A:\n")[1].split("\n")[0] for p in pair_prompts}
+    assert firsts == {"an answer from gpt-4.1-mini", "an answer from gpt-4.1"}
 
 
 def test_judge_model_picks_the_judges_model(srv: ScriptedOpenAI) -> None:
@@ -181,6 +188,8 @@ def test_a_rerun_with_the_cache_sends_nothing(srv: ScriptedOpenAI) -> None:
     assert len(srv.requests) == sent
     assert again.results["urgency"].tolist() == first.results["urgency"].tolist()
     assert float(again.results["cost"].sum()) == 0.0
+    assert again.view["cached"] == 3 and first.view["cached"] == 0
+    assert "3 cached (saved" in again.bundle()["text/plain"]
 
 
 @pytest.fixture(scope="module")
@@ -222,3 +231,85 @@ def test_over_with_schema_judge_and_cache_through_the_magics(shell: InteractiveS
     _cell(shell, f"%%{magic} --over rows --schema Ticket --cache --rerun --out table\n"
                  "Classify: {text}")
     assert len(srv.requests) == sent  # every item from the cache
+
+
+# Each flag this feature adds, under --over: the flagged cell differs from its control in what
+# the row looks at (tests/adversarial/test_flag_effects.py does the same for plain cells).
+def _columns(t: Any, srv: ScriptedOpenAI) -> Any:
+    return sorted(t.columns)
+
+
+def _requests(t: Any, srv: ScriptedOpenAI) -> Any:
+    return len(srv.requests)
+
+
+def _judge_models(t: Any, srv: ScriptedOpenAI) -> Any:
+    return sorted({b["model"] for b in srv.requests
+                   if "strict judge" in b["messages"][-1]["content"]})
+
+
+OVER_CASES = [
+    ("--schema", "", "--schema Ticket", _columns),
+    ("--schema-retries", "--schema Ticket --rerun", "--schema Ticket --rerun --schema-retries 0",
+     _requests),
+    ("--cache", "--rerun", "--rerun --cache", _requests),
+    ("--judge", "", "--judge 'Names the problem.'", _columns),
+    ("--judge-model", "--judge x", "--judge x --judge-model gpt-4.1", _judge_models),
+]
+
+
+@pytest.mark.parametrize("flag,base,flagged,key", OVER_CASES, ids=[c[0] for c in OVER_CASES])
+def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpenAI, flag: str,
+                                       base: str, flagged: str, key: Any) -> None:
+    shell.user_ns["rows"] = pd.DataFrame({"text": ["My invoice is wrong", "Broken stuff"]})
+
+    def run(flags: str) -> Any:
+        srv.reset()
+        srv.default = judge_model([])
+        _cell(shell, f"%%chat --over rows {flags} --out table\nClassify: {{text}}")
+        return key(shell.user_ns["table"], srv)
+
+    if flag == "--cache":
+        _cell(shell, "%%chat --over rows --cache --out table\nClassify: {text}")  # fills it
+    first, second = run(base), run(base)
+    assert first == second, f"{flag}: the control runs differ"
+    assert run(flagged) != first, f"{flag} changed nothing under --over"
+
+
+@pytest.mark.parametrize("line,message", [
+    ("%%chat --schema Nope", "--schema: no variable named 'Nope'."),
+    ("%%chat --schema-retries 1", "--schema-retries needs --schema NAME."),
+    ("%%chat --schema rows", "--schema: output must be a pydantic model class or a JSON schema"),
+    ("%%chat --judge x", "--judge needs --over VAR (a batch)."),
+    ("%%chat --over rows --judge-model gpt-4.1", "judge_model needs judge"),
+])
+def test_mistakes_are_one_line_before_any_request(shell: InteractiveShell, srv: ScriptedOpenAI,
+                                                  line: str, message: str) -> None:
+    with capture_output():
+        result = shell.run_cell(f"{line}\nClassify this.")
+    assert message in str(result.error_in_exec)
+    assert srv.requests == []
+
+
+def test_config_cache_turns_it_on_for_every_cell(shell: InteractiveShell,
+                                                 srv: ScriptedOpenAI) -> None:
+    srv.default = text("ok")
+    try:
+        _cell(shell, "%config AgentMagics.cache = True")
+        for _ in range(2):
+            _cell(shell, "%%chat --no-history\nSame question.")
+        assert len(srv.requests) == 1
+        assert shell.user_ns["_agent_run"].view["footer"]["cached"] == 1
+    finally:
+        _cell(shell, "%config AgentMagics.cache = False")
+    _cell(shell, "%%chat --no-history\nSame question.")
+    assert len(srv.requests) == 2
+
+
+def test_a_polars_input_gives_polars_typed_columns(srv: ScriptedOpenAI) -> None:
+    pl = pytest.importorskip("polars")
+    res = batch("Classify: {text}", pl.DataFrame({"text": TEXTS[:2]}), kind="chat",
+                output=Ticket, store=None)
+    t = res.results
+    assert isinstance(t, pl.DataFrame)
+    assert t["urgency"].to_list() == [3, 5] and t["label"].to_list() == ["billing", "technical"]

@@ -155,3 +155,12 @@ def test_a_failed_call_is_not_cached(server: ScriptedOpenAI, fast_retries: None)
     assert chat("Hi.", cache=True).status == "error"
     assert chat("Hi.", cache=True).answer == "fine"
     assert _entries() and len(server.requests) == 2
+
+
+def test_entries_are_private(server: ScriptedOpenAI) -> None:
+    server.default = text("ok")
+    chat("Hi.", cache=True)
+    (entry,) = _entries()
+    assert entry.stat().st_mode & 0o777 == 0o600
+    assert cache_dir().stat().st_mode & 0o777 == 0o700
+    assert entry.parent.stat().st_mode & 0o777 == 0o700

@@ -33,6 +33,72 @@ def calling_abort_check() -> Callable[[], bool] | None:
     return _ABORT_CHECK.get()
 
 
+class _SessionWriter:
+    """Appends the turn's messages to the session round by round, so a crash mid-turn loses
+    nothing already finished: ``head`` (the user message, or a resumed turn's messages from
+    before its suspension) and then what the loop adds."""
+
+    def __init__(self, p: TurnContext, head: list[dict[str, Any]]) -> None:
+        self.p = p
+        self.head = head
+        self.written = p.persisted
+        """Leading messages of head + output already in the session (a resumed run counts on)."""
+
+    def persist(self, output: list[dict[str, Any]]) -> None:
+        p = self.p
+        if p.store is None or not p.run.session:
+            return
+        full = [*self.head, *output]
+        if len(full) > self.written:
+            # One transaction per round: the round's messages and its buffered events.
+            with p.store.transaction():
+                p.store.append_messages(p.run.session, p.turn_id, full[self.written:])
+                p.recorder.flush()
+            self.written = len(full)
+
+
+def _turn_hooks(p: TurnContext, hooks: LoopHooks, writer: _SessionWriter) -> LoopHooks:
+    """``hooks`` with the session written at each round's end, and aborted by the run's stop
+    button, the agent's own check or the caller's (``TurnOptions.is_aborted``)."""
+    run, user_hook, user_aborted, caller_aborted = (p.run, hooks.on_round_end, hooks.is_aborted,
+                                                    p.is_aborted)
+
+    def on_round_end(output: list[dict[str, Any]]) -> None:
+        writer.persist(output)
+        if user_hook is not None:
+            user_hook(output)
+
+    return dataclasses.replace(
+        hooks, on_round_end=on_round_end,
+        is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted())
+        or bool(caller_aborted and caller_aborted()))
+
+
+def _turn_config(p: TurnContext, cfg: LoopConfig) -> LoopConfig:
+    """``cfg`` with the run's used call ids reserved and a typed run's response format."""
+    run = p.run
+    # A resumed run's earlier calls keep their ids: a new call never takes one of them, even
+    # when context fitting dropped the message that carried it.
+    used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)
+    if used:
+        cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
+    if p.output is not None:
+        cfg = dataclasses.replace(cfg, response_format=p.output.response_format)
+    return cfg
+
+
+def _add_result(run: Run, result: LoopResult) -> None:
+    """What the loop did, added to the run (a resumed run adds to what it had)."""
+    run.messages = result.messages
+    run.tool_values.update(result.tool_values)
+    run.tool_records.extend(result.tool_records)
+    run.input_tokens += result.input_tokens
+    run.output_tokens += result.output_tokens
+    run.cost += result.cost
+    run.rounds += result.rounds
+    run.request_ids.extend(result.request_ids)
+
+
 def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
           *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None,
           persist_prefix: list[dict[str, Any]] | None = None, stopped: bool = False) -> Run:
@@ -46,51 +112,17 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
     call): no request is made and the run ends ``done`` (docs/behaviour.md §2.7).
     """
     run, recorder = p.run, p.recorder
-    head = (persist_prefix if persist_prefix is not None
-            else messages[persist_from:persist_from + 1])
-    # Leading messages of head + output already in the session (a resumed run counts on).
-    written = p.persisted
-
-    def persist(output: list[dict[str, Any]]) -> None:
-        # Written round by round, so a crash mid-turn loses nothing already finished.
-        nonlocal written
-        if p.store is None or not run.session:
-            return
-        full = [*head, *output]
-        if len(full) > written:
-            # One transaction per round: the round's messages and its buffered events.
-            with p.store.transaction():
-                p.store.append_messages(run.session, p.turn_id, full[written:])
-                recorder.flush()
-            written = len(full)
-
-    user_hook = hooks.on_round_end
-
-    def on_round_end(output: list[dict[str, Any]]) -> None:
-        persist(output)
-        if user_hook is not None:
-            user_hook(output)
-
-    user_aborted = hooks.is_aborted
-    caller_aborted = p.is_aborted
-    hooks = dataclasses.replace(
-        hooks, on_round_end=on_round_end,
-        is_aborted=lambda: run.abort_requested or bool(user_aborted and user_aborted())
-        or bool(caller_aborted and caller_aborted()))
-    # A resumed run's earlier calls keep their ids: a new call never takes one of them, even
-    # when context fitting dropped the message that carried it.
-    used = {e.call_id for e in run.events if isinstance(e, ToolCalled)} | set(run.tool_values)
-    if used:
-        cfg = dataclasses.replace(cfg, reserved_ids=cfg.reserved_ids | used)
-    if p.output is not None:
-        cfg = dataclasses.replace(cfg, response_format=p.output.response_format)
+    writer = _SessionWriter(p, persist_prefix if persist_prefix is not None
+                            else messages[persist_from:persist_from + 1])
+    hooks = _turn_hooks(p, hooks, writer)
+    cfg = _turn_config(p, cfg)
     # Whatever raises from here on (a hook, the store, Ctrl-C) ends the run "error"/"aborted".
     with recorder.finishing(lambda status: finish_turn(p, status)):
         with p.turn_client.reporting_to(recorder.emit), run.looping():
             # (a failover shows as a warning; a stop from another thread interrupts the loop)
             if stopped:
                 result = LoopResult(status="done", messages=list(messages), stopped=True,
-                                    answer=answer_of(list(head)))
+                                    answer=answer_of(list(writer.head)))
             else:
                 token = _ABORT_CHECK.set(hooks.is_aborted)
                 try:
@@ -99,21 +131,14 @@ def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks
                         result = _typed(p, p.output, result, cfg, hooks)
                 finally:
                     _ABORT_CHECK.reset(token)
-        run.messages = result.messages
-        run.tool_values.update(result.tool_values)
-        run.tool_records.extend(result.tool_records)
-        run.input_tokens += result.input_tokens
-        run.output_tokens += result.output_tokens
-        run.cost += result.cost
-        run.rounds += result.rounds
-        run.request_ids.extend(result.request_ids)
+        _add_result(run, result)
         if on_result is not None:
             on_result(result)  # may suspend the run (plan ask, approvals)
         if result.status != "ask":
-            persist(result.assistant_messages)
-        elif p.store is not None and run.pending is not None and written:
+            writer.persist(result.assistant_messages)
+        elif p.store is not None and run.pending is not None and writer.written:
             # The resume will save head + output again: tell it how much is already there.
-            run.pending.persisted = written
+            run.pending.persisted = writer.written
             p.store.suspend(run.run_id, run.pending.to_json(), call_id=run.pending.call_id)
         status = result.status
         # Also writes the status to the store (an ask was saved by ``suspend``).

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ...events import Warning_
 from ...llm.protocol import ModelClient
+from ...llm.structured import SCHEMA_RETRIES
 from ..run import Run, RunRecorder
 from .options import TurnOptions
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
     from ...llm.structured import OutputSpec
     from ...runtime.intent import IntentResult
+    from ...session.models import Mode
     from ...session.store import Store
 
 __all__ = ["TurnContext", "open_turn"]
@@ -48,7 +50,7 @@ class TurnContext:
     """The caller's abort check (:attr:`TurnOptions.is_aborted`)."""
     output: OutputSpec | None = None
     """What the final answer must be (:attr:`TurnOptions.output`, resolved)."""
-    schema_retries: int = 2
+    schema_retries: int = SCHEMA_RETRIES
 
     @property
     def client(self) -> ModelClient:
@@ -57,7 +59,7 @@ class TurnContext:
 
 
 def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store: Store | None,
-              mode: str = "ask", intent: IntentResult | None = None, agent: str | None = None,
+              mode: Mode = "ask", intent: IntentResult | None = None, agent: str | None = None,
               resuming: Run | None = None, persisted: int = 0) -> TurnContext:
     """Open a turn: a new run's first, or the turn an answer adds to the suspended run
     ``resuming``.

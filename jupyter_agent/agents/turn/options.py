@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ...events import BaseEvent
 from ...llm.protocol import ModelClient
+from ...llm.structured import SCHEMA_RETRIES
 
 if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
@@ -78,7 +79,7 @@ class TurnOptions:
     output: Any = None
     """A typed answer: a pydantic model class or a JSON schema dict (``--schema``). The run's
     ``output`` is then the validated instance (docs/behaviour.md §10.14)."""
-    schema_retries: int = 2
+    schema_retries: int = SCHEMA_RETRIES
     """Times an answer that does not validate is sent back with its errors; then the run ends
     ``invalid``."""
     cache: bool | None = None

@@ -15,6 +15,7 @@ from ...runtime.intent import (
     INTENT_RULES,
     IntentResult,
     IntentRules,
+    as_category,
     intent_by_rules,
 )
 
@@ -36,9 +37,9 @@ def intent_by_model(text: str, rules: IntentRules | None = None, *, model: str |
     rules = rules or INTENT_RULES
     result = classify(text, {c: CATEGORY_DESCRIPTIONS[c] for c in CATEGORIES}, model=model,
                       client=client)
-    category = "unknown" if result.fallback else result.category
+    category = "unknown" if result.fallback else as_category(result.category)
     hits = rules.matches(text).get(category, [])
-    return IntentResult(category=category, confidence=0.0 if category == "unknown" else 0.8,  # type: ignore[arg-type]
+    return IntentResult(category=category, confidence=0.0 if category == "unknown" else 0.8,
                         keywords=hits, source="model",
                         needs_tools=category in rules.needs_tools)
 

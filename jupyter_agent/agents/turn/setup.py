@@ -220,8 +220,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         if picked is not None:
             agent, source = picked, "intent"
     workspace = _default_workspace(agent, record.workspace if record is not None else None)
-    if source == "user" and store is not None and opt.session:
-        store.bind_agent(opt.session, agent.name, agent.workspace)  # type: ignore[union-attr]
+    if chosen is not None and store is not None and opt.session:
+        store.bind_agent(opt.session, chosen.name, chosen.workspace)
     if agent is not None and agent.model:
         opt.agent_model = agent.model
     permissions = PermissionContext(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ParameterError, ToolError
 from ...events import UsageRecorded
@@ -49,6 +49,9 @@ from .open import TurnContext, open_turn
 from .options import TurnOptions, client_of, profile_of, store_of
 from .recognize import recognize_intent
 from .setup import TurnSetup, restore_turn, setup_turn
+
+if TYPE_CHECKING:
+    from ...session.models import Mode
 
 __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
 
@@ -109,7 +112,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     setup: TurnSetup | None = None
     intent: IntentResult | None
     if kind == "chat":
-        mode = "search" if opt.knowledge is not None else "ask"
+        mode: Mode = "search" if opt.knowledge is not None else "ask"
         intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode
     else:
         mode = "agent"

@@ -27,6 +27,7 @@ import site
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["Boundary", "CASSETTE_SUFFIX", "boundary_for", "system_workspace_reason"]
 
@@ -311,21 +312,38 @@ def _dot_link_targets(homes: Iterable[str], ws: str) -> Iterable[str]:
                 yield target
 
 
+_ENV_KEYS = ("HOME", "JUPYTER_AGENT_HOME", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
+             "JUPYTER_RUNTIME_DIR", "JUPYTER_PLATFORM_DIRS", "JUPYTER_NO_CONFIG", "IPYTHONDIR",
+             "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")
+
+
+@lru_cache(maxsize=8)
+def _process_wide(_env: tuple[str | None, ...]) -> tuple[tuple[str, ...], tuple[str, ...],
+                                                         tuple[str, ...], str, tuple[str, ...]]:
+    """(homes, state folders, Python folders, store folder, store files) for one set of the
+    environment variables they depend on (``_env``, the cache key): about a millisecond of
+    path lookups that every file-tool call would otherwise repeat."""
+    store_dir, store_files = _store()
+    return (tuple(sorted(_homes())), tuple(_state_dirs()), tuple(_python_dirs()), store_dir,
+            tuple(store_files))
+
+
 def boundary_for(root: str | os.PathLike[str]) -> Boundary:
     """The hidden and read-only parts of the workspace at ``root`` (canonical)."""
     ws = _real(root)
-    homes = tuple(sorted(h for h in _homes() if _inside(h, ws)))
+    all_homes, state_dirs, python_dirs, store_dir, store_files = _process_wide(
+        tuple(os.environ.get(k) for k in _ENV_KEYS))
+    homes = tuple(h for h in all_homes if _inside(h, ws))
     # A dotfile that is a symlink (``~/.bashrc -> dotfiles/bashrc``) hides its target too.
-    hidden = {d for d in [*_state_dirs(), *_dot_link_targets(homes, ws)]
+    hidden = {d for d in [*state_dirs, *_dot_link_targets(homes, ws)]
               if not _inside(ws, d) and not any(_inside(h, d) for h in homes)}
     projects, envs = _scan(ws)
-    read_only = sorted({*_python_dirs(), *(_real(p) for p in _git_paths(projects)),
+    read_only = sorted({*python_dirs, *(_real(p) for p in _git_paths(projects)),
                         *(_real(v) for v in envs), *(_real(p) for p in _path_dirs(homes))})
     # A folder that holds the workspace cannot be read-only inside it: that would make the
     # whole workspace read-only (a kernel started from its own prefix). Keep only what is
     # inside the workspace or elsewhere.
     read_only = [p for p in read_only if not (_inside(ws, p) and p != ws) and p != ws]
-    store_dir, store_files = _store()
     return Boundary(root=ws, homes=homes, hidden=tuple(sorted(hidden)),
                     hidden_files=tuple(store_files), store_dir=store_dir,
                     read_only=tuple(read_only),

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from jupyter_agent.errors import ConfigError, ToolError
 from ..._state import STATE
 from ._boundary import Boundary, boundary_for, system_workspace_reason
 
-__all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
+__all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "python_binds", "sandbox_status"]
 
 SANDBOX_ENV = "JUPYTER_AGENT_SANDBOX"
 """Environment variable choosing the sandbox mode: ``auto``, ``off`` or ``require``."""
@@ -161,6 +161,34 @@ def _python_dirs(root: str) -> Iterator[str]:
         yield real
 
 
+def python_binds(root: str) -> list[str] | None:
+    """The extra folders (read-only) that show the kernel's own interpreter inside the sandbox
+    of a workspace at ``root``, or None when it cannot be shown.
+
+    ``bash`` runs the system's ``python3``; the Python sandbox runs the kernel's interpreter,
+    which may live in the home folder (pyenv, a user install): only its installation folders
+    are shown then, never the rest of the home folder. None when one of them would be hidden
+    (the workspace is the home folder) or would expose the home folder or the workspace.
+    """
+    home = os.path.realpath(os.path.expanduser("~"))
+    shown = [*_SYSTEM_DIRS, *_python_dirs(root), root]
+    extra: list[str] = []
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        real = os.path.realpath(prefix)
+        if any(_inside(real, d) for d in shown + extra):
+            continue
+        if _inside(home, real) or _inside(root, real) or not os.path.isdir(real):
+            return None
+        extra.append(real)
+    wanted = [os.path.realpath(sys.executable), os.path.realpath(sys.prefix)]
+    if not all(any(_inside(w, d) for d in shown + extra) for w in wanted):
+        return None
+    hidden = boundary_for(root).why_hidden
+    if any(hidden(w) for w in wanted):
+        return None
+    return extra
+
+
 def _root_only_etc() -> list[tuple[str, bool]]:
     """(path, is_dir) of ``/etc`` entries no other user may read, hidden when we are root."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
@@ -230,30 +258,35 @@ def _user_args(userns: bool) -> list[str]:
 
 
 def _make_coverable(b: Boundary) -> None:
-    """Create the protected paths a command could otherwise create first: a mount needs an
-    existing path. The store folder (0700, as the store makes it): a store planted before
-    the first open would be opened and trusted. A repository's missing ``.git/hooks`` (git
-    makes it at ``init``): a hook planted there would run at the next commit."""
-    missing = [p for p in b.read_only if os.path.basename(p) == "hooks"
+    """Create what is protected but could be created first by the command (a mount needs an
+    existing path):
+
+    - the store folder (0700, as the store makes it): a store planted before the first open
+      would be opened and trusted;
+    - a store's empty ``-wal``, ``-shm`` and ``-journal`` beside an existing store file, when
+      the store folder is the workspace itself: a planted log or journal would be replayed into
+      the store at its next open (SQLite treats an empty one as none);
+    - a repository's missing ``.git/hooks`` (git makes it at ``init``): a hook planted there
+      would run at the next commit.
+    """
+    folders = [p for p in b.read_only if os.path.basename(p) == "hooks"
                and os.path.isdir(os.path.dirname(p)) and _inside(p, b.root)]
     if b.store_dir in b.hidden and _inside(b.store_dir, b.root):
-        missing.append(b.store_dir)
-    for path in missing:
+        folders.append(b.store_dir)
+    for path in folders:
         if not os.path.lexists(path):
             try:
                 os.makedirs(path, mode=0o700 if path == b.store_dir else 0o755)
             except OSError:
                 pass
-    # The store's files, when its folder is the workspace: a ``-wal`` or ``-journal`` planted
-    # beside a closed store is replayed into it at the next open (a whole forged database). An
-    # empty file (what SQLite itself leaves) can be covered; SQLite treats it as no journal.
-    if b.store_dir == b.root:
-        for path in b.hidden_files:
+    store, *companions = b.hidden_files
+    if _inside(store, b.root) and os.path.isfile(store):
+        for path in companions:  # -wal, -shm, -journal
             try:
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                                  0o600))
-            except OSError:
-                pass  # it exists (covered as it is), or the folder is gone
+            except OSError:  # exists already (the kernel has the store open), or cannot
+                pass
 
 
 def _workspace_binds(ws: str) -> list[str]:
@@ -309,7 +342,7 @@ def _tmpfs(bwrap: str, path: str, tmp_mb: int | None) -> list[str]:
 
 def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
                   userns: bool = True, seccomp_fd: int | None = None,
-                  tmp_mb: int | None = None) -> list[str]:
+                  tmp_mb: int | None = None, extra_ro: Sequence[str] = ()) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
 
     ``tmp_mb`` caps each of the two memory-backed folders (``/tmp``, ``/dev/shm``; ``/dev``
@@ -338,7 +371,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         target = os.path.realpath("/etc/resolv.conf")  # often under /run, which is not bound
         if os.path.isfile(target):
             args += ["--ro-bind", target, target]
-    for d in _python_dirs(ws):
+    for d in [*_python_dirs(ws), *extra_ro]:
         args += ["--ro-bind", d, d]
     args += _workspace_binds(ws)
     args += _system_binds(only_under=ws)

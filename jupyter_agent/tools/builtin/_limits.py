@@ -7,8 +7,9 @@ Two mechanisms, because one does not cover every kernel:
   limits the command cannot raise again. In the sandbox's user namespace the count covers
   only the sandbox's processes. Linux never applies ``RLIMIT_NPROC`` to host uid 0, though,
   and inside the user namespace a root kernel's command is still uid 0 to the host.
-* so when the kernel runs as root, a ``pids`` control group (cgroup v1 or v2) caps the count;
-  the command joins it before bubblewrap starts and it is removed when the call ends. Where no
+* so when the kernel runs as root, a ``pids`` control group (cgroup v1 or v2), made inside the
+  kernel's own group, caps the count; the command joins it before bubblewrap starts and it is
+  removed when the call ends. Where no
   such group can be made (a container with a read-only ``/sys/fs/cgroup``) the count is not
   capped for a root kernel, and docs/sandbox.md says so.
 
@@ -65,9 +66,31 @@ def ulimit_prefix(memory_mb: int, processes: int) -> str:
             f"ulimit -u {processes} 2>/dev/null\n")
 
 
-def _pids_roots() -> list[tuple[str, bool]]:
-    """(mount point, is v2) of the ``pids`` controller's hierarchies, from mountinfo."""
-    found: list[tuple[str, bool]] = []
+def _own_groups() -> dict[str, str]:
+    """This process's cgroup path per hierarchy ("pids" for v1, "" for v2)."""
+    found: dict[str, str] = {}
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _id, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else [""]:
+            found[name] = path
+    return found
+
+
+def _pids_parents() -> list[str]:
+    """Folders under which a ``pids`` group for a command can be made, from mountinfo.
+
+    Always under our own group, never above it: moving the command out of the kernel's group
+    would free it from the limits a container or a login session puts there. cgroup v2 allows
+    a child with controllers only where no process lives, so there it works only when our group
+    is the root of the hierarchy (a container's own namespace, or a kernel in the root group).
+    """
+    own = _own_groups()
+    found: list[str] = []
     try:
         with open("/proc/self/mountinfo", encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -78,14 +101,17 @@ def _pids_roots() -> list[tuple[str, bool]]:
         fields, tail = left.split(), right.split()
         if len(fields) < 5 or len(tail) < 3:
             continue
-        point, fstype, opts = fields[4], tail[0], tail[2].split(",")
-        if fstype == "cgroup" and "pids" in opts:
-            found.append((point, False))
-        elif fstype == "cgroup2":
+        mount_root, point, fstype = fields[3], fields[4], tail[0]
+        if fstype == "cgroup" and "pids" in tail[2].split(",") and "pids" in own:
+            rel = os.path.relpath(own["pids"], mount_root) if mount_root != "/" else \
+                own["pids"].lstrip("/")
+            if not rel.startswith(".."):
+                found.append(os.path.normpath(os.path.join(point, rel)))
+        elif fstype == "cgroup2" and own.get("") == "/":
             try:
                 with open(os.path.join(point, "cgroup.subtree_control"), encoding="utf-8") as f:
                     if "pids" in f.read().split():
-                        found.append((point, True))
+                        found.append(point)
             except OSError:
                 continue
     return found
@@ -103,8 +129,8 @@ class PidsGroup:
         """A new group capped at ``processes``, or None where none can be made."""
         if not hasattr(os, "geteuid") or os.geteuid() != 0:
             return None  # RLIMIT_NPROC does the job for any other uid
-        for root, _v2 in _pids_roots():
-            path = os.path.join(root, _PREFIX + uuid.uuid4().hex[:12])
+        for parent in _pids_parents():
+            path = os.path.join(parent, _PREFIX + uuid.uuid4().hex[:12])
             try:
                 os.mkdir(path, 0o755)
             except OSError:

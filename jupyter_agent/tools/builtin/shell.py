@@ -131,6 +131,10 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
 
     Raises:
         KeyboardInterrupt: re-raised after all processes of the command were stopped.
+
+    Long: one command's life in order (start it in its own process group, read, time out,
+    kill the group, drain the pipe), with the cleanup in one ``try``/``finally`` so that no
+    path out of it leaves a process behind.
     """
     marker = uuid.uuid4().hex
     child_env = child_environment() if env is None else dict(env)

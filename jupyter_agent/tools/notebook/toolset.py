@@ -73,6 +73,9 @@ def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
         requires_approval: ``run_python`` asks before each call (the default).
         path: The notebook file to read (default: the kernel's notebook, else its history).
         on_proposal: Called with each :class:`CellProposal` ``insert_cell`` records.
+
+    Long: the inner functions are the tools; their docstrings are what the model reads, and
+    they close over the shell, the allowed variables and the caps bound here.
     """
     space = Namespace(shell, variables)
     proposals: list[CellProposal] = []

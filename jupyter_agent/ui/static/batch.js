@@ -92,6 +92,9 @@ function usage(view) {
     text += ` · about ${formatSeconds(view.eta)} left`;
   }
   if (num(view.reused)) text += ` · ${formatInt(num(view.reused))} from an earlier run`;
+  if (num(view.cached)) {
+    text += ` · ${formatInt(num(view.cached))} cached (saved ${formatCost(num(view.saved))})`;
+  }
   return h("div", "ja-footer", text);
 }
 
