@@ -327,3 +327,31 @@ def test_files_in_memory_are_capped_like_memory(sandboxed: None, place: Path, wh
     assert "No space left on device" in out and "Read-only file system" in out, out
     assert "NULL-WORKS" in out
     assert "SMALL-OK" in out
+
+
+def test_sandbox_python_gets_the_same_memory_cap_and_import_folder_check(
+        sandboxed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sandbox_python`` runs in the same bubblewrap sandbox as ``bash``: its ``/tmp`` was
+    uncapped and it could leave a module for the kernel to import, like ``bash``."""
+    import subprocess
+    import sys
+
+    from jupyter_agent.agents.sandbox import run_python_code
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX_MEMORY_MB", "64")
+    r = run_python_code("open('/tmp/big', 'wb').write(b'0' * (100 << 20))", workspace=ws,
+                        memory_mb=None)
+    assert "No space left on device" in (r.error or "") + r.stderr, r
+    # As in the kernel: its folder first on the import path.
+    code = ("import sys; sys.path.insert(0, ''); from jupyter_agent.agents.sandbox import "
+            "run_python_code as r; print(r(\"open('colorsys.py', 'w').write("
+            "'open(\\\\'MARKER\\\\', \\\\'w\\\\')')\", workspace='.').stderr)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ws, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(_b.REPO)}, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    subprocess.run([sys.executable, "-c", "import colorsys"], cwd=ws, timeout=60, check=False)
+    assert not (ws / "MARKER").exists()
+    assert "would shadow the module 'colorsys'" in done.stdout, done.stdout
