@@ -22,6 +22,9 @@ __all__ = ["ImportFolders", "shadowed_by_write", "shadowing_name"]
 
 _SUFFIXES = tuple(importlib.machinery.all_suffixes())  # .py, .pyc, .cpython-311-x86_64.so ...
 BLOCKED_SUFFIX = ".blocked"
+# Names a model often gives a script, whose installed namesakes (CPython's own regression
+# tests) no library imports: shadowing them runs nothing unasked.
+_NEVER_IMPORTED = frozenset({"test", "tests"})
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -83,6 +86,8 @@ def shadowing_name(folder: str, entry: str) -> str | None:
 
 def _shadows(folder: str, name: str) -> str | None:
     """``name`` when a module of that name is importable from outside ``folder``."""
+    if name in _NEVER_IMPORTED:
+        return None
     if name in sys.builtin_module_names or name in getattr(sys, "stdlib_module_names", ()):
         return name
     others = [p for p in sys.path if os.path.realpath(p or os.getcwd()) != folder]
