@@ -355,3 +355,29 @@ def test_sandbox_python_gets_the_same_memory_cap_and_import_folder_check(
     subprocess.run([sys.executable, "-c", "import colorsys"], cwd=ws, timeout=60, check=False)
     assert not (ws / "MARKER").exists()
     assert "would shadow the module 'colorsys'" in done.stdout, done.stdout
+
+
+# ------------------------------------------------------------------ nested user namespaces
+
+
+_NESTED = ("python3 -c \"import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+           "r = libc.unshare(0x10000000 | 0x40000000); "
+           "caps = open('/proc/self/status').read().split('CapEff:')[1].split()[0]; "
+           "print('NESTED' if r == 0 else 'refused', caps)\"")
+
+
+@as_nobody_too
+def test_no_nested_user_namespace_gives_back_capabilities(sandboxed: None, place: Path,
+                                                          who: str) -> None:
+    """The command is not root in its namespace, but it could make a nested user namespace
+    (``unshare(CLONE_NEWUSER | CLONE_NEWNET)``) and hold every capability there over a new
+    network namespace: the nf_tables and mount code that kernel exploits go through. Nested
+    user namespaces are now off (bubblewrap's ``--disable-userns``, 0.8 and later)."""
+    if not sandbox_status().userns:
+        pytest.skip("the sandbox runs without a user namespace here")
+    ws = place / "ws"
+    ws.mkdir()
+    _own(place, who)
+    out = sandboxed_bash(ws, _NESTED, who)
+    assert "NESTED" not in out, out
+    assert "refused 0000000000000000" in out, out

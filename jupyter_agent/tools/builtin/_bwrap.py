@@ -317,25 +317,26 @@ def _workspace_binds(ws: str) -> list[str]:
     return args
 
 
-_size_cache: dict[str, bool] = {}
+_help_cache: dict[str, str] = {}
 
 
-def _takes_size(bwrap: str) -> bool:
-    """Whether this bubblewrap has ``--size`` (0.6 and later) to cap a tmpfs."""
-    if bwrap not in _size_cache:
+def _has_option(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--size`` came in 0.6, ``--disable-userns``
+    in 0.8): read once from its ``--help``."""
+    if bwrap not in _help_cache:
         try:
             done = subprocess.run([bwrap, "--help"], capture_output=True, text=True,
                                   timeout=_PROBE_TIMEOUT, check=False)
-            _size_cache[bwrap] = "--size" in done.stdout + done.stderr
+            _help_cache[bwrap] = done.stdout + done.stderr
         except (OSError, subprocess.TimeoutExpired):
-            _size_cache[bwrap] = False
-    return _size_cache[bwrap]
+            _help_cache[bwrap] = ""
+    return option in _help_cache[bwrap]
 
 
 def _tmpfs(bwrap: str, path: str, tmp_mb: int | None) -> list[str]:
     """A private tmpfs at ``path``, at most ``tmp_mb`` MB: its files are memory, which the
     per-process limit does not count (a command could fill the host's RAM through it)."""
-    if tmp_mb is not None and _takes_size(bwrap):
+    if tmp_mb is not None and _has_option(bwrap, "--size"):
         return ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", path]
     return ["--tmpfs", path]
 
@@ -359,6 +360,10 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         raise ToolError(f"bash was not run: {why}.")
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", *_user_args(userns), "--cap-drop", "ALL"]
+    if userns and _has_option(bwrap, "--disable-userns"):
+        # No nested user namespace: in one, a process holds every capability over new network
+        # and mount namespaces (nf_tables, mounts: the kernel's widest attack surface).
+        args.append("--disable-userns")
     if not allow_network:
         args.append("--unshare-net")
         if seccomp_fd is not None:  # no Unix sockets either (``_seccomp``)
