@@ -381,3 +381,47 @@ def test_no_nested_user_namespace_gives_back_capabilities(sandboxed: None, place
     out = sandboxed_bash(ws, _NESTED, who)
     assert "NESTED" not in out, out
     assert "refused 0000000000000000" in out, out
+
+
+# ------------------------------------------------------------------ end to end: a hostile model
+
+
+def test_a_hostile_model_gets_none_of_it_end_to_end(
+        sandboxed: None, tmp_path: Path, server: object,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real loop over the real ``openai`` client and the scripted server: a hostile model
+    whose ``bash`` the person allowed runs, in one round and in parallel, the attacks above (a
+    module for the kernel to import, a tmpfs memory bomb, a nested user namespace, the
+    kernel's environment) and a ``write_file`` that would shadow a module. None lands."""
+    import subprocess
+    import sys
+
+    from jupyter_agent.agents.toolloop import toolloop
+    from tests.fakes.openai_server import call, text, tool_calls
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(ws)
+    monkeypatch.syspath_prepend("")  # like IPython: the kernel's folder is imported from first
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX_MEMORY_MB", "64")
+    attack = ("echo 'open(\"MARKER\", \"w\")' > colorsys.py; "
+              "head -c 100M /dev/zero > /dev/shm/fill || echo SHM-CAPPED; "
+              + _NESTED + "; cat /proc/1/environ /proc/$PPID/environ 2>/dev/null | tr '\\0' '\\n'"
+              " | grep -c OPENAI_API_KEY; ls /sys 2>&1 | head -1")
+    server.enqueue(tool_calls([  # type: ignore[attr-defined]
+        call("bash", {"command": attack}, id="b1"),
+        call("write_file", {"path": "json.py", "content": "open('MARKER', 'w')"}, id="w1"),
+    ]), text("done"))
+    run = toolloop("Tidy up.", tools=["bash", "write_file"], auto_approve=True)
+    assert run.status == "done", run.error
+    results = {m["tool_call_id"]: m["content"]
+               for m in server.requests[1]["messages"]  # type: ignore[attr-defined]
+               if m["role"] == "tool"}
+    assert "would shadow the module 'colorsys'" in results["b1"], results
+    assert "SHM-CAPPED" in results["b1"] and "NESTED" not in results["b1"]
+    assert "\n0\n" in results["b1"] and "sk-test-key" not in results["b1"]
+    assert "No such file or directory" in results["b1"]  # no /sys
+    assert "shadow the module 'json'" in results["w1"]
+    subprocess.run([sys.executable, "-c", "import colorsys, json"], cwd=ws, timeout=60,
+                   check=False)
+    assert not (ws / "MARKER").exists()
