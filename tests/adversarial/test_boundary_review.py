@@ -128,7 +128,7 @@ def test_write_file_never_follows_a_folder_swapped_for_a_link(tmp_path: Path) ->
 
     def attempts(name: str) -> int:  # one of the parallel tool calls of a round
         done = 0
-        for _ in range(200):
+        for _ in range(500):
             try:
                 write_file(workspace, f"d/{name}.txt", "planted")
                 done += 1
@@ -139,8 +139,8 @@ def test_write_file_never_follows_a_folder_swapped_for_a_link(tmp_path: Path) ->
         return done
 
     try:
-        with ThreadPoolExecutor(3) as pool:
-            written = sum(pool.map(attempts, ["a", "b", "c"]))
+        with ThreadPoolExecutor(4) as pool:
+            written = sum(pool.map(attempts, ["a", "b", "c", "d"]))
     finally:
         swapper.kill()
         swapper.wait()
