@@ -61,6 +61,8 @@ class Settings(BaseModel):
     retry_base_delay: float = 0.5
     retry_max_delay: float = 8.0
     timeout: float = 600.0
+    """Seconds one network read of a model call may wait; a read past it is retried
+    (``%config AgentMagics.read_timeout``)."""
     request_deadline: float = Field(default=900.0, gt=0)
     """Seconds one model call may take in all, retries included, however the server keeps the
     connection busy (``%config AgentMagics.request_deadline``)."""

@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "replay/compare.py",    # compare saved outputs
         "demo.py",              # the demo notebooks
         "batch_magic.py",       # --over on the three cell magics
+        "cell_options.py",      # a cell's flags as one options record (plain cell and --over)
         "live_comm.py",         # the live notebook comm, opened at %load_ext
     ]),
     ("batch", ["batch/"]),      # one agent over many inputs: runs agents, no IPython

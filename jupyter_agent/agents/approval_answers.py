@@ -164,7 +164,11 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
                 blocked = check_permission(call, tool, permissions)
                 permissions.take_waiting()
                 if blocked is not None and blocked.interactive is not None:
-                    return queue[index:]  # still needs the user: the next card
+                    # Still needs the user: the next card. The figures of the calls settled
+                    # so far go to the model now (their tool results are in place already);
+                    # the pending state keeps the messages, so they are not lost at the card.
+                    _show_images(p, images, messages)
+                    return queue[index:]
                 if blocked is not None:
                     out = blocked
                     _returned(p, call, out, round_)
@@ -176,11 +180,17 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
         for listed in messages:
             replace_tool_result(listed, item.call_id, out.output)
         images.extend(out.images)
-    shown = images_message(images) if p.client.profile.capabilities.vision else None
-    if shown is not None:  # after the round's tool results, as the loop does
+    _show_images(p, images, messages)
+    return []
+
+
+def _show_images(p: TurnContext, images: list[str], messages: list[list[Message]]) -> None:
+    """The figures of settled calls, as one user message after the round's tool results (as
+    the loop does), for a model that accepts images."""
+    shown = images_message(images) if images and p.client.profile.capabilities.vision else None
+    if shown is not None:
         for listed in messages:
             listed.append(shown)
-    return []
 
 
 def _card_first(waiting: list[WaitingCall], call_id: str) -> list[WaitingCall]:

@@ -129,6 +129,8 @@ class TurnState(_Model):
     tools: list[str] = Field(default_factory=list)
     intent: IntentResult | None = None
     mode: str = "agent"
+    skills: list[str] = Field(default_factory=list)
+    """The skill folders of the turn (a resume offers ``read_skill`` over them again)."""
 
 
 class ToolloopOptions(_Model):

@@ -225,7 +225,8 @@ def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code:
         payload = None  # cut off by a kill mid-write
     r = SandboxResult(stdout=stdout, stderr=stderr, timed_out=timed_out)
     if timed_out:
-        r.error = f"Code timed out after {timeout:g} s (killed)"
+        r.error = (f"Code timed out after {timeout:g} s (killed; raise it with "
+                   "python_sandbox(timeout=...))")
         return r
     memory = bool(payload and payload.get("memory_error")) or (
         payload is None and memory_mb is not None and any(s in stderr for s in _MEMORY_SIGNS))

@@ -22,11 +22,37 @@ __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 
 PREVIEW_ROWS = 20
 """Results shown in the finished card (the table in ``--out`` has them all)."""
-_COMMON = {"system", "temperature", "max_tokens", "knowledge", "listeners", "client", "agent",
-           "auto_approve", "output", "schema_retries", "cache"}
-_OPTIONS = {"chat": _COMMON - {"agent", "auto_approve"},
-            "toolloop": _COMMON | {"tools", "parallel", "max_rounds", "tool_choice"},
-            "plan": _COMMON | {"tools", "max_rounds", "answer", "option"}}
+PER_ITEM = {"model": "the model is batch()'s own model= (several models: a list)",
+            "session": "batch items run without a session",
+            "history": "batch items run without history",
+            "stream": "batch items never stream",
+            "store": "the store is batch()'s own store=",
+            "is_aborted": "the batch's stop aborts its items",
+            "origin": "batch items supersede no question",
+            "on_superseded": "batch items supersede no question",
+            "agent_model": "set by the runtime",
+            "notebook": "batch items run side by side in worker threads and must not run code "
+                        "in this kernel or edit its cells",
+            "auto_answer": "it is batch()'s own auto_answer="}
+"""Options of the entry points a batch sets for every item itself (or refuses), with why."""
+_KINDS = ("chat", "toolloop", "plan")
+
+
+def batch_options(kind: str) -> frozenset[str]:
+    """The keyword options a batch of ``kind`` carries to every item: those of the entry point
+    (``chat()``, ``toolloop()``, ``plan()`` and their turn options) but :data:`PER_ITEM`."""
+    import dataclasses
+    import inspect
+
+    from ..agents.turn.options import TurnOptions
+    from .item import entry_point
+
+    names = {f.name for f in dataclasses.fields(TurnOptions)}
+    names |= {p.name for p in inspect.signature(entry_point(kind)).parameters.values()
+              if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    if kind == "chat":
+        names -= {"agent", "auto_approve"}  # a chat calls no tools
+    return frozenset(names - set(PER_ITEM))
 
 
 class BatchResult:
@@ -174,12 +200,25 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
           options: dict[str, Any], **fields: Any) -> BatchSpec:
     from ..clients.factory import resolve_model
 
-    if kind not in _OPTIONS:
+    if kind not in _KINDS:
         raise ParameterError(f"kind must be chat, toolloop or plan, not {kind!r}.")
-    unknown = sorted(set(options) - _OPTIONS[kind])
+    for name in options:
+        if name in PER_ITEM and options[name] not in (None, False):
+            raise ParameterError(f"{name} is not an option of a batch: {PER_ITEM[name]}.",
+                                 parameters=(name,))
+    allowed = batch_options(kind)
+    unknown = sorted(n for n in options if n not in allowed and n not in PER_ITEM)
     if unknown:
         raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "
-                             f"{', '.join(sorted(_OPTIONS[kind]))}).")
+                             f"{', '.join(sorted(allowed))}).", parameters=(unknown[0],))
+    options = {k: v for k, v in options.items() if k not in PER_ITEM}
+    if options.get("context") and options.get("shell") is None:
+        options["shell"] = namespace  # --with / context= read the notebook's variables
+    if options.get("context"):
+        from ..agents.context import with_variables
+
+        # A missing or secret-looking name: one line before any item starts.
+        with_variables("", options["context"], options.get("shell"))
     from ..agents._params import check_parameters
 
     check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
@@ -202,6 +241,9 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
                 config.settings.cassette_mode != "live":
             raise ParameterError("engine 'dask' makes live model calls only: record and replay "
                                  "run on the thread engine.")
+        if options.get("context"):
+            raise ParameterError("context reads this kernel's variables: it runs on the thread "
+                                 "engine, not on dask workers.", parameters=("context",))
     inputs = load_inputs(over)
     models = [resolve_model(m).name for m in split_models(model)]
     clients = dict(fields.pop("clients", None) or {})

@@ -103,7 +103,9 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
     if store is not None:
         batch_id = store.open_batch(
             spec_key=skey, inputs_hash=inputs_hash(items), kind=spec.kind,
-            template=spec.template, options=fingerprint(spec.options), models=spec.models,
+            template=spec.template,
+            options=fingerprint({k: v for k, v in spec.options.items() if k != "shell"}),
+            models=spec.models,
             n_items=len(items)).batch_id
     progress = Progress(batch_id=batch_id, kind=spec.kind, total=len(items),
                         models=spec.models, rows=len(spec.inputs.rows),

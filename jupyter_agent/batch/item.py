@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
-__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome", "store_run",
-           "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
+__all__ = ["ItemTask", "entry_point", "run_item", "run_remote", "outcome_of", "error_outcome",
+           "store_run", "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
 
 FINISHED = frozenset({"done", "max_rounds", "incomplete"})
 """Statuses with an answer: a re-run keeps them (``rerun`` forces)."""
@@ -78,7 +78,8 @@ def outcome_of(run: Any) -> dict[str, Any]:
             "cached": int(footer.get("cached") or 0), "saved": float(footer.get("saved") or 0.0)}
 
 
-def _entry(kind: str) -> Callable[..., Any]:
+def entry_point(kind: str) -> Callable[..., Any]:
+    """The entry point an item of ``kind`` calls (``chat``, ``toolloop`` or ``plan``)."""
     import importlib
 
     module, name = _ENTRIES[kind]
@@ -117,7 +118,7 @@ def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | Non
         opts["auto_answer"] = task.auto_answer
     start = time.perf_counter()
     try:
-        run = _entry(task.kind)(task.prompt, **opts)
+        run = entry_point(task.kind)(task.prompt, **opts)
     except FATAL_ERRORS:
         raise
     except Exception as exc:  # this item's problem (no recording, a bug in a hook...)

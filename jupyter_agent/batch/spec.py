@@ -108,7 +108,7 @@ def spec_key(spec: BatchSpec) -> str:
     # An option left at its default (None, False) is the same work as an option not given:
     # a cell (which passes every flag) and a script (which passes few) find each other's items.
     opts = {k: v for k, v in spec.options.items()
-            if k not in ("listeners", "store", "client", "cache") and v is not None
+            if k not in ("listeners", "store", "client", "cache", "shell") and v is not None
             and v is not False}
     if "output" in opts:  # the schema itself, not the class's name: a changed field counts
         from ..llm.structured import output_spec

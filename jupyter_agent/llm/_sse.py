@@ -30,6 +30,10 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 hundred bytes; a longer one is a broken or hostile server, and buffering it would be unbounded."""
 
 
+DEADLINE_SETTING = "%config AgentMagics.request_deadline"
+"""Where a user raises the total deadline of one model call (``settings.request_deadline``)."""
+
+
 class DeadlineExceeded(Exception):
     """The call's total deadline passed."""
 
@@ -64,7 +68,9 @@ class Deadline:
             raise DeadlineExceeded(self.message())
 
     def message(self) -> str:
-        return f"Model request exceeded its {self.seconds:g} s deadline"
+        """The one line a call cut by this deadline ends with: how long, and what to raise."""
+        return (f"Model request timed out after {self.seconds:g} s (the request deadline; "
+                f"raise it with {DEADLINE_SETTING})")
 
 
 class HttpBody(Protocol):

@@ -91,6 +91,10 @@ class _CallState(TypedDict):
     announced: bool
 
 
+USER_KEY_FIELD = "usedUserOpenAIKey"
+"""What a gateway reports (in ``usage`` or the chunk) when the user's own key paid the call."""
+
+
 class StreamAssembler:
     """Accumulates chunks into text, reasoning, tool calls, finish reason and usage."""
 
@@ -131,6 +135,7 @@ class StreamAssembler:
             self.usage = Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
+                user_key=usage.get(USER_KEY_FIELD) is True or chunk.get(USER_KEY_FIELD) is True,
             )
         for choice in chunk.get("choices") or ():
             if choice.get("finish_reason"):

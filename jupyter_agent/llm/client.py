@@ -11,7 +11,8 @@ Retries are ours (the SDK's are turned off) so they are bounded, visible and int
 Every call also has a total wall-clock deadline (``deadline``, default 900 s): the SDK's
 timeout is per read, so a server dripping keep-alive comments would otherwise never time out.
 The deadline covers every attempt and every backoff of one call; when it passes the call ends
-with the error ``Model request exceeded its N s deadline`` and is not retried (a retry would
+with the error ``Model request timed out after N s (the request deadline; raise it with %config
+AgentMagics.request_deadline)`` and is not retried (a retry would
 get no time). Body bytes are read by us, never by the SDK, so the deadline applies to them
 (see :mod:`jupyter_agent.llm._sse`).
 

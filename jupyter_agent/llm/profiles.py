@@ -78,8 +78,22 @@ class ModelProfile(BaseModel):
     default_config: dict[str, Any] = Field(default_factory=dict)
     """Extra body fields merged over every request."""
 
+    quote_max_tokens: int | None = Field(default=None, ge=1)
+    """Token budget of the knowledge quoted into one turn (``--knowledge``): items past it are
+    left out, the most relevant first kept; ``None``: :meth:`quote_budget`'s default."""
+
+    def quote_budget(self) -> int:
+        """The knowledge budget of a turn: ``quote_max_tokens``, else half the context left
+        once the answer has its room (the question and history keep the other half)."""
+        if self.quote_max_tokens is not None:
+            return self.quote_max_tokens
+        return max(1_000, (self.max_context - self.max_output) // 2)
+
     def cost(self, usage: Usage) -> float:
-        """Price one call from the profile's price tiers (tokens count either way)."""
+        """Price one call from the profile's price tiers; 0 when the provider reported the
+        user's own key paid it (``usage.user_key``). Tokens count either way."""
+        if usage.user_key:
+            return 0.0
         return price_call(sanitize_price_tiers(self.price_tiers), usage.input_tokens,
                           usage.output_tokens)
 

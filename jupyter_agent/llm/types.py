@@ -55,6 +55,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
     estimated: bool = False
     """True when counted locally because the provider reported nothing."""
+    user_key: bool = False
+    """The provider reported the call was paid with the user's own key
+    (``usedUserOpenAIKey: true``): it costs 0, its tokens still count (docs/behaviour.md §9.6)."""
 
 
 class ChatRequest(BaseModel):

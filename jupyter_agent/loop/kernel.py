@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from ..errors import tool_error_text
 from ..events import (
     BaseEvent,
     ContextCompressed,
@@ -151,7 +152,8 @@ class _DeltaRelay:
         elif kind == "reset":
             self.ids.release(renamed.values())  # the withdrawn attempt's calls are gone
             renamed.clear()
-            emit(RoundRetried(round=rnd, reason="connection lost mid-stream"))
+            emit(RoundRetried(round=rnd,
+                              reason=str(data.get("reason") or "connection lost mid-stream")))
 
 
 class _LoopRun:
@@ -383,7 +385,8 @@ class _LoopRun:
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # a hook that raises is reported like a tool that raises
-            out = ToolOutcome(output=f"Tool error: {exc}", error=str(exc))
+            text = tool_error_text(exc)
+            out = ToolOutcome(output=text, error=text)
         if not out.skip_compress and out.output:
             out.output = self._process_output(out)
         out.seconds = out.seconds or (time.perf_counter() - start)

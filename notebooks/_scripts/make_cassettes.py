@@ -202,6 +202,10 @@ NOTEBOOK_06 = [
     # the viewer: only `sales` is visible, and it cannot run code
     tool_calls([call("list_variables", {})]),
     text("Only one: sales, a table of 8 rows (region, quarter, revenue)."),
+    # --skills: the agent reads the skill the prompt lists, then follows it
+    tool_calls([call("read_skill", {"name": "sales-summary"})]),
+    text("- South: +27.4% (95 to 121)\n- North: +5.0% (120 to 126)\n- East: +4.9% (143 to "
+         "150)\n- West: -2.5% (80 to 78)\n\nTotal Q4 revenue: 475."),
 ]
 
 

@@ -281,7 +281,7 @@ def test_each_new_flag_changes_a_batch(shell: InteractiveShell, srv: ScriptedOpe
     ("%%chat --schema-retries 1", "--schema-retries needs --schema NAME."),
     ("%%chat --schema rows", "--schema: output must be a pydantic model class or a JSON schema"),
     ("%%chat --judge x", "--judge needs --over VAR (a batch)."),
-    ("%%chat --over rows --judge-model gpt-4.1", "judge_model needs judge"),
+    ("%%chat --over rows --judge-model gpt-4.1", "--judge-model needs --judge"),
 ])
 def test_mistakes_are_one_line_before_any_request(shell: InteractiveShell, srv: ScriptedOpenAI,
                                                   line: str, message: str) -> None:

@@ -76,6 +76,10 @@ class TurnOptions:
     shell: Any = None
     """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
     edge passes it. ``None``: the running shell, else the script's ``__main__``."""
+    skills: str | list[str] | None = None
+    """Skill folders (``--skills DIR``; a comma-separated string or a list), added to the
+    agent's own: their names and descriptions go into the system prompt, the ``read_skill``
+    tool reads them (docs/behaviour.md §5.5). ``%%toolloop`` and ``%%plan`` only."""
     output: Any = None
     """A typed answer: a pydantic model class or a JSON schema dict (``--schema``). The run's
     ``output`` is then the validated instance (docs/behaviour.md §10.14)."""

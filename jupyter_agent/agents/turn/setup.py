@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ...errors import ConfigError, ToolError
+from ...errors import ConfigError, ParameterError, ToolError
 from ...events import ToolsOffered, UsageRecorded, Warning_
 from ...llm.usage_context import usage_sink
 from ...loop.hooks import UsageItem
@@ -34,6 +34,7 @@ from ...runtime.policy import PermissionContext
 from ...tools.builtin import Workspace
 from ...tools.notebook import notebook_tools
 from ...tools.registry import Tool
+from ...tools.skills import READ_SKILL_TOOL, Skill, load_skills, read_skill_tool, skills_prompt
 from ..delegation import SubAgentRunner
 from ..pending import TurnState
 from ..spawn import SpawnParent, make_spawn_tool
@@ -63,6 +64,8 @@ class TurnSetup:
     """Warnings to show once the run exists (e.g. a bound agent not defined in this kernel)."""
     usages: list[Any] = field(default_factory=list)
     """Model calls made before the run existed (model-based intent), added to it by ``bind``."""
+    skills: list[Skill] = field(default_factory=list)
+    """The turn's skills (their names and descriptions are in the system prompt)."""
 
     @property
     def agent_name(self) -> str | None:
@@ -78,6 +81,9 @@ class TurnSetup:
         hint = intent_system_text(self.intent, self.mode)
         if hint:
             parts.append(hint)
+        listed = skills_prompt(self.skills)
+        if listed:
+            parts.append(listed)
         return "\n\n".join(parts)
 
     def bind(self, p: TurnContext) -> None:
@@ -108,7 +114,8 @@ class TurnSetup:
                          allow_network=self.workspace.allow_network,
                          overrides=dict(self.permissions.overrides),
                          auto_approve=self.permissions.auto_approve,
-                         tools=[t.name for t in self.tools], intent=self.intent, mode=self.mode)
+                         tools=[t.name for t in self.tools], intent=self.intent, mode=self.mode,
+                         skills=[str(s.folder) for s in self.skills])
 
 
 def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Workspace:
@@ -230,12 +237,29 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         auto_approve=bool(getattr(opt, "auto_approve", False)))
     specs = tools if tools is not None else default_specs(agent)
     with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
+    skills = load_skills([*(agent.skills if agent is not None else []),
+                          *_skill_paths(getattr(opt, "skills", None))])
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),
                                    with_notebook=with_notebook)
+    _with_skill_tool(selected, skills)
     return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
                      workspace=workspace, permissions=permissions, tools=selected, spawn=parent,
-                     notices=notices, usages=usages)
+                     notices=notices, usages=usages, skills=skills)
+
+
+def _skill_paths(value: Any) -> list[str]:
+    if not value:
+        return []
+    return [p.strip() for p in value.split(",") if p.strip()] if isinstance(value, str) \
+        else [os.fspath(p) for p in value]
+
+
+def _with_skill_tool(tools: list[Tool[Any]], skills: list[Skill]) -> None:
+    """Offer ``read_skill`` over ``skills`` (in place), replacing a stale one of that name."""
+    tools[:] = [t for t in tools if t.name != READ_SKILL_TOOL]
+    if skills:
+        tools.append(read_skill_tool(skills))
 
 
 def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
@@ -273,6 +297,12 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
         selected, parent = _make_tools(list(state.tools), workspace, permissions,
                                        run_sub_agent, lenient=True,
                                        notebook=notebook_factory(agent, None))
+    try:
+        skills = load_skills(state.skills)
+    except ParameterError:
+        skills = []  # a folder gone since: read_skill is left out (a call gets "Unknown tool")
+    if READ_SKILL_TOOL in state.tools:
+        _with_skill_tool(selected, skills)
     return TurnSetup(mode=state.mode, agent=agent, agent_source=state.agent_source,
                      intent=state.intent, workspace=workspace, permissions=permissions,
-                     tools=selected, spawn=parent)
+                     tools=selected, spawn=parent, skills=skills)

@@ -106,6 +106,9 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     if kind == "chat" and opt.notebook:
         raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
                              parameters=("notebook",))
+    if kind == "chat" and opt.skills:
+        raise ParameterError("skills: a chat calls no tools (skills are read with one); use "
+                             "toolloop or plan.", parameters=("skills",))
     store = store_of(opt)
     if kind == "plan":
         _refuse_unfit_for_planning(profile_of(opt, store))
@@ -136,7 +139,8 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         setup.bind(ctx)
     user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode,
                                             role=opt.quote_role, quote_prompt=opt.quote_prompt,
-                                            item_template=opt.quote_template)
+                                            item_template=opt.quote_template,
+                                            max_tokens=ctx.client.profile.quote_budget())
     user_text += variables
     default = ctx.client.profile.default_system_prompt
     if setup is None:

@@ -93,7 +93,8 @@ class CommandResult(BaseModel):
                 "command ended were stopped: nothing outlives a bash call]"
             )
         if self.timed_out:
-            parts.append(f"Command timed out after {_seconds(self.timeout)} s (killed)")
+            parts.append(f"Command timed out after {_seconds(self.timeout)} s (killed; "
+                         f"{_raise_hint(self.timeout, MAX_TIMEOUT)})")
         else:
             parts.append(f"[exit code {self.exit_code}]")
         return "\n".join(parts)
@@ -101,6 +102,13 @@ class CommandResult(BaseModel):
 
 def _seconds(value: float) -> str:
     return f"{value:g}"
+
+
+def _raise_hint(seconds: float, most: float) -> str:
+    """What the model can do about a time limit it set (the ``timeout`` argument)."""
+    if seconds >= most:
+        return f"{most:g} s is the most a call may take"
+    return f"pass a larger timeout, at most {most:g} s"
 
 
 def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -106,7 +106,10 @@ def web_fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES,
             finally:
                 response.close()
     except httpx.TimeoutException:
-        raise WebFetchError(f"Fetching {url} timed out after {timeout:g} s.") from None
+        more = ("pass a larger timeout, at most " if timeout < MAX_WEB_TIMEOUT
+                else "the most a fetch may take is ")
+        raise WebFetchError(f"Fetching {url} timed out after {timeout:g} s ({more}"
+                            f"{MAX_WEB_TIMEOUT:g} s).") from None
     except httpx.HTTPError as exc:
         raise WebFetchError(f"Fetching {url} failed: {type(exc).__name__}: {exc}") from None
     return _render(response, bytes(body), stopped)
