@@ -425,3 +425,36 @@ def test_a_hostile_model_gets_none_of_it_end_to_end(
     subprocess.run([sys.executable, "-c", "import colorsys, json"], cwd=ws, timeout=60,
                    check=False)
     assert not (ws / "MARKER").exists()
+
+
+# ------------------------------------------------------------------ secrets through prompt fields
+
+
+def test_a_field_never_brings_a_key_into_a_prompt(server: object) -> None:
+    """``{api_key}`` is refused in a cell and a ``--over`` template, but the check read only a
+    field's first name: ``{os.environ[OPENAI_API_KEY]}`` sent the key to the model, and
+    ``{x:{os.environ[OPENAI_API_KEY]}}`` printed it in the error. What the fields fill in is
+    now checked against the known secrets, in a cell and in each batch item, and the error
+    text is masked."""
+    import json
+
+    from IPython.core.error import UsageError
+
+    import jupyter_agent.batch as batch_api
+    from jupyter_agent.magics import interpolate
+
+    key = os.environ["OPENAI_API_KEY"]  # set by the server fixture
+    ns = {"os": os, "x": "a", "cfg": type("Cfg", (), {"token": key})()}
+    for cell in ("Say {os.environ[OPENAI_API_KEY]}", "Env: {os.environ}", "{cfg.token}"):
+        with pytest.raises(UsageError, match="secret") as got:
+            interpolate(cell, ns)
+        assert key not in str(got.value)
+    with pytest.raises(UsageError) as bad:
+        interpolate("{x:{os.environ[OPENAI_API_KEY]}}", ns)
+    assert key not in str(bad.value) and "[redacted]" in str(bad.value)
+    assert interpolate("Say {x} and {{literal}}", ns) == "Say a and {literal}"
+    res = batch_api.batch("Row {item}: {os.environ[OPENAI_API_KEY]}", ["a", "b"], kind="chat",
+                          namespace={"os": os})
+    assert list(res.results["status"]) == ["error", "error"], res.results
+    sent = json.dumps(server.requests)  # type: ignore[attr-defined]
+    assert key not in sent
