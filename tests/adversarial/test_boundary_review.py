@@ -9,6 +9,7 @@ only opened for appending (no data), or the command is refused before it runs.
 
 from __future__ import annotations
 
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -458,3 +459,29 @@ def test_a_field_never_brings_a_key_into_a_prompt(server: object) -> None:
     assert list(res.results["status"]) == ["error", "error"], res.results
     sent = json.dumps(server.requests)  # type: ignore[attr-defined]
     assert key not in sent
+
+
+# ------------------------------------------------------------------ what an approval card shows
+
+
+def test_an_approval_card_shows_hidden_characters(server: object, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person approves what the card shows. A model wrote ``echo done # <U+202E>...``: the
+    direction control makes the browser draw the rest of the line reversed, so ``rm -rf ~``
+    reads as a harmless comment (and ``\\r`` hides a line's start in a terminal). The card's
+    rows now show such characters as escapes and say so; the call is unchanged."""
+    from jupyter_agent.agents.toolloop import toolloop
+    from tests.fakes.openai_server import call, text, tool_calls
+
+    monkeypatch.chdir(tmp_path)
+    command = "echo done # \u202e~ fr- mr;\u2066\nls\rok"
+    server.enqueue(tool_calls([call("bash", {"command": command}, id="b1")]),  # type: ignore[attr-defined]
+                   text("ok"))
+    run = toolloop("Tidy up.", tools=["bash"], store=None)
+    assert run.status == "ask"
+    detail = run.view["ask"]["detail"]
+    assert "\u202e" not in detail["command"] and "\\u202e" in detail["command"]
+    assert "\\x0d" in detail["command"] and "\r" not in detail["command"]
+    assert "hidden characters" in detail
+    assert json.loads(detail["arguments"] if isinstance(detail["arguments"], str)
+                      else json.dumps(detail["arguments"]))["command"] == command
