@@ -32,22 +32,14 @@ _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%cha
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
     """Fill ``{expr}`` fields from the notebook namespace (``{{``/``}}`` for literal braces)."""
+    from ._template import prompt_fields
+
     formatter = string.Formatter()
     try:
-        fields = list(formatter.parse(text))
-    except ValueError as exc:
-        raise UsageError(f"Bad braces in the cell ({exc}); write {{{{ and }}}} for literal "
-                         "braces.") from None
-    for _, name, _, _ in fields:
-        if name is None:
-            continue
-        root = name.split(".")[0].split("[")[0]
-        if not root or root.isdigit():
-            raise UsageError("Empty {} in the cell: write {{ and }} for literal braces.")
-        from .secrets import is_secret_name
-
-        if is_secret_name(root):  # a key must never reach a prompt (docs/notebook-tools.md)
-            raise UsageError(f"{{{root}}} looks like a secret: it is never put into a prompt.")
+        fields = prompt_fields(text, "the cell")  # the same rules as a --over template
+    except JupyterAgentError as exc:
+        raise UsageError(str(exc)) from None
+    for root in fields:
         if root not in namespace:
             raise UsageError(f"Unknown variable {{{root}}} in the cell: define it, or write "
                              "{{ and }} for literal braces.")
@@ -125,6 +117,9 @@ def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
         argument("--skills", type=flags.text,
                  help="Skill folders (a folder with SKILL.md, or a folder of them; a,b): "
                       "names and descriptions in the prompt, read with read_skill."),
+        argument("--approve", type=flags.name_list,
+                 help="Tools you approve for this cell (bash,run_python): their calls run "
+                      "without a card."),
     ]):
         fn = decorator(fn)
     return fn
@@ -323,7 +318,7 @@ class AgentMagics(Magics):
     @argument("--option", type=flags.integer(1),
               help="Answer the first question with option N (from 1).")
     @argument("--auto-answer", type=flags.text, choices=["first"],
-              help="Answer every question with option 1.")
+              help="Answer every question with option 1 (never an approval card).")
     @batch_arguments
     @cell_magic
     def plan(self, line: str, cell: str) -> None:

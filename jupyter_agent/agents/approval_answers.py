@@ -4,7 +4,8 @@ Shared by both resumers (``%%toolloop`` in ``agents/toolloop_resume.py``, ``%%pl
 ``agents/plan/loop.py``):
 
 * "Allow once" runs the call now and its real result becomes the call's tool message;
-* "Allow for this session" does the same and remembers ``allow`` for that tool in the session;
+* "Allow for this session" does the same and remembers ``allow`` for that tool in the session
+  (in the kernel's memory, :mod:`jupyter_agent.runtime.grants`);
 * "Deny" (also a dismissal or typed text) writes ``Permission denied by the user: <tool> was
   not run.``
 
@@ -85,8 +86,8 @@ def answered_outcome(p: TurnContext, item: WaitingCall, choice: Choice, tool: An
     emits the call's ``tool_returned`` event."""
     name = item.name
     call = ToolCall(id=item.call_id, name=name, arguments=item.arguments or "")
-    if choice == "allow_session":
-        permissions.remember(name, "allow")
+    if choice == "allow_session" and tool is not None:
+        permissions.remember(tool, "allow")  # in this kernel's memory only (runtime/grants.py)
     if choice not in ("allow_once", "allow_session"):
         text = denial_message(name, by_user=True)
         out = ToolOutcome(output=text, error=text)

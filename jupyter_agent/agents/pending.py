@@ -125,7 +125,10 @@ class TurnState(_Model):
     read_only: bool = False
     allow_network: bool = False
     overrides: dict[str, Decision] = Field(default_factory=dict)
+    """The agent's overrides; a resume takes only their denies (runtime/grants.py)."""
     auto_approve: bool = False
+    """Written by earlier versions; never read: what a cell approved stays in the kernel's
+    memory (a store row can be forged, docs/security.md)."""
     tools: list[str] = Field(default_factory=list)
     intent: IntentResult | None = None
     mode: str = "agent"

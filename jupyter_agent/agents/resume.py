@@ -7,8 +7,9 @@ click changes nothing, and continues the run by its kind: :func:`resume_toolloop
 :func:`resume_plan`, chosen here, the one module above both. Because the record is data, a new
 kernel can resume it too: tools are looked up again by name.
 
-An answer can also come from an :class:`~jupyter_agent.answers.AnswerSource` instead of the
-user: a replayed cassette answers the asks that were clicked while recording. :func:`settle`
+An answer to a question (never to an approval card: only a person approves, docs/security.md)
+can also come from an :class:`~jupyter_agent.answers.AnswerSource` instead of the user: a
+replayed cassette answers the questions that were clicked while recording. :func:`settle`
 is that seam (the entry points call it after their first drive, :func:`resume` after each
 resumed part), and ``resume(answers=...)`` hands the source on to the resumed run. A recording
 keeps every answer given through the turn client's :class:`~jupyter_agent.answers.AnswerLog`.
@@ -27,6 +28,7 @@ from ..errors import ParameterError, ResumeError
 from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
 from ..view.reduce import new_view, reduce_event
+from .approval_answers import approval_choice
 from .held import HELD
 from .pending import PendingRun, ToolloopPending, load_pending
 from .plan.loop import resume_plan
@@ -90,6 +92,8 @@ def _as_recorded(ask: WaitingAsk, answer: Answer, n_options: int) -> None:
     """In replay mode, refuse an answer other than the recorded one (the cassette holds no
     continuation for it), before anything changes: the question keeps waiting. A recorded
     option outside the card's options (a damaged cassette) refuses nothing here."""
+    if ask.kind == "approval" and approval_choice(answer) == "deny":
+        return  # a person may always refuse a call, whatever the recording did
     recorded = _recorded(ask)
     if recorded is not None and recorded.how == "option" and not (
             recorded.option_index and 1 <= recorded.option_index <= n_options):
@@ -113,7 +117,11 @@ def settle(p: TurnContext, run: Run) -> Run:
            and p.store is not None):
         HELD.keep(run.run_id, client=tc)
         pending = run.pending
-        answer = tc.answers.answer_for(pending.waiting_ask()) if tc.answers is not None else None
+        answer = None
+        # Only questions: an approval card is answered by a person, never by a recording
+        # (a cassette travels with a shared notebook, and the sandbox can write one).
+        if tc.answers is not None and pending.card.kind != "approval":
+            answer = tc.answers.answer_for(pending.waiting_ask())
         if answer is None:
             mark_recorded(run)
             break  # the user (or the notebook's own `%agent resume` cell) answers it

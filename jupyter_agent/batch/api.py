@@ -51,7 +51,7 @@ def batch_options(kind: str) -> frozenset[str]:
     names |= {p.name for p in inspect.signature(entry_point(kind)).parameters.values()
               if p.kind is inspect.Parameter.KEYWORD_ONLY}
     if kind == "chat":
-        names -= {"agent", "auto_approve"}  # a chat calls no tools
+        names -= {"agent", "auto_approve", "approve"}  # a chat calls no tools
     return frozenset(names - set(PER_ITEM))
 
 
@@ -85,7 +85,8 @@ class BatchResult:
         if judged is not None:
             extra.update(judge_score=judged.scores, judge_reason=judged.reasons)
             self.view["judge"] = self.judge
-            self.view["cost"] = self.view.get("cost", 0.0) + judged.cost
+            if self.view.get("cost") is not None:  # unknown stays unknown (docs/security.md)
+                self.view["cost"] = self.view["cost"] + judged.cost
             self.view["input_tokens"] = self.view.get("input_tokens", 0) + judged.input_tokens
             self.view["output_tokens"] = (self.view.get("output_tokens", 0)
                                           + judged.output_tokens)
@@ -95,7 +96,8 @@ class BatchResult:
             from .typed import apply_dtypes
 
             self.results = apply_dtypes(self.results, _output_spec(spec))
-        self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores)
+        self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores,
+                                      ex.progress.unpriced)
                            if scored or len(spec.models) > 1 else [])
         self.board = as_table(self.board_rows) if self.board_rows else None
         if self.board is not None and hasattr(self.results, "attrs"):

@@ -35,7 +35,7 @@ class RunCard:
         """The static MIME bundle (run JSON, markdown, plain text)."""
         from ..view.bundle import build_bundle
 
-        return build_bundle(self.view)
+        return build_bundle(self.view)  # (its second parameter is a widget's model id)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.bundle()

@@ -14,6 +14,7 @@ import secrets
 from collections import deque
 from typing import Any, Callable
 
+from ..errors import ParameterError
 from ..tracing import batch_span
 from .control import Controller
 from .coordinator import Coordinator
@@ -84,6 +85,30 @@ def _check_tools(spec: BatchSpec) -> None:
                        workspace=lambda: Workspace(os.getcwd()))
 
 
+def _unpriced_models(spec: BatchSpec) -> list[str]:
+    """The batch's models whose price is unknown (their cost would read 0)."""
+    from ..clients.factory import turn_profile
+
+    out = []
+    for model in spec.models:
+        client = spec.clients.get(model) or spec.options.get("client")
+        profile = client.profile if client is not None else turn_profile(model)
+        if not profile.priced:
+            out.append(model)
+    return out
+
+
+def _check_prices(spec: BatchSpec, unpriced: list[str]) -> None:
+    """``max_cost`` counts money: with a model whose price is unknown every item would cost
+    0 and the limit would never stop anything, so refuse before anything runs."""
+    if spec.max_cost is not None and unpriced:
+        raise ParameterError(
+            f"max_cost: the price of the model {unpriced[0]!r} is unknown, so its cost cannot "
+            "be counted: give its profile a price (register_profile(ModelProfile(name=..., "
+            "price_tiers=[...]))) or limit the batch with max_items instead.",
+            parameters=("max_cost", "max_items"))
+
+
 def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
             on_progress: Callable[[dict[str, Any]], None] | None = None,
             interval: float = PROGRESS_INTERVAL) -> Execution:
@@ -96,6 +121,8 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
     """
     check_spec(spec)
     _check_tools(spec)
+    unpriced = _unpriced_models(spec)
+    _check_prices(spec, unpriced)
     ctl = controller or Controller()
     items = build_items(spec)
     skey = spec_key(spec)
@@ -109,7 +136,8 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             n_items=len(items)).batch_id
     progress = Progress(batch_id=batch_id, kind=spec.kind, total=len(items),
                         models=spec.models, rows=len(spec.inputs.rows),
-                        concurrency=spec.concurrency, engine=spec.engine)
+                        concurrency=spec.concurrency, engine=spec.engine,
+                        unpriced=unpriced)
     outcomes: list[dict[str, Any] | None] = [None] * len(items)
     stored = store.batch_items(skey) if store is not None and not spec.rerun else {}
     todo: deque[Item] = deque()

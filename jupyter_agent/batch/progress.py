@@ -62,8 +62,11 @@ class Progress:
     """Counts, usage, speed and the latest results of one batch."""
 
     def __init__(self, *, batch_id: str, kind: str, total: int, models: list[str],
-                 rows: int, concurrency: int, engine: str) -> None:
+                 rows: int, concurrency: int, engine: str,
+                 unpriced: list[str] | None = None) -> None:
         self.batch_id = batch_id
+        self.unpriced = list(unpriced or [])
+        """Models without a known price: the card's cost reads "unknown", never 0."""
         self.kind = kind
         self.total = total
         self.models = models
@@ -155,7 +158,8 @@ class Progress:
                 "rows": self.rows, "models": list(self.models), "engine": self.engine,
                 "concurrency": self.concurrency, "counts": dict(self.counts),
                 "reused": self.reused, "input_tokens": self.tokens[0] + live_in,
-                "output_tokens": self.tokens[1] + live_out, "cost": self.cost + live_cost,
+                "output_tokens": self.tokens[1] + live_out,
+                "cost": None if self.unpriced else self.cost + live_cost,
                 "cached": self.cached, "saved": self.saved,
                 "elapsed": round(self.elapsed, 3), "rate": round(rate, 2),
                 "eta": None if eta is None else round(eta, 1),

@@ -88,9 +88,11 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[str],
-               scores: list[float | None] | None) -> list[dict[str, Any]]:
-    """One row per model: items, done, failed, accuracy (failures count as wrong), cost,
-    p50/p95 seconds of the answered items, tokens."""
+               scores: list[float | None] | None,
+               unpriced: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per model: items, done, failed, accuracy (failures count as wrong), cost
+    (``None`` for a model in ``unpriced``: unknown is not 0), p50/p95 seconds of the answered
+    items, tokens."""
     out = []
     for model in models:
         mine = [(o, s) for i, o, s in zip(items, outcomes, scores or [None] * len(items))
@@ -105,7 +107,8 @@ def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[st
         if scores is not None:
             row["accuracy"] = (sum(s or 0.0 for _, s in mine) / len(mine)) if mine else None
         row.update({
-            "cost": sum(float(o.get("cost") or 0.0) for o, _ in mine),
+            "cost": None if model in (unpriced or ()) else
+            sum(float(o.get("cost") or 0.0) for o, _ in mine),
             "p50_seconds": percentile(seconds, 50), "p95_seconds": percentile(seconds, 95),
             "input_tokens": sum(int(o.get("input_tokens") or 0) for o, _ in mine),
             "output_tokens": sum(int(o.get("output_tokens") or 0) for o, _ in mine),
@@ -128,7 +131,7 @@ def chart_png(board: list[dict[str, Any]]) -> bytes | None:
     panels: list[tuple[str, list[float], list[float] | None]] = []
     if "accuracy" in board[0]:
         panels.append(("Accuracy", [r["accuracy"] or 0.0 for r in board], None))
-    panels.append(("Cost", [r["cost"] for r in board], None))
+    panels.append(("Cost", [r["cost"] or 0.0 for r in board], None))
     panels.append(("Seconds per item (p50, p95)", [r["p50_seconds"] or 0.0 for r in board],
                    [r["p95_seconds"] or 0.0 for r in board]))
     fig = Figure(figsize=(3.2 * len(panels), 2.8), dpi=100)

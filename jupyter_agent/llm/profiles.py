@@ -89,6 +89,11 @@ class ModelProfile(BaseModel):
             return self.quote_max_tokens
         return max(1_000, (self.max_context - self.max_output) // 2)
 
+    @property
+    def priced(self) -> bool:
+        """Whether the profile knows its price (a free local model says 0 explicitly)."""
+        return bool(sanitize_price_tiers(self.price_tiers))
+
     def cost(self, usage: Usage) -> float:
         """Price one call from the profile's price tiers; 0 when the provider reported the
         user's own key paid it (``usage.user_key``). Tokens count either way."""

@@ -1,4 +1,9 @@
-"""Sessions, their message history and their remembered permissions."""
+"""Sessions and their message history.
+
+Remembered permissions are not here: they live in the kernel's memory
+(``runtime/grants.py``), because a row of this file can be written by whatever can write the
+file (docs/security.md). The ``permissions`` table of earlier versions is left unread.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,10 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from ._db import Database, dumps, loads
-from .models import PermissionDecision, SessionRecord
+from .models import SessionRecord
 
 __all__ = ["SessionsMixin", "ensure_session_row", "turn_ordered", "turn_ordered_rows"]
 
@@ -127,7 +132,7 @@ def ensure_session_row(conn: sqlite3.Connection, name: str, group: str | None = 
 
 
 class SessionsMixin:
-    """Session records, message history and permission memory (part of ``Store``)."""
+    """Session records and message history (part of ``Store``)."""
 
     _db: Database
 
@@ -230,7 +235,7 @@ class SessionsMixin:
         """Forget the session's messages and turns, keeping the record and its bindings.
 
         Pending asks of the session are superseded (the history they would resume into is
-        gone). Runs and their events stay, as logs; remembered permissions stay too.
+        gone). Runs and their events stay, as logs.
         """
         with self._db.write() as conn:
             conn.execute("DELETE FROM messages WHERE session = ?", (name,))
@@ -309,26 +314,3 @@ class SessionsMixin:
             rows = rows[starts[-rounds] if len(starts) >= rounds else 0:]
         return [loads(row[3]) for row in rows]
 
-    # -- permission memory -----------------------------------------------------------------
-
-    def remember_permission(
-        self, session: str, tool_name: str, decision: PermissionDecision
-    ) -> None:
-        """Remember ``decision`` for ``tool_name`` for the rest of the session."""
-        if decision not in get_args(PermissionDecision):
-            raise ValueError(f"decision must be allow, ask or deny, not {decision!r}")
-        with self._db.write() as conn:
-            ensure_session_row(conn, session)
-            conn.execute(
-                "INSERT INTO permissions (session, tool, decision, updated) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (session, tool) DO UPDATE SET"
-                " decision = excluded.decision, updated = excluded.updated",
-                (session, tool_name, decision, time.time()),
-            )
-
-    def remembered_permissions(self, session: str) -> dict[str, str]:
-        """``{tool name: decision}`` remembered for the session."""
-        rows = self._db.connection().execute(
-            "SELECT tool, decision FROM permissions WHERE session = ? ORDER BY tool", (session,)
-        )
-        return dict(rows.fetchall())

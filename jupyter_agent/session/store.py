@@ -1,6 +1,6 @@
 """The embedded session store: one SQLite file, no server.
 
-Holds sessions (history, bindings, remembered permissions), turn records, runs with their
+Holds sessions (history, bindings), turn records, runs with their
 event logs, the pending state of suspended asks, and batches with their finished items. Safe to use from several threads of one
 kernel and from several kernels (processes) on the same file at once. Secrets never reach
 the file: every JSON value and error text written is masked by

@@ -1,8 +1,8 @@
 """The batch card as text: markdown (GitHub, nbconvert, a saved notebook) and plain text.
 
 The state it draws is the dict of ``batch/progress.py`` (counts, usage, speed, latest results;
-at the end a preview of the results in item order and the comparison board). No HTML: answers
-are escaped as markdown text. Times and rates always carry a decimal point, so two executions
+at the end a preview of the results in item order and the comparison board). No HTML: answers,
+errors and names are made inert (``_inert.py``: HTML escaped, links only to http(s) and mailto). Times and rates always carry a decimal point, so two executions
 of a recorded notebook compare equal once numbers are masked.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from .._inert import inert_inline
 
 __all__ = ["BATCH_MIME_TYPE", "judge_line", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
 
@@ -23,12 +25,13 @@ _BOARD = (("model", "model"), ("items", "items"), ("done", "done"), ("failed", "
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+    """Untrusted text in a table cell or a line: inert (docs/security.md), one line."""
+    return inert_inline(str(text).replace("`", "'")).replace("|", "\\|")
 
 
 def _fmt(key: str, value: Any) -> str:
     if value is None:
-        return "–"
+        return "unknown" if key == "cost" else "–"  # an unpriced model's cost is not 0
     if key == "accuracy":
         return f"{value:.1%}"
     if key == "cost":
@@ -53,8 +56,10 @@ def summary_line(view: dict[str, Any]) -> str:
     counts = " · ".join(f"{label} {c.get(key, 0):,}" for key, label in _COUNTS)
     if view.get("reused"):
         counts += f" ({view['reused']:,} from an earlier run)"
+    cost = view.get("cost", 0.0)
+    shown = "unknown" if cost is None else f"{cost:.4f}"  # an unpriced model never reads 0
     speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"
-             f" · cost {view.get('cost', 0.0):.4f} · {view.get('rate', 0.0):.1f} items/min"
+             f" · cost {shown} · {view.get('rate', 0.0):.1f} items/min"
              f" · {view.get('elapsed', 0.0):.1f} s")
     if view.get("cached"):
         speed += f" · {view['cached']:,} cached (saved {float(view.get('saved') or 0.0):.4f})"

@@ -90,6 +90,11 @@ def _probe_rounds(srv: ScriptedOpenAI) -> None:
     srv.default = text("ok")
 
 
+def _guarded(srv: ScriptedOpenAI) -> None:
+    srv.enqueue(tool_calls([call("guarded", {})]), text("done"))
+    srv.default = text("ok")
+
+
 def _asks(srv: ScriptedOpenAI) -> None:
     srv.enqueue(tool_calls([call("ask_agent", ask())]))
     srv.default = text("ok")
@@ -148,6 +153,8 @@ EFFECTS: dict[str, Effect] = {
     "--agent": Effect("{m} --agent terse"),
     "--notebook": Effect("{m} --notebook", over="refused"),
     "--skills": Effect("{m} --skills skills"),
+    "--approve": Effect("{m} --tools guarded --approve guarded", base="{m} --tools guarded",
+                        script=_guarded, key=_requests),
     # %%toolloop
     # Two calls of ``meet`` pass its barrier only when they run at the same time.
     "--parallel": Effect("{m} --parallel", script=_meet_twice, key=_tool_results),
@@ -221,6 +228,10 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path,
         "    except threading.BrokenBarrierError:\n"
         "        _bar.reset()\n"
         "        return 'alone'\n"
+        "@tool(requires_approval=True)\n"
+        "def guarded() -> str:\n"
+        "    '''Needs approval.'''\n"
+        "    return 'guarded'\n"
         "@tool\n"
         "def other() -> str:\n"
         "    '''Other.'''\n"
@@ -236,7 +247,7 @@ def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path,
         "    word: str\n")
     assert ip.run_cell(setup).success
     yield ip
-    for name in ("docs", "qp", "qt", "ans", "probe", "meet", "_bar", "other", "terse", "item",
+    for name in ("docs", "qp", "qt", "ans", "probe", "meet", "_bar", "guarded", "other", "terse", "item",
                  "rows", "Tk", "BaseModel", "_agent_run", "_agent_batch"):
         ip.user_ns.pop(name, None)
 

@@ -5,8 +5,9 @@
 (:func:`~jupyter_agent.agents.resume.settle`) and the answers given up front.
 
 Up-front answers for headless runs (``answer=``, ``option=``, ``auto_answer="first"``) resume
-in the same call: ``answer``/``option`` answer the first ask only; ``auto_answer="first"``
-answers every (further) ask with option 1. An ask nobody answered up front leaves the run
+in the same call: ``answer``/``option`` answer the first question only; ``auto_answer="first"``
+answers every (further) question with option 1. None of them answers an approval card: only a
+person approves (a click, ``%agent resume``, or ``approve=`` naming the tool; docs/security.md). An ask nobody answered up front leaves the run
 suspended with status ``ask``; :func:`resume_hint` says how to continue it.
 """
 
@@ -100,6 +101,8 @@ def _answer_up_front(p: TurnContext, run: Run, answer: str | None, option: int |
     first = True
     while run.status == "ask" and isinstance(run.pending, PlanPending):
         card = run.pending.card
+        if card.kind == "approval":
+            break  # answers given up front answer questions, never an approval card
         a = _up_front(card, first, answer, option, auto_answer)
         if a is None:
             break

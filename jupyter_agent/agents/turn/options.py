@@ -59,6 +59,10 @@ class TurnOptions:
     ``model`` in the model order of :mod:`jupyter_agent.clients.factory`)."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
+    approve: frozenset[str] | None = None
+    """Tools the person approved in the cell or the call (``--approve bash,run_python``,
+    ``approve=["bash"]``): their calls run without a card, shown on the run's card; denies
+    still apply."""
     is_aborted: Callable[[], bool] | None = None
     """Polled before each round and between streamed chunks: ``True`` ends the run with
     status ``aborted`` (a batch's stop button aborts its items in flight this way)."""

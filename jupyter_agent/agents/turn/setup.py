@@ -29,6 +29,7 @@ from ...runtime.catalog import (
     resolve_tool_specs,
     workspace_agent_specs,
 )
+from ...runtime.grants import GRANTS, CellApprovals
 from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ...runtime.policy import PermissionContext
 from ...tools.builtin import Workspace
@@ -66,6 +67,8 @@ class TurnSetup:
     """Model calls made before the run existed (model-based intent), added to it by ``bind``."""
     skills: list[Skill] = field(default_factory=list)
     """The turn's skills (their names and descriptions are in the system prompt)."""
+    _approvals_shown: bool = False
+    """A resumed run's card already says what the cell approved."""
 
     @property
     def agent_name(self) -> str | None:
@@ -91,6 +94,12 @@ class TurnSetup:
         (``spawn_agent``), and show the notices."""
         self.permissions.store = p.store
         self.permissions.session = p.run.session
+        approvals = self.permissions.cell_approvals()
+        if approvals:
+            # Kept in this kernel's memory for the run's later parts, never in the store.
+            GRANTS.keep_cell(p.run.run_id, approvals)
+            if not self._approvals_shown:
+                self.notices.append(approval_notice(approvals))
         if self.spawn is not None:
             self.spawn.client = p.client
         p.recorder.emit(ToolsOffered(tools=[t.name for t in self.tools]))  # the card's line
@@ -113,7 +122,6 @@ class TurnSetup:
                          workspace=str(self.workspace.root), read_only=self.workspace.read_only,
                          allow_network=self.workspace.allow_network,
                          overrides=dict(self.permissions.overrides),
-                         auto_approve=self.permissions.auto_approve,
                          tools=[t.name for t in self.tools], intent=self.intent, mode=self.mode,
                          skills=[str(s.folder) for s in self.skills])
 
@@ -234,7 +242,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     permissions = PermissionContext(
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),
-        auto_approve=bool(getattr(opt, "auto_approve", False)))
+        auto_approve=bool(getattr(opt, "auto_approve", False)),
+        approve=frozenset(getattr(opt, "approve", None) or ()))
     specs = tools if tools is not None else default_specs(agent)
     with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
     skills = load_skills([*(agent.skills if agent is not None else []),
@@ -242,6 +251,11 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),
                                    with_notebook=with_notebook)
+    unknown = sorted(permissions.approve - {t.name for t in selected})
+    if unknown:  # a typo would leave every card in place: say so before anything runs
+        raise ParameterError(f"approve: no tool {unknown[0]!r} in this turn (its tools: "
+                             f"{', '.join(t.name for t in selected) or 'none'}).",
+                             parameters=("approve",))
     _with_skill_tool(selected, skills)
     return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
                      workspace=workspace, permissions=permissions, tools=selected, spawn=parent,
@@ -263,7 +277,7 @@ def _with_skill_tool(tools: list[Tool[Any]], skills: list[Skill]) -> None:
 
 
 def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
-                 run_sub_agent: SubAgentRunner) -> TurnSetup:
+                 run_sub_agent: SubAgentRunner, run_id: str | None = None) -> TurnSetup:
     """The setup of a suspended run, rebuilt from its saved ``state`` (any kernel).
 
     Args:
@@ -272,18 +286,21 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
             are looked up by name, and one that is not defined here is left out (a call to it
             gets the "Unknown tool" answer) rather than making the run impossible to resume.
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
+        run_id: The run: what its cell approved is taken from this kernel's memory
+            (:data:`~jupyter_agent.runtime.grants.GRANTS`), never from ``state``.
     """
     agent = None
     if state.agent:
         try:
             agent = resolve_agent(state.agent)
         except ConfigError:
-            agent = None  # its overrides were saved; its instructions are in the messages
+            agent = None  # its instructions are in the messages
     workspace = Workspace(state.workspace or os.getcwd(), read_only=state.read_only,
                           allow_network=state.allow_network)
-    permissions = PermissionContext(overrides=dict(state.overrides),
+    cell = GRANTS.cell(run_id)
+    permissions = PermissionContext(overrides=restored_overrides(state, agent),
                                     read_only=workspace.read_only, cwd=str(workspace.root),
-                                    auto_approve=state.auto_approve)
+                                    auto_approve=cell.every, approve=cell.names)
     parent: SpawnParent | None = None
     if tools is not None:
         selected = list(tools)
@@ -305,4 +322,22 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
         _with_skill_tool(selected, skills)
     return TurnSetup(mode=state.mode, agent=agent, agent_source=state.agent_source,
                      intent=state.intent, workspace=workspace, permissions=permissions,
-                     tools=selected, spawn=parent, skills=skills)
+                     tools=selected, spawn=parent, skills=skills, _approvals_shown=True)
+
+
+def restored_overrides(state: TurnState, agent: Agent | None) -> dict[str, Any]:
+    """A resumed run's agent overrides: the agent's own when this kernel defines it; of the
+    saved ones only the denies (a saved ``allow`` could have been written into the store by
+    the sandbox: it never lifts a card, docs/security.md)."""
+    out: dict[str, Any] = {k: v for k, v in state.overrides.items() if v == "deny"}
+    if agent is not None:
+        out.update({k: v for k, v in agent.permissions.items() if out.get(k) != "deny"})
+    return out
+
+
+def approval_notice(approvals: CellApprovals) -> str:
+    """The card's line saying what the person approved in the cell."""
+    if approvals.every:
+        return "Approved in the cell: every tool (auto_approve): calls run without a card."
+    return (f"Approved in the cell: {', '.join(sorted(approvals.names))}: their calls run "
+            "without a card.")

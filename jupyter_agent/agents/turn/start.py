@@ -35,6 +35,7 @@ from ...llm.structured import OutputSpec, output_spec
 from ...llm.types import Message, Usage
 from ...llm.usage_context import report_usage
 from ...runtime.catalog import SPAWN_TOOL_NAME
+from ...runtime.grants import parse_approve
 from ...runtime.intent import IntentResult, intent_system_text
 from ...tools.registry import Tool
 from .._params import check_parameters
@@ -109,6 +110,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     if kind == "chat" and opt.skills:
         raise ParameterError("skills: a chat calls no tools (skills are read with one); use "
                              "toolloop or plan.", parameters=("skills",))
+    opt.approve = _approved_names(kind, opt.approve)
     store = store_of(opt)
     if kind == "plan":
         _refuse_unfit_for_planning(profile_of(opt, store))
@@ -152,6 +154,19 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     return Turn(ctx, opt, setup, system, {"role": "user", "content": user_text})
 
 
+def _approved_names(kind: str, value: Any) -> frozenset[str]:
+    """``approve``: the tool names the caller approved for this turn, checked."""
+    try:
+        names = parse_approve(value)
+    except ValueError as exc:
+        raise ParameterError(f"approve must be tool names: {exc}.",
+                             parameters=("approve",)) from None
+    if names and kind == "chat":
+        raise ParameterError("approve: a chat calls no tools; use toolloop or plan.",
+                             parameters=("approve",))
+    return names
+
+
 def typed_output(output: Any) -> OutputSpec:
     """``output`` as an :class:`OutputSpec`, or a :class:`ParameterError` naming it."""
     try:
@@ -179,7 +194,7 @@ def restore_setup(state: TurnState, ctx: TurnContext, tools: list[Tool[Any]] | N
 
     ``tools``: the run's tool objects when this process kept them, else ``None``.
     """
-    setup = restore_turn(state, tools=tools, run_sub_agent=run_sub_agent)
+    setup = restore_turn(state, tools=tools, run_sub_agent=run_sub_agent, run_id=ctx.run.run_id)
     setup.bind(ctx)
     return setup
 
