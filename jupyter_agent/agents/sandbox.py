@@ -149,6 +149,9 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
 
     Raises:
         KeyboardInterrupt: re-raised after every process of the code was stopped.
+
+    Long: one sequence of start, pump and clean-up whose ``finally`` blocks must see every
+    resource it made (pipes, the seccomp descriptor, the pids group, the import folders).
     """
     _check_limits(timeout, memory_mb)
     cwd = _workspace(workspace)
