@@ -21,6 +21,7 @@ from bench import (  # noqa: E402
     bench_loop,
     bench_notebook,
     bench_plan,
+    bench_saved,
     bench_stream,
 )
 
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_live.main(["--rounds", "60"] if args.quick else [])
     print("=" * 78)
     bench_batch.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_saved.main(["--cards", "5"] if args.quick else [])
 
 
 if __name__ == "__main__":

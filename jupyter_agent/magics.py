@@ -11,13 +11,13 @@ from typing import Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
 from .batch_magic import batch_arguments, refuse_batch_flags, run_batch_cell
 from .errors import JupyterAgentError, ResumeError
-from .flags import usage_message
+from .flags import parse_line, usage_message
 
 __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
@@ -271,7 +271,7 @@ class AgentMagics(Magics):
     @cell_magic
     def chat(self, line: str, cell: str) -> None:
         """Send the cell to the model once and stream the answer."""
-        args = parse_argstring(self.chat, line)
+        args = parse_line(self.chat, line)
         if args.over:
             return run_batch_cell(self, "chat", args, line, cell)
         refuse_batch_flags(args)
@@ -290,7 +290,7 @@ class AgentMagics(Magics):
     @cell_magic
     def toolloop(self, line: str, cell: str) -> None:
         """Let the model call your @tool functions until it answers."""
-        args = parse_argstring(self.toolloop, line)
+        args = parse_line(self.toolloop, line)
         if args.over:
             return run_batch_cell(self, "toolloop", args, line, cell)
         refuse_batch_flags(args)
@@ -321,7 +321,7 @@ class AgentMagics(Magics):
     @cell_magic
     def plan(self, line: str, cell: str) -> None:
         """Run the planning agent: a live plan, questions as buttons, a stop gate."""
-        args = parse_argstring(self.plan, line)
+        args = parse_line(self.plan, line)
         if args.over:
             return run_batch_cell(self, "plan", args, line, cell)
         refuse_batch_flags(args)

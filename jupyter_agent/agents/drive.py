@@ -186,8 +186,12 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     recorder = RunRecorder(run, store, opt.listeners)
     turn_id = None
     history: list[dict[str, Any]] = []
+    # A very small model follows an earlier answer instead of calling the tools: its tool
+    # loops get no history, and the card says so (once the recorder runs, below).
+    fresh = (kind == "toolloop" and bool(opt.history)
+             and not client.profile.capabilities.history_in_tool_loop)
     if store is not None:
-        if opt.session and opt.history:
+        if opt.session and opt.history and not fresh:
             history = store.history_messages(opt.session, opt.history)
         store.create_run(run.run_id, opt.session, kind, origin=opt.origin)
         if opt.session:
@@ -199,6 +203,10 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     notice = local_default_notice(tc)
     if notice:
         recorder.emit(Warning_(message=notice))
+    if fresh and opt.session and store is not None and store.history_messages(opt.session, 1):
+        recorder.emit(Warning_(message=(
+            f"Earlier turns were not sent: {model} is a small model that copies an earlier "
+            "answer instead of calling the tools, so its tool loops start fresh.")))
     return TurnContext(tc, run, recorder, store, turn_id, history, is_aborted=opt.is_aborted)
 
 

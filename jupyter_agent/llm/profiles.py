@@ -48,6 +48,10 @@ class Capabilities(BaseModel):
     planning: bool = True
     """Whether the model can follow the planning agent's protocol; ``%%plan`` refuses a model
     that cannot, in one line and before any request."""
+    history_in_tool_loop: bool = True
+    """Whether a tool loop gets the session's earlier turns. False for a very small model: it
+    copies the arithmetic of an earlier answer instead of calling the tools, so its tool loops
+    start fresh (the card says so; ``agents/drive.py``)."""
 
 
 class ModelProfile(BaseModel):

@@ -47,15 +47,26 @@ def _title(view: dict[str, Any]) -> str:
             f"concurrency {view.get('concurrency', 0)}")
 
 
+def _cost(view: dict[str, Any]) -> str:
+    """``cost x``, or ``cost unknown`` when no price is known (``cost`` null: never a made-up
+    0)."""
+    cost = view.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return "cost unknown"
+    return f"cost {cost:.4f}"
+
+
 def summary_line(view: dict[str, Any]) -> str:
     """Counts, tokens, cost and speed in one line."""
     c = view.get("counts") or {}
     counts = " · ".join(f"{label} {c.get(key, 0):,}" for key, label in _COUNTS)
     if view.get("reused"):
         counts += f" ({view['reused']:,} from an earlier run)"
+    rate = view.get("rate")
     speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"
-             f" · cost {view.get('cost', 0.0):.4f} · {view.get('rate', 0.0):.1f} items/min"
-             f" · {view.get('elapsed', 0.0):.1f} s")
+             f" · {_cost(view)}"
+             + (f" · {rate:.1f} items/min" if isinstance(rate, (int, float)) and rate > 0 else "")
+             + f" · {view.get('elapsed', 0.0):.1f} s")
     if view.get("status") == "running" and view.get("eta") is not None:
         speed += f" · about {view['eta']:.1f} s left"
     return f"{counts}\n{speed}"
