@@ -12,8 +12,8 @@ from tests.browser.render_harness import CONSOLE_ERRORS
 
 @pytest.fixture(autouse=True)
 def no_console_errors() -> Iterator[None]:
-    """Fail the test if any page logged a console error or an uncaught exception."""
-    CONSOLE_ERRORS.clear()
+    """Fail the test if any page logged a console error or an uncaught exception (pages a
+    module-scoped fixture opened count for the first test that uses them)."""
     yield
     errors, CONSOLE_ERRORS[:] = list(CONSOLE_ERRORS), []
     assert not errors, "console errors on the page:\n" + "\n".join(errors)
