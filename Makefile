@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 BASE   := $(VENV)/.base-installed
 STAMP  := $(VENV)/.installed
+OTEL_VENV  := .venv-otel
+OTEL_STAMP := $(OTEL_VENV)/.installed
 LABEXT := jupyter_agent/labextension/static/style.js
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -13,7 +15,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 demo: install sandbox-packages
 	$(PY) -m jupyter_agent.demo
 
-test: install system-packages
+test: install system-packages $(OTEL_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 install: $(STAMP)
@@ -66,6 +68,14 @@ $(STAMP): pyproject.toml $(BASE) $(LABEXT)
 
 labextension: $(LABEXT)
 
+# Arize Phoenix, the real OTLP receiver the trace tests export to (tests/tracing), in a venv of
+# its own: its many dependencies must not move the package's. About a minute from empty caches.
+$(OTEL_STAMP):
+	$(PYTHON) -m venv $(OTEL_VENV)
+	$(OTEL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(OTEL_VENV)/bin/python -m pip install -q "arize-phoenix>=20,<21"  # its REST API, as tests/fakes/phoenix.py reads it
+	touch $@
+
 # Debian packages, installed when missing: bubblewrap confines the bash tool (the demo and the
 # tests run it), Chromium runs the browser tests (never a downloaded browser).
 apt_install = @missing=""; for p in $(1); do \
@@ -82,7 +92,7 @@ system-packages:
 sandbox-packages:
 	$(call apt_install,bubblewrap)
 
-# ruff everywhere; mypy (strict) over the modules pyproject.toml's [tool.mypy] lists.
+# ruff everywhere; mypy (strict) over the whole package (pyproject.toml [tool.mypy]).
 lint: $(STAMP)
 	$(BIN)/ruff check jupyter_agent tests bench
 	$(BIN)/mypy
@@ -91,4 +101,4 @@ bench: install
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) labextension/node_modules labextension/lib jupyter_agent/labextension test-artifacts demo-output
+	rm -rf $(VENV) $(OTEL_VENV) labextension/node_modules labextension/lib jupyter_agent/labextension test-artifacts demo-output

@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:
 
 from bench import (  # noqa: E402
     bench_batch,
+    bench_history,
     bench_import,
     bench_live,
     bench_loop,
@@ -23,12 +24,14 @@ from bench import (  # noqa: E402
     bench_plan,
     bench_saved,
     bench_stream,
+    bench_structured,
+    bench_trace,
 )
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the import, loop, streaming, planning, notebook-tool, live-view and batch
-    benchmarks."""
+    """Run the import, loop, streaming, planning, notebook-tool, live-view, batch,
+    typed-answer/cache and trace benchmarks."""
     parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
     args = parser.parse_args(argv)
@@ -45,7 +48,13 @@ def main(argv: list[str] | None = None) -> None:
     print("=" * 78)
     bench_live.main(["--rounds", "60"] if args.quick else [])
     print("=" * 78)
+    bench_history.main(["--quick"] if args.quick else [])
+    print("=" * 78)
     bench_batch.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_structured.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_trace.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_saved.main(["--cards", "5"] if args.quick else [])
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 __all__ = ["ProcessState", "STATE", "Clearable", "Box", "to_defaults"]
 
@@ -38,11 +38,11 @@ class _Slot:
     reset: Callable[[Any], None] | None
 
 
-class Box:
+class Box(Generic[T]):
     """A slot for one value (``None`` when empty): the default store, a running server."""
 
     def __init__(self) -> None:
-        self.value: Any = None
+        self.value: T | None = None
 
     def clear(self) -> None:
         """Forget the value."""
@@ -77,7 +77,8 @@ class ProcessState:
             found = self._slots.get(name)
             if found is None:
                 found = self._slots[name] = _Slot(factory(), reset)
-            return found.value  # type: ignore[no-any-return]
+            # Slots hold different types; the first caller's factory fixed this one's.
+            return cast(T, found.value)
 
     def names(self) -> list[str]:
         """The slots made so far, in the order they were made."""

@@ -61,10 +61,15 @@ class Settings(BaseModel):
     retry_base_delay: float = 0.5
     retry_max_delay: float = 8.0
     timeout: float = 600.0
+    """Seconds one network read of a model call may wait; a read past it is retried
+    (``%config AgentMagics.read_timeout``)."""
     request_deadline: float = Field(default=900.0, gt=0)
     """Seconds one model call may take in all, retries included, however the server keeps the
     connection busy (``%config AgentMagics.request_deadline``)."""
     fallback_models: list[str] = []
+    cache: bool = False
+    """Answer identical requests from the on-disk answer cache (``%config AgentMagics.cache``;
+    off by default: see ``clients/cache.py``)."""
     """Profiles to fail over to, in order, when a request fails (issue: model failover)."""
     session: str = Field(default_factory=default_session)
     """The session cells use when they give no ``--session`` (``%agent session NAME``): by

@@ -15,6 +15,7 @@ from typing import Any
 from .secrets import mask
 
 __all__ = [
+    "tool_error_text",
     "JupyterAgentError",
     "ConfigError",
     "MissingKeyError",
@@ -92,3 +93,13 @@ class ModelBehaviorError(JupyterAgentError):
 
 class ResumeError(JupyterAgentError):
     """A suspended run cannot be resumed (already answered, superseded, or missing)."""
+
+
+def tool_error_text(exc: BaseException) -> str:
+    """What the model is told about a tool that raised ``exc``: ``Tool error: <Type>:
+    <message>`` (docs/behaviour.md §5.3), the same whether the tool or a hook around it
+    raised."""
+    message = str(exc).strip()
+    if not message:
+        return f"Tool error: {type(exc).__name__}"
+    return f"Tool error: {type(exc).__name__}: {message}"

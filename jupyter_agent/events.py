@@ -2,7 +2,7 @@
 
 A run is a stream of these events. The live widget renders them, the store persists them and
 the static MIME bundle (``application/vnd.jupyter-agent.run+json``) holds the view reduced from
-them: one stream, three consumers. Names and fields are a public format: add fields with defaults, never
+them: one stream, three consumers (four when runs are exported as traces: docs/tracing.md). Names and fields are a public format: add fields with defaults, never
 rename. ``RUN_FORMAT_VERSION`` is written into the MIME payload so old notebooks stay readable.
 """
 
@@ -19,6 +19,7 @@ __all__ = [
     "RunStatus",
     "BaseEvent",
     "RunStarted",
+    "OutputChecked",
     "ToolsOffered",
     "RoundStarted",
     "ReasoningDelta",
@@ -55,7 +56,8 @@ RUN_FORMAT_VERSION = 2
 1 held the view and the event log; 2 holds the view only (``view/bundle.py``). Readers take
 both: the view is where it was."""
 
-RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete", "running"]
+RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete", "running",
+                    "invalid"]
 """How a run ended. ``ask`` means suspended: waiting for an answer or an approval."""
 
 
@@ -80,6 +82,9 @@ class RunStarted(BaseEvent):
     """The user's text for this turn, after interpolation."""
     session: str | None = None
     """Session name, when the run belongs to one."""
+    trace: str = ""
+    """The W3C ``traceparent`` of the run's span when runs are exported as traces
+    (docs/tracing.md), else empty; a resumed run continues that trace."""
 
 
 class ToolsOffered(BaseEvent):
@@ -167,6 +172,16 @@ class UsageRecorded(BaseEvent):
     """True when the provider sent no usage and tokens were counted locally."""
     priced: bool = True
     """False when the model's profile has no prices: the cost is unknown, not 0."""
+    cached: bool = False
+    """Answered from the answer cache: no call was made (``cost`` is 0)."""
+    saved: float = 0.0
+    """What a cached answer would have cost."""
+    response_model: str = ""
+    """The model the provider says answered (``agent_call`` usage; empty when unknown)."""
+    finish_reason: str | None = None
+    """Why the model stopped (``stop``, ``tool_calls``, ``length``...; ``agent_call`` usage)."""
+    response_id: str | None = None
+    """The provider's id of the response (``agent_call`` usage)."""
 
 
 class PlanUpdated(BaseEvent):
@@ -259,6 +274,20 @@ class ToolFigures(BaseEvent):
     data, empty when the image was too large to keep (the description stays)."""
 
 
+class OutputChecked(BaseEvent):
+    """A typed run's answer checked against its schema (docs/behaviour.md §10.14)."""
+
+    type: Literal["output_checked"] = "output_checked"
+    schema_name: str
+    valid: bool
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The instance as JSON (what the model produced, when invalid)."""
+    errors: list[str] = Field(default_factory=list)
+    """One line per problem of the last attempt; empty when valid."""
+    attempts: int = 1
+    """Answers checked: 1, plus one per retry."""
+
+
 class RunFinished(BaseEvent):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -301,6 +330,7 @@ RunEvent = Annotated[
         Warning_,
         CellProposed,
         ToolFigures,
+        OutputChecked,
         RunFinished,
         RunFailed,
     ],

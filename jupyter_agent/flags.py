@@ -12,7 +12,6 @@ its quotes), so every type first strips one pair of matching quotes.
 from __future__ import annotations
 
 import argparse
-import difflib
 import keyword
 import math
 import re
@@ -21,7 +20,7 @@ from typing import Callable
 from .errors import JupyterAgentError, ParameterError
 
 __all__ = ["unquote", "text", "integer", "number", "amount", "identifier", "name_list",
-           "usage_message", "parse_line"]
+           "usage_message"]
 
 
 def unquote(value: str) -> str:
@@ -109,7 +108,7 @@ def name_list(value: str) -> str:
     return value
 
 
-_FLAGS = {"context": "--with"}
+_FLAGS = {"context": "--with", "output": "--schema"}
 """Parameters whose flag is not their name with dashes."""
 
 
@@ -137,27 +136,3 @@ def variable_list(value: str) -> str:
             raise _bad(f"must be notebook variable names, not {name!r}")
     return ",".join(names)
 
-
-def parse_line(magic: Callable[..., object], line: str) -> argparse.Namespace:
-    """``parse_argstring(magic, line)``, where an unknown flag also gets the closest known ones
-    ("unrecognized arguments: --max-rouns; did you mean --max-rounds?"): argparse of Python
-    before 3.14 names the typo but not the fix."""
-    from IPython.core.error import UsageError
-    from IPython.core.magic_arguments import parse_argstring
-
-    try:
-        return parse_argstring(magic, line)
-    except UsageError as exc:
-        message = str(exc)
-        if "unrecognized arguments:" not in message or "did you mean" in message:
-            raise
-        known = sorted(o for o in magic.parser._option_string_actions  # type: ignore[attr-defined]
-                       if o.startswith("--"))
-        typos = [w.split("=", 1)[0] for w in message.split("unrecognized arguments:", 1)[1].split()
-                 if w.startswith("-")]
-        hints = [f"{t} -> {close[0]}" if len(typos) > 1 else close[0]
-                 for t in typos
-                 if (close := difflib.get_close_matches("--" + t.lstrip("-"), known, 1, 0.6))]
-        if not hints:
-            raise
-        raise UsageError(f"{message}; did you mean {', '.join(hints)}?") from None

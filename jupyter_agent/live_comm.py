@@ -8,7 +8,7 @@ after a page reload) and opens a comm to the same target name (which the extensi
 on every kernel connection).
 
 This module is imported at ``%load_ext``, which must stay cheap: it imports only ``comm``; the
-snapshot's validation (:mod:`jupyter_agent.tools.notebook.live`, pydantic) loads with the first
+snapshot's validation (:mod:`jupyter_agent.tools.notebook.live_cells`, pydantic) loads with the first
 message.
 """
 
@@ -46,7 +46,7 @@ def attach(shell: Any) -> bool:
 
 
 def _on_msg(comm: Any, msg: dict[str, Any]) -> None:
-    from .tools.notebook.live import LIVE
+    from .tools.notebook.live_cells import LIVE
 
     client = str((msg.get("header") or {}).get("session") or "")
     data = (msg.get("content") or {}).get("data")

@@ -11,19 +11,20 @@ from typing import Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
-from .batch_magic import batch_arguments, refuse_batch_flags, run_batch_cell
+from .batch_magic import batch_arguments, run_batch_cell
+from .cell_options import CellKind, CellOptions, read_cell_options
 from .errors import JupyterAgentError, ResumeError
-from .flags import parse_line, usage_message
+from .flags import usage_message
+from .magic_args import argument, magic_arguments, parse_argstring
 
 __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
 _MASK = "********"
 _SYNCED = ("model", "api_key", "base_url", "max_retries", "retry_base_delay", "fallback_models",
-           "request_deadline")
+           "request_deadline", "read_timeout", "cache")
 _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%chat.",
                "toolloop": "The cell is empty: write the task below %%toolloop.",
                "plan": "The cell is empty: write the task below %%plan."}
@@ -31,22 +32,14 @@ _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%cha
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
     """Fill ``{expr}`` fields from the notebook namespace (``{{``/``}}`` for literal braces)."""
+    from ._template import prompt_fields
+
     formatter = string.Formatter()
     try:
-        fields = list(formatter.parse(text))
-    except ValueError as exc:
-        raise UsageError(f"Bad braces in the cell ({exc}); write {{{{ and }}}} for literal "
-                         "braces.") from None
-    for _, name, _, _ in fields:
-        if name is None:
-            continue
-        root = name.split(".")[0].split("[")[0]
-        if not root or root.isdigit():
-            raise UsageError("Empty {} in the cell: write {{ and }} for literal braces.")
-        from .secrets import is_secret_name
-
-        if is_secret_name(root):  # a key must never reach a prompt (docs/notebook-tools.md)
-            raise UsageError(f"{{{root}}} looks like a secret: it is never put into a prompt.")
+        fields = prompt_fields(text, "the cell")  # the same rules as a --over template
+    except JupyterAgentError as exc:
+        raise UsageError(str(exc)) from None
+    for root in fields:
         if root not in namespace:
             raise UsageError(f"Unknown variable {{{root}}} in the cell: define it, or write "
                              "{{ and }} for literal braces.")
@@ -68,7 +61,7 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
         argument("--session", type=flags.text,
                  help="Session whose history is used (default: the current session, see "
                       "%%agent session)."),
-        argument("--history", type=flags.integer(0), default=6,
+        argument("--history", type=flags.integer(0),
                  help="Rounds of history to send (default 6; 0 sends none)."),
         argument("--no-history", action="store_true", help="Send no history."),
         argument("--temperature", type=flags.number(0, 2),
@@ -92,6 +85,13 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Record this cell's model calls into the cassette (see %%agent record)."),
         argument("--replay", action="store_true",
                  help="Replay this cell's model calls from the cassette: no key needed."),
+        argument("--schema", type=flags.identifier,
+                 help="Typed answer: a variable holding a pydantic model class or a JSON "
+                      "schema; --out then stores the instance (with --over: typed columns)."),
+        argument("--schema-retries", type=flags.integer(0),
+                 help="With --schema: times an invalid answer is sent back (default 2)."),
+        argument("--cache", action="store_true",
+                 help="Answer identical requests from the answer cache (see %%agent cache)."),
     ]):
         fn = decorator(fn)
     return fn
@@ -108,6 +108,12 @@ def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                  help="Named agent profile (or a variable holding an Agent)."),
         argument("--notebook", action="store_true",
                  help="Offer the notebook tools: variables, run_python, cells, insert_cell."),
+        argument("--skills", type=flags.text,
+                 help="Skill folders (a folder with SKILL.md, or a folder of them; a,b): "
+                      "names and descriptions in the prompt, read with read_skill."),
+        argument("--approve", type=flags.name_list,
+                 help="Tools you approve for this cell (bash,run_python): their calls run "
+                      "without a card."),
     ]):
         fn = decorator(fn)
     return fn
@@ -123,8 +129,10 @@ class AgentMagics(Magics):
     max_retries = Int(3, help="Retries of 429/5xx/connection errors.").tag(config=True)
     retry_base_delay = Float(0.5, help="First retry delay in seconds (doubles each time).").tag(config=True)
     request_deadline = Float(900.0, min=1.0, help="Seconds one model call may take in all (retries included).").tag(config=True)
+    read_timeout = Float(600.0, min=1.0, help="Seconds one network read of a model call may wait (then it is retried).").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else markdown only).").tag(config=True)
     fallback_models = List(Unicode(), help="Profiles to fail over to, in order.").tag(config=True)
+    cache = Bool(False, help="Answer identical requests from the on-disk answer cache (see %agent cache).").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -144,7 +152,7 @@ class AgentMagics(Magics):
         from . import config
 
         if change["name"] == "api_key" and change["new"] not in ("", _MASK):
-            config.settings.api_key = change["new"]  # type: ignore[assignment]
+            config.settings.api_key = change["new"]
             # Never keep the key on the trait: `%config AgentMagics` would print it.
             self.api_key = _MASK
         self._sync_settings()
@@ -158,7 +166,9 @@ class AgentMagics(Magics):
         s.max_retries = self.max_retries
         s.retry_base_delay = self.retry_base_delay
         s.request_deadline = self.request_deadline
+        s.timeout = self.read_timeout
         s.fallback_models = list(self.fallback_models)
+        s.cache = self.cache
         from .clients.factory import clear_client_cache
 
         clear_client_cache()
@@ -172,67 +182,54 @@ class AgentMagics(Magics):
         return f"cell:{self._cell_id}" if self._cell_id else None
 
     # ---------------------------------------------------------------- helpers
-    def _ns(self) -> dict[str, Any]:
+    def namespace(self) -> dict[str, Any]:
+        """The notebook's variables (an empty dict without a shell)."""
         return self.shell.user_ns if self.shell is not None else {}
 
-    def _common(self, args: Any, cell: str, magic: str) -> tuple[str, dict[str, Any]]:
-        from . import config
+    def cell_options(self, kind: CellKind, args: Any) -> CellOptions:
+        """The options record of a parsed ``%%chat``/``%%toolloop``/``%%plan`` line: the same
+        record for a plain cell and for ``--over`` (``jupyter_agent/cell_options.py``)."""
+        parser = getattr(AgentMagics, kind).parser
+        return read_cell_options(kind, args, parser, ns=self.namespace(), shell=self.shell,
+                                 origin=self._origin(), typed=self.typed_options(args))
 
+    def cell_prompt(self, cell: str, magic: str) -> str:
+        """The cell's text with its ``{expr}`` fields filled (one line for an empty cell)."""
         if not cell or not cell.strip():
             raise UsageError("The cell is empty: write your message below the magic line.")
-        prompt = interpolate(cell.strip(), self._ns())
+        prompt = interpolate(cell.strip(), self.namespace())
         if not prompt.strip():  # every {field} filled in empty
             raise UsageError(_EMPTY_CELL[magic])
-        knowledge = None
-        if args.knowledge:
-            if args.knowledge not in self._ns():
-                raise UsageError(f"--knowledge: no variable named {args.knowledge!r}.")
-            knowledge = self._ns()[args.knowledge]
-        opts: dict[str, Any] = dict(
-            model=args.model, system=args.system, session=args.session or config.settings.session,
-            history=0 if args.no_history else args.history, temperature=args.temperature,
-            max_tokens=args.max_tokens, knowledge=knowledge, stream=not args.no_stream,
-            quote_role=args.quote_role or "system",
-            quote_prompt=self._text_var(args.quote_prompt, "--quote-prompt"),
-            quote_template=self._text_var(args.quote_template, "--quote-template"),
-            origin=self._origin(), on_superseded=_close_superseded,
-            shell=self.shell, notebook=bool(getattr(args, "notebook", False)),
-            context=args.with_vars.split(",") if args.with_vars else None,
-        )
-        if args.record or args.replay:
-            if args.record and args.replay:
-                raise UsageError("Give --record or --replay, not both.")
-            from .replay.mode import cell_client
+        return prompt
 
-            try:
-                opts["client"] = cell_client("record" if args.record else "replay", args.model)
-            except JupyterAgentError as exc:
-                raise UsageError(usage_message(exc)) from None
+    def _entry(self, kind: CellKind, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
+        """A plain cell's prompt and the keyword options of its entry point."""
+        from . import config
+
+        options = self.cell_options(kind, args)
+        options.refuse_batch_flags()
+        prompt = self.cell_prompt(cell, kind)
+        try:
+            opts = options.entry_options(_cell_client, on_superseded=_close_superseded,
+                                         default_session=config.settings.session)
+        except JupyterAgentError as exc:
+            raise UsageError(usage_message(exc)) from None
         return prompt, opts
 
-    def _text_var(self, name: str | None, flag: str) -> str | None:
-        """A flag naming a notebook variable that holds a string (a template)."""
-        if name is None:
-            return None
-        value = self._ns().get(name)
-        if not isinstance(value, str):
-            raise UsageError(f"{flag}: {name!r} is not a string variable in the notebook.")
-        return value
-
-    def _agent(self, args: Any) -> Any:
-        """``--agent``: a variable holding an Agent, or an agent's name."""
-        name = getattr(args, "agent", None)
-        if not name:
-            return None
-        from .runtime.agents import Agent
-
-        value = self._ns().get(name)
-        return value if isinstance(value, Agent) else name
-
-    def _tools(self, args: Any) -> list[str] | None:
-        if not getattr(args, "tools", None):
-            return None
-        return [t.strip() for t in args.tools.split(",") if t.strip()]
+    def typed_options(self, args: Any) -> dict[str, Any]:
+        """``--schema``, ``--schema-retries`` and ``--cache`` as options (cells and batches)."""
+        opts: dict[str, Any] = {}
+        if args.schema:
+            if args.schema not in self.namespace():
+                raise UsageError(f"--schema: no variable named {args.schema!r}.")
+            opts["output"] = self.namespace()[args.schema]
+        if args.schema_retries is not None:
+            if not args.schema:
+                raise UsageError("--schema-retries needs --schema NAME.")
+            opts["schema_retries"] = args.schema_retries
+        if args.cache:
+            opts["cache"] = True
+        return opts
 
     def _run(self, args: Any, start: Callable[[list[Any]], Any]) -> Any:
         """Start a run with a live display; map user errors to one line."""
@@ -245,19 +242,23 @@ class AgentMagics(Magics):
             if "display" in holder:
                 holder["display"].on_event(event)
 
+        ns = self.namespace()
+        # ``--out``: a run finished by a click (an ask, an approval) stores its answer then.
+        out = (ns, args.out, bool(args.schema)) if args.out else None
+
         def on_start(run: Any) -> None:
             holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
-                                            on_answer=lambda msg: _on_click(run, msg))
+                                            on_answer=lambda msg: _on_click(run, msg, out=out))
 
         try:
             run = start([_Starter(on_start, listener)])
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
-        ns = self._ns()
         ns["_agent_run"] = run
         if args.out:
-            ns[args.out] = run.answer
+            # A typed run stores its instance (None when it never validated), else the text.
+            ns[args.out] = run.output if args.schema else run.answer
         if run.status == "error":
             # The display already shows the run; the cell still fails (Run All stops here),
             # with one line and no traceback.
@@ -271,11 +272,10 @@ class AgentMagics(Magics):
     @cell_magic
     def chat(self, line: str, cell: str) -> None:
         """Send the cell to the model once and stream the answer."""
-        args = parse_line(self.chat, line)
+        args = parse_argstring(self.chat, line)
         if args.over:
-            return run_batch_cell(self, "chat", args, line, cell)
-        refuse_batch_flags(args)
-        prompt, opts = self._common(args, cell, "chat")
+            return run_batch_cell(self, "chat", args, cell)
+        prompt, opts = self._entry("chat", args, cell)
         from .agents.chat import chat
 
         self._run(args, lambda listeners: chat(prompt, listeners=listeners, **opts))
@@ -290,18 +290,14 @@ class AgentMagics(Magics):
     @cell_magic
     def toolloop(self, line: str, cell: str) -> None:
         """Let the model call your @tool functions until it answers."""
-        args = parse_line(self.toolloop, line)
+        args = parse_argstring(self.toolloop, line)
         if args.over:
-            return run_batch_cell(self, "toolloop", args, line, cell)
-        refuse_batch_flags(args)
-        prompt, opts = self._common(args, cell, "toolloop")
-        tools = self._tools(args)
-        from .agents.toolloop import MAX_ROUNDS, toolloop
+            return run_batch_cell(self, "toolloop", args, cell)
+        prompt, opts = self._entry("toolloop", args, cell)
+        from .agents.toolloop import toolloop
 
-        self._run(args, lambda listeners: toolloop(
-            prompt, tools=tools, parallel=args.parallel, max_rounds=_or(args.max_rounds, MAX_ROUNDS),
-            tool_choice=args.tool_choice, agent=self._agent(args), listeners=listeners, **opts))
-        run = self._ns().get("_agent_run")
+        self._run(args, lambda listeners: toolloop(prompt, listeners=listeners, **opts))
+        run = self.namespace().get("_agent_run")
         if run is not None and run.status == "ask":  # waiting on an approval card
             from .agents.toolloop_resume import approval_hint
             from .ui.live import show_hint
@@ -316,27 +312,23 @@ class AgentMagics(Magics):
     @argument("--option", type=flags.integer(1),
               help="Answer the first question with option N (from 1).")
     @argument("--auto-answer", type=flags.text, choices=["first"],
-              help="Answer every question with option 1.")
+              help="Answer every question with option 1 (never an approval card).")
     @batch_arguments
     @cell_magic
     def plan(self, line: str, cell: str) -> None:
         """Run the planning agent: a live plan, questions as buttons, a stop gate."""
-        args = parse_line(self.plan, line)
+        args = parse_argstring(self.plan, line)
         if args.over:
-            return run_batch_cell(self, "plan", args, line, cell)
-        refuse_batch_flags(args)
-        prompt, opts = self._common(args, cell, "plan")
-        tools = self._tools(args)
+            return run_batch_cell(self, "plan", args, cell)
+        prompt, opts = self._entry("plan", args, cell)
         try:
-            from .agents.plan.agent import MAX_ROUNDS, plan, resume_hint
+            from .agents.plan.agent import plan, resume_hint
         except ImportError as exc:
             raise UsageError(f"%%plan is not available: {exc}") from None
         run_box: dict[str, Any] = {}
 
         def start(listeners: list[Any]) -> Any:
-            run = plan(prompt, tools=tools, max_rounds=_or(args.max_rounds, MAX_ROUNDS),
-                       answer=args.answer, option=args.option, auto_answer=args.auto_answer,
-                       agent=self._agent(args), listeners=listeners, **opts)
+            run = plan(prompt, listeners=listeners, **opts)
             run_box["run"] = run
             return run
 
@@ -353,7 +345,7 @@ class AgentMagics(Magics):
         from .commands import run_command
 
         try:
-            result = run_command(line, self._ns())
+            result = run_command(line, self.namespace())
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
         if line.split()[:1] in ([], ["help"]):
@@ -378,9 +370,11 @@ def cell_flags_help() -> str:
     return "\n".join(lines)
 
 
-def _or(value: int | None, default: int) -> int:
-    """A flag's value, or the default when the flag was not given (0 is a value, not "unset")."""
-    return default if value is None else value
+def _cell_client(mode: str, model: str | None) -> Any:
+    """The record/replay client of a cell's ``--record``/``--replay``."""
+    from .replay.mode import cell_client
+
+    return cell_client("record" if mode == "record" else "replay", model)
 
 
 class _Starter:
@@ -409,10 +403,13 @@ def _close_superseded(run_ids: list[str]) -> None:
                                  "withdrawn.")
 
 
-def _on_click(run: Any, msg: dict[str, Any]) -> None:
+def _on_click(run: Any, msg: dict[str, Any],
+              out: tuple[dict[str, Any], str, bool] | None = None) -> None:
     """A click on an ask or approval card: resume the run in the same output.
 
-    Runs in a comm callback, after the cell finished: errors go into the widget, not stdout.
+    ``out``: the namespace, the cell's ``--out`` variable and whether the cell is typed
+    (``--schema``: the instance, else the answer text), stored once the resumed run has one. Runs in a comm callback, after the cell finished: errors go into the
+    widget, not stdout.
     """
     from .agents.resume import Answer, resume
     from .ui.live import displays
@@ -427,6 +424,9 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
             raise ResumeError("The click named no card (no call id); nothing changed.")
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
                expected_call_id=call_id)
+        if out is not None:
+            ns, name, typed = out
+            ns[name] = run.output if typed else run.answer
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         ask = run.view.get("ask")
         if (isinstance(exc, ResumeError) and isinstance(ask, dict) and not ask.get("answered")

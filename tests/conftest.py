@@ -11,7 +11,10 @@ import pytest
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.fakes.processes import marker  # noqa: F401 - a fixture: processes found by a marker
 
-_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "JUPYTER_AGENT_MODEL", "JUPYTER_AGENT_HOME")
+_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "JUPYTER_AGENT_MODEL", "JUPYTER_AGENT_HOME",
+        # an exporter configured on the developer's machine must not receive test runs
+        "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 _real_connect = socket.socket.connect
 
 

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("edge", [
         "__init__.py",          # the public API, imported lazily
         "magics.py",            # %%chat, %%toolloop, %%plan, %agent
+        "magic_args.py",        # IPython's magic_arguments decorators, typed
         "flags.py",             # value checks of magic flags
         "commands/",            # every %agent command
         "replay/notebooks.py",  # tutorial helpers: run notebooks in kernels,
@@ -45,6 +46,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "replay/compare.py",    # compare saved outputs
         "demo.py",              # the demo notebooks
         "batch_magic.py",       # --over on the three cell magics
+        "cell_options.py",      # a cell's flags as one options record (plain cell and --over)
         "live_comm.py",         # the live notebook comm, opened at %load_ext
     ]),
     ("batch", ["batch/"]),      # one agent over many inputs: runs agents, no IPython
@@ -53,6 +55,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("view", [
         "view/",                # events -> view state -> MIME bundle, pure Python
     ]),
+    ("tracing", ["tracing/"]),  # events -> OpenTelemetry spans (only with tracing on)
     ("runtime", ["runtime/"]),  # policy data: named agents, modes, intent, permissions, catalog
     ("clients", [
         "clients/",             # model name -> client, failover, record/replay wrappers

@@ -41,7 +41,7 @@ def test_load_ext_is_cheap() -> None:
         "import sys, json\n"
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "InteractiveShell.instance().run_line_magic('load_ext', 'jupyter_agent')\n"
-        "heavy = ['openai', 'httpx', 'ipywidgets', 'anywidget', 'pydantic']\n"
+        "heavy = ['openai', 'httpx', 'ipywidgets', 'anywidget', 'pydantic', 'opentelemetry']\n"
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jupyter_agent._state import STATE, Box, ProcessState
+
+pytest_plugins = ["pytester"]
 
 # Every registry of the package, by slot name (a new one belongs here and in its module).
 SLOTS = {
@@ -59,7 +62,7 @@ def _dirty_everything(tmp_path: Path) -> None:
     from jupyter_agent.clients import factory
     from jupyter_agent.clients.cassettes import cassette_at
     from jupyter_agent.clients.failover import mark_profile
-    from jupyter_agent.clients.turn import TurnClient
+    from jupyter_agent.clients.turn_client import TurnClient
     from jupyter_agent.llm import limiter  # noqa: F401  (its pauses)
     from jupyter_agent.llm.profiles import ModelProfile, register_profile
     from jupyter_agent.replay import mode
@@ -133,9 +136,29 @@ def test_one_reset_empties_every_slot_of_the_package(tmp_path: Path) -> None:
     assert not scratch.exists()  # the record mode's scratch store is gone with it
 
 
-def test_the_fixture_leaves_a_dirty_process_for_the_next_test(tmp_path: Path) -> None:
+_PAIR = """
+from tests.test_state import _assert_clean, _dirty_everything
+
+
+def test_1_leaves_a_dirty_process(tmp_path):
     _dirty_everything(tmp_path)  # not cleaned up here: tests/conftest.py does it
 
 
-def test_the_next_test_starts_clean() -> None:
+def test_2_the_next_test_starts_clean():
     _assert_clean()
+"""
+
+
+def test_the_fixture_cleans_what_one_test_leaves_for_the_next(pytester: pytest.Pytester,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """Two tests in a fixed order, in their own pytest session with the project's fixtures:
+    the proof does not depend on the order (or the selection) of the outer run."""
+    root = str(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
+    pytester.makeconftest('pytest_plugins = ["tests.conftest"]\n')
+    pytester.makepyfile(test_pair=_PAIR)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
+                                           "-q")
+    result.assert_outcomes(passed=2)

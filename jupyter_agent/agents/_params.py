@@ -71,6 +71,7 @@ def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
     _temperature(options.get("temperature"))
     _quotes(options)
     _count("max_tokens", options.get("max_tokens"), 1)
+    _count("schema_retries", options.get("schema_retries"), 0)
     _count("max_rounds", max_rounds, 1)
     _count("option", option, 1)
     if tool_choice is not None and (not isinstance(tool_choice, str) or not tool_choice.strip()):

@@ -1,14 +1,15 @@
 """The program the Python sandbox runs in its child process (as ``python -I -c <this source>``).
 
 It is passed as source, never imported, so it depends on nothing but the standard library.
-Arguments: the file descriptor to write the JSON result to, the memory limit in bytes (0: none)
-and the character cap of the result's repr. The code comes on stdin. Like a notebook cell, the
+Arguments: the file descriptor to write the JSON result to, the memory limit in bytes (0: none),
+the character cap of the result's repr and, optionally, the process limit (0: none). The code comes on stdin. Like a notebook cell, the
 last statement's value, when it is an expression, is the result.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import json
 import linecache
 import os
@@ -31,6 +32,18 @@ def _limit_memory(max_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (max_bytes, max_bytes))
 
 
+def _limit_processes(count: int) -> None:
+    # In the sandbox's user namespace this counts only the sandbox's processes (docs/sandbox.md).
+    if count <= 0:
+        return
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
+    except (ImportError, ValueError, OSError):  # a lower limit already: keep it
+        return
+
+
 def _error_text(exc: BaseException) -> str:
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != FILENAME:
@@ -45,9 +58,11 @@ def _cap(text: str, cap: int) -> str:
 def _run(code: str, cap: int) -> str | None:
     linecache.cache[FILENAME] = (len(code), None, code.splitlines(True), FILENAME)
     tree = ast.parse(code, FILENAME, "exec")
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    last: ast.Expression | None = None
+    tail = tree.body[-1] if tree.body else None
+    if isinstance(tail, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(tail.value)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(tree, FILENAME, "exec"), namespace)
     if last is None:
@@ -61,12 +76,14 @@ def _run(code: str, cap: int) -> str | None:
 def main() -> None:
     result_fd, max_bytes, cap = (int(a) for a in sys.argv[1:4])
     _limit_memory(max_bytes)
+    _limit_processes(int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     code = sys.stdin.read()
     sys.stdin.close()
     sys.stdin = open(os.devnull)
     # Line by line: output printed before a timeout kill is not lost in a buffer.
-    sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
-    sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
     out: dict[str, Any] = {"result": None, "error": None, "memory_error": False, "exit_code": 0}
     try:
         out["result"] = _run(code, cap)

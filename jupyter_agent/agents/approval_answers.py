@@ -4,7 +4,8 @@ Shared by both resumers (``%%toolloop`` in ``agents/toolloop_resume.py``, ``%%pl
 ``agents/plan/loop.py``):
 
 * "Allow once" runs the call now and its real result becomes the call's tool message;
-* "Allow for this session" does the same and remembers ``allow`` for that tool in the session;
+* "Allow for this session" does the same and remembers ``allow`` for that tool in the session
+  (in the kernel's memory, :mod:`jupyter_agent.runtime.grants`);
 * "Deny" (also a dismissal or typed text) writes ``Permission denied by the user: <tool> was
   not run.``
 
@@ -26,11 +27,11 @@ from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem, images_message
 from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
-from ..tools.notebook.cards import call_events, figure_images
+from ..tools.notebook.card_events import call_events, figure_images
 from .compression import tool_output_processor
-from .drive import TurnContext
 from .pending import WaitingCall
 from .tooling import unknown_tool_message
+from .turn.open import TurnContext
 
 __all__ = ["Choice", "approval_choice", "answered_outcome", "run_call", "settle_approvals",
            "replace_tool_result"]
@@ -85,8 +86,8 @@ def answered_outcome(p: TurnContext, item: WaitingCall, choice: Choice, tool: An
     emits the call's ``tool_returned`` event."""
     name = item.name
     call = ToolCall(id=item.call_id, name=name, arguments=item.arguments or "")
-    if choice == "allow_session":
-        permissions.remember(name, "allow")
+    if choice == "allow_session" and tool is not None:
+        permissions.remember(tool, "allow")  # in this kernel's memory only (runtime/grants.py)
     if choice not in ("allow_once", "allow_session"):
         text = denial_message(name, by_user=True)
         out = ToolOutcome(output=text, error=text)
@@ -164,7 +165,11 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
                 blocked = check_permission(call, tool, permissions)
                 permissions.take_waiting()
                 if blocked is not None and blocked.interactive is not None:
-                    return queue[index:]  # still needs the user: the next card
+                    # Still needs the user: the next card. The figures of the calls settled
+                    # so far go to the model now (their tool results are in place already);
+                    # the pending state keeps the messages, so they are not lost at the card.
+                    _show_images(p, images, messages)
+                    return queue[index:]
                 if blocked is not None:
                     out = blocked
                     _returned(p, call, out, round_)
@@ -176,11 +181,17 @@ def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, c
         for listed in messages:
             replace_tool_result(listed, item.call_id, out.output)
         images.extend(out.images)
-    shown = images_message(images) if p.client.profile.capabilities.vision else None
-    if shown is not None:  # after the round's tool results, as the loop does
+    _show_images(p, images, messages)
+    return []
+
+
+def _show_images(p: TurnContext, images: list[str], messages: list[list[Message]]) -> None:
+    """The figures of settled calls, as one user message after the round's tool results (as
+    the loop does), for a model that accepts images."""
+    shown = images_message(images) if images and p.client.profile.capabilities.vision else None
+    if shown is not None:
         for listed in messages:
             listed.append(shown)
-    return []
 
 
 def _card_first(waiting: list[WaitingCall], call_id: str) -> list[WaitingCall]:

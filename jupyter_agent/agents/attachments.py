@@ -110,5 +110,4 @@ def attach_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
                             f'call {name} with file="{a.id}" and offset=')
 
     t = Tool(read_attachment, name=name, description=description)
-    t.attachments = files  # type: ignore[attr-defined]
     return t

@@ -8,9 +8,9 @@ from ..llm.profiles import map_temperature
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig
 from .compression import window_fitter
-from .drive import drive
-from .driver import start_turn
 from .run import Run
+from .turn.drive import drive
+from .turn.start import start_turn
 
 __all__ = ["chat"]
 
@@ -18,7 +18,7 @@ __all__ = ["chat"]
 def chat(prompt: str, **options: Any) -> Run:
     """Make one streamed model call and return the :class:`Run`.
 
-    Keyword options are those of :class:`~jupyter_agent.agents.drive.TurnOptions` (``model``,
+    Keyword options are those of :class:`~jupyter_agent.agents.turn.options.TurnOptions` (``model``,
     ``system``, ``session``, ``history``, ``temperature``, ``max_tokens``, ``knowledge``…).
 
     Raises:

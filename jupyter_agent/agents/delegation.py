@@ -3,7 +3,7 @@
 Two tools start sub-agents: ``spawn_agent`` (:mod:`.spawn`: the parent's client and tools, in a
 folder of its workspace) and an agent used as a tool (:mod:`.subagents`: a named agent's
 instructions, tools and model). Both describe the task as a :class:`SubAgentTask` and hand it
-to the one runner, :func:`jupyter_agent.agents.driver.run_sub_agent`: a nested tool loop of at
+to the one runner, :func:`jupyter_agent.agents.turn.start.run_sub_agent`: a nested tool loop of at
 most :data:`~.constants.SUB_AGENT_MAX_ROUNDS` model requests (its final-answer request
 included), not persisted, shown nowhere, whose usage is added to the calling run. Nobody can
 answer an approval card inside a tool call, so a tool the sub-agent would have to ask about is
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .constants import SUB_AGENT_MAX_ROUNDS
+from .limits import SUB_AGENT_MAX_ROUNDS
 
 if TYPE_CHECKING:
     from ..llm.protocol import ModelClient

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._state import STATE
 
 if TYPE_CHECKING:
-    from ..clients.turn import TurnClient
+    from ..clients.turn_client import TurnClient
     from ..tools.registry import Tool
 
 __all__ = ["LIMIT", "Parts", "Held", "HELD"]
@@ -34,6 +34,8 @@ class Parts:
 
     tools: list[Tool[Any]] | None = None
     client: TurnClient | None = None
+    output: Any = None
+    """A typed run's output spec (its model class: ``run.output`` stays an instance)."""
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Held:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def keep(self, run_id: str, *, tools: list[Tool[Any]] | None = None,
-             client: TurnClient | None = None) -> None:
+             client: TurnClient | None = None, output: Any = None) -> None:
         """Keep ``tools`` and/or ``client`` for the resume of ``run_id``."""
         with self._lock:
             parts = self._items.pop(run_id, None) or Parts()  # re-inserted: now the newest
@@ -52,6 +54,8 @@ class Held:
                 parts.tools = list(tools)
             if client is not None:
                 parts.client = client
+            if output is not None:
+                parts.output = output
             self._items[run_id] = parts
             while len(self._items) > LIMIT:
                 self._items.pop(next(iter(self._items)))
@@ -63,7 +67,7 @@ class Held:
 
     def put_back(self, run_id: str, parts: Parts) -> None:
         """Keep ``parts`` again (a resume that failed before it started)."""
-        self.keep(run_id, tools=parts.tools, client=parts.client)
+        self.keep(run_id, tools=parts.tools, client=parts.client, output=parts.output)
 
     def __contains__(self, run_id: object) -> bool:
         with self._lock:

@@ -20,14 +20,22 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from ..answers import WaitingAsk
 from ..errors import ResumeError
 from ..events import AskPending
+from ..llm.structured import SCHEMA_RETRIES
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision
-from .constants import MAX_ROUNDS
+from .limits import MAX_ROUNDS
 from .plan.constants import MAX_ROUNDS as PLAN_MAX_ROUNDS
 from .plan.run_state import PlanRunState
 
@@ -117,10 +125,15 @@ class TurnState(_Model):
     read_only: bool = False
     allow_network: bool = False
     overrides: dict[str, Decision] = Field(default_factory=dict)
+    """The agent's overrides; a resume takes only their denies (runtime/grants.py)."""
     auto_approve: bool = False
+    """Written by earlier versions; never read: what a cell approved stays in the kernel's
+    memory (a store row can be forged, docs/security.md)."""
     tools: list[str] = Field(default_factory=list)
     intent: IntentResult | None = None
     mode: str = "agent"
+    skills: list[str] = Field(default_factory=list)
+    """The skill folders of the turn (a resume offers ``read_skill`` over them again)."""
 
 
 class ToolloopOptions(_Model):
@@ -136,11 +149,19 @@ class ToolloopOptions(_Model):
 class PlanOptions(_Model):
     """The loop options of a ``%%plan`` run, used again by its resume."""
 
-    system: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
     stream: bool = True
     max_rounds: int = PLAN_MAX_ROUNDS
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_system(cls, data: Any) -> Any:
+        # Records saved before this field went carry ``system`` (never read on resume: the
+        # system prompt is in the saved messages); they still load.
+        if isinstance(data, dict) and "system" in data:
+            return {k: v for k, v in data.items() if k != "system"}
+        return data
 
 
 class _PendingBase(_Model):
@@ -159,6 +180,10 @@ class _PendingBase(_Model):
     """Model requests made so far (a resume numbers on from here, within the same budget)."""
     persisted: int = 0
     """Leading ``turn_messages`` already written to the session."""
+    output: dict[str, Any] | None = None
+    """A typed run's JSON schema: its resume checks the final answer again (in another
+    kernel ``run.output`` is then a dict; in the same one, the model class kept aside)."""
+    schema_retries: int = SCHEMA_RETRIES
     card: QuestionCard | ApprovalCard = Field(discriminator="kind")
     """The card shown; its ``call_id`` is the run's."""
 

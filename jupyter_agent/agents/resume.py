@@ -7,8 +7,9 @@ click changes nothing, and continues the run by its kind: :func:`resume_toolloop
 :func:`resume_plan`, chosen here, the one module above both. Because the record is data, a new
 kernel can resume it too: tools are looked up again by name.
 
-An answer can also come from an :class:`~jupyter_agent.answers.AnswerSource` instead of the
-user: a replayed cassette answers the asks that were clicked while recording. :func:`settle`
+An answer to a question (never to an approval card: only a person approves, docs/security.md)
+can also come from an :class:`~jupyter_agent.answers.AnswerSource` instead of the user: a
+replayed cassette answers the questions that were clicked while recording. :func:`settle`
 is that seam (the entry points call it after their first drive, :func:`resume` after each
 resumed part), and ``resume(answers=...)`` hands the source on to the resumed run. A recording
 keeps every answer given through the turn client's :class:`~jupyter_agent.answers.AnswerLog`.
@@ -19,19 +20,23 @@ A run suspended on a cassette's client continues on that client in this process
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..answers import Answer, AnswerSource, WaitingAsk
 from ..errors import ParameterError, ResumeError
 from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
-from ..view.state import new_view, reduce_event
-from .drive import TurnContext, finish_turn
+from ..view.reduce import new_view, reduce_event
+from .approval_answers import approval_choice
 from .held import HELD
 from .pending import PendingRun, ToolloopPending, load_pending
 from .plan.loop import resume_plan
-from .run import Run, RunRecorder
+from .run import Run
 from .toolloop_resume import resume_toolloop
+from .turn.finish import finish_turn
+from .turn.open import TurnContext, open_turn
+from .turn.options import TurnOptions
 
 __all__ = ["Answer", "resume", "settle", "OptionOutOfRange"]
 
@@ -87,6 +92,8 @@ def _as_recorded(ask: WaitingAsk, answer: Answer, n_options: int) -> None:
     """In replay mode, refuse an answer other than the recorded one (the cassette holds no
     continuation for it), before anything changes: the question keeps waiting. A recorded
     option outside the card's options (a damaged cassette) refuses nothing here."""
+    if ask.kind == "approval" and approval_choice(answer) == "deny":
+        return  # a person may always refuse a call, whatever the recording did
     recorded = _recorded(ask)
     if recorded is not None and recorded.how == "option" and not (
             recorded.option_index and 1 <= recorded.option_index <= n_options):
@@ -110,7 +117,11 @@ def settle(p: TurnContext, run: Run) -> Run:
            and p.store is not None):
         HELD.keep(run.run_id, client=tc)
         pending = run.pending
-        answer = tc.answers.answer_for(pending.waiting_ask()) if tc.answers is not None else None
+        answer = None
+        # Only questions: an approval card is answered by a person, never by a recording
+        # (a cassette travels with a shared notebook, and the sandbox can write one).
+        if tc.answers is not None and pending.card.kind != "approval":
+            answer = tc.answers.answer_for(pending.waiting_ask())
         if answer is None:
             mark_recorded(run)
             break  # the user (or the notebook's own `%agent resume` cell) answers it
@@ -122,7 +133,7 @@ def settle(p: TurnContext, run: Run) -> Run:
 
 
 def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store: Any = "default",
-           listeners: list[Callable[[BaseEvent], None]] | None = None,
+           listeners: Sequence[Callable[[BaseEvent], None]] | None = None,
            expected_call_id: str | None = None, client: ModelClient | None = None,
            answers: AnswerSource | None = None) -> Run:
     """Answer a suspended run and continue it.
@@ -150,14 +161,9 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
     return settle(p, run)
 
 
-def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
-            listeners: list[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
-            client: ModelClient | None, answers: AnswerSource | None
-            ) -> tuple[TurnContext, Run]:
-    """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
-    from ..clients.factory import turn_client
-    from ..clients.turn import bind_client
-
+def _waiting_run(store: Any, run_id: str | None) -> tuple[Any, str]:
+    """The store (``"default"``: the process-wide one) and the run to resume (``None``: the
+    newest waiting one)."""
     if store == "default":
         from ..session import default_store
 
@@ -169,18 +175,37 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
         if not waiting:
             raise ResumeError("No run is waiting for an answer.")
         run_id = waiting[-1].run_id
+    return store, run_id
+
+
+def _check_answer(store: Any, run_id: str, answer: Answer) -> None:
+    """Refuse, before the claim, an answer the waiting card cannot take (an option it does
+    not have; in replay mode, another answer than the recorded one). A saved state this code
+    cannot read is refused here too, and stays waiting."""
     record = store.get_run(run_id)
     if record is None:
         raise ResumeError(f"No run {run_id!r} in the store.")
-    if record.pending:  # read before the claim: a state this code cannot read stays waiting
-        options = load_pending(record.pending, run_id).card.options
-        # No pending ask (answered, superseded): the claim below refuses it with the right
-        # message.
-        if (answer.how == "option" and options
-                and not (answer.option_index and 1 <= answer.option_index <= len(options))):
-            raise OptionOutOfRange(f"option must be between 1 and {len(options)}; nothing "
-                                   "changed.", parameters=("option",))
-        _as_recorded(load_pending(record.pending, run_id).waiting_ask(), answer, len(options))
+    if not record.pending:
+        return  # no pending ask (answered, superseded): the claim refuses it with the reason
+    pending = load_pending(record.pending, run_id)
+    options = pending.card.options
+    if (answer.how == "option" and options
+            and not (answer.option_index and 1 <= answer.option_index <= len(options))):
+        raise OptionOutOfRange(f"option must be between 1 and {len(options)}; nothing "
+                               "changed.", parameters=("option",))
+    _as_recorded(pending.waiting_ask(), answer, len(options))
+
+
+def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
+            listeners: Sequence[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
+            client: ModelClient | None, answers: AnswerSource | None
+            ) -> tuple[TurnContext, Run]:
+    """:func:`resume` without :func:`settle`: the resumed part, and the run it leaves."""
+    from ..clients.factory import turn_client
+    from ..clients.turn_client import bind_client
+
+    store, run_id = _waiting_run(store, run_id)
+    _check_answer(store, run_id, answer)
     raw = store.claim_pending(run_id, expected_call_id)
     if raw is None:
         raise ResumeError(_refusal(store, run_id, expected_call_id))
@@ -200,24 +225,18 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
     if answers is not None:
         tc = dataclasses.replace(tc, answers=answers)
     run.pending = None
-    recorder = RunRecorder(run, store, listeners or [])
-    p: TurnContext | None = None
+    opt = TurnOptions(session=run.session, history=0, store=store, listeners=list(listeners or []),
+                      schema_retries=pending.schema_retries)
+    if held.output is not None or pending.output is not None:  # a typed run stays typed
+        from ..llm.structured import output_spec
 
-    def close_turn(status: str) -> None:
-        if p is not None:
-            finish_turn(p, status)
-
+        opt.output = output_spec(held.output or pending.output)
+    # The same opening as a new turn's; a store failing here ends the claimed run "error".
+    p = open_turn(pending.kind, run.prompt, opt, tc, store=store, mode="agent", resuming=run,
+                  persisted=pending.persisted)
+    recorder = p.recorder
     # From here the run is ours and "running": whatever raises ends it "error"/"aborted".
-    with recorder.finishing(close_turn):
-        turn_id = None
-        if run.session:
-            turn_id = store.start_turn(run.session, mode="agent", run_id=run_id,
-                                       agent=pending.kind, model=pending.model,
-                                       profile=tc.client.profile.name)
-        p = TurnContext(turn_client=tc, run=run, recorder=recorder, store=store,
-                        turn_id=turn_id, history=[],
-                        turn_base=(run.input_tokens, run.output_tokens, run.cost),
-                        persisted=pending.persisted, event_base=len(run.events))
+    with recorder.finishing(lambda status: finish_turn(p, status)):
         recorder.emit(answer.event(pending.call_id, pending.card.options))
         if tc.answer_log is not None:  # a recording keeps the answer for its replay
             tc.answer_log.keep(pending.waiting_ask(), answer,

@@ -14,9 +14,18 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
-from ..events import BaseEvent, RunFinished, RunStarted, event_to_json, merge_deltas
+from ..events import (
+    BaseEvent,
+    CellProposed,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    event_to_json,
+    merge_deltas,
+)
 from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
-from ..view.state import new_view, reduce_event
+from ..tracing import run_tracer
+from ..view.reduce import new_view, reduce_event
 
 if TYPE_CHECKING:
     from ..session.store import Store
@@ -25,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Run", "RunRecorder", "new_run_id", "last_run", "set_last_run"]
 
 Listener = Callable[[BaseEvent], None]
-_LAST: Box = STATE.slot("agents.last_run", Box)
+_LAST: Box[Run] = STATE.slot("agents.last_run", Box)
 
 
 def new_run_id() -> str:
@@ -35,7 +44,7 @@ def new_run_id() -> str:
 
 def last_run() -> Run | None:
     """The most recent run of this process (also bound to ``_agent_run`` in a notebook)."""
-    return _LAST.value  # type: ignore[no-any-return]
+    return _LAST.value
 
 
 def set_last_run(run: Run | None) -> None:
@@ -75,6 +84,9 @@ class Run:
         self.pending: PendingRun | None = None
         """What a suspended run saved (status ``ask``); ``None`` otherwise."""
         self.plan: dict[str, Any] | None = None
+        self.output: Any = None
+        """A typed run's validated answer (an instance of its schema's model, a dict for a
+        JSON schema); ``None`` otherwise, and when the answer never validated (``invalid``)."""
         self.abort_requested = False
         # The thread running this run's loop (None when it is not running), and whether an
         # abort already interrupted it: see abort().
@@ -130,7 +142,7 @@ class Run:
     def proposals(self) -> list[dict[str, Any]]:
         """The cells the agent proposed (``insert_cell``), in order, as JSON (``id``,
         ``source``, ``kind``, ``explanation``, ``status``): headless, this is where they stay."""
-        return [dict(e.proposal) for e in self.events if getattr(e, "type", "") == "cell_proposed"]
+        return [dict(e.proposal) for e in self.events if isinstance(e, CellProposed)]
 
     def events_json(self) -> list[dict[str, Any]]:
         """The event log as JSON dicts."""
@@ -218,6 +230,9 @@ class RunRecorder:
         self.finished = False  # set by finish(); a resume gets a new recorder
         self.seconds = 0.0
         """This part's time (set by finish()): a resumed run's turn records its own part."""
+        # Traces are one more consumer of the (masked) events, apart from ``listeners``,
+        # which are handed on to a resumed part's recorder (that one gets its own tracer).
+        self._tracer = run_tracer(run)
 
     def emit(self, event: BaseEvent) -> None:
         """Record ``event`` (secrets masked) and pass it on (thread-safe)."""
@@ -246,8 +261,7 @@ class RunRecorder:
         for masker, last in streams.values():
             text = masker.flush()
             if text:
-                self._emit(last.model_copy(  # type: ignore[attr-defined]
-                    update={_DELTA_FIELDS[last.type]: text}))  # type: ignore[attr-defined]
+                self._emit(last.model_copy(update={_DELTA_FIELDS[last.__dict__["type"]]: text}))
 
     def _hold_stdio(self) -> None:
         # Released by finish(), or when the recorder is dropped unfinished (a run that failed
@@ -261,10 +275,24 @@ class RunRecorder:
         reduce_event(run.view, event)
         if self.store is not None:
             self._pending_store.append(event_to_json(event))
-            if event.type in self._FLUSH_ON:  # type: ignore[attr-defined]
+            if event.__dict__["type"] in self._FLUSH_ON:
                 self.flush()
+        if self._tracer is not None:
+            self._trace(event)
         for listener in self.listeners:
             listener(event)
+
+    def _trace(self, event: BaseEvent) -> None:
+        tracer = self._tracer
+        if tracer is None:
+            return
+        try:
+            tracer(event)
+        except Exception as exc:  # a tracing bug must never fail the run: stop tracing it
+            self._tracer = None
+            import sys
+
+            sys.stderr.write(f"jupyter-agent: tracing this run stopped: {_one_line(exc)}\n")
 
     def flush(self) -> None:
         """Write buffered events to the store."""
@@ -275,10 +303,19 @@ class RunRecorder:
     def start(self) -> None:
         """Emit ``run_started``."""
         r = self.run
-        self.emit(RunStarted(run_id=r.run_id, agent=r.agent, model=r.model, prompt=r.prompt,
-                             session=r.session))
+        trace = ""
+        if self._tracer is not None:
+            try:
+                trace = self._tracer.begin()
+            except Exception as exc:  # as in _trace: the run goes on untraced
+                self._tracer = None
+                import sys
 
-    def finish(self, status: str, *, answer: str = "", error: str | None = None,
+                sys.stderr.write(f"jupyter-agent: tracing this run stopped: {_one_line(exc)}\n")
+        self.emit(RunStarted(run_id=r.run_id, agent=r.agent, model=r.model, prompt=r.prompt,
+                             session=r.session, trace=trace))
+
+    def finish(self, status: RunStatus, *, answer: str = "", error: str | None = None,
                finish_reason: str | None = None) -> None:
         """Emit ``run_finished`` with the run's totals, update the Run object and write the
         final status to the store (``ask`` is written by the store's ``suspend``)."""
@@ -289,14 +326,14 @@ class RunRecorder:
         r.seconds += seconds
         r.status, r.answer, r.error = status, mask(answer), None if error is None else mask(error)
         try:
-            self.emit(RunFinished(status=status, answer=answer, rounds=r.rounds,  # type: ignore[arg-type]
+            self.emit(RunFinished(status=status, answer=answer, rounds=r.rounds,
                                   input_tokens=r.input_tokens, output_tokens=r.output_tokens,
                                   cost=r.cost, seconds=round(seconds, 3),
                                   finish_reason=finish_reason, error=error))
             self.flush()
         finally:  # a listener or the event write failing must not leave the row "running"
             if self.store is not None and status != "ask":
-                self.store.set_status(r.run_id, status, error=r.error)  # type: ignore[arg-type]
+                self.store.set_status(r.run_id, status, error=r.error)
             if self._stdio is not None:
                 self._stdio()  # stop masking print output (once; later calls do nothing)
 
@@ -310,7 +347,7 @@ class RunRecorder:
             yield
         except BaseException as exc:
             if not self.finished:
-                status = "aborted" if isinstance(exc, KeyboardInterrupt) else "error"
+                status: RunStatus = "aborted" if isinstance(exc, KeyboardInterrupt) else "error"
                 self.finish(status, error=_one_line(exc))
                 if after is not None:
                     after(status)

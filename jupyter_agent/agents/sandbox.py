@@ -9,9 +9,13 @@ everything it started are killed, and an address-space limit (``RLIMIT_AS``, Uni
 allocation fails with ``MemoryError`` instead of taking the machine down. Like a notebook cell, the value
 of the last line, when it is an expression, comes back as ``result`` (its ``repr``).
 
-This confines time, memory and the working directory, not the file system or the network: the
-code can do what the user can. That is why the tool asks for approval by default, like ``bash``,
-and is denied in a read-only workspace.
+When bubblewrap works here (docs/sandbox.md) the process runs inside the same sandbox as
+``bash``: only system folders, the kernel's Python (read-only) and the workspace (minus its
+protected parts) exist, in its own PID and user namespaces, with no network unless
+``allow_network``. Without bubblewrap (or when the kernel's Python cannot be shown in it: it
+lives in a workspace that is the home folder) it confines time, memory and the working directory only: the
+code can do what the user can. Either way the tool asks for approval by default, like
+``bash``, and is denied in a read-only workspace.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import ConfigError, ToolError
+from ..tools.builtin._bwrap import bwrap_command, python_binds, sandbox_status
 from ..tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
+from ..tools.builtin._limits import PidsGroup, limits
 from ..tools.builtin._pipes import Sink, drain, pump
 from ..tools.builtin._procs import ProcessTracker
+from ..tools.builtin._seccomp import filter_fd
 from ..tools.builtin.shell import MARKER_VAR, child_environment
 from ..tools.registry import Tool, ToolResult
 
@@ -110,9 +117,25 @@ def _workspace(workspace: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(raw))
 
 
+def _confinement(cwd: Path, allow_network: bool) -> tuple[list[str], int | None]:
+    """The bubblewrap prefix for the code's process (empty when it runs unconfined) and the
+    seccomp filter's descriptor to pass (closed by the caller)."""
+    status = sandbox_status()
+    if status.mode == "require" and not status.confined:
+        raise ToolError(f"The code was not run: the sandbox is required but unavailable "
+                        f"({status.reason}).")
+    extra = python_binds(str(cwd)) if status.confined else None
+    if extra is None:
+        return [], None
+    assert status.bwrap is not None
+    fd = None if allow_network else filter_fd()
+    return bwrap_command(status.bwrap, cwd, allow_network=allow_network, userns=status.userns,
+                         seccomp_fd=fd, extra_ro=extra), fd
+
+
 def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
                     timeout: float = DEFAULT_TIMEOUT, memory_mb: int | None = DEFAULT_MEMORY_MB,
-                    limit: int = DEFAULT_LIMIT) -> SandboxResult:
+                    limit: int = DEFAULT_LIMIT, allow_network: bool = False) -> SandboxResult:
     """Run ``code`` in a fresh ``python -I`` process and return what it did.
 
     Args:
@@ -121,6 +144,7 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         timeout: Seconds before the process and every process it started are killed.
         memory_mb: Address-space limit in MB (``None``: no limit; only Unix enforces it).
         limit: Characters kept of stdout, of stderr and of the result (head and tail).
+        allow_network: In the bubblewrap sandbox, keep the network (cut off otherwise).
 
     Raises:
         KeyboardInterrupt: re-raised after every process of the code was stopped.
@@ -136,19 +160,35 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         for var in _THREAD_VARS:
             env.setdefault(var, "1")
         env.setdefault("MALLOC_ARENA_MAX", "2")
+    prefix, seccomp_fd = _confinement(cwd, allow_network)
+    if prefix:
+        env["HOME"] = env["TMPDIR"] = "/tmp"  # no home folder in the sandbox
     result_read, result_write = os.pipe()
     max_bytes = 0 if memory_mb is None else memory_mb * 1024 * 1024
+    passed = (result_write,) if seccomp_fd is None else (result_write, seccomp_fd)
+    argv = [sys.executable, "-I", "-c", _runner_source(), str(result_write), str(max_bytes),
+            str(limit)]
+    group = None
+    if prefix:  # the same process limit as bash (a pids cgroup too when the kernel is root)
+        processes = limits()[1]
+        argv = [*prefix, *argv, str(processes)]
+        group = PidsGroup.create(processes)
+        if group is not None:
+            argv = group.wrap(argv)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _runner_source(), str(result_write), str(max_bytes),
-             str(limit)],
+            argv,
             cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, pass_fds=(result_write,))
+            stderr=subprocess.PIPE, start_new_session=True, pass_fds=passed)
     except BaseException:
         os.close(result_read)
+        if group is not None:
+            group.remove()
         raise
     finally:
         os.close(result_write)  # the child holds its own copy; EOF comes when it exits
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
     assert proc.stdout is not None and proc.stderr is not None
     threading.Thread(target=_feed, args=(proc.stdin, code.encode("utf-8", "surrogatepass")),
                      name="jupyter-agent-sandbox-stdin", daemon=True).start()
@@ -167,6 +207,8 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         proc.stderr.close()
         os.close(result_read)
         exit_code = proc.wait()
+        if group is not None:
+            group.remove()
     return _result(out.render(limit), err.render(limit), bytes(res), timed_out=not finished,
                    exit_code=exit_code, timeout=timeout, memory_mb=memory_mb)
 
@@ -179,7 +221,8 @@ def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code:
         payload = None  # cut off by a kill mid-write
     r = SandboxResult(stdout=stdout, stderr=stderr, timed_out=timed_out)
     if timed_out:
-        r.error = f"Code timed out after {timeout:g} s (killed)"
+        r.error = (f"Code timed out after {timeout:g} s (killed; raise it with "
+                   "python_sandbox(timeout=...))")
         return r
     memory = bool(payload and payload.get("memory_error")) or (
         payload is None and memory_mb is not None and any(s in stderr for s in _MEMORY_SIGNS))
@@ -208,7 +251,8 @@ class _SandboxTool(Tool[Any]):
 
 def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEFAULT_TIMEOUT,
                    memory_mb: int | None = DEFAULT_MEMORY_MB, *, name: str = "sandbox_python",
-                   limit: int = DEFAULT_LIMIT, requires_approval: bool = True) -> Tool[Any]:
+                   limit: int = DEFAULT_LIMIT, requires_approval: bool = True,
+                   allow_network: bool = False) -> Tool[Any]:
     """A tool that runs Python code in a separate process, confined in time and memory.
 
     Args:
@@ -218,6 +262,8 @@ def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEF
         name: Tool name.
         limit: Characters kept of stdout, stderr and the result.
         requires_approval: Ask the user before each call (default, like ``bash``).
+        allow_network: Keep the network inside the bubblewrap sandbox (cut off by default;
+            without bubblewrap the code always has it).
 
     Raises:
         ConfigError: the workspace does not exist, or a limit is invalid.
@@ -241,10 +287,9 @@ def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEF
         if not code or not code.strip():
             raise ToolError("code is empty.")
         return run_python_code(code, workspace=root, timeout=timeout, memory_mb=memory_mb,
-                               limit=limit)
+                               limit=limit, allow_network=allow_network)
 
     # The tool's deadline leaves the call's own timeout room to kill the process first.
     t = _SandboxTool(run_python, name=name, description=description, batchable=False,
                      requires_approval=requires_approval, timeout=timeout + 30.0)
-    t.workspace = root  # type: ignore[attr-defined]
     return t

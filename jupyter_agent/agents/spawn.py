@@ -23,8 +23,8 @@ from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace, WorkspaceError
 from ..tools.registry import NO_DEADLINE, Tool
-from .constants import SUB_AGENT_MAX_ROUNDS
 from .delegation import SubAgentRunner, SubAgentTask
+from .limits import SUB_AGENT_MAX_ROUNDS
 
 __all__ = ["SPAWN_MAX_ROUNDS", "SUB_AGENT_PROMPT", "SpawnParent", "make_spawn_tool"]
 

@@ -26,10 +26,10 @@ from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
 from ..tools.registry import NO_DEADLINE, Tool, ToolResult
-from .constants import SUB_AGENT_MAX_ROUNDS
 from .delegation import SubAgentTask
-from .driver import run_sub_agent as run_as_sub_agent
+from .limits import SUB_AGENT_MAX_ROUNDS
 from .run import Run
+from .turn.start import run_sub_agent as run_as_sub_agent
 
 if TYPE_CHECKING:
     from ..llm.protocol import ModelClient

@@ -16,11 +16,11 @@ from ..llm.types import Message, ToolCall
 from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome
 from ..loop.kernel import LoopConfig
 from ..runtime.policy import PermissionContext, check_permission
-from ..tools.notebook.cards import call_events, figure_images
+from ..tools.notebook.card_events import call_events, figure_images
 from ..tools.registry import Tool, invoke_with_usage
 from .compression import tool_output_processor, window_fitter
-from .constants import PARALLEL_BATCH
-from .drive import TurnContext
+from .limits import PARALLEL_BATCH
+from .turn.open import TurnContext
 
 __all__ = ["tool_runner", "unknown_tool_message", "loop_parts", "answer_after_tools",
            "forced_choice"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .constants import MAX_ROUNDS, PARALLEL_BATCH
-from .drive import drive
-from .driver import start_turn
+from .limits import MAX_ROUNDS, PARALLEL_BATCH
 from .pending import ToolloopOptions
 from .resume import settle
 from .run import Run
 from .tooling import forced_choice, loop_parts
 from .toolloop_resume import approval_suspender
+from .turn.drive import drive
+from .turn.start import start_turn
 
 __all__ = ["toolloop", "MAX_ROUNDS", "PARALLEL_BATCH"]
 
@@ -30,7 +30,7 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
         max_rounds: Model requests before the final-answer round (default 50).
         tool_choice: Forced on the first request only (a tool name, ``required``, ``none``);
             later rounds use ``auto`` with the consecutive-tool-turn guard.
-        **options: :class:`~jupyter_agent.agents.drive.TurnOptions` fields (``agent``,
+        **options: :class:`~jupyter_agent.agents.turn.options.TurnOptions` fields (``agent``,
             ``auto_approve``, ``session``, ``model``...).
 
     Raises:

@@ -17,13 +17,15 @@ from ..answers import Answer
 from ..llm.types import Message
 from ..loop.kernel import LoopResult
 from .approval_answers import approval_choice, settle_approvals
-from .drive import TurnContext, drive, finish_turn, suspend
-from .driver import restore_setup
 from .held import HELD, Parts
 from .pending import ApprovalCard, ToolloopOptions, ToolloopPending, WaitingCall
 from .run import Run
 from .tooling import loop_parts
-from .turn import TurnSetup
+from .turn.drive import drive
+from .turn.finish import finish_turn, suspend
+from .turn.open import TurnContext
+from .turn.setup import TurnSetup
+from .turn.start import restore_setup
 
 __all__ = ["approval_suspender", "approval_hint", "resume_toolloop"]
 
@@ -70,8 +72,9 @@ def approval_suspender(p: TurnContext, setup: TurnSetup, options: ToolloopOption
             model=p.turn_client.answered_profile() or p.run.model,
             tools=[t.name for t in setup.tools], options=options, turn=setup.state(),
             turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds,
-            stopped=result.stopped)
-        HELD.keep(p.run.run_id, tools=setup.tools)
+            stopped=result.stopped, output=p.output.schema if p.output else None,
+            schema_retries=p.schema_retries)
+        HELD.keep(p.run.run_id, tools=setup.tools, output=p.output)
         _show_card(p, pending)
 
     return on_result

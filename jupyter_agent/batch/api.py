@@ -22,11 +22,37 @@ __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 
 PREVIEW_ROWS = 20
 """Results shown in the finished card (the table in ``--out`` has them all)."""
-_COMMON = {"system", "temperature", "max_tokens", "knowledge", "listeners", "client", "agent",
-           "auto_approve"}
-_OPTIONS = {"chat": _COMMON - {"agent", "auto_approve"},
-            "toolloop": _COMMON | {"tools", "parallel", "max_rounds", "tool_choice"},
-            "plan": _COMMON | {"tools", "max_rounds", "answer", "option"}}
+PER_ITEM = {"model": "the model is batch()'s own model= (several models: a list)",
+            "session": "batch items run without a session",
+            "history": "batch items run without history",
+            "stream": "batch items never stream",
+            "store": "the store is batch()'s own store=",
+            "is_aborted": "the batch's stop aborts its items",
+            "origin": "batch items supersede no question",
+            "on_superseded": "batch items supersede no question",
+            "agent_model": "set by the runtime",
+            "notebook": "batch items run side by side in worker threads and must not run code "
+                        "in this kernel or edit its cells",
+            "auto_answer": "it is batch()'s own auto_answer="}
+"""Options of the entry points a batch sets for every item itself (or refuses), with why."""
+_KINDS = ("chat", "toolloop", "plan")
+
+
+def batch_options(kind: str) -> frozenset[str]:
+    """The keyword options a batch of ``kind`` carries to every item: those of the entry point
+    (``chat()``, ``toolloop()``, ``plan()`` and their turn options) but :data:`PER_ITEM`."""
+    import dataclasses
+    import inspect
+
+    from ..agents.turn.options import TurnOptions
+    from .item import entry_point
+
+    names = {f.name for f in dataclasses.fields(TurnOptions)}
+    names |= {p.name for p in inspect.signature(entry_point(kind)).parameters.values()
+              if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    if kind == "chat":
+        names -= {"agent", "auto_approve", "approve"}  # a chat calls no tools
+    return frozenset(names - set(PER_ITEM))
 
 
 class BatchResult:
@@ -42,7 +68,7 @@ class BatchResult:
         view: The card's final state.
     """
 
-    def __init__(self, ex: Execution) -> None:
+    def __init__(self, ex: Execution, judged: Any = None) -> None:
         spec = ex.spec
         self.batch_id = ex.batch_id
         self.outcomes = ex.outcomes
@@ -50,11 +76,28 @@ class BatchResult:
         self.status: str = self.view["status"]
         self.stop_reason: str = self.view["stop_reason"]
         scored = spec.expect is not None or spec.score is not None
+        typed = _typed(spec, ex.outcomes)
         self.scores = score_outcomes(ex.outcomes, ex.items, spec.inputs.rows, expect=spec.expect,
-                                     match=spec.match, score=spec.score) if scored else None
+                                     match=spec.match, score=spec.score,
+                                     checks=typed.checks if typed else None) if scored else None
+        extra: dict[str, list[Any]] = dict(typed.columns) if typed else {}
+        self.judge = judged.view() if judged is not None else None
+        if judged is not None:
+            extra.update(judge_score=judged.scores, judge_reason=judged.reasons)
+            self.view["judge"] = self.judge
+            if self.view.get("cost") is not None:  # unknown stays unknown (docs/security.md)
+                self.view["cost"] = self.view["cost"] + judged.cost
+            self.view["input_tokens"] = self.view.get("input_tokens", 0) + judged.input_tokens
+            self.view["output_tokens"] = (self.view.get("output_tokens", 0)
+                                          + judged.output_tokens)
         self.results = results_table(spec.inputs, ex.items, ex.outcomes, spec.models,
-                                     self.scores)
-        self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores)
+                                     self.scores, extra=extra)
+        if typed is not None and hasattr(self.results, "dtypes"):
+            from .typed import apply_dtypes
+
+            self.results = apply_dtypes(self.results, _output_spec(spec))
+        self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores,
+                                      ex.progress.unpriced)
                            if scored or len(spec.models) > 1 else [])
         self.board = as_table(self.board_rows) if self.board_rows else None
         if self.board is not None and hasattr(self.results, "attrs"):
@@ -91,30 +134,108 @@ class BatchResult:
                 f"failed, {c['ask']} waiting for an answer, {c['skipped']} not run>")
 
 
+def _output_spec(spec: BatchSpec) -> Any:
+    from ..llm.structured import output_spec
+
+    return output_spec(spec.options["output"])
+
+
+def _typed(spec: BatchSpec, outcomes: list[dict[str, Any]]) -> Any:
+    """The typed columns of a batch with ``output`` (``None`` without)."""
+    if spec.options.get("output") is None:
+        return None
+    from .typed import typed_columns
+
+    return typed_columns(_output_spec(spec), outcomes)
+
+
+def _judged(ex: Execution) -> Any:
+    """Run the judge over the finished items (``None`` without ``judge``)."""
+    spec = ex.spec
+    if not spec.judge:
+        return None
+    from ..agents.chat import chat
+    from .item import FINISHED
+    from .judge import judge_outcomes
+
+    model = spec.judge_model or spec.models[0]
+    client = spec.clients.get(model)
+    cache = spec.options.get("cache")
+
+    def call(prompt: str, schema: Any) -> Any:
+        return chat(prompt, output=schema, model=model, client=client, store=None,
+                    session=None, history=0, stream=False, cache=cache)
+
+    pairs: list[tuple[int, int]] = []
+    names = ("", "")
+    if len(spec.models) == 2:
+        names = (spec.models[0], spec.models[1])
+        by_row: dict[int, dict[str, int]] = {}
+        for item in ex.items:
+            by_row.setdefault(item.row, {})[item.model] = item.position
+        pairs = [(m[names[0]], m[names[1]]) for m in by_row.values() if len(m) == 2]
+    return judge_outcomes(spec.judge, model, [i.prompt for i in ex.items], ex.outcomes,
+                          call=call, answered=set(FINISHED), pairs=pairs, names=names,
+                          concurrency=spec.concurrency)
+
+
+def _result(ex: Execution) -> BatchResult:
+    return BatchResult(ex, _judged(ex))
+
+
 def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | None]:
     """``"a,b"`` or ``["a", "b"]`` -> ``["a", "b"]``; ``None`` -> ``[None]`` (the default)."""
     if model is None:
         return [None]
     names = model.split(",") if isinstance(model, str) else list(model)
-    out = [n.strip() if isinstance(n, str) else n for n in names]
-    if not out or any(not isinstance(n, str) or not n for n in out):
+    out: list[str | None] = []
+    for n in names:
+        if not isinstance(n, str) or not n.strip():
+            raise ParameterError(f"model must name models (comma-separated), not {model!r}.")
+        out.append(n.strip())
+    if not out:
         raise ParameterError(f"model must name models (comma-separated), not {model!r}.")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[str, Any],
           options: dict[str, Any], **fields: Any) -> BatchSpec:
     from ..clients.factory import resolve_model
 
-    if kind not in _OPTIONS:
+    if kind not in _KINDS:
         raise ParameterError(f"kind must be chat, toolloop or plan, not {kind!r}.")
-    unknown = sorted(set(options) - _OPTIONS[kind])
+    for name in options:
+        if name in PER_ITEM and options[name] not in (None, False):
+            raise ParameterError(f"{name} is not an option of a batch: {PER_ITEM[name]}.",
+                                 parameters=(name,))
+    allowed = batch_options(kind)
+    unknown = sorted(n for n in options if n not in allowed and n not in PER_ITEM)
     if unknown:
         raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "
-                             f"{', '.join(sorted(_OPTIONS[kind]))}).")
+                             f"{', '.join(sorted(allowed))}).", parameters=(unknown[0],))
+    options = {k: v for k, v in options.items() if k not in PER_ITEM}
+    if options.get("context") and options.get("shell") is None:
+        options["shell"] = namespace  # --with / context= read the notebook's variables
+    if options.get("context"):
+        from ..agents.context import with_variables
+
+        # A missing or secret-looking name: one line before any item starts.
+        with_variables("", options["context"], options.get("shell"))
     from ..agents._params import check_parameters
 
     check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
+    if options.get("output") is not None:
+        from ..agents.turn.start import typed_output
+
+        # A bad schema: one line before any item runs; a good one made once for every item.
+        options["output"] = typed_output(options["output"])
+    judge = fields.get("judge")
+    if judge is not None and (not isinstance(judge, str) or not judge.strip()):
+        raise ParameterError(f"judge must be the criteria as text, not {judge!r}.",
+                             parameters=("judge",))
+    if fields.get("judge_model") is not None and judge is None:
+        raise ParameterError("judge_model needs judge (the criteria).",
+                             parameters=("judge_model", "judge"))
     if fields.get("engine") == "dask":
         from .. import config
 
@@ -122,6 +243,9 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
                 config.settings.cassette_mode != "live":
             raise ParameterError("engine 'dask' makes live model calls only: record and replay "
                                  "run on the thread engine.")
+        if options.get("context"):
+            raise ParameterError("context reads this kernel's variables: it runs on the thread "
+                                 "engine, not on dask workers.", parameters=("context",))
     inputs = load_inputs(over)
     models = [resolve_model(m).name for m in split_models(model)]
     clients = dict(fields.pop("clients", None) or {})
@@ -130,6 +254,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
         if len(models) > 1:
             raise ParameterError("client serves one model: pass clients per model, or one model.")
         clients[models[0]] = client
+    # ``kind`` is one of ``_OPTIONS``' keys (checked above), a str to mypy.
     return BatchSpec(kind=kind, template=template, inputs=inputs, models=models,  # type: ignore[arg-type]
                      options=options, clients=clients, namespace=namespace, **fields)
 
@@ -143,6 +268,7 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
           store: Any = "default", wait: bool = True,
           on_progress: Callable[[dict[str, Any]], None] | None = None,
           controller: Controller | None = None, clients: dict[str, Any] | None = None,
+          judge: str | None = None, judge_model: str | None = None,
           **options: Any) -> Any:
     """Run ``kind`` (``chat``, ``toolloop`` or ``plan``) once per row of ``over``.
 
@@ -171,8 +297,13 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
         on_progress: Called with the card's state, a few times a second.
         controller: Stop requests from elsewhere (the card's button).
         clients: A model client per model name (record/replay cells).
+        judge: Criteria an LLM judge scores each answer on (1 to 5, with a reason): the
+            ``judge_score`` and ``judge_reason`` columns; with two models, also a win rate.
+        judge_model: The judge's model (default: the batch's first model).
         **options: Options of the entry point (``system``, ``tools``, ``max_rounds``,
-            ``agent`` for a named agent...).
+            ``agent`` for a named agent...). ``output=Model`` makes every answer typed: the
+            results get one typed column per field and ``errors``; ``schema_retries`` and
+            ``cache=True`` as for a single run.
 
     Returns:
         A :class:`BatchResult` (a :class:`BatchRun` with ``wait=False``).
@@ -182,7 +313,7 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
     spec = _spec(template, over, kind, model, namespace, dict(options), concurrency=concurrency,
                  expect=expect, match=match, score=score, max_cost=max_cost,
                  max_items=max_items, rerun=rerun, engine=engine, auto_answer=auto_answer,
-                 clients=clients)
+                 clients=clients, judge=judge, judge_model=judge_model)
     if store == "default":
         from ..session import default_store
 
@@ -190,8 +321,8 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
     run = BatchRun(spec, store, on_progress, controller)
     if not wait:
         return run.start()
-    return BatchResult(execute(spec, store=store, controller=run.controller,
-                               on_progress=on_progress))
+    return _result(execute(spec, store=store, controller=run.controller,
+                           on_progress=on_progress))
 
 
 class BatchRun:
@@ -212,9 +343,9 @@ class BatchRun:
         """Start the batch in a daemon thread."""
         def target() -> None:
             try:
-                self._result = BatchResult(execute(self.spec, store=self.store,
-                                                   controller=self.controller,
-                                                   on_progress=self.on_progress))
+                self._result = _result(execute(self.spec, store=self.store,
+                                               controller=self.controller,
+                                               on_progress=self.on_progress))
             except BaseException as exc:  # handed to wait()
                 self._error = exc
 

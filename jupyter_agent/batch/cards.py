@@ -35,7 +35,7 @@ class RunCard:
         """The static MIME bundle (run JSON, markdown, plain text)."""
         from ..view.bundle import build_bundle
 
-        return build_bundle(self.view, self.events)
+        return build_bundle(self.view)  # (its second parameter is a widget's model id)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.bundle()
@@ -51,7 +51,7 @@ def run_card(run_id: str, store: Any = "default") -> RunCard:
         ConfigError: no run with that id in the store.
     """
     from ..events import EVENT_ADAPTER
-    from ..view.state import reduce_events
+    from ..view.reduce import reduce_events
 
     if store == "default":
         from ..session import default_store

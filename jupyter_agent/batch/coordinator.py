@@ -11,8 +11,13 @@ are one transaction (their runs and their rows in the batch; see ``item.py``). W
 workers themselves cost a batch at concurrency 32 several percent of its wall time: each worker
 has its own SQLite connection, a BEGIN that finds another open waits in SQLite's busy handler
 (sleeps of up to 100 ms; measured p95 38 ms), and every statement hands the interpreter lock
-back and waits to get it again among 32 busy threads. A killed kernel loses only the items not
-yet recorded: those in flight, and those ended less than a wake-up ago.
+back and waits to get it again among 32 busy threads.
+
+A killed kernel loses only the items not yet recorded: those in flight, and those that ended
+less than :data:`MAX_UNSTORED` seconds ago. The coordinating thread wakes as soon as an item is
+handed over; when it falls behind anyway (a loaded machine, a slow card update), the workers
+take no new item until the oldest outcome handed over is stored, so the window between
+"answered" and "stored" stays bounded in time, not only in count.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any, Callable
 from .control import Controller
 from .item import (
     FATAL_ERRORS,
-    OUTCOME_FIELDS,
+    KEPT_FIELDS,
     ItemTask,
     error_outcome,
     one_line,
@@ -35,7 +40,10 @@ from .item import (
 from .progress import Progress
 from .spec import BatchSpec, Item
 
-__all__ = ["Coordinator"]
+__all__ = ["Coordinator", "MAX_UNSTORED"]
+
+MAX_UNSTORED = 0.1
+"""Seconds an ended item may wait to be stored before the workers wait for the store."""
 
 Progressed = Callable[[dict[str, Any]], None] | None
 
@@ -48,7 +56,9 @@ class Coordinator:
                  todo: deque[Item]) -> None:
         self.spec, self.store, self.ctl, self.progress = spec, store, ctl, progress
         self.outcomes, self.skey, self.batch_id, self.todo = outcomes, skey, batch_id, todo
-        self.lock = threading.Lock()  # todo, running, started and the progress counts
+        self.lock = threading.Lock()  # todo, running, started, handed and the progress counts
+        self.caught_up = threading.Condition(self.lock)  # the outcomes handed over are stored
+        self.handed: deque[float] = deque()  # when each outcome not yet stored was handed over
         # What the workers hand over: (item, outcome) when an item ended, None when a worker
         # ended. Outcomes taken but not yet stored wait in ``unrecorded`` (an interrupt during
         # the write leaves them there for the next try).
@@ -58,11 +68,14 @@ class Coordinator:
         self.started = 0
         self.fatal: BaseException | None = None
         self.settings: dict[str, Any] | None = None
+        self.trace: dict[str, Any] | None = None
         self.options = spec.options
         if spec.engine == "dask":
+            from ..tracing import remote_target
             from .ship import client_settings
 
             self.settings = client_settings()
+            self.trace = remote_target()  # the batch's span: its items hang under it
         else:
             self.options = _with_tool_objects(spec.options)
 
@@ -70,6 +83,7 @@ class Coordinator:
     def next_item(self) -> tuple[Item, ItemTask] | None:
         """The next item to run, or ``None`` (none left, stopping, or a limit reached)."""
         with self.lock:
+            self._wait_for_store()
             if not self.todo or self.ctl.stopping.is_set() or self._limit_reached():
                 return None
             item = self.todo.popleft()
@@ -77,6 +91,14 @@ class Coordinator:
             self.running[item.position] = item
             self.progress.started()
         return item, self._task(item)
+
+    def _wait_for_store(self) -> None:
+        """Backpressure (under ``self.lock``): while the oldest outcome handed over waited
+        longer than ``MAX_UNSTORED`` to be stored, start nothing new (the coordinating thread
+        is behind: more items in flight would only widen what a kill loses)."""
+        while (self.handed and time.monotonic() - self.handed[0] > MAX_UNSTORED
+               and not self.ctl.stopping.is_set()):
+            self.caught_up.wait(0.05)
 
     def _task(self, item: Item) -> ItemTask:
         opts = dict(self.options)
@@ -88,7 +110,7 @@ class Coordinator:
 
             opts["tools"] = pack_tools(opts.get("tools"), opts.get("agent"))
         return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
-                        self.settings)
+                        self.settings, self.trace)
 
     def _limit_reached(self) -> bool:
         spec, p = self.spec, self.progress
@@ -111,7 +133,8 @@ class Coordinator:
     def outcome(self, value: Any) -> dict[str, Any]:
         """An item's outcome from what its worker returned (an exception included)."""
         if not isinstance(value, BaseException):
-            return value
+            outcome: dict[str, Any] = value  # what ``run_item`` returns
+            return outcome
         raw = error_outcome(one_line(value))
         if isinstance(value, FATAL_ERRORS):
             self.fatal = self.fatal or value
@@ -134,7 +157,7 @@ class Coordinator:
             fresh = [(item, raw) for item, raw in ended if item.position in self.running]
         if not fresh:
             return
-        rows = [(item, raw, {f: raw.get(f) for f in OUTCOME_FIELDS}) for item, raw in fresh]
+        rows = [(item, raw, {f: raw.get(f) for f in KEPT_FIELDS}) for item, raw in fresh]
         if self.store is not None:
             with self.store.transaction():
                 for item, raw, outcome in rows:
@@ -157,7 +180,8 @@ class Coordinator:
         it), and hand it to the coordinating thread to store."""
         raw = self.outcome(value)
         with self.lock:
-            self._count(item, {f: raw.get(f) for f in OUTCOME_FIELDS})
+            self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
+            self.handed.append(time.monotonic())
         self.ended.put((item, raw))
 
     def _take_ended(self, timeout: float) -> int:
@@ -176,6 +200,10 @@ class Coordinator:
             pass
         if self.unrecorded:
             self.record_all(self.unrecorded)
+            with self.lock:
+                for _ in range(min(len(self.unrecorded), len(self.handed))):
+                    self.handed.popleft()
+                self.caught_up.notify_all()
             self.unrecorded = []
         return exited
 

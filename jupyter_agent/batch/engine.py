@@ -14,6 +14,8 @@ import secrets
 from collections import deque
 from typing import Any, Callable
 
+from ..errors import ParameterError
+from ..tracing import batch_span
 from .control import Controller
 from .coordinator import Coordinator
 from .item import FINISHED, OUTCOME_FIELDS, error_outcome, one_line
@@ -59,7 +61,8 @@ def _stored_outcome(store: Any, rec: Any) -> dict[str, Any] | None:
         return out
     events = store.get_events(rec.run_id)
     usage = [e for e in events if e.get("type") == "usage"]
-    end = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    end: dict[str, Any] = next(
+        (e for e in reversed(events) if e.get("type") == "run_finished"), {})
     out.update(status=run.status, answer=end.get("answer") or "", error=end.get("error"),
                rounds=int(end.get("rounds") or rec.rounds),
                input_tokens=sum(int(e.get("input_tokens") or 0) for e in usage),
@@ -82,6 +85,30 @@ def _check_tools(spec: BatchSpec) -> None:
                        workspace=lambda: Workspace(os.getcwd()))
 
 
+def _unpriced_models(spec: BatchSpec) -> list[str]:
+    """The batch's models whose price is unknown (their cost would read 0)."""
+    from ..clients.factory import turn_profile
+
+    out = []
+    for model in spec.models:
+        client = spec.clients.get(model) or spec.options.get("client")
+        profile = client.profile if client is not None else turn_profile(model)
+        if not profile.priced:
+            out.append(model)
+    return out
+
+
+def _check_prices(spec: BatchSpec, unpriced: list[str]) -> None:
+    """``max_cost`` counts money: with a model whose price is unknown every item would cost
+    0 and the limit would never stop anything, so refuse before anything runs."""
+    if spec.max_cost is not None and unpriced:
+        raise ParameterError(
+            f"max_cost: the price of the model {unpriced[0]!r} is unknown, so its cost cannot "
+            "be counted: give its profile a price (register_profile(ModelProfile(name=..., "
+            "price_tiers=[...]))) or limit the batch with max_items instead.",
+            parameters=("max_cost", "max_items"))
+
+
 def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
             on_progress: Callable[[dict[str, Any]], None] | None = None,
             interval: float = PROGRESS_INTERVAL) -> Execution:
@@ -94,6 +121,8 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
     """
     check_spec(spec)
     _check_tools(spec)
+    unpriced = _unpriced_models(spec)
+    _check_prices(spec, unpriced)
     ctl = controller or Controller()
     items = build_items(spec)
     skey = spec_key(spec)
@@ -101,11 +130,14 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
     if store is not None:
         batch_id = store.open_batch(
             spec_key=skey, inputs_hash=inputs_hash(items), kind=spec.kind,
-            template=spec.template, options=fingerprint(spec.options), models=spec.models,
+            template=spec.template,
+            options=fingerprint({k: v for k, v in spec.options.items() if k != "shell"}),
+            models=spec.models,
             n_items=len(items)).batch_id
     progress = Progress(batch_id=batch_id, kind=spec.kind, total=len(items),
                         models=spec.models, rows=len(spec.inputs.rows),
-                        concurrency=spec.concurrency, engine=spec.engine)
+                        concurrency=spec.concurrency, engine=spec.engine,
+                        unpriced=unpriced)
     outcomes: list[dict[str, Any] | None] = [None] * len(items)
     stored = store.batch_items(skey) if store is not None and not spec.rerun else {}
     todo: deque[Item] = deque()
@@ -117,11 +149,17 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
             progress.counts["waiting"] -= 1
             progress.reuse(kept)
         elif item.error:
-            outcomes[item.position] = error_outcome(item.error)
-            progress.failed_early(outcomes[item.position])  # type: ignore[arg-type]
+            failed = outcomes[item.position] = error_outcome(item.error)
+            progress.failed_early(failed)
         else:
             todo.append(item)
-    coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)
+    # Exported traces: one span for the batch, the items' runs its children (docs/tracing.md).
+    span = batch_span(batch_id=batch_id, kind=spec.kind, items=len(todo), models=spec.models)
+    try:
+        coordinator = Coordinator(spec, store, ctl, progress, outcomes, skey, batch_id, todo)
+    except BaseException as exc:
+        span.end("error", one_line(exc))
+        raise
     fatal: BaseException | None = None
     try:
         coordinator.run(on_progress, interval)
@@ -131,6 +169,7 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
     progress.skip_rest()
     status = "error" if fatal is not None else ("stopped" if ctl.stopping.is_set() else "done")
     reason = one_line(fatal) if fatal is not None else ctl.reason
+    span.end(status, reason)
     progress.close(status, reason)
     if store is not None:
         store.set_batch_status(batch_id, status)

@@ -56,27 +56,39 @@ def _number(value: Any) -> float:
 
 def score_outcomes(outcomes: list[dict[str, Any]], items: list[Any], rows: list[dict[str, Any]],
                    *, expect: str | None, match: str,
-                   score: Callable[..., Any] | None) -> list[float | None]:
+                   score: Callable[..., Any] | None,
+                   checks: list[Any] | None = None) -> list[float | None]:
     """One score per outcome (``None`` when the item has no answer to score).
 
     A score function that raises (or returns something else than a number) gives no score;
     the item's ``error`` column says why, its status is unchanged.
+
+    ``checks`` (a typed batch: each item's :class:`~jupyter_agent.llm.structured.Checked`):
+    ``expect`` naming a field of the schema compares that field, and ``score`` gets the
+    validated instance instead of the text.
     """
     if expect is None and score is None:
         return [None] * len(outcomes)
     arity = _arity(score) if score is not None else 0
     out: list[float | None] = []
-    for outcome, item in zip(outcomes, items):
+    for n, (outcome, item) in enumerate(zip(outcomes, items)):
         if outcome["status"] not in FINISHED:
             out.append(None)
             continue
         row = rows[item.row]
         answer = outcome.get("answer") or ""
+        check = checks[n] if checks is not None else None
+        if check is not None:
+            if expect is not None and check.valid and expect in check.data:
+                answer = check.data[expect]
+            elif score is not None and check.valid:
+                answer = check.value
         if expect is not None:
             want = row.get(expect)
             out.append(None if is_missing(want) else float(matches(answer, want, match)))
             continue
         try:
+            # ``score`` takes one or two arguments (``arity``, read from its signature).
             value = score(answer) if arity == 1 else score(answer, dict(row))  # type: ignore[misc]
             out.append(_number(value))
         except Exception as exc:  # the user's function failed on this item: note it, go on

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._template import prompt_fields
 from ..errors import ParameterError
 
 __all__ = ["Inputs", "load_inputs", "template_fields", "check_fields", "render", "is_missing",
@@ -44,8 +45,7 @@ def load_inputs(over: Any, name: str = "over") -> Inputs:
     """Read ``over`` into rows; raise :class:`ParameterError` naming ``name`` for anything
     that is not a table or a list (a string, a dict, a number...)."""
     if _module(over) == "pandas" and hasattr(over, "columns") and hasattr(over, "to_dict"):
-        columns = list(over.columns)
-        return Inputs("pandas", over.to_dict("records"), columns, over)
+        return Inputs("pandas", over.to_dict("records"), list(over.columns), over)
     if _module(over) == "polars" and hasattr(over, "to_dicts") and hasattr(over, "columns"):
         return Inputs("polars", over.to_dicts(), list(over.columns), over)
     if isinstance(over, (str, bytes, Mapping)) or not isinstance(over, Iterable):
@@ -72,24 +72,10 @@ def template_fields(template: str) -> list[str]:
     """The root names of the template's ``{field}`` placeholders, in order, without repeats.
 
     Raises:
-        ParameterError: unbalanced braces, or an empty / positional ``{}``.
+        ParameterError: unbalanced braces, an empty / positional ``{}``, or a field whose name
+            looks like a secret (``{api_key}``), as in a plain cell.
     """
-    try:
-        parts = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        raise ParameterError(f"Bad braces in the template ({exc}); write {{{{ and }}}} for "
-                             "literal braces.") from None
-    out: list[str] = []
-    for _, field, _, _ in parts:
-        if field is None:
-            continue
-        root = field.split(".")[0].split("[")[0]
-        if not root or root.isdigit():
-            raise ParameterError("Empty {} in the template: name a field, or write {{ and }} "
-                                 "for literal braces.")
-        if root not in out:
-            out.append(root)
-    return out
+    return prompt_fields(template, "the template")
 
 
 def check_fields(template: str, inputs: Inputs, namespace: Mapping[str, Any]) -> list[str]:

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
-__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome", "store_run",
-           "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "one_line"]
+__all__ = ["ItemTask", "entry_point", "run_item", "run_remote", "outcome_of", "error_outcome",
+           "store_run", "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
 
 FINISHED = frozenset({"done", "max_rounds", "incomplete"})
 """Statuses with an answer: a re-run keeps them (``rerun`` forces)."""
@@ -31,6 +31,9 @@ FATAL_ERRORS: tuple[type[Exception], ...] = (ConfigError, ToolError, ParameterEr
 """Mistakes that would fail every item alike (no key, unknown tool): they stop the batch."""
 OUTCOME_FIELDS = ("answer", "status", "rounds", "input_tokens", "output_tokens", "cost",
                   "seconds", "error", "run_id")
+KEPT_FIELDS = (*OUTCOME_FIELDS, "cached", "saved")
+"""What the coordinator keeps of an ended item: its columns, and for the card its rounds
+answered from the answer cache and what they saved."""
 _ENTRIES = {"chat": ("jupyter_agent.agents.chat", "chat"),
             "toolloop": ("jupyter_agent.agents.toolloop", "toolloop"),
             "plan": ("jupyter_agent.agents.plan.agent", "plan")}
@@ -47,6 +50,8 @@ class ItemTask:
     auto_answer: str | None = None
     settings: dict[str, Any] | None = None
     """Remote only: the kernel's non-secret client settings (base URL, retries)."""
+    trace: dict[str, Any] | None = None
+    """Remote only: where its spans go and under which span (``tracing.remote_target``)."""
 
 
 def one_line(exc: BaseException) -> str:
@@ -63,18 +68,23 @@ def error_outcome(message: str, seconds: float = 0.0, run_id: str | None = None)
 
 
 def outcome_of(run: Any) -> dict[str, Any]:
-    """The results columns of a finished (or suspended) run."""
+    """The results columns of a finished (or suspended) run (and, for the card, its rounds
+    answered from the answer cache and what they saved)."""
+    footer = run.view.get("footer") or {}
     return {"answer": run.answer or "", "status": run.status, "rounds": run.rounds,
             "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
             "cost": float(run.cost), "seconds": round(float(run.seconds), 3),
-            "error": run.error, "run_id": run.run_id}
+            "error": run.error, "run_id": run.run_id,
+            "cached": int(footer.get("cached") or 0), "saved": float(footer.get("saved") or 0.0)}
 
 
-def _entry(kind: str) -> Callable[..., Any]:
+def entry_point(kind: str) -> Callable[..., Any]:
+    """The entry point an item of ``kind`` calls (``chat``, ``toolloop`` or ``plan``)."""
     import importlib
 
     module, name = _ENTRIES[kind]
-    return getattr(importlib.import_module(module), name)
+    entry: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return entry
 
 
 def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | None = None,
@@ -108,7 +118,7 @@ def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | Non
         opts["auto_answer"] = task.auto_answer
     start = time.perf_counter()
     try:
-        run = _entry(task.kind)(task.prompt, **opts)
+        run = entry_point(task.kind)(task.prompt, **opts)
     except FATAL_ERRORS:
         raise
     except Exception as exc:  # this item's problem (no recording, a bug in a hook...)
@@ -149,8 +159,11 @@ def run_remote(task: ItemTask) -> dict[str, Any]:
     if "tools" in opts:
         opts["tools"] = unpack_tools(opts["tools"])
     local = ItemTask(task.kind, task.prompt, task.model, opts, task.auto_answer)
+    from ..tracing import remote_scope
+
     try:
-        return run_item(local, store=None, detail=True)
+        with remote_scope(task.trace):  # the kernel's batch span, continued here
+            return run_item(local, store=None, detail=True)
     except FATAL_ERRORS as exc:
         return {"fatal": type(exc).__name__, "error": str(exc)}
 
@@ -169,5 +182,5 @@ def store_run(store: Any, outcome: dict[str, Any]) -> None:
     status = outcome.get("status")
     if status == "ask" and outcome.get("pending"):
         store.suspend(run_id, outcome["pending"])
-    elif status in ("done", "aborted", "error", "max_rounds", "incomplete"):
+    elif status in ("done", "aborted", "error", "max_rounds", "incomplete", "invalid"):
         store.set_status(run_id, status)

@@ -7,6 +7,7 @@ is free; the Dask loop submits one more when a future ends), so a table of 10,00
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import secrets as _secrets
@@ -42,7 +43,10 @@ class ThreadPool:
         hands every outcome (or the exception that ended the item) to ``on_done``, and calls
         ``on_exit`` when it ends."""
         for n in range(workers):
-            threading.Thread(target=self._work, args=(next_item, on_done, on_exit), daemon=True,
+            # Each worker runs in a copy of the caller's context, as the loop's tool threads
+            # do: what the batch set there (its trace span, usage sinks) reaches its items.
+            threading.Thread(target=contextvars.copy_context().run,
+                             args=(self._work, next_item, on_done, on_exit), daemon=True,
                              name=f"jupyter-agent-batch-{n}").start()
 
     def _work(self, next_item: Callable[[], tuple[Any, ItemTask] | None],

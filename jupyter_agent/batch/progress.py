@@ -64,8 +64,11 @@ class Progress:
     """Counts, usage, speed and the latest results of one batch."""
 
     def __init__(self, *, batch_id: str, kind: str, total: int, models: list[str],
-                 rows: int, concurrency: int, engine: str) -> None:
+                 rows: int, concurrency: int, engine: str,
+                 unpriced: list[str] | None = None) -> None:
         self.batch_id = batch_id
+        self.unpriced = list(unpriced or [])
+        """Models without a known price: the card's cost reads "unknown", never 0."""
         self.kind = kind
         self.total = total
         self.models = models
@@ -78,6 +81,10 @@ class Progress:
         self.finished_now = 0
         self.tokens = [0, 0]
         self.cost = 0.0
+        self.cached = 0
+        """Rounds answered from the answer cache (no call made)."""
+        self.saved = 0.0
+        """What those rounds would have cost."""
         self.spent = 0.0
         """Cost of the items run this time (``max_cost`` compares it)."""
         self.latest: list[dict[str, Any]] = []
@@ -131,6 +138,8 @@ class Progress:
         self.tokens[0] += int(outcome.get("input_tokens") or 0)
         self.tokens[1] += int(outcome.get("output_tokens") or 0)
         self.cost += float(outcome.get("cost") or 0.0)
+        self.cached += int(outcome.get("cached") or 0)
+        self.saved += float(outcome.get("saved") or 0.0)
 
     # ------------------------------------------------------------------ reading
     def spent_live(self) -> float:
@@ -154,7 +163,9 @@ class Progress:
                 "rows": self.rows, "models": list(self.models), "engine": self.engine,
                 "concurrency": self.concurrency, "counts": dict(self.counts),
                 "reused": self.reused, "input_tokens": self.tokens[0] + live_in,
-                "output_tokens": self.tokens[1] + live_out, "cost": self.cost + live_cost,
+                "output_tokens": self.tokens[1] + live_out,
+                "cost": None if self.unpriced else self.cost + live_cost,
+                "cached": self.cached, "saved": self.saved,
                 "elapsed": round(self.elapsed, 3), "rate": round(rate, 2),
                 "eta": None if eta is None else round(eta, 1),
                 "latest": [{**x, "answer": preview(x["answer"]), "error": preview(x["error"])}
@@ -171,5 +182,5 @@ def preview(text: Any) -> str:
     """One line of model text for the card: cut short, secrets masked."""
     from ..secrets import mask
 
-    text = mask(" ".join(str(text or "").split()))  # the card is an output: never a key
-    return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"
+    line: str = mask(" ".join(str(text or "").split()))  # the card is an output: never a key
+    return line if len(line) <= _PREVIEW else line[:_PREVIEW - 1] + "…"

@@ -19,7 +19,8 @@ __all__ = ["results_table", "board_rows", "as_table", "chart_png", "percentile"]
 
 
 def _columns(outcomes: list[dict[str, Any]], items: list[Any], models: list[str],
-             scores: list[float | None] | None) -> dict[str, list[Any]]:
+             scores: list[float | None] | None,
+             extra: dict[str, list[Any]] | None = None) -> dict[str, list[Any]]:
     cols: dict[str, list[Any]] = {}
     if len(models) > 1:
         cols["model"] = [i.model for i in items]
@@ -27,6 +28,8 @@ def _columns(outcomes: list[dict[str, Any]], items: list[Any], models: list[str]
         cols[f] = [o.get(f) for o in outcomes]
     if scores is not None:
         cols["score"] = scores
+    for name, values in (extra or {}).items():  # typed fields, judge columns
+        cols[name if name not in cols else f"output_{name}"] = values
     return cols
 
 
@@ -35,9 +38,11 @@ def _renamed(name: Any, taken: set[str]) -> Any:
 
 
 def results_table(inputs: Inputs, items: list[Any], outcomes: list[dict[str, Any]],
-                  models: list[str], scores: list[float | None] | None = None) -> Any:
-    """The results, one row per item (row by row, models in order)."""
-    cols = _columns(outcomes, items, models, scores)
+                  models: list[str], scores: list[float | None] | None = None,
+                  extra: dict[str, list[Any]] | None = None) -> Any:
+    """The results, one row per item (row by row, models in order); ``extra``: more columns
+    (a typed batch's fields and ``errors``, the judge's)."""
+    cols = _columns(outcomes, items, models, scores, extra)
     taken = set(cols)
     rows = [i.row for i in items]
     if inputs.kind == "pandas":
@@ -83,9 +88,11 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[str],
-               scores: list[float | None] | None) -> list[dict[str, Any]]:
-    """One row per model: items, done, failed, accuracy (failures count as wrong), cost,
-    p50/p95 seconds of the answered items, tokens."""
+               scores: list[float | None] | None,
+               unpriced: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per model: items, done, failed, accuracy (failures count as wrong), cost
+    (``None`` for a model in ``unpriced``: unknown is not 0), p50/p95 seconds of the answered
+    items, tokens."""
     out = []
     for model in models:
         mine = [(o, s) for i, o, s in zip(items, outcomes, scores or [None] * len(items))
@@ -100,7 +107,8 @@ def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[st
         if scores is not None:
             row["accuracy"] = (sum(s or 0.0 for _, s in mine) / len(mine)) if mine else None
         row.update({
-            "cost": sum(float(o.get("cost") or 0.0) for o, _ in mine),
+            "cost": None if model in (unpriced or ()) else
+            sum(float(o.get("cost") or 0.0) for o, _ in mine),
             "p50_seconds": percentile(seconds, 50), "p95_seconds": percentile(seconds, 95),
             "input_tokens": sum(int(o.get("input_tokens") or 0) for o, _ in mine),
             "output_tokens": sum(int(o.get("output_tokens") or 0) for o, _ in mine),
@@ -120,10 +128,10 @@ def chart_png(board: list[dict[str, Any]]) -> bytes | None:
     except ImportError:
         return None
     names = [str(r["model"]) for r in board]
-    panels = []
+    panels: list[tuple[str, list[float], list[float] | None]] = []
     if "accuracy" in board[0]:
         panels.append(("Accuracy", [r["accuracy"] or 0.0 for r in board], None))
-    panels.append(("Cost", [r["cost"] for r in board], None))
+    panels.append(("Cost", [r["cost"] or 0.0 for r in board], None))
     panels.append(("Seconds per item (p50, p95)", [r["p50_seconds"] or 0.0 for r in board],
                    [r["p95_seconds"] or 0.0 for r in board]))
     fig = Figure(figsize=(3.2 * len(panels), 2.8), dpi=100)

@@ -54,6 +54,10 @@ class BatchSpec:
     expect: str | None = None
     match: str = "exact"
     score: Callable[..., Any] | None = None
+    judge: str | None = None
+    """Criteria an LLM judge scores each answer on (``batch/judge.py``)."""
+    judge_model: str | None = None
+    """The judge's model; ``None``: the batch's first model."""
 
 
 @dataclass
@@ -104,7 +108,12 @@ def spec_key(spec: BatchSpec) -> str:
     # An option left at its default (None, False) is the same work as an option not given:
     # a cell (which passes every flag) and a script (which passes few) find each other's items.
     opts = {k: v for k, v in spec.options.items()
-            if k not in ("listeners", "store", "client") and v is not None and v is not False}
+            if k not in ("listeners", "store", "client", "cache", "shell") and v is not None
+            and v is not False}
+    if "output" in opts:  # the schema itself, not the class's name: a changed field counts
+        from ..llm.structured import output_spec
+
+        opts["output"] = output_spec(opts["output"]).schema
     return _digest({"kind": spec.kind, "template": spec.template, "options": fingerprint(opts),
                     "auto_answer": spec.auto_answer})
 

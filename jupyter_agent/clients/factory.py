@@ -42,7 +42,7 @@ from .embedded import LOCAL_NAME, local_available, local_endpoint, profile_for
 from .failover import FailoverClient
 from .record import RecordingClient
 from .replay import replay_client
-from .turn import ModelSource, TurnClient, bind_client, remember
+from .turn_client import ModelSource, TurnClient, bind_client, remember
 
 __all__ = ["DEFAULT_MODEL", "ModelChoice", "resolve_model", "make_client", "client_for",
            "turn_client", "turn_profile", "clear_client_cache", "local_default_notice",

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from .._state import STATE
 from ..events import BaseEvent, Warning_
@@ -59,6 +60,25 @@ def clear_marks() -> None:
 def _unmark(name: str) -> None:
     with _marks_lock:
         _marks.pop(name, None)
+
+
+class _Watched:
+    """An ``on_delta`` that knows whether anything was streamed since the last withdrawal."""
+
+    def __init__(self, on_delta: StreamCallback | None) -> None:
+        self.on_delta = on_delta
+        self.streamed = False
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        self.streamed = kind != "reset"
+        if self.on_delta is not None:
+            self.on_delta(kind, data)
+
+    def withdraw(self, reason: str) -> None:
+        """Withdraw the attempt's partial output (a ``reset`` delta), if it streamed any."""
+        if self.streamed and self.on_delta is not None:
+            self.streamed = False
+            self.on_delta("reset", {"reason": reason})
 
 
 class FailoverClient:
@@ -111,16 +131,22 @@ class FailoverClient:
             if name != self.names[0] or request.model != client.profile.model:
                 req = request.model_copy(update={"model": client.profile.model})
             self._current = name
-            response = client.complete(req, on_delta)
+            watched = _Watched(on_delta)
+            response = client.complete(req, watched if on_delta is not None else None)
             if not response.error or response.aborted:
                 if not response.error:
                     _unmark(name)
                     self.answered_profile = name
                 return response
             mark_profile(name)
-            if i + 1 < len(order) and self.emit is not None:
-                self.emit(Warning_(message=f"Model profile {name!r} failed ({response.error}); "
-                                           f"switching to {order[i + 1]!r}."))
+            if i + 1 < len(order):
+                if self.emit is not None:
+                    self.emit(Warning_(message=f"Model profile {name!r} failed "
+                                               f"({response.error}); switching to "
+                                               f"{order[i + 1]!r}."))
+                # What the failed attempt streamed (text, announced tool calls) is withdrawn:
+                # the next profile answers the same round afresh.
+                watched.withdraw(f"model profile {name!r} failed; {order[i + 1]!r} answers")
         assert response is not None
         return response
 

@@ -107,6 +107,8 @@ class RecordingClient:
     """
 
     def __init__(self, base: OpenAIClient, cassette: Cassette) -> None:
+        self.base = base
+        """The client recorded (its cache scope keys a cached recording)."""
         self._tee = _Tee(base.transport)
         self._client = base.with_transport(self._tee)
         self.cassette = cassette

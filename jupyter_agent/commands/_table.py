@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import MagicUsageError
 
@@ -21,7 +21,7 @@ Command = Callable[[argparse.Namespace, dict[str, Any]], Any]
 class Parser(argparse.ArgumentParser):
     """argparse that reports a bad line as one ``UsageError`` line instead of exiting."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise MagicUsageError(f"%agent: {message} (see `%agent help`)")
 
 

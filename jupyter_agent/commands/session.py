@@ -18,6 +18,9 @@ __all__ = ["TABLE"]
 
 TABLE = CommandTable()
 
+PAGE = 50
+"""Sessions (and history messages) shown per page: a store can hold tens of thousands."""
+
 
 @TABLE.parsers
 def _parsers(sub: Any) -> None:
@@ -25,6 +28,8 @@ def _parsers(sub: Any) -> None:
     # one-line error, never a silent "use the default".
     s = sub.add_parser("sessions")
     s.add_argument("--group", type=text)
+    s.add_argument("--page", type=integer(1), default=1,
+                   help=f"Page P of {PAGE} sessions, most recently updated first.")
     s = sub.add_parser("session")
     s.add_argument("name", nargs="?", type=text)
     s.add_argument("--group", type=text)
@@ -41,6 +46,8 @@ def _parsers(sub: Any) -> None:
     s = sub.add_parser("history")
     s.add_argument("name", nargs="?", type=text)
     s.add_argument("-n", "--last", type=integer(1), help="Only the last N messages.")
+    s.add_argument("--page", type=integer(1),
+                   help=f"Page P, counted from the newest, of N (default {PAGE}) messages.")
     s = sub.add_parser("export")
     s.add_argument("path", type=text)
     s.add_argument("--session", type=text)
@@ -63,12 +70,17 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
-@TABLE.command("sessions", "List sessions (* marks the current one): sessions [--group G].")
+@TABLE.command("sessions", f"List sessions (* marks the current one), {PAGE} a page, newest "
+                           "first: sessions [--group G] [--page P].")
 def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    rows = _store().list_sessions(args.group)
+    store = _store()
+    first = (args.page - 1) * PAGE
+    rows = store.list_sessions(args.group, limit=PAGE, offset=first)
     current = _current()
     if not rows:
-        print(f"No sessions yet; the current session is {current!r}.")
+        total = store.count_sessions(args.group) if args.page > 1 else 0
+        print(f"No sessions on page {args.page} (there are {total})." if total
+              else f"No sessions yet; the current session is {current!r}.")
         return
     for r in rows:
         mark = "*" if r.name == current else " "
@@ -76,6 +88,11 @@ def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
                                       f"agent {r.agent}" if r.agent else "",
                                       f"model {r.model}" if r.model else "") if x)
         print(f"{mark} {r.name:<24} {_when(r.updated)}" + (f"  ({extra})" if extra else ""))
+    if len(rows) == PAGE or args.page > 1:
+        total = store.count_sessions(args.group)
+        more = (f"; next: %agent sessions{' --group ' + args.group if args.group else ''}"
+                f" --page {args.page + 1}") if first + len(rows) < total else ""
+        print(f"(sessions {first + 1}-{first + len(rows)} of {total:,}{more})")
 
 
 @TABLE.command("session", "Switch the current session (created if new): session NAME [--agent A] "
@@ -95,7 +112,8 @@ def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     if args.agent:
         value = ns.get(args.agent)
         agent = value if isinstance(value, Agent) else resolve_agent(args.agent)
-        record = store.bind_agent(name, agent.name, agent.workspace)  # type: ignore[union-attr]
+        assert agent is not None  # resolve_agent gives None only for None, and args.agent is set
+        record = store.bind_agent(name, agent.name, agent.workspace)
     if args.model:
         record = store.bind_model(name, args.model)
     turns = len(store.list_turns(name))
@@ -145,14 +163,20 @@ def _short(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-@TABLE.command("history", "The conversation of the current session (or NAME): history [NAME] [-n N].")
+@TABLE.command("history", f"The conversation of the current session (or NAME), the last {PAGE} "
+                          "messages: history [NAME] [-n N] [--page P].")
 def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     name = args.name or _current()
-    entries = _store().session_transcript(name)
-    if args.last:
-        entries = entries[-args.last:]
+    size = args.last or PAGE
+    page = args.page or 1
+    # One more than the pages asked for: whether older messages remain (read from the end).
+    entries = _store().session_transcript(name, last=size * page + 1)
+    older = len(entries) > size * page
+    end = len(entries) - size * (page - 1)
+    entries = entries[max(0, end - size):max(0, end)]
     if not entries:
-        print(f"Session {name!r} has no messages.")
+        print(f"Session {name!r} has no messages"
+              + (f" on page {page}." if page > 1 else "."))
     for e in entries:
         if e["role"] == "tool":
             flag = " (error)" if e.get("tool_error") else ""
@@ -162,6 +186,10 @@ def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
             print(f"[{e['seq']}] {e['role']}: {_short(e['text'], 400)}")
         for c in e["tool_calls"]:
             print(f"[{e['seq']}]   -> {c['name']}({_short(c['arguments'], 120)})")
+    if older and (args.page or not args.last):  # `-n N` alone: just those, as before
+        size_flag = f" -n {args.last}" if args.last else ""
+        print(f"(older messages: %agent history{' ' + args.name if args.name else ''}"
+              f"{size_flag} --page {page + 1})")
 
 
 @TABLE.command("export", "Write a session as a notebook: export PATH.ipynb [--session NAME].")

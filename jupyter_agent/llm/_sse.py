@@ -30,6 +30,10 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 hundred bytes; a longer one is a broken or hostile server, and buffering it would be unbounded."""
 
 
+DEADLINE_SETTING = "%config AgentMagics.request_deadline"
+"""Where a user raises the total deadline of one model call (``settings.request_deadline``)."""
+
+
 class DeadlineExceeded(Exception):
     """The call's total deadline passed."""
 
@@ -57,9 +61,6 @@ class Deadline:
         """Seconds left (never negative)."""
         return max(0.0, self._end - time.monotonic())
 
-    def expired(self) -> bool:
-        return time.monotonic() >= self._end
-
     def check(self, grace: float = 0.0) -> None:
         """Raise :class:`DeadlineExceeded` when the deadline has passed, or is less than
         ``grace`` seconds away (a timeout set to the time left may fire a hair early)."""
@@ -67,7 +68,9 @@ class Deadline:
             raise DeadlineExceeded(self.message())
 
     def message(self) -> str:
-        return f"Model request exceeded its {self.seconds:g} s deadline"
+        """The one line a call cut by this deadline ends with: how long, and what to raise."""
+        return (f"Model request timed out after {self.seconds:g} s (the request deadline; "
+                f"raise it with {DEADLINE_SETTING})")
 
 
 class HttpBody(Protocol):
@@ -245,7 +248,7 @@ def completion_chunk(data: Any) -> dict[str, Any]:
         raise StreamProblem("Model response is malformed: 'tool_calls' is not a list of objects")
     delta = {"content": msg.get("content"), "reasoning_content": msg.get("reasoning_content"),
              "tool_calls": [dict(tc, index=i) for i, tc in enumerate(calls)]}
-    return {"id": data.get("id"), "usage": data.get("usage"),
+    return {"id": data.get("id"), "model": data.get("model"), "usage": data.get("usage"),
             "choices": [{"delta": delta, "finish_reason": choice.get("finish_reason")}]}
 
 

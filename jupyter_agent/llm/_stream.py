@@ -91,6 +91,10 @@ class _CallState(TypedDict):
     announced: bool
 
 
+USER_KEY_FIELD = "usedUserOpenAIKey"
+"""What a gateway reports (in ``usage`` or the chunk) when the user's own key paid the call."""
+
+
 class StreamAssembler:
     """Accumulates chunks into text, reasoning, tool calls, finish reason and usage."""
 
@@ -102,6 +106,8 @@ class StreamAssembler:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.request_id: str | None = None
+        self.model: str | None = None
+        """The model the provider says answered (its chunks' ``model``)."""
         self.emitted = False
         self._splitter = ThinkSplitter() if split_think else None
         self._ids: set[str] = set()
@@ -122,11 +128,14 @@ class StreamAssembler:
         """Consume one decoded SSE chunk."""
         if self.request_id is None:
             self.request_id = chunk.get("id")
+        if self.model is None and isinstance(chunk.get("model"), str):
+            self.model = chunk["model"]
         usage = chunk.get("usage")
         if usage:
             self.usage = Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
+                user_key=usage.get(USER_KEY_FIELD) is True or chunk.get(USER_KEY_FIELD) is True,
             )
         for choice in chunk.get("choices") or ():
             if choice.get("finish_reason"):

@@ -11,7 +11,8 @@ Retries are ours (the SDK's are turned off) so they are bounded, visible and int
 Every call also has a total wall-clock deadline (``deadline``, default 900 s): the SDK's
 timeout is per read, so a server dripping keep-alive comments would otherwise never time out.
 The deadline covers every attempt and every backoff of one call; when it passes the call ends
-with the error ``Model request exceeded its N s deadline`` and is not retried (a retry would
+with the error ``Model request timed out after N s (the request deadline; raise it with %config
+AgentMagics.request_deadline)`` and is not retried (a retry would
 get no time). Body bytes are read by us, never by the SDK, so the deadline applies to them
 (see :mod:`jupyter_agent.llm._sse`).
 
@@ -22,6 +23,7 @@ building, tool protocols, retries and stream assembly are the same code either w
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Iterable
@@ -41,6 +43,7 @@ from .http import DEFAULT_DEADLINE, Fatal, HttpTransport, call_deadline
 from .limiter import limiter_for
 from .profiles import ModelProfile, resolve_profile
 from .protocol import Transport, TransportError
+from .structured import FINAL_ANSWER_TOOL
 from .tokens import count_messages_tokens, count_text_tokens, count_tools_tokens
 from .types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usage
 
@@ -133,6 +136,7 @@ class OpenAIClient:
         self.base_url = base_url or self.profile.base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
+        key = api_key
         if transport is None:
             key = api_key or self.profile.api_key()
             if not key:
@@ -140,12 +144,22 @@ class OpenAIClient:
             register_secret(key)  # whatever it came from, it is masked in every output
             transport = HttpTransport(key, self.base_url, timeout)
         self.transport: Transport = transport
+        # The answer cache's keys (clients/cache.py): the server and a hash of the key, so an
+        # answer is never served to another key or URL; the key itself is in neither.
+        self.cache_secret = hashlib.sha256(f"jupyter-agent-cache\0{key or ''}".encode()).hexdigest()
+        self.cache_scope = (f"{self.base_url or ''}|{self.profile.model}|"
+                            f"{hashlib.sha256(self.cache_secret.encode()).hexdigest()[:24]}")
+        self.schema_refused = False
+        """The server answered 400 to a JSON-schema ``response_format``: typed answers use
+        the ``final_answer`` tool from then on."""
 
     def with_transport(self, transport: Transport) -> OpenAIClient:
         """A client like this one (profile, URL, retries, timeout) that sends through
         ``transport`` (a recording wraps this client's own transport)."""
-        return OpenAIClient(self.profile, base_url=self.base_url, retry=self.retry,
+        twin = OpenAIClient(self.profile, base_url=self.base_url, retry=self.retry,
                             timeout=self.timeout, transport=transport, deadline=self.deadline)
+        twin.cache_scope, twin.cache_secret = self.cache_scope, self.cache_secret
+        return twin
 
     # ------------------------------------------------------------------ public
     def cost(self, usage: Usage) -> float:
@@ -192,9 +206,37 @@ class OpenAIClient:
         are offered through a JSON schema the server enforces, so every reply is either an
         answer or one well-formed call (see :mod:`jupyter_agent.llm.constrained`).
         """
+        if request.response_format is not None and request.response_format.get("type") == "json_schema":
+            return self._complete_typed(request, on_delta)
         if request.tools and not self.profile.capabilities.tools:
             return self._complete_constrained(request, on_delta)
         return self._complete_plain(request, on_delta)
+
+    def _complete_typed(self, request: ChatRequest,
+                        on_delta: StreamCallback | None) -> ChatResponse:
+        """A request for a typed answer, in the form this server takes (``llm/structured.py``):
+        a grammar on the embedded model, the schema natively, or a forced ``final_answer``
+        tool. A server that refuses the schema (HTTP 400) is asked again with the tool, and
+        keeps the tool for the rest of this client's life."""
+        from .structured import schema_refused, typed_request, typed_response
+
+        caps = self.profile.capabilities
+        if not caps.tools:
+            grammar = typed_request(request, "grammar")
+            if request.tools:  # the tool grammar wins; the turn's check asks again if needed
+                grammar = grammar.model_copy(update={"response_format": None})
+                return self._complete_constrained(grammar, on_delta)
+            return self._complete_plain(grammar, on_delta)
+        if caps.structured_output and not self.schema_refused:
+            resp = self._complete_plain(request, on_delta)
+            if not schema_refused(resp):
+                return resp
+            self.schema_refused = True
+            if on_delta is not None:
+                on_delta("warning", {"message": (
+                    f"The server refused the JSON schema (HTTP {resp.status_code}): typed "
+                    f"answers go through a {FINAL_ANSWER_TOOL} tool call instead.")})
+        return typed_response(self._complete_plain(typed_request(request, "tool"), on_delta))
 
     def _complete_constrained(self, request: ChatRequest,
                               on_delta: StreamCallback | None) -> ChatResponse:
@@ -333,7 +375,7 @@ class OpenAIClient:
         usage = asm.usage or estimate_usage(request, text, reasoning, calls)
         return ChatResponse(text=text, reasoning=reasoning, tool_calls=calls,
                             finish_reason="close" if aborted else asm.finish_reason, usage=usage,
-                            request_id=asm.request_id, aborted=aborted)
+                            request_id=asm.request_id, model=asm.model, aborted=aborted)
 
     def _from_json(self, request: ChatRequest, data: dict[str, Any],
                    on_delta: StreamCallback | None) -> ChatResponse:

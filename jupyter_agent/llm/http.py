@@ -124,6 +124,8 @@ class HttpTransport:
             raise Fatal(f"HTTP {status}: {msg}", status) from None
         except (oa.APIConnectionError, *self._transport_errors) as exc:
             deadline.check(_GRACE)  # a read timeout cut short by the deadline: not retried
+            if _is_timeout(exc):
+                raise _Retryable(_timed_out(wait, "waiting for the server")) from None
             raise _Retryable(f"connection error: {_short(exc)}") from None
 
     def _read_json(self, http: HttpBody, deadline: Deadline) -> Any:
@@ -137,6 +139,8 @@ class HttpTransport:
                     raise StreamProblem(f"Model response is over {_MAX_BODY_BYTES >> 20} MiB")
         except self._read_errors as exc:
             deadline.check(_GRACE)
+            if _is_timeout(exc):
+                raise _Retryable(_timed_out(self._timeout, "reading the response")) from None
             raise _Retryable(f"connection lost while reading the response: {_short(exc)}") from None
         deadline.check()
         try:
@@ -154,8 +158,11 @@ class HttpTransport:
         server would likely send it again, and the partial answer is withdrawn).
         """
         deadline = _deadline()
+        finished = False
         try:
             for payload in sse_payloads(http.iter_bytes(), deadline):
+                if payload == "[DONE]":
+                    finished = True
                 if payload == "[DONE]" or not payload:  # an empty data line is a heartbeat
                     continue  # keep reading to the end of the body: the connection is reused
                 chunk = decode_json(payload)
@@ -165,7 +172,13 @@ class HttpTransport:
                 yield chunk
         except self._read_errors as exc:
             deadline.check(_GRACE)  # the watchdog cut the connection: not a retryable loss
+            if _is_timeout(exc):
+                raise _Retryable(_timed_out(self._timeout, "mid-stream")) from None
             raise _Retryable(f"connection lost mid-stream: {_short(exc)}") from None
+        if not finished:
+            # A body that just ends (no [DONE]) at the deadline was cut by the watchdog (a
+            # server closing the connection to end its body): a timeout, not a short answer.
+            deadline.check(_GRACE)
 
 
 class _SSEStream:
@@ -222,6 +235,20 @@ class Fatal(TransportError):
 
     def __init__(self, message: str, status: int | None = None):
         super().__init__(mask(message), status)
+
+
+READ_TIMEOUT_SETTING = "%config AgentMagics.read_timeout"
+"""Where a user raises how long one network read may wait (``settings.timeout``)."""
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A read, connect or pool timeout of the HTTP library (or the SDK's wrapper of one)."""
+    return any("Timeout" in cls.__name__ for cls in type(exc).__mro__)
+
+
+def _timed_out(seconds: float, where: str) -> str:
+    return (f"timed out after {seconds:g} s {where} (the read timeout; raise it with "
+            f"{READ_TIMEOUT_SETTING})")
 
 
 def _short(exc: BaseException) -> str:

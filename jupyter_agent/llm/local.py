@@ -166,7 +166,6 @@ class LocalModelServer:
         self.extra_args = list(extra_args or [])
         self.port: int | None = None
         self.process: subprocess.Popen[bytes] | None = None
-        self.startup_seconds: float | None = None
         self._log: IO[bytes] = io.BytesIO()
         self.log_path = Path()
 
@@ -222,7 +221,6 @@ class LocalModelServer:
             )
             self.port = port
             if self._wait_ready(began + timeout):
-                self.startup_seconds = time.monotonic() - began
                 return self
             if "address already in use" not in self._log_tail().lower():
                 break

@@ -48,10 +48,14 @@ class Capabilities(BaseModel):
     planning: bool = True
     """Whether the model can follow the planning agent's protocol; ``%%plan`` refuses a model
     that cannot, in one line and before any request."""
+    structured_output: bool = True
+    """The server takes ``response_format`` with a ``json_schema`` (a typed answer); when
+    False a forced ``final_answer`` tool carries the answer instead (``llm/structured.py``).
+    A server that answers 400 to it falls back to the tool by itself."""
     history_in_tool_loop: bool = True
     """Whether a tool loop gets the session's earlier turns. False for a very small model: it
     copies the arithmetic of an earlier answer instead of calling the tools, so its tool loops
-    start fresh (the card says so; ``agents/drive.py``)."""
+    start fresh (the card says so; ``agents/turn/open.py``)."""
 
 
 class ModelProfile(BaseModel):
@@ -78,8 +82,27 @@ class ModelProfile(BaseModel):
     default_config: dict[str, Any] = Field(default_factory=dict)
     """Extra body fields merged over every request."""
 
+    quote_max_tokens: int | None = Field(default=None, ge=1)
+    """Token budget of the knowledge quoted into one turn (``--knowledge``): items past it are
+    left out, the most relevant first kept; ``None``: :meth:`quote_budget`'s default."""
+
+    def quote_budget(self) -> int:
+        """The knowledge budget of a turn: ``quote_max_tokens``, else half the context left
+        once the answer has its room (the question and history keep the other half)."""
+        if self.quote_max_tokens is not None:
+            return self.quote_max_tokens
+        return max(1_000, (self.max_context - self.max_output) // 2)
+
+    @property
+    def priced(self) -> bool:
+        """Whether the profile knows its price (a free local model says 0 explicitly)."""
+        return bool(sanitize_price_tiers(self.price_tiers))
+
     def cost(self, usage: Usage) -> float:
-        """Price one call from the profile's price tiers (tokens count either way)."""
+        """Price one call from the profile's price tiers; 0 when the provider reported the
+        user's own key paid it (``usage.user_key``). Tokens count either way."""
+        if usage.user_key:
+            return 0.0
         return price_call(sanitize_price_tiers(self.price_tiers), usage.input_tokens,
                           usage.output_tokens)
 

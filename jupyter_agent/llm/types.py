@@ -8,7 +8,7 @@ objects and back on every round would only cost time.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
@@ -55,6 +55,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
     estimated: bool = False
     """True when counted locally because the provider reported nothing."""
+    user_key: bool = False
+    """The provider reported the call was paid with the user's own key
+    (``usedUserOpenAIKey: true``): it costs 0, its tokens still count (docs/behaviour.md §9.6)."""
 
 
 class ChatRequest(BaseModel):
@@ -85,12 +88,16 @@ class ChatResponse(BaseModel):
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
     request_id: str | None = None
+    model: str | None = None
+    """The model the provider says answered (may differ from the one requested)."""
     error: str | None = None
     """Set when the call failed after retries; ``text`` is then never an answer."""
     status_code: int | None = None
     aborted: bool = False
     """True when a KeyboardInterrupt cut the stream (finish_reason is then ``close``)."""
     seconds: float = 0.0
+    cached: bool = False
+    """Answered from the answer cache: nothing was sent (``clients/cache.py``)."""
 
     def assistant_message(self) -> Message | None:
         """The assistant message to append to the history, or ``None`` when empty.
@@ -105,8 +112,6 @@ class ChatResponse(BaseModel):
             msg["tool_calls"] = [c.to_message_part() for c in self.tool_calls]
         return msg
 
-
-StreamKind = Literal["text", "reasoning", "tool_call", "tool_args"]
 
 StreamCallback = Callable[[str, dict[str, Any]], None]
 """``callback(kind, data)`` for stream deltas.

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from ..errors import tool_error_text
 from ..events import (
     BaseEvent,
     ContextCompressed,
@@ -27,6 +28,7 @@ from ..events import (
     ToolReturned,
     ToolStarted,
     UsageRecorded,
+    Warning_,
 )
 from ..llm.protocol import ModelClient
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
@@ -72,6 +74,8 @@ class LoopConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     vision: bool = False
     """The model accepts images: figures a tool drew are sent as image parts."""
+    response_format: dict[str, Any] | None = None
+    """Sent with every request (a typed answer's JSON schema: ``llm/structured.py``)."""
 
 
 @dataclass
@@ -112,6 +116,44 @@ def _answer_of(assistant_messages: list[Message]) -> str:
         if m.get("role") == "assistant" and m.get("content"):
             return str(m["content"])
     return ""
+
+
+class _DeltaRelay:
+    """A streamed response's deltas, as the round's events: text, reasoning, each tool call
+    announced under the id the run gives it (the response's id of each call announced while
+    streaming -> the run's id: :attr:`renamed`), its arguments, warnings, a retried stream."""
+
+    def __init__(self, rnd: int, emit: Callable[[BaseEvent], None], ids: CallIds,
+                 is_aborted: Callable[[], bool] | None) -> None:
+        self.rnd, self.emit, self.ids, self.is_aborted = rnd, emit, ids, is_aborted
+        self.renamed: dict[str, str] = {}
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        rnd, emit, renamed = self.rnd, self.emit, self.renamed
+        if self.is_aborted is not None and self.is_aborted():
+            # The abort races the stream: the client treats this like Ctrl-C (it closes
+            # the response and reports finish_reason "close").
+            raise KeyboardInterrupt
+        if kind == "text":
+            emit(TextDelta(round=rnd, text=data["text"]))
+        elif kind == "reasoning":
+            emit(ReasoningDelta(round=rnd, text=data["text"]))
+        elif kind == "tool_call":
+            cid = renamed.get(data["id"])
+            if cid is None:
+                cid = renamed[data["id"]] = self.ids.claim(data["id"])
+            emit(ToolCalled(round=rnd, call_id=cid, name=data["name"]))
+        elif kind == "tool_args":
+            cid = renamed.get(data["id"])
+            if cid is not None:
+                emit(ToolArgsDelta(round=rnd, call_id=cid, delta=data["delta"]))
+        elif kind == "warning":
+            emit(Warning_(message=data["message"]))
+        elif kind == "reset":
+            self.ids.release(renamed.values())  # the withdrawn attempt's calls are gone
+            renamed.clear()
+            emit(RoundRetried(round=rnd,
+                              reason=str(data.get("reason") or "connection lost mid-stream")))
 
 
 class _LoopRun:
@@ -192,8 +234,14 @@ class _LoopRun:
         except KeyboardInterrupt:
             res.status = "aborted"
             self._answer_open_calls()
+        return self._finished()
+
+    def _finished(self) -> LoopResult:
+        """The result as the loop leaves it: an ask wins over abort and error; the answer is
+        the last assistant text when no stop hook set one."""
+        res = self.result
         if res.interactive is not None:
-            res.status = "ask"  # an ask wins over abort and error
+            res.status = "ask"
         res.messages = self.messages
         if res.status in ("done", "max_rounds", "incomplete", "aborted") and not res.answer:
             res.answer = _answer_of(res.assistant_messages)
@@ -244,44 +292,15 @@ class _LoopRun:
             tool_choice=tool_choice,
             parallel_tool_calls=cfg.parallel_tool_calls if cfg.tools else None,
             temperature=cfg.temperature, top_p=None, max_tokens=cfg.max_tokens, stop=None,
-            response_format=None, stream=cfg.stream, extra=cfg.extra,
+            response_format=cfg.response_format, stream=cfg.stream, extra=cfg.extra,
         )
-        rnd = self.round
-        emit = self.emit
-        ids = self.ids
-        # The response's id of each call announced while streaming -> the run's id for it
-        # (the stream assembler makes ids unique within one response).
-        renamed: dict[str, str] = {}
-
-        is_aborted = self.hooks.is_aborted
-
-        def on_delta(kind: str, data: dict[str, Any]) -> None:
-            if is_aborted is not None and is_aborted():
-                # The abort races the stream: the client treats this like Ctrl-C (it closes
-                # the response and reports finish_reason "close").
-                raise KeyboardInterrupt
-            if kind == "text":
-                emit(TextDelta(round=rnd, text=data["text"]))
-            elif kind == "reasoning":
-                emit(ReasoningDelta(round=rnd, text=data["text"]))
-            elif kind == "tool_call":
-                cid = renamed.get(data["id"])
-                if cid is None:
-                    cid = renamed[data["id"]] = ids.claim(data["id"])
-                emit(ToolCalled(round=rnd, call_id=cid, name=data["name"]))
-            elif kind == "tool_args":
-                cid = renamed.get(data["id"])
-                if cid is not None:
-                    emit(ToolArgsDelta(round=rnd, call_id=cid, delta=data["delta"]))
-            elif kind == "reset":
-                ids.release(renamed.values())  # the withdrawn attempt's calls are gone
-                renamed.clear()
-                emit(RoundRetried(round=rnd, reason="connection lost mid-stream"))
-
+        rnd, emit, ids = self.round, self.emit, self.ids
+        relay = _DeltaRelay(rnd, emit, ids, self.hooks.is_aborted)
         try:
-            resp = self.client.complete(req, on_delta)
+            resp = self.client.complete(req, relay)
         except KeyboardInterrupt:
             return None
+        renamed = relay.renamed
         # Every request made has an id, a failed one too (docs/behaviour.md §2.3): the
         # provider's, else a local one.
         self.result.request_ids.append(resp.request_id or f"local-{uuid.uuid4().hex[:16]}")
@@ -306,10 +325,15 @@ class _LoopRun:
             self.consecutive_tool_turns = 0  # both can happen in one turn: the reset wins
         cost = self.client.cost(resp.usage)
         priced = bool(self.client.profile.price_tiers)
+        saved = 0.0
+        if resp.cached:  # answered from the cache: nothing spent, the price saved
+            saved, cost = cost, 0.0
         self._push_usage(UsageItem("agent_call", self.cfg.model, resp.usage, cost), self.round,
-                         priced=priced)
+                         priced=priced, cached=resp.cached, saved=saved, response=resp)
 
-    def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True) -> None:
+    def _push_usage(self, u: UsageItem, round_: int | None = None, *, priced: bool = True,
+                    cached: bool = False, saved: float = 0.0,
+                    response: ChatResponse | None = None) -> None:
         res = self.result
         res.usages.append(u)
         res.input_tokens += u.usage.input_tokens
@@ -319,7 +343,11 @@ class _LoopRun:
                                 module=u.module, model=u.model,
                                 input_tokens=u.usage.input_tokens,
                                 output_tokens=u.usage.output_tokens, cost=u.cost,
-                                estimated=u.usage.estimated, priced=priced))
+                                estimated=u.usage.estimated, priced=priced, cached=cached,
+                                saved=saved,
+                                response_model=(response.model or "") if response else "",
+                                finish_reason=response.finish_reason if response else None,
+                                response_id=response.request_id if response else None))
 
     def _append(self, msg: Message, to_request: bool = True) -> None:
         self.result.assistant_messages.append(msg)
@@ -357,7 +385,8 @@ class _LoopRun:
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # a hook that raises is reported like a tool that raises
-            out = ToolOutcome(output=f"Tool error: {exc}", error=str(exc))
+            text = tool_error_text(exc)
+            out = ToolOutcome(output=text, error=text)
         if not out.skip_compress and out.output:
             out.output = self._process_output(out)
         out.seconds = out.seconds or (time.perf_counter() - start)

@@ -65,7 +65,7 @@ def payload_view(payload: Any) -> dict[str, Any]:
     re-recorded (``replay/rerecord.py``).
     """
     from ..events import EVENT_ADAPTER
-    from ..view.state import reduce_events
+    from ..view.reduce import reduce_events
 
     if not isinstance(payload, dict):
         return {}

@@ -89,8 +89,8 @@ def cassette_of(nb: Any, notebook_path: Path) -> Path | None:
 
 def kernel_manager() -> Any:
     """An async kernel manager whose kernel runs ``sys.executable -m ipykernel_launcher``."""
-    from jupyter_client import AsyncKernelManager
     from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
 
     folder = Path(tempfile.mkdtemp(prefix="jupyter-agent-kernelspec-")) / _KERNEL_NAME
     folder.mkdir(parents=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -56,6 +55,10 @@ class Agent(BaseModel):
         notebook_variables: The only notebook variables this agent may list, inspect or get
             with ``--with`` (``None``: all but secret-looking ones). With a list, ``run_python``
             is left out, since code could read any variable.
+        skills: Skill folders in the Agent Skills layout (a folder with a ``SKILL.md``, or a
+            folder of them; relative paths are taken from the current directory when the agent
+            is created): their names and descriptions go into the system prompt and the agent
+            reads one with the read-only ``read_skill`` tool (docs/behaviour.md §5.5).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
@@ -72,6 +75,7 @@ class Agent(BaseModel):
     description: str = ""
     notebook: bool = False
     notebook_variables: list[str] | None = None
+    skills: list[str] = Field(default_factory=list)
 
     def __init__(self, name: str, instructions: str = "", tools: list[Any] | None = None,
                  model: str | None = None, workspace: str | os.PathLike[str] | None = None,
@@ -98,9 +102,15 @@ class Agent(BaseModel):
             return None
         return os.path.abspath(os.path.expanduser(value))
 
-    def workspace_path(self) -> Path | None:
-        """The workspace folder as an absolute path, or ``None`` for the default."""
-        return None if self.workspace is None else Path(self.workspace)
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _skill_paths(cls, value: Any) -> list[str]:
+        # One folder or several; fixed when the agent is defined, like the workspace.
+        if value is None:
+            return []
+        if isinstance(value, (str, os.PathLike)):
+            value = [value]
+        return [os.path.abspath(os.path.expanduser(os.fspath(v))) for v in value]
 
     def tool_names(self) -> list[str]:
         """The names of the agent's tools (for display and for saving with a suspended run)."""

@@ -37,7 +37,7 @@ NOTEBOOK_SET_NAME = "notebook"
 
 def tag(tool: Tool[Any], origin: str) -> Tool[Any]:
     """Mark where ``tool`` comes from (read by the permission policy)."""
-    tool.origin = origin  # type: ignore[attr-defined]
+    tool.origin = origin
     return tool
 
 

@@ -24,13 +24,18 @@ from pydantic import BaseModel, Field
 from .._state import STATE, to_defaults
 
 __all__ = ["Category", "CATEGORIES", "IntentResult", "IntentRules", "INTENT_RULES",
-           "DEFAULT_KEYWORDS", "CATEGORY_DESCRIPTIONS", "intent_by_rules",
+           "DEFAULT_KEYWORDS", "CATEGORY_DESCRIPTIONS", "as_category", "intent_by_rules",
            "intent_system_text"]
 
 Category = Literal["chat", "tool_execution", "content_publishing", "account_query", "unknown"]
-CATEGORIES: tuple[str, ...] = ("tool_execution", "content_publishing", "account_query", "chat",
-                               "unknown")
+CATEGORIES: tuple[Category, ...] = ("tool_execution", "content_publishing", "account_query",
+                                    "chat", "unknown")
 """Every category, in tie-break order."""
+
+
+def as_category(name: str) -> Category:
+    """``name`` as a :data:`Category` (``unknown`` for a name that is none)."""
+    return next((c for c in CATEGORIES if c == name), "unknown")
 
 DEFAULT_KEYWORDS: dict[str, list[str]] = {
     "tool_execution": [
@@ -87,10 +92,10 @@ class IntentRules(BaseModel):
     use_model: bool = False
     """Ask the model (one ``classify`` call) instead of the keyword rules."""
 
-    def matches(self, text: str) -> dict[str, list[str]]:
+    def matches(self, text: str) -> dict[Category, list[str]]:
         """The keywords of each category found in ``text`` (categories without one omitted)."""
         lowered = text.casefold()
-        found: dict[str, list[str]] = {}
+        found: dict[Category, list[str]] = {}
         for category in CATEGORIES:
             hits = [k for k in self.keywords.get(category, []) if _contains(lowered, k)]
             if hits:
@@ -135,7 +140,7 @@ def intent_by_rules(text: str, rules: IntentRules | None = None) -> IntentResult
     second = len(ranked[1][1]) if len(ranked) > 1 else 0
     confidence = _BASE.get(best, 0.85) * (best - second + 1) / (best + 1) if second else \
         _BASE.get(best, 0.85)
-    return IntentResult(category=category, confidence=round(confidence, 3), keywords=hits,  # type: ignore[arg-type]
+    return IntentResult(category=category, confidence=round(confidence, 3), keywords=hits,
                         source="rules", needs_tools=category in rules.needs_tools)
 
 

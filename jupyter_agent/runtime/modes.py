@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -57,9 +57,10 @@ def parse_mode(text: str | None) -> Mode:
         ConfigError: not one of ask, search, agent.
     """
     name = (text or "").strip().lower() or "ask"
-    if name not in get_args(Mode):
+    rules = MODES.get(name)
+    if rules is None:
         raise ConfigError(f"Unknown mode {text!r}: use ask, search or agent.")
-    return name  # type: ignore[return-value]
+    return rules.name
 
 
 def mode_rules(mode: str | None) -> ModeRules:

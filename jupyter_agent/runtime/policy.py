@@ -23,9 +23,11 @@ from ..session.permissions import (
     Decision,
     PermissionPolicy,
     PermissionVerdict,
+    Remembered,
     denial_message,
 )
 from ..tools.builtin import sandbox_status
+from .grants import GRANTS, CellApprovals, tool_identity, tool_label
 
 if TYPE_CHECKING:
     from ..session.store import Store
@@ -50,12 +52,15 @@ def tool_origin(tool: Any) -> str:
 class PermissionContext:
     """Everything a permission decision depends on, for one run.
 
-    ``session``/``store`` give the remembered choices ("Allow for this session"); ``memory``
-    holds choices made in this run when there is no store (and is what a sub-agent inherits).
+    Remembered choices ("Allow for this session") are the kernel's, by ``session`` and tool
+    identity (:data:`~jupyter_agent.runtime.grants.GRANTS`); ``memory`` holds choices made in
+    a run without a session (and is what a sub-agent inherits). Nothing is read from the
+    store: a row there could have been written by the sandbox (docs/security.md).
     """
 
     session: str | None = None
     store: Store | None = None
+    """The run's store (kept for the resume; grants are never read from it)."""
     overrides: dict[str, Decision] = field(default_factory=dict)
     """The agent's overrides (tool name or ``"*"``)."""
     read_only: bool = False
@@ -64,41 +69,49 @@ class PermissionContext:
     policy: PermissionPolicy = field(default_factory=lambda: _DEFAULT_POLICY)
     auto_approve: bool = False
     """Scripts: every ``ask`` is allowed without a card (hard denies still apply)."""
+    approve: frozenset[str] = frozenset()
+    """Tools the person approved in the cell (``--approve``, ``approve=``): no card."""
     no_prompts: bool = False
     """Sub-agents: every ``ask`` becomes a denial (nobody can answer a card)."""
-    memory: dict[str, str] = field(default_factory=dict)
+    memory: dict[str, Remembered] = field(default_factory=dict)
+    """Choices of this run by tool identity, when there is no session to remember them."""
     waiting: list[dict[str, Any]] = field(default_factory=list)
     """Approval cards produced during the current round (a round may need several)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def session_memory(self) -> dict[str, str]:
-        """Remembered ``allow``/``deny`` choices: the store's, then this run's on top."""
-        out: dict[str, str] = {}
-        if self.store is not None and self.session:
-            out.update(self.store.remembered_permissions(self.session))
-        out.update(self.memory)
-        return {k: v for k, v in out.items() if v in ("allow", "deny")}
+    def cell_approvals(self) -> CellApprovals:
+        """What the person approved in the cell for this run."""
+        return CellApprovals(names=frozenset(self.approve), every=self.auto_approve)
 
-    def remember(self, tool_name: str, decision: str) -> None:
-        """Remember ``decision`` for the rest of the session (the store when there is one)."""
-        self.memory[tool_name] = decision
-        if self.store is not None and self.session:
-            self.store.remember_permission(self.session, tool_name, decision)  # type: ignore[arg-type]
+    def remembered(self, tool: Any) -> Remembered | None:
+        """The remembered ``allow``/``deny`` for ``tool``: this run's, then the kernel's."""
+        identity = tool_identity(tool)
+        if identity in self.memory:
+            return self.memory[identity]
+        return GRANTS.decision(self.session, tool)
+
+    def remember(self, tool: Any, decision: Remembered) -> None:
+        """Remember ``decision`` for ``tool`` for the rest of the session (this kernel)."""
+        self.memory[tool_identity(tool)] = decision
+        if self.session:
+            GRANTS.remember(self.session, tool, decision)
 
     def evaluate(self, tool: Any) -> PermissionVerdict:
         """The policy's verdict for a call of ``tool``."""
+        found = self.remembered(tool)
+        memory: dict[str, Remembered] = {tool.name: found} if found is not None else {}
         return self.policy.evaluate(
             tool.name, is_user_tool=tool_origin(tool) == "user",
             requires_approval=bool(getattr(tool, "requires_approval", False)),
-            session_memory=self.session_memory(),  # type: ignore[arg-type]
+            session_memory=memory,
             agent_overrides=self.overrides, read_only_workspace=self.read_only)
 
     def child(self) -> PermissionContext:
         """The context of a sub-agent: same rules and memory, no store, no prompts."""
+        memory = {**GRANTS.for_session(self.session), **self.memory}
         return PermissionContext(session=None, store=None, overrides=dict(self.overrides),
                                  read_only=self.read_only, cwd=self.cwd, policy=self.policy,
-                                 auto_approve=False, no_prompts=True,
-                                 memory=self.session_memory())
+                                 auto_approve=False, no_prompts=True, memory=memory)
 
     def take_waiting(self) -> list[dict[str, Any]]:
         """The approval cards of the round, emptied."""
@@ -126,13 +139,16 @@ _QUESTIONS = {
 
 
 def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
-                 display: dict[str, str] | None = None) -> dict[str, Any]:
+                 display: dict[str, str] | None = None, *, label: str | None = None,
+                 server: str | None = None) -> dict[str, Any]:
     """The approval card for ``call``: the ``ask_pending`` fields as a dict.
 
     ``detail`` carries the tool, its arguments, the working directory, and for ``bash`` the
     command, for ``write_file`` the path, for ``web_fetch`` the URL, for ``run_python`` and
     ``sandbox_python`` the code (what the user must see), and the tool's ``display`` hints
-    (``{"code": "python"}``: show that argument as highlighted Python).
+    (``{"code": "python"}``: show that argument as highlighted Python). An MCP tool's card
+    names its server (``label``, and ``detail["server"]``): two servers may offer tools that
+    look alike.
     """
     args = _arguments(call)
     detail: dict[str, Any] = {"tool": tool_name, "arguments": args}
@@ -144,7 +160,9 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
                 detail[key] = args[key]
     if display:
         detail["display"] = dict(display)
-    question = _QUESTIONS.get(tool_name, f"Allow the tool {tool_name} to run?")
+    if server:
+        detail["server"] = server
+    question = _QUESTIONS.get(tool_name, f"Allow the tool {label or tool_name} to run?")
     sandbox = sandbox_status() if tool_name == "bash" else None
     warning = sandbox.card_note() if sandbox is not None else None
     if sandbox is not None and warning:  # nothing confines the command: say so plainly
@@ -167,8 +185,8 @@ def check_permission(call: ToolCall, tool: Any, ctx: PermissionContext | None) -
     verdict = ctx.evaluate(tool)
     if verdict.decision == "allow":
         return None
-    if verdict.decision == "ask" and ctx.auto_approve:
-        return None
+    if verdict.decision == "ask" and ctx.cell_approvals().covers(tool.name):
+        return None  # the person approved it in the cell (shown on the run's card)
     if verdict.decision == "deny":
         by_user = verdict.reason == "session memory"
         text = denial_message(tool.name, by_user=by_user, reason=None if by_user else verdict.reason)
@@ -176,7 +194,8 @@ def check_permission(call: ToolCall, tool: Any, ctx: PermissionContext | None) -
     if ctx.no_prompts:
         text = denial_message(tool.name, by_user=False, reason=NO_PROMPTS_REASON)
         return ToolOutcome(output=text, error=text)
-    ask = approval_ask(call, tool.name, ctx.cwd, getattr(tool, "display", None))
+    ask = approval_ask(call, tool.name, ctx.cwd, getattr(tool, "display", None),
+                       label=tool_label(tool), server=getattr(tool, "server_name", None))
     with ctx._lock:
         ctx.waiting.append({"call_id": call.id, "name": tool.name, "arguments": call.arguments,
                             "ask": ask})

@@ -1,7 +1,7 @@
 """Sessions and their persistence: the embedded SQLite session store.
 
 ``Store`` keeps sessions, message history, turn records, runs with their events, suspended
-asks and remembered permissions in one file shared safely by threads and kernels.
+asks in one file shared safely by threads and kernels.
 ``default_store()`` is the process-wide instance the magics use.
 """
 

@@ -11,6 +11,10 @@ Why the settings are what they are:
   lose the last commits), and much cheaper than ``FULL``.
 - sqlite3 connections must not be shared between threads mid-transaction, so each thread gets
   its own; a forked child never touches its parent's connections.
+- The file is created 0600 in a folder created 0700 (SQLite gives ``-wal`` and ``-shm`` the
+  database file's mode): other local users read no transcript. A store that cannot be opened
+  (not a database, locked, a folder in its place) is never replaced: the open fails with one
+  line naming the path and what to do (:func:`open_failure`).
 """
 
 from __future__ import annotations
@@ -27,10 +31,74 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..errors import ConfigError
 from ..secrets import mask_json
-from ._schema import migrate
+from ._migrations import migrate
+from .paths import APP_NAME, HOME_ENV
 
-__all__ = ["Database", "dumps", "loads"]
+__all__ = ["Database", "dumps", "loads", "open_failure", "prepare_store_file"]
+
+_PRIVATE_FILE = 0o600
+_PRIVATE_DIR = 0o700
+_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """Drop group and other permissions from our own ``path`` (an older version made it
+    world-readable); a file someone else owns is left alone."""
+    try:
+        st = path.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(path, mode)
+    except OSError:
+        pass
+
+
+def prepare_store_file(path: Path) -> None:
+    """Make the store's folder (0700) and an empty file (0600) before SQLite opens it.
+
+    An existing folder is tightened only when it is the agent's own (named ``jupyter-agent``):
+    ``JUPYTER_AGENT_HOME`` may name a folder shared with other things.
+
+    Raises:
+        OSError: the folder cannot be made (a file in its place, no permission).
+    """
+    folder = path.parent
+    if not folder.exists():
+        folder.mkdir(parents=True, mode=_PRIVATE_DIR)
+    elif folder.name == APP_NAME and hasattr(os, "getuid"):
+        _tighten(folder, _PRIVATE_DIR)
+    if path.is_dir():
+        raise IsADirectoryError(21, "a folder is in its place")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE)
+    except FileExistsError:
+        pass
+    else:
+        os.close(fd)
+    if hasattr(os, "getuid"):
+        for p in (path, *(path.with_name(path.name + s) for s in _COMPANIONS)):
+            if p.exists() and not p.is_symlink():
+                _tighten(p, _PRIVATE_FILE)
+
+
+def open_failure(path: Path, exc: BaseException) -> ConfigError:
+    """The one line a store that cannot be opened gives: its path, what is wrong, what to do."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+    low = text.lower()
+    if "not a database" in low or "malformed" in low or "disk image" in low:
+        what = "it is damaged or not a jupyter-agent store"
+    elif "locked" in low or "busy" in low:
+        what = "another process holds it locked"
+    elif isinstance(exc, IsADirectoryError) or path.is_dir():
+        what = "a folder is in its place"
+    else:
+        what = text
+    return ConfigError(
+        f"The session store {path} cannot be opened ({what}); nothing was changed. Move it "
+        f"aside (or end the process that holds it), or set {HOME_ENV} to another folder.")
 
 
 def _json_default(obj: Any) -> Any:
@@ -79,10 +147,14 @@ class Database:
         self._orphans: list[sqlite3.Connection] = []
         self._pid = os.getpid()
         self._closed = False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.journal_mode = self._set_wal(self.connection())
-        with self.write() as conn:
-            self.schema_version_found = migrate(conn)
+        try:
+            prepare_store_file(path)
+            self.journal_mode = self._set_wal(self.connection())
+            with self.write() as conn:
+                migrate(conn)
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            raise open_failure(path, exc) from None
 
     def _set_wal(self, conn: sqlite3.Connection) -> str:
         """Switch the file to WAL (persistent in the file; a no-op once another process did).

@@ -1,17 +1,22 @@
-"""Sessions, their message history and their remembered permissions."""
+"""Sessions and their message history.
+
+Remembered permissions are not here: they live in the kernel's memory
+(``runtime/grants.py``), because a row of this file can be written by whatever can write the
+file (docs/security.md). The ``permissions`` table of earlier versions is left unread.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from ._db import Database, dumps, loads
-from .models import PermissionDecision, SessionRecord
+from .models import SessionRecord
 
-__all__ = ["SessionsMixin", "ensure_session_row", "turn_ordered"]
+__all__ = ["SessionsMixin", "ensure_session_row", "turn_ordered", "turn_ordered_rows"]
 
 _UNFINISHED_RUN_STATUSES = frozenset({"ask", "running", "superseded"})
 """Runs whose messages stay out of the model's history (half a turn)."""
@@ -32,6 +37,79 @@ def _session(row: tuple[Any, ...]) -> SessionRecord:
     )
 
 
+_Row = tuple[int, str | None, str, str, str | None, str | None, float]
+"""A message row in turn order: ``(seq, run status, role, JSON content, turn id, run id,
+created)``."""
+
+_FIRST_TAIL = 32
+"""Messages read from the end of a session at first; the read grows fourfold while short."""
+
+
+def _order(rows: list[tuple[Any, ...]], orphans: list[float] | None = None
+           ) -> list[tuple[float, int, _Row]]:
+    """``(place time, place seq, row)`` sorted by place, then seq.
+
+    A run's place is when it started (its first part may be written only when it ends); a
+    message of no known run keeps its own time (so does a message whose run row is gone: its
+    run's first message gives the place; ``orphans`` collects those places).
+    """
+    first: dict[str, tuple[float, int]] = {}
+    keyed = []
+    for seq, role, content, run_id, status, started, turn_id, created in rows:
+        key = run_id if run_id is not None else f"#{seq}"
+        place = first.setdefault(key, (started, seq))
+        if orphans is not None and run_id is not None and status is None:
+            orphans.append(place[0])
+        keyed.append((place[0], place[1], (seq, status, role, content, turn_id, run_id, created)))
+    keyed.sort(key=lambda row: (row[0], row[1], row[2][0]))
+    return keyed
+
+
+_ROWS = ("SELECT m.seq, m.role, m.content, t.run_id, r.status, COALESCE(r.created, m.created),"
+         " m.turn_id, m.created FROM messages m LEFT JOIN turns t ON t.id = m.turn_id"
+         " LEFT JOIN runs r ON r.run_id = t.run_id WHERE m.session = ?")
+
+
+def turn_ordered_rows(conn: sqlite3.Connection, session: str,
+                      enough: Callable[[list[_Row]], bool] | None = None) -> list[_Row]:
+    """The session's message rows grouped by run (see :func:`turn_ordered`), undecoded.
+
+    With ``enough``, only an exact *suffix* of that order may come back: the store reads the
+    session from its end, growing the read until ``enough(suffix)`` holds (or the whole
+    session is read), so the cost follows what the caller needs, not the session's length.
+
+    Why a suffix read from the end is exact: a run's place is its start, and a run is created
+    before any of its messages is written, so every message before the read (smaller ``seq``,
+    older ``created``) has a place no later than the newest of them, ``t_out``. Rows read whose
+    place is after ``t_out`` therefore lose no message and are in their final order.
+    """
+    if enough is None:
+        rows = conn.execute(_ROWS + " ORDER BY m.seq", (session,)).fetchall()
+        return [row for _, _, row in _order(rows)]
+    limit = _FIRST_TAIL
+    while True:
+        rows = conn.execute(_ROWS + " ORDER BY m.seq DESC LIMIT ?", (session, limit)).fetchall()
+        rows.reverse()
+        orphans: list[float] = []
+        ordered = _order(rows, orphans)
+        if len(rows) < limit:  # the whole session
+            return [row for _, _, row in ordered]
+        before = conn.execute(
+            "SELECT created FROM messages WHERE session = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+            (session, rows[0][0])).fetchone()
+        t_out = before[0] if before is not None else float("-inf")
+        # A message of a run whose row is gone is placed by its own first message, which may
+        # lie before the read: such rows never count as exact.
+        cut = max([t_out, *orphans]) if orphans else t_out
+        i = len(ordered)
+        while i > 0 and ordered[i - 1][0] > cut:
+            i -= 1
+        suffix = [row for _, _, row in ordered[i:]]
+        if enough(suffix):
+            return suffix
+        limit *= 4
+
+
 def turn_ordered(conn: sqlite3.Connection, session: str
                  ) -> list[tuple[int, str | None, dict[str, Any]]]:
     """The session's messages as ``(seq, run status, message)``, grouped by run: each run's
@@ -41,22 +119,7 @@ def turn_ordered(conn: sqlite3.Connection, session: str
 
     A message of no known run (written without a turn, or by an old release) is its own group.
     """
-    rows = conn.execute(
-        "SELECT m.seq, m.content, t.run_id, r.status, COALESCE(r.created, m.created)"
-        " FROM messages m LEFT JOIN turns t ON t.id = m.turn_id"
-        " LEFT JOIN runs r ON r.run_id = t.run_id WHERE m.session = ? ORDER BY m.seq",
-        (session,),
-    ).fetchall()
-    # A run's place is when it started (its first part may be written only when it ends);
-    # a message of no known run keeps its own time.
-    first: dict[str, tuple[float, int]] = {}
-    keyed = []
-    for seq, content, run_id, status, started in rows:
-        key = run_id if run_id is not None else f"#{seq}"
-        place = first.setdefault(key, (started, seq))
-        keyed.append((place, seq, status, content))
-    keyed.sort(key=lambda row: (row[0], row[1]))
-    return [(seq, status, loads(content)) for _, seq, status, content in keyed]
+    return [(row[0], row[1], loads(row[3])) for row in turn_ordered_rows(conn, session)]
 
 
 def ensure_session_row(conn: sqlite3.Connection, name: str, group: str | None = None) -> None:
@@ -69,7 +132,7 @@ def ensure_session_row(conn: sqlite3.Connection, name: str, group: str | None = 
 
 
 class SessionsMixin:
-    """Session records, message history and permission memory (part of ``Store``)."""
+    """Session records and message history (part of ``Store``)."""
 
     _db: Database
 
@@ -96,15 +159,30 @@ class SessionsMixin:
         ).fetchone()
         return None if row is None else _session(row)
 
-    def list_sessions(self, group: str | None = None) -> list[SessionRecord]:
-        """All sessions (or those of ``group``), most recently updated first."""
+    def list_sessions(self, group: str | None = None, *, limit: int | None = None,
+                      offset: int = 0) -> list[SessionRecord]:
+        """All sessions (or those of ``group``), most recently updated first; with ``limit``,
+        at most that many, after skipping ``offset`` (a page, read through an index)."""
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions"
         params: tuple[Any, ...] = ()
         if group is not None:
             sql += " WHERE group_name = ?"
             params = (group,)
-        rows = self._db.connection().execute(sql + " ORDER BY updated DESC, name", params)
+        sql += " ORDER BY updated DESC, name"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params = (*params, max(0, limit), max(0, offset))
+        rows = self._db.connection().execute(sql, params)
         return [_session(row) for row in rows.fetchall()]
+
+    def count_sessions(self, group: str | None = None) -> int:
+        """How many sessions there are (in ``group``)."""
+        if group is None:
+            row = self._db.connection().execute("SELECT COUNT(*) FROM sessions").fetchone()
+        else:
+            row = self._db.connection().execute(
+                "SELECT COUNT(*) FROM sessions WHERE group_name = ?", (group,)).fetchone()
+        return int(row[0])
 
     def bind_agent(
         self, name: str, agent: str | None, workspace: str | Path | None = None
@@ -157,7 +235,7 @@ class SessionsMixin:
         """Forget the session's messages and turns, keeping the record and its bindings.
 
         Pending asks of the session are superseded (the history they would resume into is
-        gone). Runs and their events stay, as logs; remembered permissions stay too.
+        gone). Runs and their events stay, as logs.
         """
         with self._db.write() as conn:
             conn.execute("DELETE FROM messages WHERE session = ?", (name,))
@@ -219,36 +297,20 @@ class SessionsMixin:
         """
         if rounds is not None and rounds <= 0:
             return []
+
+        def finished(rows: list[_Row]) -> list[_Row]:
+            return [row for row in rows if row[1] not in _UNFINISHED_RUN_STATUSES]
+
+        def enough(rows: list[_Row]) -> bool:
+            # ``rounds`` user messages: the window lies inside the exact suffix read.
+            done = finished(rows)
+            users = [i for i, row in enumerate(done) if row[2] == "user"]
+            return rounds is not None and len(users) >= rounds
+
         with self._db.read() as conn:
-            rows = turn_ordered(conn, session)
-        out = [message for _, status, message in rows
-               if status not in _UNFINISHED_RUN_STATUSES]
-        if rounds is None:
-            return out
-        starts = [i for i, message in enumerate(out) if message.get("role") == "user"]
-        start = starts[-rounds] if len(starts) >= rounds else 0
-        return out[start:]
+            rows = finished(turn_ordered_rows(conn, session, None if rounds is None else enough))
+        if rounds is not None:
+            starts = [i for i, row in enumerate(rows) if row[2] == "user"]
+            rows = rows[starts[-rounds] if len(starts) >= rounds else 0:]
+        return [loads(row[3]) for row in rows]
 
-    # -- permission memory -----------------------------------------------------------------
-
-    def remember_permission(
-        self, session: str, tool_name: str, decision: PermissionDecision
-    ) -> None:
-        """Remember ``decision`` for ``tool_name`` for the rest of the session."""
-        if decision not in get_args(PermissionDecision):
-            raise ValueError(f"decision must be allow, ask or deny, not {decision!r}")
-        with self._db.write() as conn:
-            ensure_session_row(conn, session)
-            conn.execute(
-                "INSERT INTO permissions (session, tool, decision, updated) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (session, tool) DO UPDATE SET"
-                " decision = excluded.decision, updated = excluded.updated",
-                (session, tool_name, decision, time.time()),
-            )
-
-    def remembered_permissions(self, session: str) -> dict[str, str]:
-        """``{tool name: decision}`` remembered for the session."""
-        rows = self._db.connection().execute(
-            "SELECT tool, decision FROM permissions WHERE session = ? ORDER BY tool", (session,)
-        )
-        return dict(rows.fetchall())

@@ -9,10 +9,23 @@ from __future__ import annotations
 from typing import Any
 
 from ._db import Database, loads
-from ._sessions import turn_ordered
+from ._sessions import turn_ordered_rows
 from .models import TranscriptEntry
 
 __all__ = ["TranscriptMixin", "message_text"]
+
+
+
+def _page_start(rows: list[Any], last: int) -> int:
+    """Where to start reading ``rows`` for its last ``last`` entries: the page itself, and
+    before it the message that made the calls its first tool results answer (their names).
+    -1: ``rows`` does not reach back that far."""
+    i = len(rows) - last
+    if i < 0:
+        return -1
+    while i < len(rows) and i >= 0 and rows[i][2] == "tool":
+        i -= 1
+    return i
 
 
 def message_text(content: Any) -> str:
@@ -36,29 +49,39 @@ class TranscriptMixin:
 
     _db: Database
 
-    def session_transcript(self, session: str) -> list[dict[str, Any]]:
+    def session_transcript(self, session: str, last: int | None = None
+                           ) -> list[dict[str, Any]]:
         """The session's user, assistant, tool (and system) entries, run by run in the order
-        the runs started (each run in one piece), oldest first.
+        the runs started (each run in one piece), oldest first; only the last ``last`` of them
+        when given (read from the session's end: the cost follows ``last``, not the session).
 
         Each entry is a ``TranscriptEntry`` dumped to a dict: text, tool calls, the tool name
         and error for tool results, and the turn and run the message belongs to.
         """
+        if last is not None and last <= 0:
+            return []
         with self._db.read() as conn:
-            rows = conn.execute(
-                "SELECT m.seq, m.content, m.turn_id, t.run_id, m.created FROM messages m"
-                " LEFT JOIN turns t ON t.id = m.turn_id WHERE m.session = ? ORDER BY m.seq",
-                (session,),
-            ).fetchall()
             # Each run in one piece, in the order the runs started (a run answered later was
-            # written in parts, with other turns in between): see ``turn_ordered``.
-            order = {seq: i for i, (seq, _, _) in enumerate(turn_ordered(conn, session))}
-            rows.sort(key=lambda row: order.get(row[0], len(order)))
+            # written in parts, with other turns in between): see ``turn_ordered_rows``.
+            # (and the rows before the page back to the tool calls its first results answer)
+            rows = turn_ordered_rows(
+                conn, session, None if last is None else (lambda got: _page_start(got, last) >= 0))
+            if last is not None:
+                rows = rows[max(0, _page_start(rows, last)):]
             # Only tool_returned events matter; the LIKE filter avoids decoding text deltas.
-            events = conn.execute(
-                "SELECT e.event FROM run_events e JOIN runs r ON r.run_id = e.run_id"
-                " WHERE r.session = ? AND e.event LIKE '%\"type\":\"tool_returned\"%'",
-                (session,),
-            ).fetchall()
+            tool_events = "e.event LIKE '%\"type\":\"tool_returned\"%'"
+            if last is None:
+                events = conn.execute(
+                    "SELECT e.event FROM run_events e JOIN runs r ON r.run_id = e.run_id"
+                    f" WHERE r.session = ? AND {tool_events}", (session,)).fetchall()
+            else:  # only the runs on the page
+                run_ids = sorted({row[5] for row in rows if row[5] is not None})
+                events = []
+                for i in range(0, len(run_ids), 500):
+                    chunk = run_ids[i:i + 500]
+                    events += conn.execute(
+                        f"SELECT e.event FROM run_events e WHERE e.run_id IN"
+                        f" ({', '.join('?' * len(chunk))}) AND {tool_events}", chunk).fetchall()
         errors: dict[str, str | None] = {}
         for (text,) in events:
             event = loads(text)
@@ -67,7 +90,7 @@ class TranscriptMixin:
 
         names: dict[str, str] = {}
         entries: list[dict[str, Any]] = []
-        for seq, content, turn_id, run_id, created in rows:
+        for seq, _, _, content, turn_id, run_id, created in rows:
             message = loads(content)
             entry = TranscriptEntry(
                 seq=seq,
@@ -90,4 +113,4 @@ class TranscriptMixin:
                 entry.tool_name = message.get("name") or names.get(call_id)
                 entry.tool_error = errors.get(call_id)
             entries.append(entry.model_dump())
-        return entries
+        return entries if last is None else entries[-last:]

@@ -31,7 +31,7 @@ PermissionDecision = Literal["allow", "ask", "deny"]
 
 StoredRunStatus = Literal[
     "running", "ask", "done", "aborted", "error", "max_rounds", "incomplete", "superseded",
-    "interrupted",
+    "interrupted", "invalid",
 ]
 """Every status a stored run can have: the event ``RunStatus`` values plus two the store sets
 by itself: ``superseded`` (an ask that a later run of the same session replaced; it can no
@@ -39,7 +39,8 @@ longer be answered) and ``interrupted`` (the process running it died, e.g. a kil
 found and marked when a store is next opened, see ``Store.recover_interrupted_runs``)."""
 
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(
-    {"done", "aborted", "error", "max_rounds", "incomplete", "superseded", "interrupted"}
+    {"done", "aborted", "error", "max_rounds", "incomplete", "superseded", "interrupted",
+     "invalid"}
 )
 """Statuses after which a run never changes again (its pending state is dropped)."""
 

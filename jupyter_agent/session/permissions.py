@@ -84,12 +84,12 @@ class PermissionPolicy(BaseModel):
     write_tools: frozenset[str] = WRITE_TOOLS
     """Tools denied by :meth:`workspace_constraint` when the workspace is read-only."""
 
-    def decide(self, tool_name: str, *, is_user_tool: bool = False,
-               requires_approval: bool = False,
-               session_memory: Mapping[str, Remembered] | None = None,
-               agent_overrides: Mapping[str, Decision] | None = None,
-               read_only_workspace: bool = False) -> Decision:
-        """The decision for one call of ``tool_name``.
+    def evaluate(self, tool_name: str, *, is_user_tool: bool = False,
+                 requires_approval: bool = False,
+                 session_memory: Mapping[str, Remembered] | None = None,
+                 agent_overrides: Mapping[str, Decision] | None = None,
+                 read_only_workspace: bool = False) -> PermissionVerdict:
+        """The decision for one call of ``tool_name``, and which rule made it.
 
         Args:
             tool_name: The tool the model called.
@@ -99,18 +99,6 @@ class PermissionPolicy(BaseModel):
             agent_overrides: The agent's own rules (tool name or ``"*"`` -> decision).
             read_only_workspace: The session's workspace may not be written.
         """
-        return self.evaluate(
-            tool_name, is_user_tool=is_user_tool, requires_approval=requires_approval,
-            session_memory=session_memory, agent_overrides=agent_overrides,
-            read_only_workspace=read_only_workspace,
-        ).decision
-
-    def evaluate(self, tool_name: str, *, is_user_tool: bool = False,
-                 requires_approval: bool = False,
-                 session_memory: Mapping[str, Remembered] | None = None,
-                 agent_overrides: Mapping[str, Decision] | None = None,
-                 read_only_workspace: bool = False) -> PermissionVerdict:
-        """Like :meth:`decide`, but also says which rule decided."""
         memory = session_memory or {}
         overrides = agent_overrides or {}
         if tool_name in INTERNAL_TOOLS and not is_user_tool:

@@ -1,6 +1,6 @@
 """The embedded session store: one SQLite file, no server.
 
-Holds sessions (history, bindings, remembered permissions), turn records, runs with their
+Holds sessions (history, bindings), turn records, runs with their
 event logs, the pending state of suspended asks, and batches with their finished items. Safe to use from several threads of one
 kernel and from several kernels (processes) on the same file at once. Secrets never reach
 the file: every JSON value and error text written is masked by
@@ -10,6 +10,7 @@ values given to ``register_secret``; docs/security.md).
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from .._state import STATE, Box
 from ._batches import BatchesMixin
-from ._db import Database
+from ._db import Database, open_failure
+from ._migrations import SCHEMA_VERSION
 from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
-from ._schema import SCHEMA_VERSION
 from ._sessions import SessionsMixin
 from ._transcript import TranscriptMixin
 from ._turns import TurnsMixin
@@ -37,7 +38,8 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
     """A session store backed by the SQLite file at ``path``.
 
     ``path`` defaults to ``<data dir>/store.sqlite3`` (see ``paths.default_data_dir``). The
-    file and its directory are created, and the schema migrated, on open. Opening also marks
+    file (0600) and its directory (0700) are created, and the schema migrated, on open; a file
+    that cannot be opened raises ``ConfigError`` with one line naming it, and is left as it was. Opening also marks
     ``interrupted`` every run whose process died while it was ``running`` (see
     ``recover_interrupted_runs``).
     """
@@ -49,7 +51,11 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self._db = Database(self.path, busy_timeout=busy_timeout)
         # Run ids this open marked ``interrupted`` (their process had died).
-        self.recovered_runs: list[str] = self.recover_interrupted_runs()
+        try:
+            self.recovered_runs: list[str] = self.recover_interrupted_runs()
+        except sqlite3.Error as exc:  # locked by another process past the busy timeout
+            self._db.close()
+            raise open_failure(self.path, exc) from None
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -79,7 +85,7 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
         self.close()
 
 
-def _close_default(box: Box) -> None:
+def _close_default(box: Box[Store]) -> None:
     with _default_lock:
         store, box.value = box.value, None
     if store is not None:
@@ -87,7 +93,7 @@ def _close_default(box: Box) -> None:
 
 
 _default_lock = threading.Lock()
-_default: Box = STATE.slot("session.default_store", Box, reset=_close_default)
+_default: Box[Store] = STATE.slot("session.default_store", Box, reset=_close_default)
 """The process-wide store (``value``; ``None`` until first used)."""
 
 
@@ -100,7 +106,7 @@ def default_store() -> Store:
     with _default_lock:
         if _default.value is None:
             _default.value = Store()
-        return _default.value  # type: ignore[no-any-return]
+        return _default.value
 
 
 def reset_default_store() -> None:
@@ -117,4 +123,4 @@ def swap_default_store(store: Store | None) -> Store | None:
     """
     with _default_lock:
         previous, _default.value = _default.value, store
-        return previous  # type: ignore[no-any-return]
+        return previous

@@ -100,6 +100,8 @@ class MCPTool(Tool[Any]):
         self.parameters = params
         self.origin = "mcp"
         self.server_name = server.name
+        self.server_where = server.where
+        """The server's command line or URL: part of the tool's identity for grants."""
         self.remote_name = remote_name
         self.__doc__ = self.description
         self.__name__ = name
@@ -148,8 +150,12 @@ class MCPServer:
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
 
     def __repr__(self) -> str:
-        where = " ".join(self.command) if self.command else self.url
-        return f"<MCPServer {self.name} ({where}): {len(self.tools)} tools>"
+        return f"<MCPServer {self.name} ({self.where}): {len(self.tools)} tools>"
+
+    @property
+    def where(self) -> str:
+        """The server's command line or URL."""
+        return " ".join(self.command) if self.command else str(self.url or "")
 
     @property
     def tool_names(self) -> list[str]:
@@ -339,8 +345,33 @@ def connect_mcp(name: str, command: Sequence[str] | None = None, *, url: str | N
     disconnect_mcp(name)
     server.start()
     with _lock:
+        taken = {t.name for other in _SERVERS.values() for t in other.tools}
+        renamed = _rename_clashes(server.tools, taken)
         _SERVERS[name] = server
+    if renamed:
+        import warnings
+
+        warnings.warn("MCP server " + repr(name) + ": " + "; ".join(renamed) + " (another tool "
+                      "already had that name).", stacklevel=2)
     return server
+
+
+def _rename_clashes(tools: list[MCPTool], taken: set[str]) -> list[str]:
+    """Give every tool of a new server a name no other tool has: ``mcp_a_b_c`` can come from
+    server ``a_b``'s tool ``c`` and from server ``a``'s tool ``b_c``, and one would run under
+    the other's name and approval. A clash gets a suffix from a hash of the server and tool.
+    Returns what was renamed, as ``old -> new`` texts."""
+    import hashlib
+
+    notes: list[str] = []
+    for t in tools:
+        if t.name in taken:
+            digest = hashlib.sha256(f"{t.server_name}\0{t.remote_name}".encode()).hexdigest()
+            new = f"{t.name[:55]}_{digest[:8]}"
+            notes.append(f"{t.remote_name!r} is called {new} ({t.name} was taken)")
+            t.name = t.__name__ = t.fn.__name__ = new
+        taken.add(t.name)
+    return notes
 
 
 def disconnect_mcp(name: str) -> bool:

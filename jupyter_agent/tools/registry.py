@@ -14,12 +14,13 @@ import json5
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._state import STATE
-from ..errors import ToolDefinitionWarning, ToolError
-from ._deadline import ToolTimeout, call_with_deadline, resolve_timeout
+from ..errors import ToolDefinitionWarning, ToolError, tool_error_text
+from ._deadline import TOOL_TIMEOUT_ENV, ToolTimeout, call_with_deadline, resolve_timeout
 from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema
 
-__all__ = ["Tool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry", "format_validation_error",
+__all__ = ["Tool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry",
+           "format_validation_error",
            "MAX_OUTPUT_CHARS", "NO_DEADLINE"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,6 +95,10 @@ def invoke_with_usage(t: Tool[Any], arguments: str) -> tuple[ToolResult, list[An
 
 class Tool(Generic[F]):
     """A function the model may call. Build with :func:`tool`; call it like the function."""
+
+    origin: str = "user"
+    """Where it comes from (``user``: ``@tool``; ``builtin``, ``mcp``, ``spawn``): read by the
+    permission policy (``runtime.catalog.tag`` sets it)."""
 
     def __init__(
         self,
@@ -185,12 +190,12 @@ class Tool(Generic[F]):
             return ToolResult(output=_capped(text), value=None, stop=True,
                               seconds=time.perf_counter() - start)
         except ToolTimeout as exc:
-            return _failed(f"Tool error: {exc} ({self.name} did not finish and was {exc.how})",
-                           start)
+            return _failed(f"Tool error: {exc} ({self.name} did not finish and was {exc.how}; "
+                           f"raise @tool(timeout=...) or {TOOL_TIMEOUT_ENV})", start)
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # the model caused it, or the tool is buggy: tell the model
-            return _failed(f"Tool error: {type(exc).__name__}: {exc}", start, exc)
+            return _failed(tool_error_text(exc), start, exc)
         stop = isinstance(value, StopRun)
         text = (str(value) or "Stopped.") if stop else result_to_text(value)
         return ToolResult(output=_capped(text), value=None if stop else value, stop=stop,

@@ -21,7 +21,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any, Callable
 
 from .._state import STATE
-from ..events import BaseEvent
+from ..events import BaseEvent, ToolStarted
 from ..view.bundle import build_bundle, output_metadata
 
 __all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", "show_hint",
@@ -88,7 +88,7 @@ def close_superseded(run_id: str, reason: str) -> bool:
     """The live card of ``run_id`` stops waiting at once: question closed, buttons off, hint
     gone, ``reason`` shown (it updates that output by display id, from whichever cell runs).
     Returns False when this kernel shows no such run."""
-    from ..view.state import withdraw_ask
+    from ..view.reduce import withdraw_ask
 
     live = displays.pop(run_id, None)
     if live is None:
@@ -150,8 +150,9 @@ class LiveDisplay:
         # A finished run is shown by the static renderer (same look, no kernel needed), so a
         # saved notebook never depends on widget state. A run waiting for an answer keeps the
         # live widget: its buttons must stay clickable.
-        live = self.widget is not None and (not final or self.run.view.get("status") == "ask")
-        return build_bundle(self.run.view, self.widget.model_id if live else None)
+        widget = self.widget
+        live = widget is not None and (not final or self.run.view.get("status") == "ask")
+        return build_bundle(self.run.view, widget.model_id if widget is not None and live else None)
 
     def on_event(self, event: BaseEvent) -> None:
         """Listener for the run's recorder: push the view, at most ``MAX_UPDATES_PER_SECOND``
@@ -163,8 +164,8 @@ class LiveDisplay:
             self._clear_hint()  # the hint would be stale (an output after a click updates only)
         if kind in _AT_ONCE or now - self._last >= self._interval:
             self.flush(now)
-        elif kind in _BEFORE_WAIT or (kind == "tool_started"
-                                      and event.name not in _INTERNAL_TOOLS):  # type: ignore[attr-defined]
+        elif kind in _BEFORE_WAIT or (isinstance(event, ToolStarted)
+                                      and event.name not in _INTERNAL_TOOLS):
             # The kernel waits next (a model request, a user tool running; internal tools
             # are fast): draw this once the interval is over, even if no event comes.
             self._defer(self._last + self._interval - now)

@@ -1,6 +1,6 @@
 """The live anywidget view of a run.
 
-The run's view dict (see :mod:`jupyter_agent.view.state`) is mutated in place by the run's
+The run's view dict (see :mod:`jupyter_agent.view.reduce`) is mutated in place by the run's
 reducer. The front end gets it in two ways: a snapshot, the synced traits ``view`` and
 ``view_seq`` (sent when the widget opens, when the run pauses or ends, and when the front end
 asks with ``{type: "sync"}``), and between snapshots, at the live display's throttled rate,

@@ -1,8 +1,8 @@
 """The batch card as text: markdown (GitHub, nbconvert, a saved notebook) and plain text.
 
 The state it draws is the dict of ``batch/progress.py`` (counts, usage, speed, latest results;
-at the end a preview of the results in item order and the comparison board). No HTML: answers
-are escaped as markdown text. Times and rates always carry a decimal point, so two executions
+at the end a preview of the results in item order and the comparison board). No HTML: answers,
+errors and names are made inert (``_inert.py``: HTML escaped, links only to http(s) and mailto). Times and rates always carry a decimal point, so two executions
 of a recorded notebook compare equal once numbers are masked.
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["BATCH_MIME_TYPE", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
+from .._inert import inert_inline
+
+__all__ = ["BATCH_MIME_TYPE", "judge_line", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
 
 BATCH_MIME_TYPE = "application/vnd.jupyter-agent.batch+json"
 _COUNTS = (("done", "done"), ("failed", "failed"), ("running", "running"),
@@ -23,12 +25,13 @@ _BOARD = (("model", "model"), ("items", "items"), ("done", "done"), ("failed", "
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+    """Untrusted text in a table cell or a line: inert (docs/security.md), one line."""
+    return inert_inline(str(text).replace("`", "'")).replace("|", "\\|")
 
 
 def _fmt(key: str, value: Any) -> str:
     if value is None:
-        return "–"
+        return "unknown" if key == "cost" else "–"  # an unpriced model's cost is not 0
     if key == "accuracy":
         return f"{value:.1%}"
     if key == "cost":
@@ -67,6 +70,8 @@ def summary_line(view: dict[str, Any]) -> str:
              f" · {_cost(view)}"
              + (f" · {rate:.1f} items/min" if isinstance(rate, (int, float)) and rate > 0 else "")
              + f" · {view.get('elapsed', 0.0):.1f} s")
+    if view.get("cached"):
+        speed += f" · {view['cached']:,} cached (saved {float(view.get('saved') or 0.0):.4f})"
     if view.get("status") == "running" and view.get("eta") is not None:
         speed += f" · about {view['eta']:.1f} s left"
     return f"{counts}\n{speed}"
@@ -79,9 +84,26 @@ def _rows(view: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _status(view: dict[str, Any]) -> str:
-    state = view.get("status", "running")
+    state = str(view.get("status", "running"))
     return {"running": "running", "done": "finished", "stopped": "stopped",
             "error": "failed"}.get(state, state)
+
+
+def judge_line(view: dict[str, Any]) -> str | None:
+    """The judge's summary in one line (``None`` without a judge)."""
+    j = view.get("judge")
+    if not j:
+        return None
+    mean = "–" if j.get("mean") is None else f"{j['mean']:.2f}/{j.get('scale', 5)}"
+    line = (f"Judge ({j.get('model', '')}): mean {mean} over {j.get('judged', 0):,} answers"
+            f" · {j.get('invalid', 0):,} off-scale · {j.get('calls', 0):,} calls"
+            f" · cost {float(j.get('cost') or 0.0):.4f}")
+    pw = j.get("pairwise")
+    if pw and pw.get("compared"):
+        rate = pw.get("win_rate_a")
+        line += (f" · {pw['a']} vs {pw['b']}: {pw['wins_a']} wins, {pw['wins_b']} losses, "
+                 f"{pw['ties']} ties (win rate {rate:.0%})")
+    return line
 
 
 def batch_markdown(view: dict[str, Any]) -> str:
@@ -90,6 +112,8 @@ def batch_markdown(view: dict[str, Any]) -> str:
            summary_line(view).replace("\n", "  \n")]
     if view.get("stop_reason"):
         out.append(f"> {_cell(view['stop_reason'])}")
+    if judge_line(view):
+        out.append(_cell(judge_line(view)))
     label, rows = _rows(view)
     if rows:
         scored = any(r.get("score") is not None for r in rows)
@@ -118,6 +142,8 @@ def batch_plain(view: dict[str, Any]) -> str:
     out = [f"Batch {_status(view)}: {_title(view)}", summary_line(view)]
     if view.get("stop_reason"):
         out.append(view["stop_reason"])
+    if judge_line(view):
+        out.append(str(judge_line(view)))
     label, rows = _rows(view)
     if rows:
         lines = [f"{label}:"]

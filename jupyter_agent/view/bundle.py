@@ -6,7 +6,8 @@ and the markdown shows each tool output as a short preview.
 Every front end shows something: JupyterLab with our extension renders the run JSON, GitHub
 nbconvert and VS Code render the sanitised HTML (``view/card_html.py``: the card's layout, every text
 escaped, no script), markdown readers the markdown, a terminal the plain text. Model output is
-never passed through as markup.
+never passed through as markup: the markdown holds it inert (``_inert.py``: HTML escaped, links
+only to http(s) and mailto).
 
 The view comes masked from the run's recorder; each representation is masked once
 more as it is built (a secret registered during the run, a view built by hand), so no
@@ -18,9 +19,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._inert import code_span, inert_inline, inert_markdown
 from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE
 from ..secrets import mask, mask_json
-from .card_html import footer_text, render_html
+from .card_html import footer_text, output_rows, render_html
 
 __all__ = ["run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
            "output_metadata", "tools_text"]
@@ -43,7 +45,8 @@ def run_payload(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def _md_escape_inline(text: str) -> str:
-    return text.replace("`", "'").replace("\n", " ")
+    """Untrusted text as one line of markdown prose: inert (docs/security.md), no code span."""
+    return inert_inline(str(text).replace("`", "'"))
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -99,6 +102,18 @@ def _proposal_md(p: dict[str, Any]) -> str:
             f"{why}{_fence(p.get('source') or '', lang)}")
 
 
+def _output_md(view: dict[str, Any]) -> str:
+    """A typed run's instance as a two-column table (and its errors when invalid)."""
+    out = view["output"]
+    lines = [f"**{_md_escape_inline(str(out.get('schema', '')))}** "
+             f"({'valid' if out.get('valid') else 'invalid'})", "", "| field | value |",
+             "|---|---|"]
+    lines += [f"| {_md_escape_inline(k)} | {_md_escape_inline(v).replace('|', '&#124;')} |"
+              for k, v in output_rows(view)]
+    lines += [f"- {_md_escape_inline(str(e))}" for e in (out.get("errors") or [])[:10]]
+    return "\n".join(lines)
+
+
 def tools_text(view: dict[str, Any]) -> str | None:
     """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools; ``None`` otherwise."""
     tools = view.get("tools")
@@ -119,11 +134,12 @@ def render_markdown(view: dict[str, Any]) -> str:
             if item.get("withdrawn"):
                 out.append("> *Draft withdrawn by the stop gate.*")
             else:
-                out.append(item["text"])
+                out.append(inert_markdown(item["text"]))
         elif kind == "tool":
             status = "error" if item.get("error") else "ok"
-            head = (f"**Tool `{item['name']}`** ({status}, {item.get('seconds', 0.0):.2f} s) "
-                    f"`{_md_escape_inline(_preview(item.get('arguments') or '', 200))}`")
+            head = (f"**Tool {code_span(item['name'])}** ({status}, "
+                    f"{item.get('seconds', 0.0):.2f} s) "
+                    f"{code_span(_preview(item.get('arguments') or '', 200))}")
             # A short preview: the whole output is in the view, and the markdown is the fallback
             # of readers without HTML (keeps a saved run close to its view's size).
             out.append(head + "\n\n" + _fence(_preview(item.get("output") or "", _TOOL_PREVIEW)))
@@ -144,6 +160,8 @@ def render_markdown(view: dict[str, Any]) -> str:
                        f"{item['tokens_after']} tokens.*")
     if view.get("plan"):
         out.append("\n".join(_plan_md(view["plan"])))
+    if view.get("output"):
+        out.append(_output_md(view))
     if view.get("ask"):
         out.append("\n".join(_ask_md(view["ask"])))
     if view.get("error"):
@@ -153,7 +171,7 @@ def render_markdown(view: dict[str, Any]) -> str:
         out.append(f"*{_md_escape_inline(tools)}*")
     if view.get("hint") and view.get("status") == "ask":
         out.append(f"*{view['hint']}*")
-    out.append(f"*{footer_text(view)}*")
+    out.append(f"*{_md_escape_inline(footer_text(view))}*")
     return mask("\n\n".join(out))
 
 

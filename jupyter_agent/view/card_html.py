@@ -169,7 +169,39 @@ def footer_text(view: dict[str, Any]) -> str:
               else f"{inp} in / {out} out tokens")
     price = "cost unknown" if cost is None else f"${cost:.4f}"
     return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
-            f"{tokens} · {price} · {f.get('seconds', 0.0):.1f} s{_parts(f)}")
+            f"{tokens} · {price} · {f.get('seconds', 0.0):.1f} s{_parts(f)}{cached_text(f)}")
+
+
+def cached_text(footer: dict[str, Any]) -> str:
+    """`` · 2 cached (saved $0.0012)`` once rounds came from the answer cache."""
+    n = int(footer.get("cached") or 0)
+    if not n:
+        return ""
+    return f" · {n} cached (saved ${float(footer.get('saved') or 0.0):.4f})"
+
+
+def output_rows(view: dict[str, Any], limit: int = 40) -> list[tuple[str, str]]:
+    """A typed run's fields as ``(name, value)`` lines for the card's table (values as short
+    JSON; at most ``limit`` fields)."""
+    out = view.get("output") or {}
+    data = out.get("data") or {}
+    rows = []
+    for name, value in list(data.items())[:limit]:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                               default=str)
+        rows.append((str(name), _clip(text, 200)))
+    return rows
+
+
+def _output(view: dict[str, Any]) -> str:
+    out = view.get("output") or {}
+    head = (f"<div style=\"{_DIM}\">{_esc(str(out.get('schema', '')))} · "
+            f"{'valid' if out.get('valid') else 'invalid'}</div>")
+    cells = "".join(f"<tr><td style=\"{_DIM};padding-right:8px\">{_esc(k)}</td>"
+                    f"<td>{_esc(v)}</td></tr>" for k, v in output_rows(view))
+    errs = "".join(f"<div style='color:#c62828'>{_esc(str(e))}</div>"
+                   for e in (out.get("errors") or [])[:10])
+    return f"<div class='ja-output'>{head}<table>{cells}</table>{errs}</div>"
 
 
 def _parts(footer: dict[str, Any]) -> str:
@@ -207,6 +239,8 @@ def render_html(view: dict[str, Any]) -> str:
                          f"{_esc(str(item.get('tokens_before')))} → {_esc(str(item.get('tokens_after')))} tokens</div>")
     if view.get("plan"):
         parts.append(_plan(view["plan"]))
+    if view.get("output"):
+        parts.append(_output(view))
     if view.get("ask"):
         parts.append(_ask(view["ask"]))
     if view.get("error"):

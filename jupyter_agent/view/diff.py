@@ -1,6 +1,6 @@
 """Changes of a view state since it was last sent: the live widget's patches.
 
-The reducer (:mod:`jupyter_agent.view.state`) mutates one view dict in place. Sending the whole
+The reducer (:mod:`jupyter_agent.view.reduce`) mutates one view dict in place. Sending the whole
 view on every update costs O(view) per update, so a long run sends the view hundreds of times
 over. :class:`ViewDiffer` remembers what it last reported and returns only what changed since,
 as a list of operations the front end (``ui/static/patch.js``) applies in order:

@@ -2,6 +2,10 @@
 output is the run's MIME bundle (rebuilt from the stored events), so the exported notebook
 renders like the original cells did, in JupyterLab, on GitHub and in nbconvert.
 
+Every text of the session (the user's, the model's, an error) goes into the markdown inert
+(``_inert.py``: HTML escaped, links only to http(s) and mailto), so an exported notebook
+converted to HTML runs nothing a model wrote (docs/security.md).
+
 What the store holds is masked already; the notebook is masked once more as a whole, so a
 secret registered after the session was written never reaches an export (docs/security.md).
 """
@@ -12,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._inert import code_span, inert_inline, inert_markdown
 from ..errors import ConfigError
 from ..secrets import mask_obj
 
@@ -37,7 +42,8 @@ def _events(store: Store, run_id: str) -> list[Any]:
 
 
 def _quote(text: str) -> str:
-    return "\n".join("> " + line if line else ">" for line in (text or "").splitlines()) or ">"
+    return "\n".join("> " + line if line else ">"
+                     for line in inert_markdown(text or "").split("\n")) or ">"
 
 
 def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answer_text: str) -> list[Any]:
@@ -45,12 +51,12 @@ def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answe
     import nbformat.v4 as v4
 
     from .bundle import build_bundle, output_metadata
-    from .state import reduce_events
+    from .reduce import reduce_events
 
     events = _events(store, run.run_id)
     view = reduce_events(events)
     prompt = user_text or view.get("prompt") or ""
-    cells = [v4.new_markdown_cell(f"**You** ({run.kind}):\n\n{_quote(prompt)}")]
+    cells = [v4.new_markdown_cell(f"**You** ({inert_inline(run.kind)}):\n\n{_quote(prompt)}")]
     magic = _MAGICS.get(run.kind)
     source = f"%%{magic} --session {session}\n{prompt}" if magic else f"# {run.kind} run\n"
     code = v4.new_code_cell(source, metadata={"jupyter_agent": {"run_id": run.run_id,
@@ -60,11 +66,13 @@ def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answe
                                       metadata=output_metadata(view))]
     cells.append(code)
     answer = answer_text or view.get("answer") or ""
+    if run.status != "ask" and view.get("error") and not answer:
+        answer = f"*The run ended with status {run.status}: {inert_inline(view['error'])}*"
+    elif answer:
+        answer = inert_markdown(answer)
     if run.status == "ask":
         answer = (answer + "\n\n" if answer else "") + \
-            f"*Waiting for an answer (run `{run.run_id}`).*"
-    elif view.get("error") and not answer:
-        answer = f"*The run ended with status {run.status}: {view['error']}*"
+            f"*Waiting for an answer (run {code_span(run.run_id)}).*"
     if answer:
         cells.append(v4.new_markdown_cell(f"**Assistant:**\n\n{answer}"))
     return cells
@@ -103,18 +111,18 @@ def session_notebook(store: Store, session: str) -> Any:
             blocks.append((r.created, "run", rid))
     blocks.sort(key=lambda b: b[0])
     usage = store.usage(session)
-    facts = [f"group {record.group}" if record.group else "",
-             f"agent {record.agent}" if record.agent else "",
-             f"model {record.model}" if record.model else "",
+    facts = [f"group {inert_inline(record.group)}" if record.group else "",
+             f"agent {inert_inline(record.agent)}" if record.agent else "",
+             f"model {inert_inline(record.model)}" if record.model else "",
              f"{usage.turns} turns, {usage.input_tokens:,} input and {usage.output_tokens:,} "
              f"output tokens, cost {usage.cost:.4f}"]
-    head = (f"# Session `{session}`\n\nExported by jupyter-agent on "
+    head = (f"# Session {code_span(session)}\n\nExported by jupyter-agent on "
             f"{time.strftime('%Y-%m-%d %H:%M')}: " + "; ".join(f for f in facts if f) + ".")
     cells = [v4.new_markdown_cell(head)]
     for _, kind, item in blocks:
         if kind == "message":
             who = "You" if item["role"] == "user" else "Assistant"
-            cells.append(v4.new_markdown_cell(f"**{who}:**\n\n{item['text']}"))
+            cells.append(v4.new_markdown_cell(f"**{who}:**\n\n{inert_markdown(item['text'])}"))
             continue
         msgs = by_run.get(item, [])
         user = next((m["text"] for m in msgs if m["role"] == "user"), "")

@@ -6,7 +6,7 @@ import type { Kernel, KernelMessage } from '@jupyterlab/services';
 
 /**
  * The comm target of the live notebook, the same name on both sides
- * (jupyter_agent/tools/notebook/live.py). The kernel registers it and opens a comm to it at
+ * (jupyter_agent/tools/notebook/live_cells.py). The kernel registers it and opens a comm to it at
  * `%load_ext jupyter_agent`; this extension registers it on every kernel connection.
  */
 export const LIVE_TARGET = 'jupyter_agent.live_cells';

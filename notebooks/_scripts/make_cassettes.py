@@ -202,6 +202,10 @@ NOTEBOOK_06 = [
     # the viewer: only `sales` is visible, and it cannot run code
     tool_calls([call("list_variables", {})]),
     text("Only one: sales, a table of 8 rows (region, quarter, revenue)."),
+    # --skills: the agent reads the skill the prompt lists, then follows it
+    tool_calls([call("read_skill", {"name": "sales-summary"})]),
+    text("- South: +27.4% (95 to 121)\n- North: +5.0% (120 to 126)\n- East: +4.9% (143 to "
+         "150)\n- West: -2.5% (80 to 78)\n\nTotal Q4 revenue: 475."),
 ]
 
 
@@ -219,9 +223,32 @@ EVAL_07 = match(
     *(rule(text(answer), contains=words) for words, answer in _TICKETS_07),
     otherwise=text("other"))
 
+# Six reviews (08) as typed answers; the model reads the sarcastic one literally and the judge
+# catches it. The judge's requests name the answer they judge, so they are matched first.
+_REVIEWS_08 = [
+    ("Battery lasts", {"sentiment": "positive", "stars": 5, "topic": "battery life"}),
+    ("Stopped working", {"sentiment": "negative", "stars": 1, "topic": "durability"}),
+    ("Arrived on time", {"sentiment": "positive", "stars": 4, "topic": "delivery"}),
+    ("camera is superb", {"sentiment": "mixed", "stars": 3, "topic": "camera and app"}),
+    ("charger that melts", {"sentiment": "positive", "stars": 5, "topic": "charger"}),
+    ("Customer support", {"sentiment": "positive", "stars": 5, "topic": "customer support"}),
+    ("speakers crackle", {"sentiment": "mixed", "stars": 3, "topic": "screen and sound"}),
+]
+TYPED_08 = match(
+    rule(text(json.dumps({"score": 1, "reason": "The review is sarcastic: a charger that "
+                                                "melts is a complaint, not five stars."})),
+         contains='"topic": "charger"'),
+    rule(text(json.dumps({"score": 5, "reason": "The sentiment and the stars fit the review."})),
+         contains="strict judge"),
+    *(rule(text(json.dumps(fields)), contains=words) for words, fields in _REVIEWS_08),
+    otherwise=text("{}"))
+
 MATCHED: dict[str, tuple[Any, int]] = {
     # the batch (8), the comparison of two models (16); the re-run asks nothing
     "07-evaluate-your-agent.ipynb": (EVAL_07, 24),
+    # 6 typed items and their 6 judge calls, one typed cell; the re-run is answered from the
+    # cache and the last cell runs the embedded model live: neither reaches the server
+    "08-typed-results.ipynb": (TYPED_08, 13),
 }
 
 SCRIPTS: dict[str, list[Any]] = {

@@ -150,7 +150,7 @@ def test_a_call_is_queued_until_it_starts(server: ScriptedOpenAI) -> None:
 
 
 def test_unknown_prices_and_counts_are_never_zero(server: ScriptedOpenAI) -> None:
-    from jupyter_agent.view.state import new_view
+    from jupyter_agent.view.reduce import new_view
 
     # Nothing accounted yet: unknown, in the view and in the text fallbacks.
     empty = new_view()
@@ -205,3 +205,40 @@ def test_a_resume_cell_after_a_click_says_so_and_does_not_fail(ipython: Any,
     with capture_output():
         result = ipython.run_cell("%agent resume --option 2")
     assert result.error_in_exec is not None
+
+
+@pytest.mark.parametrize("magic", ["plan", "toolloop"])
+def test_out_takes_the_answer_of_a_run_finished_by_a_click(ipython: Any,
+                                                           server: ScriptedOpenAI,
+                                                           magic: str) -> None:
+    """``-o VAR`` of a run that waited (an ask, an approval card) holds the answer once the
+    card's click finished the run, not the ``""`` the cell left."""
+    from jupyter_agent.ui.live import displays
+    from tests.agents.plan.plan_scripts import ask
+
+    ipython.run_cell("%load_ext jupyter_agent")
+    if magic == "plan":
+        server.enqueue(tool_calls([call("ask_agent", ask(), id="k1")]), text("Chose it."))
+        line = "%%plan -o clicked_answer\ngo"
+    else:
+        assert ipython.run_cell(
+            "from jupyter_agent import tool\n"
+            "@tool(requires_approval=True)\n"
+            "def guarded() -> str:\n"
+            "    '''Guarded.'''\n"
+            "    return 'g'\n").success
+        server.enqueue(tool_calls([call("guarded", {}, id="k1")]), text("Chose it."))
+        line = "%%toolloop --tools guarded -o clicked_answer\ngo"
+    with capture_output():
+        res = ipython.run_cell(line)
+    assert res.error_in_exec is None, res.error_in_exec
+    run = ipython.user_ns["_agent_run"]
+    assert run.status == "ask" and ipython.user_ns["clicked_answer"] == ""
+    widget = displays[run.run_id].widget
+    assert widget is not None
+    with capture_output():  # the message a click on the card sends, through the widget
+        widget._on_custom_msg(widget, {"type": "answer", "call_id": "k1", "how": "option",
+                                       "option_index": 1, "answer": ""}, [])
+    assert run.status == "done", run.error
+    assert ipython.user_ns["clicked_answer"] == "Chose it."
+    ipython.user_ns.pop("clicked_answer", None)

@@ -27,8 +27,8 @@ from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.errors import ResumeError
 from jupyter_agent.events import EVENT_ADAPTER
 from jupyter_agent.session import Store, default_store, default_store_path, reset_default_store
-from jupyter_agent.session._schema import MIGRATIONS
-from jupyter_agent.view.state import reduce_events
+from jupyter_agent.session._migrations import MIGRATIONS
+from jupyter_agent.view.reduce import reduce_events
 from tests.fakes.openai_server import ScriptedOpenAI, call, drip, text, tool_calls
 
 pytestmark = pytest.mark.timeout(240)

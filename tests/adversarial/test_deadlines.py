@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,8 @@ KEY = "sk-test-key-0123456789"
 READ_TIMEOUT = 60.0
 DEADLINE = 2.0
 WELL_UNDER_READ_TIMEOUT = 25.0  # far from 60 s, far above 2 s
-MESSAGE = "Model request exceeded its 2 s deadline"
+MESSAGE = ("Model request timed out after 2 s (the request deadline; raise it with "
+           "%config AgentMagics.request_deadline)")
 
 
 @pytest.fixture
@@ -75,7 +77,8 @@ def test_silence_after_late_keep_alives_ends_at_the_deadline(server: ScriptedOpe
                          timeout=READ_TIMEOUT, deadline=10)
     server.enqueue(drip(9.5, interval=0.25, stall=40))
     resp, elapsed, _ = ask(client)
-    assert resp.error == "Model request exceeded its 10 s deadline"
+    assert resp.error == ("Model request timed out after 10 s (the request "
+                          "deadline; raise it with %config AgentMagics.request_deadline)")
     assert 10 <= elapsed < 16
 
 
@@ -167,3 +170,61 @@ def test_magics_setting_is_validated(server: ScriptedOpenAI) -> None:
     with pytest.raises(TraitError):
         magics.request_deadline = 0.0
     assert config.settings.request_deadline == 5.0  # the bad value changed nothing
+
+
+def test_a_stall_cut_at_the_deadline_is_not_a_short_answer(server: ScriptedOpenAI,
+                                                           client: ModelClient) -> None:
+    """A server that ends its stream by closing the connection (no chunked framing): the
+    watchdog's cut looks like the end of the body. Some text, then a stall: the call timed out,
+    it did not answer "The answer is"."""
+    server.enqueue(drip(40, interval=None, before="The answer is", close_delimited=True))
+    resp, elapsed, kinds = ask(client)
+    assert resp.error == MESSAGE
+    assert elapsed < WELL_UNDER_READ_TIMEOUT
+    assert kinds.count("text") >= 1
+
+
+def test_a_run_cut_by_the_deadline_is_never_done(server: ScriptedOpenAI) -> None:
+    """The run of such a stream ends ``error`` with the timeout and the setting to raise, not
+    ``done`` with the partial answer; with nothing streamed it is not an "empty response"."""
+    config.settings.request_deadline = DEADLINE
+    factory.clear_client_cache()
+    try:
+        server.enqueue(drip(40, interval=None, before="The answer is", close_delimited=True),
+                       drip(40, interval=None, close_delimited=True))
+        for _ in range(2):
+            run = chat("hi", history=0)
+            assert run.status == "error", (run.status, run.answer)
+            assert run.error == MESSAGE
+            assert "empty response" not in run.error
+    finally:
+        config.settings.request_deadline = 900.0
+        factory.clear_client_cache()
+
+
+@pytest.mark.parametrize(("turn", "where"), [
+    (hang(20), "waiting for the server"),
+    (drip(20, interval=None, before="Half"), "mid-stream")], ids=["no-headers", "mid-stream"])
+def test_a_read_timeout_names_itself_and_the_setting(server: ScriptedOpenAI, turn: Any,
+                                                     where: str) -> None:
+    """A server silent past the read timeout: the call is retried, then ends saying it timed
+    out and which setting to raise (not "connection error: Request timed out.")."""
+    quick = ModelClient("gpt-4.1-mini", api_key=KEY, base_url=server.base_url,
+                        retry=RetryPolicy(max_retries=0), timeout=1.0, deadline=30)
+    server.enqueue(turn)
+    resp, _, _ = ask(quick)
+    assert resp.error == (f"Model request failed after 1 attempts: timed out after 1 s {where} "
+                          "(the read timeout; raise it with %config AgentMagics.read_timeout)")
+
+
+def test_the_read_timeout_setting_reaches_the_client(server: ScriptedOpenAI) -> None:
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or get_ipython()
+    assert shell.run_cell("%load_ext jupyter_agent").success
+    assert shell.run_cell("%config AgentMagics.read_timeout = 7.5").success
+    try:
+        assert config.settings.timeout == 7.5
+    finally:
+        shell.run_cell("%config AgentMagics.read_timeout = 600.0")

@@ -109,7 +109,7 @@ def test_a_figure_too_large_to_keep_is_described_not_shown(ns: Any,
     run = toolloop("Draw noise.", notebook=True, shell=ns, store=None, auto_approve=True,
                    model="eyes2")
     assert run.status == "done", run.error
-    fig = run.view["items"][0]["figures"][0]
+    fig = next(i for i in run.view["items"] if i["kind"] == "tool")["figures"][0]
     assert fig["png"] == "" and fig["description"].startswith("[figure 1:")
     assert "image_url" not in json.dumps(server.requests)  # nothing unbounded to the model
     assert fig["description"] in json.dumps(server.requests[-1]["messages"])

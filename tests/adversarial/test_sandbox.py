@@ -183,7 +183,8 @@ def test_no_process_outlives_the_call(sandboxed: None, ws: Path, marker: str,
 @needs_bwrap
 def test_a_timeout_kills_the_whole_sandbox(sandboxed: None, ws: Path, marker: str) -> None:
     out = bash_in(ws)(f"setsid sleep {marker} & sleep {marker}", timeout=1)
-    assert out.endswith("Command timed out after 1 s (killed)")
+    assert out.endswith("Command timed out after 1 s (killed; pass a larger timeout, at most "
+                        "600 s)")
     assert running_with(marker) == []
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.config import Settings, default_session
-from jupyter_agent.session._schema import MIGRATIONS
+from jupyter_agent.session._migrations import MIGRATIONS
 from jupyter_agent.session.store import Store
 
 

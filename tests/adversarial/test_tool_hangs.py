@@ -296,7 +296,8 @@ def test_a_tool_sleeping_forever_is_cut_and_the_run_goes_on(server: ScriptedOpen
         never.set()
     assert run.status == "done"  # type: ignore[attr-defined]
     results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert results == ["Tool error: timed out after 1 s (stuck did not finish and was abandoned)",
+    assert results == ["Tool error: timed out after 1 s (stuck did not finish and was abandoned; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)",
                        "fine-result"]
 
 
@@ -319,7 +320,8 @@ def test_the_package_default_deadline_applies_and_is_configurable(
     assert run.status == "done"  # type: ignore[attr-defined]
     assert sleeps.deadline() == 1.0
     assert server.requests[-1]["messages"][-1]["content"] == (
-        "Tool error: timed out after 1 s (sleeps did not finish and was abandoned)")
+        "Tool error: timed out after 1 s (sleeps did not finish and was abandoned; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)")
 
 
 def test_a_busy_loop_is_abandoned_and_then_really_stops() -> None:
@@ -330,7 +332,9 @@ def test_a_busy_loop_is_abandoned_and_then_really_stops() -> None:
             pass
 
     r = finishes(lambda: spin.invoke("{}"))
-    assert r.output == "Tool error: timed out after 0.5 s (spin did not finish and was abandoned)"
+    assert r.output == (
+        "Tool error: timed out after 0.5 s (spin did not finish and was abandoned; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)")
     deadline = time.monotonic() + GENEROUS
     while any(t.name.endswith("-spin") for t in _tool_threads()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -376,11 +380,14 @@ def test_an_async_tool_is_cancelled_and_one_blocking_its_loop_abandoned() -> Non
         return "late"
 
     r = finishes(lambda: waits.invoke("{}"))
-    assert r.output == "Tool error: timed out after 0.5 s (waits did not finish and was cancelled)"
+    assert r.output == (
+        "Tool error: timed out after 0.5 s (waits did not finish and was cancelled; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)")
     assert cleaned == ["waits"]  # cancellation ran its cleanup
     r = finishes(lambda: blocks.invoke("{}"))
     assert r.output == (
-        "Tool error: timed out after 0.5 s (blocks did not finish and was abandoned)")
+        "Tool error: timed out after 0.5 s (blocks did not finish and was abandoned; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)")
 
 
 def test_bad_deadlines_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -436,7 +443,7 @@ def test_on_the_main_thread_a_tool_keeps_it_and_a_blocking_sleep_is_interrupted(
     started = time.monotonic()
     r = sleeper.invoke("{}")
     assert r.output == ("Tool error: timed out after 0.5 s (sleeper did not finish and was "
-                        "interrupted)")
+                        "interrupted; raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)")
     assert seen == [True]
     assert time.monotonic() - started < GENEROUS
     # The timer is gone and the handler restored: a later call is not hit by a stray alarm.

@@ -248,3 +248,22 @@ def test_a_profile_with_its_own_key_variable(server: ScriptedOpenAI, profiles: N
     monkeypatch.setenv("OTHER_PROVIDER_KEY", "sk-other")
     server.enqueue(text("hi"))
     assert chat("hello", model="other").answer == "hi"
+
+
+def test_knowledge_is_trimmed_to_the_model_quote_budget(server: ScriptedOpenAI) -> None:
+    """§4.3 step 1: items past the profile's quote budget are left out, the first ones kept."""
+    register_profile(ModelProfile(name="small-quotes", model="small-quotes",
+                                  quote_max_tokens=40))
+    try:
+        docs = [f"Fact {i}: " + "lorem ipsum dolor " * 4 for i in range(8)]
+        server.enqueue(text("ok"), text("ok"))
+        chat("Why?", knowledge=docs, model="small-quotes", history=0)
+        system = server.requests[0]["messages"][0]["content"]
+        assert "Fact 0:" in system and "Fact 7:" not in system
+        kept = sum(f"Fact {i}:" in system for i in range(8))
+        assert 1 <= kept < 8
+        # Without a budget of its own, a profile's default fits all eight small items.
+        chat("Why?", knowledge=docs, model="gpt-4.1-mini", history=0)
+        assert "Fact 7:" in server.requests[1]["messages"][0]["content"]
+    finally:
+        BUILTIN_PROFILES.pop("small-quotes", None)

@@ -92,7 +92,7 @@ class _LoopOptions:  # the plan's saved options, as they were (a dataclass, then
 
 def _old_plan(p: PlanPending) -> dict[str, Any]:
     o = p.options
-    lo = _LoopOptions(system=o.system, temperature=o.temperature, max_tokens=o.max_tokens,
+    lo = _LoopOptions(system="Answer briefly.", temperature=o.temperature, max_tokens=o.max_tokens,
                       stream=o.stream, max_rounds=o.max_rounds)
     old: dict[str, Any] = {
         "kind": "plan",
@@ -142,6 +142,10 @@ def test_a_plan_question_and_a_plan_approval_round_trip(server: ScriptedOpenAI, 
     assert isinstance(question, PlanPending) and isinstance(question.card, QuestionCard)
     assert question.card.options == OPTIONS and question.card.allow_other is True
     assert load_pending(question.to_json()) == question
+    # A record saved while the options still carried ``system`` (never read) loads the same.
+    saved = json.loads(json.dumps(question.to_json()))
+    saved["options"]["system"] = "Answer briefly."
+    assert load_pending(saved) == question
 
     server.enqueue(tool_calls([call("bash", {"command": "echo hi"}, id="b1")]))
     approving = plan("run it", tools=["bash"])

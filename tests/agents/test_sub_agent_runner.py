@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from jupyter_agent import Agent, agent_tool, last_run, toolloop
-from jupyter_agent.agents import driver, subagents
-from jupyter_agent.agents.constants import SUB_AGENT_MAX_ROUNDS
+from jupyter_agent.agents import subagents
+from jupyter_agent.agents.limits import SUB_AGENT_MAX_ROUNDS
+from jupyter_agent.agents.turn import start as driver
 from jupyter_agent.tools.registry import Tool, tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 
@@ -148,8 +149,8 @@ def test_a_failing_sub_agent_is_a_tool_error_and_its_calls_are_still_billed(
 
 
 def test_both_tools_hold_the_one_runner() -> None:
-    from jupyter_agent.agents.drive import TurnOptions
-    from jupyter_agent.agents.turn import setup_turn
+    from jupyter_agent.agents.turn.options import TurnOptions
+    from jupyter_agent.agents.turn.setup import setup_turn
 
     setup = setup_turn("toolloop", "x", TurnOptions(store=None, session=None),
                        ["spawn_agent"], run_sub_agent=driver.run_sub_agent)

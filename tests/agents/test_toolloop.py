@@ -203,7 +203,8 @@ def test_tool_timeout_is_reported_and_the_loop_goes_on(server: ScriptedOpenAI) -
     finally:
         release.set()
     assert tool_results(server) == [
-        "Tool error: timed out after 0.05 s (slow did not finish and was interrupted)"]
+        "Tool error: timed out after 0.05 s (slow did not finish and was interrupted; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)"]
     assert run.status == "done"
 
 

@@ -52,6 +52,8 @@ def test_a_dataframe_gives_its_rows_back_in_order_with_the_result_columns(
         assert store.get_run(run_id).status == "done"
         card = run_card(run_id)
         assert card.answer == answer_ and "text/markdown" in card.bundle()
+        # A stored card is static: no widget view (its events are not a widget's model id).
+        assert "application/vnd.jupyter.widget-view+json" not in card.bundle()
     assert result.status == "done" and result.view["counts"]["done"] == 6
 
 

@@ -40,7 +40,7 @@ from jupyter_agent.events import (
     UsageRecorded,
     Warning_,
 )
-from jupyter_agent.view.state import reduce_events
+from jupyter_agent.view.reduce import reduce_events
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "jupyter_agent" / "ui" / "static"
 """The shipped front-end files."""

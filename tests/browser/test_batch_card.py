@@ -174,3 +174,21 @@ def test_a_click_whose_press_and_release_straddle_a_redraw_still_stops(
     assert page.locator(".ja-batch-counts").count() == 1
     page.close()
     page._server.__exit__(None, None, None)
+
+
+def test_the_card_shows_the_judge_and_the_cached_rounds(browser: Any, tmp_path: Path) -> None:
+    view = _view("done")
+    view["cached"], view["saved"] = 3, 0.0123
+    view["judge"] = {"criteria": "c", "model": INJECTION, "scale": 5, "judged": 2, "mean": 4.5,
+                     "invalid": 1, "calls": 4, "cost": 0.002, "input_tokens": 1,
+                     "output_tokens": 1,
+                     "pairwise": {"a": "m1", "b": "m2", "wins_a": 2, "wins_b": 1, "ties": 1,
+                                  "compared": 4, "win_rate_a": 0.625}}
+    page = _open(browser, tmp_path, view)
+    judge = page.inner_text(".ja-batch-judge")
+    assert "mean 4.50/5 over 2 answers" in judge and "1 off-scale" in judge
+    assert "m1 vs m2: 2 wins, 1 losses, 1 ties (win rate 63%)" in judge
+    assert INJECTION in judge and page.locator("img").count() == 0  # a name stays text
+    assert "3 cached (saved" in page.inner_text(".ja-footer")
+    page.close()
+    page._server.__exit__(None, None, None)

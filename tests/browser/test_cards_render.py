@@ -1,6 +1,6 @@
 """Cards that never lie: the run renderer's states, drawn in headless Chromium.
 
-Each test draws a view reduced from real events by ``jupyter_agent.view.state`` (plus, where the
+Each test draws a view reduced from real events by ``jupyter_agent.view.reduce`` (plus, where the
 kernel does not emit it yet, the item fields the view may carry: ``queued`` and ``interrupted``
 tool states, a tool's ``started_at``, unknown counts as ``None``) and checks what the card says
 and what stays safe: one stop message per click, no "0.00 s" for an interrupted call, no 0 for
@@ -32,7 +32,7 @@ from jupyter_agent.events import (
     UsageRecorded,
 )
 from jupyter_agent.ui._esm import bundle_esm
-from jupyter_agent.view.state import reduce_events
+from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import (
     ARTIFACTS_DIR,

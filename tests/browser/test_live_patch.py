@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_agent.ui._esm import bundle_esm
 from jupyter_agent.ui.widget import RunWidget
-from jupyter_agent.view.state import new_view, reduce_event
+from jupyter_agent.view.reduce import new_view, reduce_event
 from tests.fakes.comms import recording_comms
 from tests.fakes.run_stream import run_stream
 

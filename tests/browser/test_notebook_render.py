@@ -21,7 +21,7 @@ from jupyter_agent.events import (
     ToolFigures,
     ToolReturned,
 )
-from jupyter_agent.view.state import reduce_events
+from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import chromium_path, launch_browser, serve, write_page
 

@@ -1,7 +1,7 @@
 """The run renderer (render.js + run.css) in a real headless Chromium.
 
 A quick browser check of the shared front end: the page loads the shipped ES modules over
-loopback HTTP and draws view states reduced from real events by ``jupyter_agent.view.state``.
+loopback HTTP and draws view states reduced from real events by ``jupyter_agent.view.reduce``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from jupyter_agent.events import AskAnswered, AskPending, RunStarted, TextDelta, ToolCalled
 from jupyter_agent.ui._esm import bundle_esm
-from jupyter_agent.view.state import reduce_events
+from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import (
     ARTIFACTS_DIR,
@@ -357,3 +357,34 @@ def test_dark_theme_variables_are_used(open_run: OpenRun) -> None:
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS_DIR / "dark-run.png"), full_page=True)
 
+
+
+def test_a_typed_run_draws_its_field_table_and_cached_rounds(open_run: OpenRun) -> None:
+    from jupyter_agent.events import OutputChecked, RunFinished, UsageRecorded
+
+    hostile = '<img src=x onerror="alert(1)">'
+    page = open_run(reduce_events([
+        RunStarted(run_id="r", agent="chat", model="m"),
+        TextDelta(round=1, text='{"label": "billing"}'),
+        UsageRecorded(round=1, model="m", input_tokens=10, output_tokens=5, cost=0.0,
+                      cached=True, saved=0.0123),
+        OutputChecked(schema_name="Ticket", valid=True,
+                      data={"label": "billing", "urgency": 2, "tags": ["a", "b"],
+                            "summary": hostile}),
+        RunFinished(status="done", answer='{"label": "billing"}', rounds=1),
+    ]), live=False)
+    assert page.inner_text(".ja-output-head") == "Ticket · valid"
+    fields = page.eval_on_selector_all(".ja-output-field", "els => els.map(e => e.textContent)")
+    values = page.eval_on_selector_all(".ja-output-value", "els => els.map(e => e.textContent)")
+    assert fields == ["label", "urgency", "tags", "summary"]
+    assert values == ["billing", "2", '["a","b"]', hostile]  # text, never markup
+    assert page.locator(".ja-output img").count() == 0 and page.dialogs == []
+    assert "1 cached (saved" in page.inner_text('.ja-footer [data-part="cached"]')
+    invalid = open_run(reduce_events([
+        RunStarted(run_id="r2", agent="chat", model="m"),
+        OutputChecked(schema_name="Ticket", valid=False, data={"label": "nope"},
+                      errors=["urgency: Field required"], attempts=3),
+        RunFinished(status="invalid", error="The answer does not match Ticket", rounds=3),
+    ]), live=False)
+    assert invalid.inner_text(".ja-output-error") == "urgency: Field required"
+    assert invalid.get_attribute(".ja-badge", "data-status") == "invalid"

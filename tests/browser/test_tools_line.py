@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_agent.events import RunStarted, TextDelta, ToolsOffered
-from jupyter_agent.view.state import reduce_events
+from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import chromium_path
 from .test_render_static import OpenRun, browser, open_run, site  # noqa: F401 (fixtures)

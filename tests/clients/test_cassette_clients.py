@@ -22,7 +22,7 @@ from jupyter_agent.clients.factory import client_for
 from jupyter_agent.clients.failover import clear_marks
 from jupyter_agent.clients.record import RecordingClient
 from jupyter_agent.clients.replay import replay_client
-from jupyter_agent.clients.turn import bind_client
+from jupyter_agent.clients.turn_client import bind_client
 from jupyter_agent.errors import ResumeError
 from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile

@@ -124,7 +124,7 @@ def test_a_missing_key_is_reported_before_anything_is_recorded(
 def test_the_embedded_notice_is_only_for_a_model_nobody_named(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from jupyter_agent.clients import factory
-    from jupyter_agent.clients.turn import TurnClient
+    from jupyter_agent.clients.turn_client import TurnClient
 
     # Shown once per process: the process state is fresh in every test (tests/conftest.py).
     client: Any = object()

@@ -223,6 +223,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drip(self, turn: DripTurn, body: dict[str, Any], stream: bool) -> None:
         stopping = self.server.owner._stopping
+        if stream and turn.close_delimited:
+            self._close_framed = True
+            self.close_connection = True
         if stream:
             self._start_stream()
             for piece in pieces(turn.before, 8) if turn.before else ():
@@ -297,7 +300,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
+        if getattr(self, "_close_framed", False):
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
     def _send_chunk(self, payload: dict[str, Any], delay: float = 0.0) -> None:
@@ -306,6 +312,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._write_chunked(b"data: " + json.dumps(payload).encode() + b"\n\n")
 
     def _write_chunked(self, data: bytes) -> None:
+        if getattr(self, "_close_framed", False):  # the body ends when the connection closes
+            self.wfile.write(data)
+            return
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
 

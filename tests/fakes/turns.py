@@ -126,6 +126,9 @@ class DripTurn(_Model):
     before: str = ""
     stall: float = 0.0
     then: Turn | None = None
+    close_delimited: bool = False
+    """Streamed: no chunked framing; the body ends when the connection closes (HTTP/1.0
+    style, as some proxies and small servers send it), so a cut connection looks like an end."""
 
 
 class RawTurn(_Model):
@@ -257,10 +260,11 @@ def hang(seconds: float, then: Turn | None = None) -> HangTurn:
 
 
 def drip(seconds: float, interval: float | None = 1.0, *, before: str = "", stall: float = 0.0,
-         then: Turn | None = None) -> DripTurn:
+         then: Turn | None = None, close_delimited: bool = False) -> DripTurn:
     """Keep-alive comments every ``interval`` s (``None``: silence) for ``seconds``, then
-    ``stall`` s of silence; no answer unless ``then``."""
-    return DripTurn(seconds=seconds, interval=interval, before=before, stall=stall, then=then)
+    ``stall`` s of silence; no answer unless ``then`` (``close_delimited``: see DripTurn)."""
+    return DripTurn(seconds=seconds, interval=interval, before=before, stall=stall, then=then,
+                    close_delimited=close_delimited)
 
 
 def raw(*payloads: str) -> RawTurn:

@@ -64,6 +64,25 @@ def test_scenario_50_the_loop_sums_per_call_prices(server: ScriptedOpenAI) -> No
 
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_scenario_51_own_key_is_free_but_tokens_count(server: ScriptedOpenAI,
+                                                      stream: bool) -> None:
+    """A gateway that reports ``usedUserOpenAIKey: true`` for a call: the call costs 0 in the
+    run (its footer, the store, ``%agent usage``), its tokens still count; the next call,
+    without the field, is priced as usual."""
+    from jupyter_agent.agents.chat import chat
+
+    own = {"prompt_tokens": 5_000, "completion_tokens": 700, "usedUserOpenAIKey": True}
+    server.enqueue(text("paid by the user", usage=own),
+                   text("paid by us", usage={"prompt_tokens": 5_000, "completion_tokens": 700}))
+    free = chat("hi", model="gpt-4.1", stream=stream, history=0)
+    assert free.status == "done" and free.cost == 0.0
+    assert (free.input_tokens, free.output_tokens) == (5_000, 700)
+    priced = chat("hi", model="gpt-4.1", stream=stream, history=0)
+    assert (priced.input_tokens, priced.output_tokens) == (5_000, 700)
+    assert priced.cost == pytest.approx(5_000 * 2.0 / 1e6 + 700 * 8.0 / 1e6)
+
+
 def test_scenario_52_non_increasing_bound_dropped() -> None:
     tiers = sanitize_price_tiers([
         {"max_input_tokens": 10, "input_price": 1, "output_price": 1},

@@ -164,9 +164,11 @@ def test_scenario_4_raising_tool_is_reported_and_the_loop_goes_on(
     server.enqueue(tool_calls([call("boom", {})], usage=USAGE_1), text("recovered", usage=USAGE_2))
     events = Events()
     result = loop(client, hooks=LoopHooks(run_tool=runner), emit=events)
-    assert server.requests[1]["messages"][-1]["content"] == "Tool error: boom"
+    # One wording for a raising tool, whether the tool or the hook around it raised
+    # (docs/behaviour.md §5.3 and §14.4): the exception type, then its message.
+    assert server.requests[1]["messages"][-1]["content"] == "Tool error: RuntimeError: boom"
     assert result.status == "done" and result.answer == "recovered"
-    assert events.of("tool_returned")[0].error == "boom"
+    assert events.of("tool_returned")[0].error == "Tool error: RuntimeError: boom"
     assert [u.module for u in result.usages] == ["agent_call", "agent_call"]  # none for the tool
 
 

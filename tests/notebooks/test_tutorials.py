@@ -33,7 +33,7 @@ def test_the_tutorials_are_there() -> None:
     names = [p.name for p in TUTORIALS]
     for expected in ("01-chat-basics.ipynb", "02-tools.ipynb", "03-planning-with-ask.ipynb",
                      "05-one-call-helpers.ipynb", "06-your-data-your-agent.ipynb",
-                     "07-evaluate-your-agent.ipynb"):
+                     "07-evaluate-your-agent.ipynb", "08-typed-results.ipynb"):
         assert expected in names
 
 

@@ -40,7 +40,7 @@ def _probe() -> None:
 
 
 def _tools_line(run: Any) -> tuple[str, str]:
-    bundle = build_bundle(run.view, run.events)
+    bundle = build_bundle(run.view)
     return bundle["text/markdown"], bundle["text/plain"]
 
 

@@ -11,6 +11,7 @@ from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.errors import ResumeError
 from jupyter_agent.runtime.agents import Agent
+from jupyter_agent.runtime.grants import GRANTS
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
@@ -58,7 +59,7 @@ def test_allow_once_runs_the_tool_and_sends_its_real_result(server: ScriptedOpen
     card = next(i for i in run.view["items"] if i["kind"] == "tool" and i["call_id"] == "c1")
     assert card["output"] == "wrote\n[exit code 0]" and card["state"] == "done"
     # "Allow once" is not remembered: the next call asks again.
-    assert default_store().remembered_permissions("default") == {}
+    assert GRANTS.listing() == []
 
 
 def test_allow_for_the_session_is_remembered_in_later_cells(server: ScriptedOpenAI,
@@ -68,7 +69,8 @@ def test_allow_for_the_session_is_remembered_in_later_cells(server: ScriptedOpen
     first = toolloop("first", tools=["bash"], session="s")
     resume(first.run_id, Answer("option", option_index=2), run=first)
     assert first.status == "done"
-    assert default_store().remembered_permissions("s") == {"bash": "allow"}
+    assert [(g.session, g.identity, g.decision) for g in GRANTS.listing()] == [
+        ("s", "builtin:bash", "allow")]
 
     second = toolloop("second", tools=["bash"], session="s")
     assert second.status == "done" and second.answer == "2"  # no card this time

@@ -88,6 +88,36 @@ def test_usage_history_and_reset(server: ScriptedOpenAI, workspace: Path,
         run_command("reset nope", {})
 
 
+def test_sessions_and_history_come_a_page_at_a_time(capsys: pytest.CaptureFixture[str]) -> None:
+    store = default_store()
+    for n in range(120):
+        store.ensure_session(f"s{n:03d}", "odd" if n % 2 else None)
+    first = agent("sessions", capsys).splitlines()
+    assert len(first) == 51 and first[0].startswith("  s119")  # newest first
+    assert first[-1] == "(sessions 1-50 of 120; next: %agent sessions --page 2)"
+    last = agent("sessions --page 3", capsys).splitlines()
+    assert len(last) == 21 and last[-1] == "(sessions 101-120 of 120)"
+    assert agent("sessions --page 4", capsys) == "No sessions on page 4 (there are 120).\n"
+    odd = agent("sessions --group odd --page 2", capsys).splitlines()
+    assert odd[0].startswith("  s019") and odd[-1] == "(sessions 51-60 of 60)"
+    with pytest.raises(MagicUsageError, match="--page: must be an integer of 1 or more"):
+        run_command("sessions --page 0", {})
+
+    turn = store.start_turn("long")
+    store.append_messages("long", turn, [{"role": "user" if n % 2 == 0 else "assistant",
+                                          "content": f"m{n}"} for n in range(130)])
+    page1 = agent("history long", capsys).splitlines()
+    assert page1[0] == "[81] user: m80" and page1[49] == "[130] assistant: m129"
+    assert page1[50] == "(older messages: %agent history long --page 2)"
+    page3 = agent("history long --page 3", capsys).splitlines()
+    assert page3 == [f"[{n + 1}] {'user' if n % 2 == 0 else 'assistant'}: m{n}"
+                     for n in range(30)]
+    assert agent("history long -n 2 --page 2", capsys).splitlines() == [
+        "[127] user: m126", "[128] assistant: m127",
+        "(older messages: %agent history long -n 2 --page 3)"]
+    assert "has no messages on page 9" in agent("history long --page 9", capsys)
+
+
 def test_export_writes_a_valid_notebook(server: ScriptedOpenAI, workspace: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     server.enqueue(text("Paris."),

@@ -15,7 +15,7 @@ from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.clients.failover import FailoverClient, clear_marks, marked_profiles
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from jupyter_agent.session import default_store
-from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
+from tests.fakes.openai_server import ScriptedOpenAI, call, error, raw, text, tool_calls
 
 pytestmark = pytest.mark.usefixtures("fast_retries")
 
@@ -106,3 +106,23 @@ def test_a_resumed_run_keeps_failing_over(server: ScriptedOpenAI, profiles: None
     resume(run.run_id, Answer("option", option_index=1), run=run)
     assert run.status == "done" and run.answer == "backup finished"
     assert default_store().list_turns("default")[-1].profile == "backup"
+
+
+def test_a_failover_after_a_broken_stream_withdraws_what_the_failed_attempt_streamed(
+        server: ScriptedOpenAI, profiles: None, workspace: Path) -> None:
+    """The primary streams some text and announces a tool call, then its stream breaks with an
+    error: the backup answers the round, and the card keeps neither the partial text nor a
+    tool card left running."""
+    broken = raw(
+        '{"choices":[{"index":0,"delta":{"content":"Half an answ"}}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t1","type":"function",'
+        '"function":{"name":"glob_files","arguments":""}}]}}]}',
+        '{"error":{"message":"upstream broke"}}')
+    server.default = _route({"model-a": broken, "model-b": text("done on backup")})
+    run = toolloop("list the files", model="primary", tools=["glob_files"], stream=True)
+    assert run.status == "done" and run.answer == "done on backup"
+    texts = [i.get("text", "") for i in run.view["items"] if i["kind"] == "text"]
+    assert "Half an answ" not in "".join(texts) and "done on backup" in "".join(texts)
+    assert not [i for i in run.view["items"] if i["kind"] == "tool"], run.view["items"]
+    warnings = [i["message"] for i in run.view["items"] if i["kind"] == "warning"]
+    assert any("retried: model profile 'primary' failed" in w for w in warnings), warnings

@@ -16,7 +16,7 @@ from jupyter_agent.session import (
     register_secret,
     reset_default_store,
 )
-from jupyter_agent.session._schema import SCHEMA_VERSION
+from jupyter_agent.session._migrations import SCHEMA_VERSION
 
 
 def test_simplest_use(store: Store) -> None:
@@ -79,7 +79,6 @@ def test_delete_session_removes_everything(store: Store) -> None:
     store.create_run("r1", "s", "toolloop")
     store.append_events("r1", [{"type": "warning", "message": "x"}])
     store.append_messages("s", turn, [{"role": "user", "content": "x"}])
-    store.remember_permission("s", "bash", "allow")
     store.ensure_session("other")
 
     assert store.delete_session("s") is True
@@ -89,7 +88,6 @@ def test_delete_session_removes_everything(store: Store) -> None:
     assert store.list_turns("s") == []
     assert store.get_run("r1") is None
     assert store.get_events("r1") == []
-    assert store.remembered_permissions("s") == {}
     assert store.get_session("other") is not None
 
 
@@ -99,7 +97,6 @@ def test_reset_session_keeps_record_and_bindings(store: Store) -> None:
     store.append_messages("s", turn, [{"role": "user", "content": "x"}])
     store.create_run("r1", "s", "plan")
     store.suspend("r1", {"call_id": "c1"})
-    store.remember_permission("s", "bash", "allow")
 
     store.reset_session("s")
 
@@ -110,7 +107,6 @@ def test_reset_session_keeps_record_and_bindings(store: Store) -> None:
     assert store.claim_pending("r1") is None
     run = store.get_run("r1")
     assert run is not None and run.status == "superseded"
-    assert store.remembered_permissions("s") == {"bash": "allow"}
 
 
 # -- messages -------------------------------------------------------------------------------
@@ -182,19 +178,6 @@ def test_usage_totals_and_by_model(store: Store) -> None:
     assert store.usage("none").turns == 0
 
 
-# -- permissions ----------------------------------------------------------------------------
-
-
-def test_remembered_permissions(store: Store) -> None:
-    store.remember_permission("s", "bash", "allow")
-    store.remember_permission("s", "web_fetch", "deny")
-    store.remember_permission("s", "bash", "deny")
-    assert store.remembered_permissions("s") == {"bash": "deny", "web_fetch": "deny"}
-    assert store.remembered_permissions("other") == {}
-    with pytest.raises(ValueError):
-        store.remember_permission("s", "bash", "always")  # type: ignore[arg-type]
-
-
 # -- transcript -----------------------------------------------------------------------------
 
 
@@ -235,15 +218,15 @@ def test_session_transcript_joins_runs_and_tool_errors(store: Store) -> None:
 def test_transaction_is_all_or_nothing(store: Store) -> None:
     with pytest.raises(RuntimeError), store.transaction():
         store.append_messages("s", None, [{"role": "user", "content": "lost"}])
-        store.remember_permission("s", "bash", "allow")
+        store.bind_model("s", "gpt-4.1")
         raise RuntimeError("boom")
     assert store.get_messages("s") == []
-    assert store.remembered_permissions("s") == {}
+    assert store.get_session("s") is None
 
     with store.transaction():
         store.append_messages("s", None, [{"role": "user", "content": "kept"}])
         with pytest.raises(ValueError):
-            store.remember_permission("s", "bash", "never")  # type: ignore[arg-type]
+            raise ValueError("an error caught inside the transaction")
     assert store.get_messages("s") == [{"role": "user", "content": "kept"}]
 
 
@@ -284,7 +267,8 @@ def test_write_waits_for_another_writer_instead_of_failing(store: Store, db_path
     releaser.join()
     other.close()
     assert store.get_messages("s") == [{"role": "user", "content": "after the lock"}]
-    assert store.remembered_permissions("s") == {"held": "allow"}
+    row = store._db.connection().execute("SELECT tool FROM permissions").fetchall()
+    assert row == [("held",)]
 
 
 # -- file, schema and defaults --------------------------------------------------------------

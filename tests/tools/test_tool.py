@@ -230,7 +230,8 @@ def test_async_tool_error_and_timeout() -> None:
     assert fails.invoke("{}").output == "Tool error: ValueError: bad input"
     r = stalls.invoke("{}")
     assert r.error == r.output == (
-        "Tool error: timed out after 0.05 s (stalls did not finish and was cancelled)")
+        "Tool error: timed out after 0.05 s (stalls did not finish and was cancelled; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)")
 
 
 def test_sync_timeout_reports_and_moves_on() -> None:
@@ -246,7 +247,9 @@ def test_sync_timeout_reports_and_moves_on() -> None:
         r = slow.invoke("{}")
     finally:
         release.set()
-    assert r.output == "Tool error: timed out after 0.05 s (slow did not finish and was interrupted)"
+    assert r.output == (
+        "Tool error: timed out after 0.05 s (slow did not finish and was interrupted; "
+        "raise @tool(timeout=...) or JUPYTER_AGENT_TOOL_TIMEOUT)")
     assert r.error == r.output and r.value is None
 
 

@@ -19,7 +19,7 @@ from jupyter_agent.view.bundle import (
     render_markdown,
     render_plain,
 )
-from jupyter_agent.view.state import new_view, reduce_events
+from jupyter_agent.view.reduce import new_view, reduce_events
 from tests.ui.conftest import FakeClock
 
 
@@ -180,6 +180,8 @@ SAMPLES: list[ev.BaseEvent] = [
     ev.ToolFigures(round=1, call_id="c", figures=[{"index": 1, "png": "iVBORw0KGgo=",
                                                    "width": 1, "height": 1,
                                                    "description": "[figure 1: 1x1 PNG]"}]),
+    ev.OutputChecked(schema_name="Ticket", valid=False, data={"label": "x"},
+                     errors=["urgency: Field required"], attempts=3),
     ev.RunFinished(status="max_rounds", answer="a", rounds=3, input_tokens=1, output_tokens=2,
                    cost=0.1, seconds=2.0, finish_reason="stop", error=None),
     ev.RunFailed(error="boom"),
@@ -280,7 +282,7 @@ def test_events_before_a_wait_are_shown_once_the_interval_is_over(ipython: Any,
 
 def test_a_resumed_run_shows_its_whole_time_and_parts() -> None:
     from jupyter_agent.events import AskAnswered, AskPending, RunFinished, RunStarted
-    from jupyter_agent.view import state
+    from jupyter_agent.view import reduce as state
     from jupyter_agent.view.bundle import footer_text
 
     view = reduce_events([
@@ -297,7 +299,7 @@ def test_a_resumed_run_shows_its_whole_time_and_parts() -> None:
 
 def test_a_withdrawn_question_closes_the_card() -> None:
     from jupyter_agent.events import AskPending, RunStarted, ToolCalled
-    from jupyter_agent.view.state import withdraw_ask
+    from jupyter_agent.view.reduce import withdraw_ask
 
     view = reduce_events([
         RunStarted(run_id="r", agent="plan", model="m", prompt="p"),

@@ -23,7 +23,7 @@ from jupyter_agent.ui import widget as widget_module
 from jupyter_agent.ui.widget import RECOVERY_AGES, RunWidget
 from jupyter_agent.view.bundle import build_bundle
 from jupyter_agent.view.diff import ViewDiffer
-from jupyter_agent.view.state import new_view, reduce_event
+from jupyter_agent.view.reduce import new_view, reduce_event
 from tests.fakes.comms import RecordingComm, recording_comms, run_widget_comm, widget_listener
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 from tests.fakes.run_stream import run_stream

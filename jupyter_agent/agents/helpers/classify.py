@@ -7,7 +7,7 @@ last category, flagged as the fallback.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -28,8 +28,9 @@ __all__ = [
 
 MODULE = "classify"
 
-Categories = Mapping[str, str] | Sequence[tuple[str, str]] | Sequence[str]
-"""``{id: description}``, ``[(id, description), …]`` or ``[id, …]`` (the id describes itself)."""
+Categories = Mapping[str, str] | Sequence[tuple[str, str]] | Sequence[str] | Sequence["Category"]
+"""``{id: description}``, ``[(id, description), …]``, ``[id, …]`` (the id describes itself) or
+:class:`Category` objects."""
 
 # Wrappers a model puts around a bare id: quotes, backticks, brackets, a final full stop.
 _WRAPPERS = " \t\r\n\"'`*[]()<>.:;"
@@ -91,7 +92,9 @@ def normalize_categories(categories: Categories) -> list[Category]:
 def match_category(answer: str, categories: list[Category]) -> tuple[int, bool]:
     """Index of the category ``answer`` names, and whether that is the fallback (the last)."""
     bare = answer.strip(_WRAPPERS)
-    for pick in (lambda c: c.id == bare, lambda c: c.id.casefold() == bare.casefold()):
+    picks: tuple[Callable[[Category], bool], ...] = (
+        lambda c: c.id == bare, lambda c: c.id.casefold() == bare.casefold())
+    for pick in picks:
         for i, c in enumerate(categories):
             if pick(c):
                 return i, False

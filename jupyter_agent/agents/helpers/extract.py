@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import ModelBehaviorError
+from ...llm.json_text import parse_json_object
 from ...llm.protocol import ModelClient
+from ...llm.schema_target import Target, make_target
 from ...llm.types import Message, Usage
 from ._call import (
     EmptyInputError,
@@ -24,8 +26,6 @@ from ._call import (
     resolve_client,
     squeeze_newlines,
 )
-from ._parse import parse_json_object
-from ._schema import Target, make_target
 from .prompts import extract_retry_prompt, extract_system_prompt
 
 __all__ = ["ExtractResult", "FieldError", "extract"]

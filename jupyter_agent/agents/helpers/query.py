@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ...llm.json_text import parse_json_array
 from ...llm.protocol import ModelClient
 from ...llm.tokens import count_text_tokens
 from ...llm.types import Message, Usage
 from ._call import call_model, history_messages, resolve_client
-from ._parse import parse_json_array
 from .prompts import QUERY_SYSTEM_PROMPT, query_user_prompt
 
 __all__ = [

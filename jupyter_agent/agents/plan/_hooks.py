@@ -24,7 +24,7 @@ from ...loop.hooks import (
     ToolOutcome,
     UsageItem,
 )
-from ...tools.notebook.cards import call_events, figure_images
+from ...tools.notebook.card_events import call_events, figure_images
 from ...tools.registry import Tool, invoke_with_usage
 from ..compression import compress_llm, tool_output_processor
 from ..run import Run

@@ -1,12 +1,13 @@
 """``%%plan``: the planning agent on the shared loop kernel (docs/behaviour.md §6).
 
-:func:`plan` starts the turn (:mod:`jupyter_agent.agents.driver`), runs the loop
+:func:`plan` starts the turn (:mod:`jupyter_agent.agents.turn.start`), runs the loop
 (:mod:`.loop`) and answers what it can without the user: a replayed cassette's clicks
 (:func:`~jupyter_agent.agents.resume.settle`) and the answers given up front.
 
 Up-front answers for headless runs (``answer=``, ``option=``, ``auto_answer="first"``) resume
-in the same call: ``answer``/``option`` answer the first ask only; ``auto_answer="first"``
-answers every (further) ask with option 1. An ask nobody answered up front leaves the run
+in the same call: ``answer``/``option`` answer the first question only; ``auto_answer="first"``
+answers every (further) question with option 1. None of them answers an approval card: only a
+person approves (a click, ``%agent resume``, or ``approve=`` naming the tool; docs/security.md). An ask nobody answered up front leaves the run
 suspended with status ``ask``; :func:`resume_hint` says how to continue it.
 """
 
@@ -17,12 +18,12 @@ from typing import Any, Literal
 from ...answers import Answer
 from ...errors import ParameterError
 from ...events import Warning_
-from ..drive import TurnContext
-from ..driver import start_turn
 from ..held import HELD
 from ..pending import PlanPending
 from ..resume import resume, settle
 from ..run import Run, RunRecorder
+from ..turn.open import TurnContext
+from ..turn.start import start_turn
 from .constants import MAX_ROUNDS
 from .loop import KIND, resume_plan, run_plan
 
@@ -44,7 +45,7 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
         option: Answer the first ask with this option (counted from 1).
         auto_answer: ``"first"`` answers every ask with option 1 (after ``answer``/``option``
             answered the first one, if given).
-        **options: :class:`~jupyter_agent.agents.drive.TurnOptions` fields (``model``,
+        **options: :class:`~jupyter_agent.agents.turn.options.TurnOptions` fields (``model``,
             ``system``, ``session``, ``history``, ``temperature``, ``max_tokens``,
             ``knowledge``, ``listeners``, ``store``, ``client``, ``agent``).
 
@@ -100,6 +101,8 @@ def _answer_up_front(p: TurnContext, run: Run, answer: str | None, option: int |
     first = True
     while run.status == "ask" and isinstance(run.pending, PlanPending):
         card = run.pending.card
+        if card.kind == "approval":
+            break  # answers given up front answer questions, never an approval card
         a = _up_front(card, first, answer, option, auto_answer)
         if a is None:
             break

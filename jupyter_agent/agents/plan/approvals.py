@@ -18,8 +18,8 @@ from ...llm.types import ToolCall
 from ...loop.hooks import ToolOutcome
 from ...runtime.policy import PermissionContext, check_permission
 from ..approval_answers import answered_outcome, approval_choice
-from ..drive import TurnContext
 from ..pending import ApprovalCard, WaitingCall
+from ..turn.open import TurnContext
 
 __all__ = ["plan_permission", "plan_approval_answer"]
 

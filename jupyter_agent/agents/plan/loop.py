@@ -20,12 +20,14 @@ from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message
 from ...loop.kernel import LoopConfig, LoopResult
 from ...tools.registry import REGISTRY, Tool
-from ..drive import TurnContext, drive, suspend
-from ..driver import Turn, restore_setup
 from ..held import HELD, Parts
 from ..pending import ApprovalCard, PlanOptions, PlanPending, QuestionCard, parse_card
 from ..run import Run
-from ..turn import TurnSetup
+from ..turn.drive import drive
+from ..turn.finish import suspend
+from ..turn.open import TurnContext
+from ..turn.setup import TurnSetup
+from ..turn.start import Turn, restore_setup
 from ._hooks import PlanHooks
 from .approvals import plan_approval_answer
 from .ask import AskAnswer, AskRequest, format_answer_for_model
@@ -51,7 +53,7 @@ def run_plan(turn: Turn, max_rounds: int) -> Run:
     state = PlanRunState.start(messages)
     by_name = {t.name: t for t in catalog.runtime_tools}
     opt = turn.opt
-    lo = PlanOptions(system=opt.system, temperature=opt.temperature, max_tokens=opt.max_tokens,
+    lo = PlanOptions(temperature=opt.temperature, max_tokens=opt.max_tokens,
                      stream=opt.stream, max_rounds=max_rounds)
     return _drive_plan(p, messages, catalog, by_name, state, lo,
                        turn_messages=[turn.user_message], resumed=False, runtime=rt)
@@ -137,7 +139,7 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
                 # Parallel calls emit their cards in any order; the one shown must be the one
                 # waiting, or its buttons would answer nothing.
                 p.recorder.emit(pending.card.event())
-            HELD.keep(run.run_id, tools=list(by_name.values()))
+            HELD.keep(run.run_id, tools=list(by_name.values()), output=p.output)
             suspend(p, pending)
             return
         if result.status in ("done", "max_rounds", "aborted"):
@@ -165,7 +167,8 @@ def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanO
         model=p.client.profile.name, tools=list(catalog.runtime_names), options=lo,
         plan_state=PlanRunState.model_validate(interactive["state"]), rounds=p.run.rounds,
         turn_messages=[*turn_messages, *out[:last], saved[-1]],
-        turn=runtime.state() if runtime is not None else None)
+        turn=runtime.state() if runtime is not None else None,
+        output=p.output.schema if p.output else None, schema_retries=p.schema_retries)
 
 
 # ---------------------------------------------------------------------------- answers

@@ -126,6 +126,57 @@ def strip_private_keys(messages: list[Message]) -> list[Message]:
     return [{k: v for k, v in m.items() if k in API_MESSAGE_KEYS} for m in messages]
 
 
+def _truncated(messages: list[Message], max_context: int, tools_tokens: int,
+               count_messages: MessagesCounter, *, tokens_before: int, start: float,
+               error: str, usage: list[CompressUsage], called: bool) -> CompressionResult:
+    """The fallback when no checkpoint came: old rounds truncated to fit the window."""
+    logger.warning("history compression failed, truncating old rounds: %s", error)
+    kept = fit_messages_to_window(messages, max_context, tools_tokens,
+                                  count_messages=count_messages)
+    return CompressionResult(
+        messages=kept,
+        method="truncate",
+        tokens_before=tokens_before,
+        tokens_after=count_messages(kept) + tools_tokens,
+        usage=usage,
+        used_llm=called,
+        seconds=time.perf_counter() - start,
+        error=error,
+    )
+
+
+class _NoCheckpoint(Exception):
+    """The checkpoint call gave no checkpoint (it failed, was aborted, or answered nothing):
+    the history is truncated instead; the message says why."""
+
+
+def _ask_checkpoint(llm: CompressLLM, others: list[Message], target: int, ceiling: int,
+                    usages: list[CompressUsage]) -> str:
+    """The checkpoint of ``others`` from one model call; its usage is added to ``usages``,
+    also when the call fails after being billed.
+
+    Raises:
+        _NoCheckpoint: no checkpoint came back.
+    """
+    user_prompt = build_checkpoint_user_prompt(others, target)
+    try:
+        answer, usage = llm(CHECKPOINT_SYSTEM_PROMPT, user_prompt, ceiling)
+    except Exception as exc:  # noqa: BLE001 - the injected LLM may raise anything
+        billed = getattr(exc, "usage", None) if isinstance(exc, CompressLLMError) else None
+        if billed is not None:
+            usages.append(CompressUsage(module=MODULE_COMPRESS_MESSAGES, usage=billed))
+        if isinstance(exc, CompressLLMError) and exc.aborted:
+            raise _NoCheckpoint("checkpoint call aborted") from exc
+        raise _NoCheckpoint(f"checkpoint call failed: {type(exc).__name__}: {exc}") from exc
+    usages.append(CompressUsage(module=MODULE_COMPRESS_MESSAGES, usage=usage))
+    if usage.output_tokens > ceiling:
+        logger.info("checkpoint completion over ceiling: %d > %d", usage.output_tokens, ceiling)
+    checkpoint = normalize_checkpoint(answer)
+    if checkpoint is None:
+        raise _NoCheckpoint("empty checkpoint")
+    return checkpoint
+
+
 def compress_request_messages(
     messages: list[Message],
     max_context: int,
@@ -163,20 +214,9 @@ def compress_request_messages(
         return None
 
     def fallback(error: str, usage: list[CompressUsage], called: bool) -> CompressionResult:
-        logger.warning("history compression failed, truncating old rounds: %s", error)
-        kept = fit_messages_to_window(
-            messages, max_context, tools_tokens, count_messages=count_messages
-        )
-        return CompressionResult(
-            messages=kept,
-            method="truncate",
-            tokens_before=tokens,
-            tokens_after=count_messages(kept) + tools_tokens,
-            usage=usage,
-            used_llm=called,
-            seconds=time.perf_counter() - start,
-            error=error,
-        )
+        return _truncated(messages, max_context, tools_tokens, count_messages,
+                          tokens_before=tokens, start=start, error=error, usage=usage,
+                          called=called)
 
     if llm is None:
         return fallback("no compression model", [], False)
@@ -185,49 +225,25 @@ def compress_request_messages(
     ceiling = ratio_limit(max_context, REQUEST_CHECKPOINT_COMPLETION_ACCEPT_CONTEXT_RATIO)
     usages: list[CompressUsage] = []
     try:
-        user_prompt = build_checkpoint_user_prompt(others, target)
-        try:
-            answer, usage = llm(CHECKPOINT_SYSTEM_PROMPT, user_prompt, ceiling)
-        except Exception as exc:  # noqa: BLE001 - the injected LLM may raise anything
-            billed = getattr(exc, "usage", None) if isinstance(exc, CompressLLMError) else None
-            if billed is not None:
-                usages.append(CompressUsage(module=MODULE_COMPRESS_MESSAGES, usage=billed))
-            if isinstance(exc, CompressLLMError) and exc.aborted:
-                return fallback("checkpoint call aborted", usages, True)
-            return fallback(f"checkpoint call failed: {type(exc).__name__}: {exc}", usages, True)
-        usages.append(CompressUsage(module=MODULE_COMPRESS_MESSAGES, usage=usage))
-        if usage.output_tokens > ceiling:
-            logger.info("checkpoint completion over ceiling: %d > %d", usage.output_tokens, ceiling)
-        checkpoint = normalize_checkpoint(answer)
-        if checkpoint is None:
-            return fallback("empty checkpoint", usages, True)
-
-        checkpoint_message: Message = {
-            "role": "user",
-            "content": with_active_plan(checkpoint, active_plan),
-            "hideInUI": True,
-        }
+        checkpoint = _ask_checkpoint(llm, others, target, ceiling, usages)
+        checkpoint_message: Message = {"role": "user", "hideInUI": True,
+                                       "content": with_active_plan(checkpoint, active_plan)}
         new_messages = [*system, checkpoint_message]
         newest = _newest_user_message(others)
         if newest is not None and count_messages([newest]) <= target:
             new_messages.append(dict(newest))
         tokens_after = count_messages(new_messages) + tools_tokens
+    except _NoCheckpoint as exc:
+        return fallback(str(exc), usages, True)
     except Exception as exc:  # noqa: BLE001 - a compression bug must not break the run
         return fallback(f"compression error: {type(exc).__name__}: {exc}", usages, bool(usages))
 
     if tokens_after > target:
         logger.info("checkpoint context still large: %d tokens > target %d", tokens_after, target)
-    return CompressionResult(
-        messages=new_messages,
-        method="checkpoint",
-        checkpoint=checkpoint,
-        checkpoint_message=checkpoint_message,
-        tokens_before=tokens,
-        tokens_after=tokens_after,
-        usage=usages,
-        used_llm=True,
-        seconds=time.perf_counter() - start,
-    )
+    return CompressionResult(messages=new_messages, method="checkpoint", checkpoint=checkpoint,
+                             checkpoint_message=checkpoint_message, tokens_before=tokens,
+                             tokens_after=tokens_after, usage=usages, used_llm=True,
+                             seconds=time.perf_counter() - start)
 
 
 def _newest_user_message(messages: list[Message]) -> Message | None:

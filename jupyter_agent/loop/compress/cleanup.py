@@ -127,6 +127,9 @@ def json_structural_summary(value: Any, token_limit: int) -> str:
     scalars of at most 100 characters (de-duplicated ignoring case) are listed; the structure
     walk goes 6 levels deep, visits the first and last item of arrays and the first 12 entries
     of objects (``id``, ``name``, ``type``… first), and stops adding lines at the budget.
+
+    Long: its two walks (the scalars, then the structure) share one character budget and one
+    set of lines already written, kept in closures.
     """
     max_chars = max(
         JSON_SUMMARY_MIN_CHARS, math.floor(char_budget(token_limit) * JSON_SUMMARY_CHAR_RATIO)

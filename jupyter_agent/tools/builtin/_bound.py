@@ -47,6 +47,9 @@ def make_builtin_functions(workspace: Workspace) -> dict[str, Callable[..., str]
     returns the text result; refusals raise ``ToolError`` subclasses with a clear message.
     ``bash``'s description says whether it runs in the sandbox (checked now).
 
+    Long: the inner functions are the six tools, each closing over ``workspace``; their
+    signatures and docstrings are what the model reads.
+
     Raises:
         ConfigError: ``JUPYTER_AGENT_SANDBOX`` has an unknown value.
     """

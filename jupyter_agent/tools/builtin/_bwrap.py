@@ -1,14 +1,17 @@
 """Confining ``bash`` with bubblewrap (``bwrap``), and saying plainly when we cannot.
 
-Inside the sandbox (docs/sandbox.md): the workspace is bound read-write at its own path (so
-the paths a command prints are the paths ``read_file`` takes); the system folders (``/usr``,
+Inside the sandbox (docs/sandbox.md) exists only what is listed: the system folders (``/usr``,
 ``/etc``, ``/opt``, the ``/bin`` and ``/lib`` links) and the kernel's Python environment (unless
-it lives in the home folder) are read-only; ``/tmp`` is a private tmpfs; there is no home
-folder; the command gets a new PID namespace (the kernel's ``/proc`` is invisible and nothing
-outlives the call: when the command ends, the namespace ends with every process in it); and,
-unless the workspace allows it, there is no network. When the kernel runs as root, files of
-``/etc`` that only root may read (``shadow``, private keys) are hidden too, since root would
-read them through the read-only bind.
+it lives in the home folder) read-only; the workspace read-write at its own path (so the paths a
+command prints are the paths ``read_file`` takes), minus what inside it stays read-only or
+hidden (``_boundary``); a private tmpfs ``/tmp``; the sandbox's own ``/proc`` with ``/proc/sys``
+read-only; a minimal ``/dev``. There is no home folder and no ``/sys``. The command gets a new
+PID namespace (the kernel's ``/proc`` is invisible and nothing outlives the call), a user
+namespace in which it is not root (where the kernel allows one), process and memory limits
+(``_limits``) and, unless the workspace allows it, no network and no Unix sockets
+(``_seccomp``). When the kernel runs as root, files of ``/etc`` that only root may read
+(``shadow``, private keys) are hidden too, since root would read them through the read-only
+bind.
 
 ``JUPYTER_AGENT_SANDBOX`` chooses: ``auto`` (default: bubblewrap when it works here), ``off``
 (never; bash runs unconfined), ``require`` (bash refuses to run without the sandbox).
@@ -23,15 +26,16 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_agent.errors import ConfigError
 
 from ..._state import STATE
+from ._boundary import Boundary, boundary_for
 
-__all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "sandbox_status"]
+__all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "python_binds", "sandbox_status"]
 
 SANDBOX_ENV = "JUPYTER_AGENT_SANDBOX"
 """Environment variable choosing the sandbox mode: ``auto``, ``off`` or ``require``."""
@@ -40,6 +44,8 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 _INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf "
                  "install bubblewrap)")
 _PROBE_TIMEOUT = 10.0
+SANDBOX_UID = 1000
+"""The uid (and gid) a command runs as in its user namespace when the kernel runs as root."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,8 @@ class SandboxStatus:
     """The bubblewrap executable that works, or None."""
     reason: str = ""
     """Why there is no sandbox (empty when there is one)."""
+    userns: bool = False
+    """The command runs in its own user namespace, as a non-root uid."""
 
     @property
     def confined(self) -> bool:
@@ -114,19 +122,22 @@ def sandbox_status() -> SandboxStatus:
 
 def _probe(mode: str, bwrap: str) -> SandboxStatus:
     """Run ``true`` in a throwaway sandbox: bwrap may be installed yet not permitted (a
-    container without user namespaces)."""
-    with tempfile.TemporaryDirectory(prefix="jupyter-agent-bwrap-") as tmp:
-        argv = bwrap_command(bwrap, Path(tmp), allow_network=False) + ["true"]
-        try:
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=_PROBE_TIMEOUT, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return SandboxStatus(mode, None, f"bubblewrap did not start: {exc}")
-    if done.returncode != 0:
+    container without user namespaces). With a user namespace first (the command is then not
+    root), without one when the kernel refuses it."""
+    why = ""
+    for userns in (True, False):
+        with tempfile.TemporaryDirectory(prefix="jupyter-agent-bwrap-") as tmp:
+            argv = bwrap_command(bwrap, Path(tmp), allow_network=False, userns=userns) + ["true"]
+            try:
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                      timeout=_PROBE_TIMEOUT, check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return SandboxStatus(mode, None, f"bubblewrap did not start: {exc}")
+        if done.returncode == 0:
+            return SandboxStatus(mode, bwrap, userns=userns)
         err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = err[-1] if err else f"exit code {done.returncode}"
-        return SandboxStatus(mode, None, f"bubblewrap is installed but failed here: {why}")
-    return SandboxStatus(mode, bwrap)
+        why = why or (err[-1] if err else f"exit code {done.returncode}")
+    return SandboxStatus(mode, None, f"bubblewrap is installed but failed here: {why}")
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -148,6 +159,34 @@ def _python_dirs(root: str) -> Iterator[str]:
         if _inside(real, home) or _inside(home, real) or _inside(root, real):
             continue  # inside the home folder, or would expose it or the workspace's parents
         yield real
+
+
+def python_binds(root: str) -> list[str] | None:
+    """The extra folders (read-only) that show the kernel's own interpreter inside the sandbox
+    of a workspace at ``root``, or None when it cannot be shown.
+
+    ``bash`` runs the system's ``python3``; the Python sandbox runs the kernel's interpreter,
+    which may live in the home folder (pyenv, a user install): only its installation folders
+    are shown then, never the rest of the home folder. None when one of them would be hidden
+    (the workspace is the home folder) or would expose the home folder or the workspace.
+    """
+    home = os.path.realpath(os.path.expanduser("~"))
+    shown = [*_SYSTEM_DIRS, *_python_dirs(root), root]
+    extra: list[str] = []
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        real = os.path.realpath(prefix)
+        if any(_inside(real, d) for d in shown + extra):
+            continue
+        if _inside(home, real) or _inside(root, real) or not os.path.isdir(real):
+            return None
+        extra.append(real)
+    wanted = [os.path.realpath(sys.executable), os.path.realpath(sys.prefix)]
+    if not all(any(_inside(w, d) for d in shown + extra) for w in wanted):
+        return None
+    hidden = boundary_for(root).why_hidden
+    if any(hidden(w) for w in wanted):
+        return None
+    return extra
 
 
 def _root_only_etc() -> list[tuple[str, bool]]:
@@ -199,18 +238,101 @@ def _system_binds(only_under: str | None = None) -> list[str]:
     return args
 
 
-def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool) -> list[str]:
+def _proc_covers() -> list[str]:
+    """``/proc/sys`` (and the sysrq trigger) read-only whatever our uid: bwrap covers them
+    itself only when its own write test passes, which root fails after dropping capabilities,
+    while sysctl files still accept root's writes (docs/sandbox.md)."""
+    args = ["--ro-bind", "/proc/sys", "/proc/sys"]
+    if os.path.exists("/proc/sysrq-trigger"):
+        args += ["--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
+    return args
+
+
+def _user_args(userns: bool) -> list[str]:
+    """A user namespace in which the command is not root (when the kernel allows one)."""
+    if not userns:
+        return []
+    uid = os.getuid() if hasattr(os, "getuid") else SANDBOX_UID
+    gid = os.getgid() if hasattr(os, "getgid") else SANDBOX_UID
+    return ["--unshare-user", "--uid", str(uid or SANDBOX_UID), "--gid", str(gid or SANDBOX_UID)]
+
+
+def _make_coverable(b: Boundary) -> None:
+    """Create what is protected but could be created first by the command (a mount needs an
+    existing path):
+
+    - the store folder (0700, as the store makes it): a store planted before the first open
+      would be opened and trusted;
+    - a store's empty ``-wal`` and ``-shm`` beside an existing store file, when the store folder
+      is the workspace itself: a planted write-ahead log would be replayed into the store at
+      its next open (SQLite treats an empty one as no log);
+    - a repository's missing ``.git/hooks`` (git makes it at ``init``): a hook planted there
+      would run at the next commit.
+    """
+    folders = [p for p in b.read_only if os.path.basename(p) == "hooks"
+               and os.path.isdir(os.path.dirname(p)) and _inside(p, b.root)]
+    if b.store_dir in b.hidden and _inside(b.store_dir, b.root):
+        folders.append(b.store_dir)
+    for path in folders:
+        if not os.path.lexists(path):
+            try:
+                os.makedirs(path, mode=0o700 if path == b.store_dir else 0o755)
+            except OSError:
+                pass
+    store, *companions = b.hidden_files
+    if _inside(store, b.root) and os.path.isfile(store):
+        for path in companions[:2]:  # -wal, -shm
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except OSError:  # exists already (the kernel has the store open), or cannot
+                pass
+
+
+def _workspace_binds(ws: str) -> list[str]:
+    """The workspace read-write, then what inside it stays read-only or hidden (``_boundary``).
+
+    The home folder's own level (when it is the workspace or inside it) is read-only with its
+    visible entries read-write again, so no new dotfile can be created there; read-only parts
+    come before hidden ones, so a hidden folder inside a read-only one stays hidden.
+    """
+    b = boundary_for(ws)
+    _make_coverable(b)
+    args = ["--bind", ws, ws]
+    for home in b.homes:
+        args += ["--ro-bind", home, home]
+        try:
+            with os.scandir(home) as it:
+                visible = sorted(e.path for e in it
+                                 if not e.name.startswith(".") and not e.is_symlink())
+        except OSError:
+            visible = []
+        for path in visible:
+            args += ["--bind", path, path]
+    for path in b.read_only_mounts():
+        args += ["--ro-bind", path, path]
+    for path, is_dir in b.hidden_mounts():
+        args += (["--tmpfs", path, "--remount-ro", path] if is_dir
+                 else ["--ro-bind", "/dev/null", path])
+    return args
+
+
+def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
+                  userns: bool = True, seccomp_fd: int | None = None,
+                  extra_ro: Sequence[str] = ()) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
-    workspace under ``/tmp`` is bound on top of it; system folders inside the workspace (a
-    workspace of ``/``) are bound read-only again after it.
+    workspace under ``/tmp`` is bound on top of it; after the workspace come the parts of it
+    that stay read-only or hidden (``_boundary``), then system folders inside the workspace (a
+    workspace of ``/``) read-only again.
     """
     ws = str(root)
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--cap-drop", "ALL"]
+            "--unshare-uts", *_user_args(userns), "--cap-drop", "ALL"]
     if not allow_network:
         args.append("--unshare-net")
+        if seccomp_fd is not None:  # no Unix sockets either (``_seccomp``)
+            args += ["--seccomp", str(seccomp_fd)]
     args += ["--tmpfs", "/tmp"]
     args += _system_binds()
     for path, is_dir in _etc_hidden():
@@ -219,9 +341,9 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool) -> list[
         target = os.path.realpath("/etc/resolv.conf")  # often under /run, which is not bound
         if os.path.isfile(target):
             args += ["--ro-bind", target, target]
-    for d in _python_dirs(ws):
+    for d in [*_python_dirs(ws), *extra_ro]:
         args += ["--ro-bind", d, d]
-    args += ["--bind", ws, ws]
+    args += _workspace_binds(ws)
     args += _system_binds(only_under=ws)
-    args += ["--proc", "/proc", "--dev", "/dev", "--chdir", ws]
+    args += ["--proc", "/proc", *_proc_covers(), "--dev", "/dev", "--chdir", ws]
     return args

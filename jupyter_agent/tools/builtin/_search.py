@@ -126,8 +126,10 @@ def _walk_files(workspace: Workspace, start: Path) -> Iterator[Path]:
         yield start
         return
     root = str(workspace.root)
+    hidden = workspace.boundary().why_hidden
     for dirpath, dirnames, filenames in os.walk(start):  # does not follow symlinked folders
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
+                             and not hidden(os.path.join(dirpath, d)))
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             try:
@@ -136,6 +138,8 @@ def _walk_files(workspace: Workspace, start: Path) -> Iterator[Path]:
                 continue
             # A symlinked file may point anywhere; only follow it if it stays inside.
             if os.path.commonpath([real, root]) != root or not os.path.isfile(real):
+                continue
+            if hidden(full) or hidden(real):
                 continue
             yield Path(full)
 

@@ -160,6 +160,7 @@ def write_file(workspace: Workspace, path: str, content: str) -> str:
         raise ToolError(f"content must be text, not {type(content).__name__}.")
     workspace.check_writable()
     target = workspace.resolve(path)
+    workspace.check_write(target)
     shown = workspace.relative(target)
     if target == workspace.root or target.is_dir():
         raise WorkspaceError(f"{shown!r} is a directory; give a file path.")
@@ -202,7 +203,8 @@ def glob_files(workspace: Workspace, pattern: str) -> str:
             f"Glob pattern {pattern!r} must stay inside the workspace: use a relative pattern "
             "without '..', '~' or a leading '/'."
         )
-    matches, hit_limit = walk_glob(str(workspace.root), pattern, limit=_GLOB_SCAN_LIMIT)
+    matches, hit_limit = walk_glob(str(workspace.root), pattern, limit=_GLOB_SCAN_LIMIT,
+                                   hidden=workspace.boundary().why_hidden)
     if not matches:
         return f"No paths match {pattern!r}."
     matches.sort()

@@ -1,8 +1,9 @@
 """The built-in ``bash`` tool: run a shell command in the workspace, bounded in time and output.
 
 When bubblewrap works here (see ``_bwrap`` and docs/sandbox.md) the command runs inside it:
-the workspace read-write, the system read-only, no home folder, its own PID namespace and, unless
-the workspace allows it, no network. Otherwise it runs unconfined, and the tool description and
+the workspace read-write (minus its protected parts), the system read-only, no home folder, its
+own PID and user namespaces, process and memory limits and, unless the workspace allows it, no
+network. Otherwise it runs unconfined, and the tool description and
 the approval card say so.
 
 Either way the command runs as ``bash -c`` in a new session (so a kernel interrupt does not hit
@@ -27,8 +28,10 @@ from jupyter_agent.errors import ToolError
 from jupyter_agent.secrets import scrub_env
 from jupyter_agent.tools.builtin._bwrap import SandboxStatus, bwrap_command, sandbox_status
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
+from jupyter_agent.tools.builtin._limits import PidsGroup, limits, ulimit_prefix
 from jupyter_agent.tools.builtin._pipes import drain, pump
 from jupyter_agent.tools.builtin._procs import ProcessTracker
+from jupyter_agent.tools.builtin._seccomp import filter_fd
 from jupyter_agent.tools.builtin.workspace import Workspace
 
 __all__ = [
@@ -89,7 +92,8 @@ class CommandResult(BaseModel):
                 "command ended were stopped: nothing outlives a bash call]"
             )
         if self.timed_out:
-            parts.append(f"Command timed out after {_seconds(self.timeout)} s (killed)")
+            parts.append(f"Command timed out after {_seconds(self.timeout)} s (killed; "
+                         f"{_raise_hint(self.timeout, MAX_TIMEOUT)})")
         else:
             parts.append(f"[exit code {self.exit_code}]")
         return "\n".join(parts)
@@ -97,6 +101,13 @@ class CommandResult(BaseModel):
 
 def _seconds(value: float) -> str:
     return f"{value:g}"
+
+
+def _raise_hint(seconds: float, most: float) -> str:
+    """What the model can do about a time limit it set (the ``timeout`` argument)."""
+    if seconds >= most:
+        return f"{most:g} s is the most a call may take"
+    return f"pass a larger timeout, at most {most:g} s"
 
 
 def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -127,36 +138,55 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
 
     Raises:
         KeyboardInterrupt: re-raised after all processes of the command were stopped.
+
+    Long: one command's life in order (start it in its own process group, read, time out,
+    kill the group, drain the pipe), with the cleanup in one ``try``/``finally`` so that no
+    path out of it leaves a process behind.
     """
     marker = uuid.uuid4().hex
     child_env = child_environment() if env is None else dict(env)
     child_env[MARKER_VAR] = marker
     confined = sandbox is not None and sandbox.bwrap is not None
     count_read = count_write = -1
+    seccomp_fd: int | None = None
+    group: PidsGroup | None = None
     if confined:
         assert sandbox is not None and sandbox.bwrap is not None
         root = os.path.realpath(os.fspath(cwd))
         # No home folder in the sandbox: HOME and TMPDIR point at its private /tmp.
         child_env["HOME"] = child_env["TMPDIR"] = "/tmp"
+        memory_mb, processes = limits()
+        seccomp_fd = None if allow_network else filter_fd()
+        argv = [*bwrap_command(sandbox.bwrap, root, allow_network=allow_network,
+                               userns=sandbox.userns, seccomp_fd=seccomp_fd),
+                "bash", "-c", ulimit_prefix(memory_mb, processes) + _COUNTING_WRAPPER, "bash",
+                command]
+        group = PidsGroup.create(processes)
+        if group is not None:
+            argv = group.wrap(argv)
         count_read, count_write = os.pipe()
-        argv = [*bwrap_command(sandbox.bwrap, root, allow_network=allow_network),
-                "bash", "-c", _COUNTING_WRAPPER, "bash", command, str(count_write)]
+        argv.append(str(count_write))
     else:
         argv = ["bash", "-c", command]
     buffer = HeadTailBuffer(limit)
+    passed = tuple(fd for fd in (count_write, seccomp_fd) if fd is not None and fd >= 0)
     try:
         proc = subprocess.Popen(
             argv, cwd=os.fspath(cwd), env=child_env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-            pass_fds=(count_write,) if confined else (),
+            pass_fds=passed,
         )
     except BaseException:
         if confined:
             os.close(count_read)
+        if group is not None:
+            group.remove()
         raise
     finally:
         if confined:
             os.close(count_write)  # the child holds its own copy
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
     assert proc.stdout is not None
     tracker = ProcessTracker(proc.pid, f"{MARKER_VAR}={marker}")
     fd = proc.stdout.fileno()
@@ -174,9 +204,13 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         proc.wait()
         if confined:
             os.close(count_read)
+        if group is not None:
+            group.remove()
         raise
     proc.stdout.close()
     exit_code = proc.wait()
+    if group is not None:
+        group.remove()
     if confined:
         # The wrapper's count, not the tracker's: the namespace may still be tearing down
         # (already-doomed processes) when bwrap has exited.

@@ -1,7 +1,11 @@
 """The built-in ``web_fetch`` tool: fetch one http(s) URL and return readable text.
 
 Only ``http`` and ``https`` are fetched (never ``file:``, ``ftp:``, ``data:``, ...), redirects
-included. The body is read up to a byte limit and a total time limit, HTML is turned into text,
+included. A redirect to another host or port whose address is loopback, link-local, private or
+otherwise not public (the literal host and every address it resolves to are checked) is not
+followed: the approval card showed the first URL, not a service on the user's machine or
+network (docs/security.md); the model gets a one-line refusal and may ask to fetch that URL
+with its own call, which needs its own approval. The body is read up to a byte limit and a total time limit, HTML is turned into text,
 and the result is capped like every other tool result.
 """
 
@@ -106,15 +110,54 @@ def web_fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES,
             finally:
                 response.close()
     except httpx.TimeoutException:
-        raise WebFetchError(f"Fetching {url} timed out after {timeout:g} s.") from None
+        more = ("pass a larger timeout, at most " if timeout < MAX_WEB_TIMEOUT
+                else "the most a fetch may take is ")
+        raise WebFetchError(f"Fetching {url} timed out after {timeout:g} s ({more}"
+                            f"{MAX_WEB_TIMEOUT:g} s).") from None
     except httpx.HTTPError as exc:
         raise WebFetchError(f"Fetching {url} failed: {type(exc).__name__}: {exc}") from None
     return _render(response, bytes(body), stopped)
 
 
+def _origin(url: str) -> tuple[str, int | None]:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    return (parts.hostname or "").lower(), port
+
+
+def _not_public(host: str) -> str | None:
+    """The first address of ``host`` (itself, or what it resolves to) that is not a public
+    one (loopback, link-local, private, reserved...), else ``None``."""
+    import ipaddress
+    import socket
+
+    def bad(text: str) -> bool:
+        ip = ipaddress.ip_address(text.split("%")[0])
+        mapped = getattr(ip, "ipv4_mapped", None)
+        if mapped is not None:
+            ip = mapped
+        return not ip.is_global or ip.is_multicast
+
+    try:
+        return host if bad(host) else None
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return f"{host} (no address)"
+    for info in infos:
+        address = str(info[4][0])
+        if bad(address):
+            return address
+    return None
+
+
 def _follow(client: httpx.Client, url: str, deadline: float) -> httpx.Response:
-    """Send the request, following redirects by hand so every hop's scheme is checked."""
+    """Send the request, following redirects by hand so every hop's scheme is checked, and a
+    hop to another origin on a non-public address is refused (:func:`_not_public`)."""
     import httpx
+    first = url
     for _ in range(_MAX_REDIRECTS + 1):
         if time.monotonic() > deadline:
             raise httpx.TimeoutException("redirects took too long")
@@ -125,6 +168,14 @@ def _follow(client: httpx.Client, url: str, deadline: float) -> httpx.Response:
         location = response.headers.get("location", "")
         response.close()
         url = check_url(str(response.url.join(location)))
+        host = _origin(url)
+        if host != _origin(first):
+            inside = _not_public(host[0])
+            if inside is not None:
+                raise WebFetchError(
+                    f"{first} redirected to {url}, which is on a non-public address "
+                    f"({inside}): not followed. Fetching it needs its own web_fetch call "
+                    "(and its own approval).")
     raise WebFetchError(f"Too many redirects (more than {_MAX_REDIRECTS}).")
 
 

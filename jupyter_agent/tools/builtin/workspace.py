@@ -2,7 +2,10 @@
 
 Every path a model passes to a file tool goes through :meth:`Workspace.resolve`, which refuses
 anything that would land outside the root: ``..`` escapes, absolute paths elsewhere, ``~``,
-NUL bytes, and symlinks (at any component) that point out of the workspace.
+NUL bytes, and symlinks (at any component) that point out of the workspace; and what the
+sandbox hides inside it (``_boundary``: the home folder's dotfiles, the store, Jupyter and
+IPython configuration). :meth:`Workspace.check_write` refuses what stays read-only (Python
+packages, git hooks and config, cassettes).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import os
 from pathlib import Path
 
 from jupyter_agent.errors import ConfigError, ToolError
+
+from ._boundary import Boundary, boundary_for
 
 __all__ = ["Workspace", "WorkspaceError"]
 
@@ -95,7 +100,24 @@ class Workspace:
             raise WorkspaceError(
                 f"Path {text!r} leads through a symlink to outside the workspace; it was refused."
             )
+        b = self.boundary()
+        why = b.why_hidden(lexical) or b.why_hidden(real)
+        if why:
+            raise WorkspaceError(f"Path {text!r} is hidden from tools: {why}.")
         return Path(real)
+
+    def boundary(self) -> Boundary:
+        """What inside the workspace is hidden or read-only now (the list ``bash`` obeys)."""
+        return boundary_for(self.root)
+
+    def check_write(self, real: Path) -> None:
+        """Raise :class:`WorkspaceError` when ``real`` (from :meth:`resolve`) may not be
+        written: the workspace is read-only, or the path is one that stays read-only."""
+        self.check_writable()
+        why = self.boundary().why_read_only(str(real))
+        if why:
+            raise WorkspaceError(f"{self.relative(real)!r} is read-only: {why}; nothing was "
+                                 "written.")
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """``path`` (absolute, inside the workspace) as a POSIX path relative to the root."""

@@ -13,10 +13,10 @@ behaviour and its reasons are described in docs/notebook-tools.md.
 """
 
 from .cells import Cell, NotebookCells, load_cells
-from .factory import NOTEBOOK_TOOL_NAMES, NotebookTool, notebook_tools
 from .proposals import CellProposal, propose_cell
-from .run import PythonRun, run_code
+from .run_python import PythonRun, run_code
 from .summaries import summarize, summary_line
+from .toolset import NOTEBOOK_TOOL_NAMES, NotebookTool, notebook_tools
 from .variables import Namespace, VariableError, variable_summaries
 
 __all__ = [

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from ...events import RUN_MIME_TYPE
 from ...secrets import mask
 from ._text import cap, one_line, redact_source, safe_repr
-from .live import LIVE, LiveSnapshot, current_client, origin_of, output_dicts
+from .live_cells import LIVE, LiveSnapshot, current_client, origin_of, output_dicts
 from .variables import VariableError
 
 __all__ = ["Cell", "NotebookCells", "load_cells", "notebook_path", "outline", "cells_text"]

@@ -23,7 +23,7 @@ const COUNTS = [
 ];
 const STATUS = { running: "running", done: "finished", stopped: "stopped", error: "failed" };
 const ITEM_STATUSES = ["done", "max_rounds", "incomplete", "error", "aborted", "ask", "skipped",
-  "running"];
+  "running", "invalid"];
 /** Rows drawn in a results table; the kernel sends 20 at most (batch/api.py). */
 export const MAX_ROWS = 50;
 const MAX_TEXT = 300;
@@ -96,6 +96,9 @@ function usage(view) {
     text += ` · about ${formatSeconds(view.eta)} left`;
   }
   if (num(view.reused)) text += ` · ${formatInt(num(view.reused))} from an earlier run`;
+  if (num(view.cached)) {
+    text += ` · ${formatInt(num(view.cached))} cached (saved ${formatCost(num(view.saved))})`;
+  }
   return h("div", "ja-footer", text);
 }
 
@@ -189,6 +192,22 @@ function stopButtons(view, onAction, sent) {
  * second, and a click is a press and a release; a row rebuilt between the two would lose the
  * click (neither button would get it). So a redraw replaces everything but the row.
  */
+/** The LLM judge's summary (batch/judge.py): mean score, off-scale answers, calls, cost, and
+ * with two models the win rate. */
+function judgeLine(j) {
+  if (!isObject(j)) return null;
+  const mean = typeof j.mean === "number" ? `${j.mean.toFixed(2)}/${j.scale}` : "–";
+  let text = `Judge (${str(j.model, 100)}): mean ${mean} over ${Number(j.judged) || 0} answers` +
+    ` · ${Number(j.invalid) || 0} off-scale · ${Number(j.calls) || 0} calls` +
+    ` · cost ${(Number(j.cost) || 0).toFixed(4)}`;
+  const pw = j.pairwise;
+  if (isObject(pw) && Number(pw.compared) > 0) {
+    text += ` · ${str(pw.a, 100)} vs ${str(pw.b, 100)}: ${pw.wins_a} wins, ${pw.wins_b} losses,` +
+      ` ${pw.ties} ties (win rate ${Math.round(Number(pw.win_rate_a) * 100)}%)`;
+  }
+  return h("div", "ja-batch-judge", text);
+}
+
 export function renderBatch(el, view, opts, sent = {}) {
   const v = isObject(view) ? view : {};
   const live = v.status === "running";
@@ -197,6 +216,7 @@ export function renderBatch(el, view, opts, sent = {}) {
   // as it was, for the caller to fall back on.
   const parts = [header(v), counts(v), usage(v),
     str(v.stop_reason) ? h("div", "ja-warning", str(v.stop_reason, 1000)) : null,
+    judgeLine(v.judge),
     table(live ? "Latest results" : "Results", live ? v.latest : done),
     board(v.board)].filter(Boolean);
   const onAction = opts && opts.onAction;

@@ -13,6 +13,7 @@ export const STATUS_LABELS = {
   error: "error",
   max_rounds: "max rounds",
   incomplete: "incomplete",
+  invalid: "invalid answer",
   superseded: "superseded",
 };
 
@@ -44,6 +45,9 @@ export function renderFooter(view) {
     // A run resumed after its question ran in parts: the whole run's time, and how many.
     ["time", view.status !== "running" && isKnown(f.seconds)
       ? `${formatSeconds(f.seconds)}${Number(f.parts) > 1 ? ` in ${f.parts} parts` : ""}` : "", ""],
+    ["cached", Number(f.cached) > 0
+      ? `${f.cached} cached (saved ${formatCost(Number(f.saved) || 0)})` : "",
+      ""],
   ].filter((p) => p[1]);
   parts.forEach(([name, text, title], i) => {
     if (i) foot.appendChild(h("span", "ja-sep", "·"));

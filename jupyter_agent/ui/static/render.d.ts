@@ -24,7 +24,7 @@ export interface RenderOptions {
   onAction?: (msg: AnswerMessage | StopMessage) => void;
 }
 
-/** A run's view state as reduced by jupyter_agent/view/state.py (plain JSON). */
+/** A run's view state as reduced by jupyter_agent/view/reduce.py (plain JSON). */
 export type RunView = { [key: string]: any };
 
 /** Draw `view` into `el`, replacing whatever `el` held. */

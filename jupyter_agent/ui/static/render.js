@@ -1,4 +1,4 @@
-// Draw a run's view state (see jupyter_agent/view/state.py for its shape).
+// Draw a run's view state (see jupyter_agent/view/reduce.py for its shape).
 //
 // One renderer for the live anywidget view and the JupyterLab MIME renderer. Dependency-free;
 // model and tool text is untrusted, so it goes in through textContent or the escaping markdown
@@ -21,6 +21,7 @@ import { append, copyButton, details, formatInt, h } from "./dom.js";
 import { STATUS_LABELS, renderError, renderFooter } from "./footer.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderHint } from "./hint.js";
+import { renderOutput } from "./output.js";
 import { renderPlan } from "./plan.js";
 import { elapsedNode, stopButton, syncTicker, waitingForModel, waitingNode } from "./progress.js";
 import { renderTool, toolState } from "./tool.js";
@@ -137,7 +138,7 @@ function renderItem(state, key, item, ctx) {
     case "compressed":
       return renderCompressed(item);
     case "ask":
-    case "approval": // an answered ask keeps its own kind (view/state.py copies the ask as the item)
+    case "approval": // an answered ask keeps its own kind (view/reduce.py copies the ask as the item)
       return renderAnsweredAsk(state, key, item);
     default:
       return h("div", "ja-dim", `(${item.kind || "unknown"} item)`);
@@ -263,6 +264,10 @@ function draw(el, view, opts, state) {
     top.push(cached(state, "plan", JSON.stringify(view.plan), () => renderPlan(state, view.plan)));
   }
   top.push(itemsBox);
+  if (view.output) {
+    seen.add("output");
+    top.push(cached(state, "output", JSON.stringify(view.output), () => renderOutput(view)));
+  }
   const ask = view.ask;
   if (ask) {
     const key = `ask:${ask.call_id}`;
@@ -297,7 +302,7 @@ function draw(el, view, opts, state) {
  * Draw `view` into `el`, replacing whatever `el` held.
  *
  * @param {HTMLElement} el
- * @param {object} view  the view state (jupyter_agent/view/state.py)
+ * @param {object} view  the view state (jupyter_agent/view/reduce.py)
  * @param {{onAction: (msg: object) => void} | undefined} opts  live mode when onAction is given
  */
 export function renderRun(el, view, opts) {

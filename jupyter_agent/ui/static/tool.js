@@ -84,7 +84,7 @@ function timeLabel(item, st, live) {
   return node;
 }
 
-/** Draw the card of a tool call `item` (see jupyter_agent/view/state.py) in the state `st` (see `toolState`). */
+/** Draw the card of a tool call `item` (see jupyter_agent/view/reduce.py) in the state `st` (see `toolState`). */
 export function renderTool(state, key, item, st, live) {
   const internal = Boolean(item.internal);
   const summary = [

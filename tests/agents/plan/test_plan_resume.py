@@ -344,3 +344,31 @@ def test_an_option_that_does_not_fit_leaves_the_run_waiting(
     (warning,) = events_of(run, "warning")
     assert "--option 7" in warning.message and "3 options" in warning.message
     assert store.get_run(run.run_id).status == "ask"
+
+
+def test_a_typed_run_stays_typed_after_its_question(srv: ScriptedOpenAI, client: Any,
+                                                   store: Store, store_path: Path):
+    from pydantic import BaseModel
+
+    class Pick(BaseModel):
+        choice: str
+        why: str
+
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]))
+    run = plan("go", client=client, store=store, tools=[], output=Pick)
+    assert run.status == "ask"
+    assert load_pending(store.get_run(run.run_id).pending, run.run_id).output["title"] == "Pick"
+    srv.enqueue(text("B, obviously"), text('{"choice": "B", "why": "cheaper"}'))
+    run = resume(run.run_id, Answer("option", option_index=2), run=run, store=store,
+                 client=client)
+    assert run.status == "done" and isinstance(run.output, Pick) and run.output.choice == "B"
+    assert srv.requests[-1]["response_format"]["json_schema"]["name"] == "Pick"
+    # In a new kernel (no model class kept), the saved schema still types the answer.
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a2")]))
+    run2 = plan("again", client=client, store=store, tools=[], output=Pick)
+    HELD.take(run2.run_id)
+    srv.enqueue(text('{"choice": "A", "why": "first"}'))
+    with Store(store_path) as fresh:
+        rebuilt = resume(run2.run_id, Answer("option", option_index=1), store=fresh,
+                         client=client)
+    assert rebuilt.status == "done" and rebuilt.output == {"choice": "A", "why": "first"}

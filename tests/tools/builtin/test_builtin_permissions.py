@@ -13,17 +13,17 @@ from jupyter_agent.session.permissions import (
 
 def test_defaults_follow_the_spec() -> None:
     policy = PermissionPolicy()
-    assert policy.decide("read_file") == "allow"
-    assert policy.decide("search_files") == "allow"
-    assert policy.decide("glob_files") == "allow"
-    assert policy.decide("bash") == "ask"
-    assert policy.decide("write_file") == "ask"
-    assert policy.decide("web_fetch") == "ask"
-    assert policy.decide("my_function", is_user_tool=True) == "allow"
-    assert policy.decide("my_function", is_user_tool=True, requires_approval=True) == "ask"
-    assert policy.decide("mcp__github__create_issue") == "ask"  # not ours, not the user's
-    assert policy.decide("update_plan") == "allow"
-    assert policy.decide("ask_agent") == "allow"
+    assert policy.evaluate("read_file").decision == "allow"
+    assert policy.evaluate("search_files").decision == "allow"
+    assert policy.evaluate("glob_files").decision == "allow"
+    assert policy.evaluate("bash").decision == "ask"
+    assert policy.evaluate("write_file").decision == "ask"
+    assert policy.evaluate("web_fetch").decision == "ask"
+    assert policy.evaluate("my_function", is_user_tool=True).decision == "allow"
+    assert policy.evaluate("my_function", is_user_tool=True, requires_approval=True).decision == "ask"
+    assert policy.evaluate("mcp__github__create_issue").decision == "ask"  # not ours, not the user's
+    assert policy.evaluate("update_plan").decision == "allow"
+    assert policy.evaluate("ask_agent").decision == "allow"
 
 
 # (tool, is_user_tool, requires_approval, session_memory, agent_overrides, read_only,
@@ -75,8 +75,8 @@ def test_precedence(tool: str, user: bool, approval: bool, memory: dict, overrid
 
 def test_policy_defaults_can_be_changed_and_round_trip_as_json() -> None:
     policy = PermissionPolicy(builtin_defaults={"bash": "allow"}, other_tools="deny")
-    assert policy.decide("bash") == "allow"
-    assert policy.decide("write_file") == "deny"  # no longer listed: falls to other_tools
+    assert policy.evaluate("bash").decision == "allow"
+    assert policy.evaluate("write_file").decision == "deny"  # no longer listed: falls to other_tools
     assert PermissionPolicy.model_validate_json(policy.model_dump_json()) == policy
 
 
@@ -88,8 +88,8 @@ def test_the_workspace_constraint_is_a_hook() -> None:
             return super().workspace_constraint(tool_name, read_only=read_only)
 
     policy = NoNetwork()
-    assert policy.decide("web_fetch", session_memory={"web_fetch": "allow"}) == "deny"
-    assert policy.decide("bash", read_only_workspace=True) == "deny"
+    assert policy.evaluate("web_fetch", session_memory={"web_fetch": "allow"}).decision == "deny"
+    assert policy.evaluate("bash", read_only_workspace=True).decision == "deny"
 
 
 def test_approval_options_and_outcomes() -> None:

@@ -1,4 +1,4 @@
-"""The live notebook snapshot (``tools/notebook/live.py``): a valid one is what
+"""The live notebook snapshot (``tools/notebook/live_cells.py``): a valid one is what
 ``read_notebook``/``read_cells`` read, named as the live notebook; a malformed, wrong-typed,
 oversized or hostile one is refused or capped, nothing crashes and the saved file is read
 instead; one client's snapshot is never another's."""
@@ -14,7 +14,7 @@ import pytest
 
 from jupyter_agent.secrets import MASK, register_secret
 from jupyter_agent.tools.notebook.cells import cells_text, load_cells, outline
-from jupyter_agent.tools.notebook.live import (
+from jupyter_agent.tools.notebook.live_cells import (
     LIVE,
     MAX_CELLS,
     MAX_CLIENTS,

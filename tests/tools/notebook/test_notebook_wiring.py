@@ -215,3 +215,31 @@ def test_plan_notebook_offers_the_tools(ip: Any, server: ScriptedOpenAI) -> None
     server.enqueue(text("Nothing to plan."), text("Nothing to plan."), text("Nothing to plan."))
     plan("Look at my data.", notebook=True, shell=ip, store=None, max_rounds=1)
     assert offered(server.requests[0]) >= NOTEBOOK
+
+
+def test_figures_of_an_approved_call_survive_the_next_card_of_the_round(
+        ip: Any, server: ScriptedOpenAI) -> None:
+    """Two calls of one round wait on cards: the first draws a figure and is approved, the
+    second's card follows. The figure still reaches a model that accepts images."""
+    pytest.importorskip("matplotlib")
+    from jupyter_agent.agents.resume import Answer, resume
+    from jupyter_agent.llm.profiles import Capabilities, ModelProfile, register_profile
+
+    register_profile(ModelProfile(name="eyes3", model="eyes-3",
+                                  capabilities=Capabilities(vision=True)))
+    draw = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "plt.plot([1, 3]); plt.title('up')")
+    server.enqueue(tool_calls([call("run_python", {"code": draw}, id="c_draw"),
+                               call("run_python", {"code": "print(2)"}, id="c_print")]),
+                   text("It goes up."))
+    run = toolloop("Draw.", notebook=True, shell=ip, model="eyes3", history=0)
+    assert run.status == "ask"
+    resume(run.run_id, Answer("option", option_index=1), run=run, expected_call_id="c_draw")
+    assert run.status == "ask"  # the second card
+    resume(run.run_id, Answer("option", option_index=1), run=run, expected_call_id="c_print")
+    assert run.status == "done", run.error
+    messages = server.requests[-1]["messages"]
+    images = [p for m in messages if m["role"] == "user" and isinstance(m["content"], list)
+              for p in m["content"] if p.get("type") == "image_url"]
+    assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png")
+    assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == ["c_draw", "c_print"]

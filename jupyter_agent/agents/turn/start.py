@@ -6,7 +6,7 @@ sub-agents, written once.
 1. validation: an empty prompt, values outside their range (a
    :class:`~jupyter_agent.errors.ParameterError` naming the parameter);
 2. the runtime setup (``%%toolloop``, ``%%plan``): agent, intent, workspace, tools and
-   permissions (:func:`~jupyter_agent.agents.turn.setup_turn`); ``%%chat`` recognizes the
+   permissions (:func:`~jupyter_agent.agents.turn.setup.setup_turn`); ``%%chat`` recognizes the
    intent only. An unknown tool fails here, before anything is saved;
 3. the model and client (a missing key fails here, still before anything is saved);
 4. the question its own cell's last run left waiting is superseded (the cell was re-run;
@@ -26,35 +26,33 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError, ParameterError, ToolError
-from ..events import UsageRecorded
-from ..llm.profiles import ModelProfile
-from ..llm.types import Message, Usage
-from ..llm.usage_context import report_usage
-from ..runtime.catalog import SPAWN_TOOL_NAME
-from ..runtime.intent import IntentResult, intent_system_text
-from ..tools.registry import Tool
-from ._params import check_parameters
-from .constants import SUB_AGENT_MAX_ROUNDS
-from .context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
-from .delegation import SubAgentTask
-from .drive import (
-    TurnContext,
-    TurnOptions,
-    calling_abort_check,
-    drive,
-    open_turn,
-    resolve_client,
-    resolve_profile,
-    resolve_store,
-)
-from .intent import recognize_intent
-from .pending import TurnState
-from .run import Run, last_run, set_last_run
-from .tooling import forced_choice, loop_parts
-from .turn import TurnSetup, restore_turn, setup_turn
+from ...errors import ConfigError, ParameterError, ToolError
+from ...events import UsageRecorded
+from ...llm.profiles import ModelProfile
+from ...llm.structured import OutputSpec, output_spec
+from ...llm.types import Message, Usage
+from ...llm.usage_context import report_usage
+from ...runtime.catalog import SPAWN_TOOL_NAME
+from ...runtime.grants import parse_approve
+from ...runtime.intent import IntentResult, intent_system_text
+from ...tools.registry import Tool
+from .._params import check_parameters
+from ..context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
+from ..delegation import SubAgentTask
+from ..limits import SUB_AGENT_MAX_ROUNDS
+from ..pending import TurnState
+from ..run import Run, last_run, set_last_run
+from ..tooling import forced_choice, loop_parts
+from .drive import calling_abort_check, drive
+from .open import TurnContext, open_turn
+from .options import TurnOptions, client_of, profile_of, store_of
+from .recognize import recognize_intent
+from .setup import TurnSetup, restore_turn, setup_turn
+
+if TYPE_CHECKING:
+    from ...session.models import Mode
 
 __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
 
@@ -91,7 +89,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     Args:
         kind: ``chat``, ``toolloop`` or ``plan``.
         prompt: The user's message.
-        options: :class:`~jupyter_agent.agents.drive.TurnOptions` fields, as the caller gave
+        options: :class:`~jupyter_agent.agents.turn.options.TurnOptions` fields, as the caller gave
             them.
         tools: The cell's tool specs (``toolloop``, ``plan``); ``None``: the agent's, else every
             ``@tool`` function.
@@ -104,16 +102,22 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
     check_parameters(options, **dict(checks or {}))
     opt = TurnOptions(**options)
+    if opt.output is not None:
+        opt.output = typed_output(opt.output)
     if kind == "chat" and opt.notebook:
         raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
                              parameters=("notebook",))
-    store = resolve_store(opt)
+    if kind == "chat" and opt.skills:
+        raise ParameterError("skills: a chat calls no tools (skills are read with one); use "
+                             "toolloop or plan.", parameters=("skills",))
+    opt.approve = _approved_names(kind, opt.approve)
+    store = store_of(opt)
     if kind == "plan":
-        _refuse_unfit_for_planning(resolve_profile(opt, store))
+        _refuse_unfit_for_planning(profile_of(opt, store))
     setup: TurnSetup | None = None
     intent: IntentResult | None
     if kind == "chat":
-        mode = "search" if opt.knowledge is not None else "ask"
+        mode: Mode = "search" if opt.knowledge is not None else "ask"
         intent = recognize_intent(prompt)  # recorded always; in the prompt only in search mode
     else:
         mode = "agent"
@@ -124,7 +128,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     agent = setup.agent if setup is not None else None
     variables = with_variables("", opt.context, opt.shell,
                                agent.notebook_variables if agent is not None else None)
-    tc = resolve_client(opt, store)
+    tc = client_of(opt, store)
     if store is not None and opt.session and opt.origin is not None:
         # Re-running a cell replaces the question its last run left waiting; questions of
         # other cells stay waiting while this turn runs around them.
@@ -137,7 +141,8 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         setup.bind(ctx)
     user_text, quote_part = apply_knowledge(prompt, opt.knowledge, mode=mode,
                                             role=opt.quote_role, quote_prompt=opt.quote_prompt,
-                                            item_template=opt.quote_template)
+                                            item_template=opt.quote_template,
+                                            max_tokens=ctx.client.profile.quote_budget())
     user_text += variables
     default = ctx.client.profile.default_system_prompt
     if setup is None:
@@ -147,6 +152,27 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         system = join_system([default, setup.system_text, opt.system, quote_part],
                              TOOL_SEPARATOR)
     return Turn(ctx, opt, setup, system, {"role": "user", "content": user_text})
+
+
+def _approved_names(kind: str, value: Any) -> frozenset[str]:
+    """``approve``: the tool names the caller approved for this turn, checked."""
+    try:
+        names = parse_approve(value)
+    except ValueError as exc:
+        raise ParameterError(f"approve must be tool names: {exc}.",
+                             parameters=("approve",)) from None
+    if names and kind == "chat":
+        raise ParameterError("approve: a chat calls no tools; use toolloop or plan.",
+                             parameters=("approve",))
+    return names
+
+
+def typed_output(output: Any) -> OutputSpec:
+    """``output`` as an :class:`OutputSpec`, or a :class:`ParameterError` naming it."""
+    try:
+        return output_spec(output)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"output: {exc}.", parameters=("output",)) from None
 
 
 def _refuse_unfit_for_planning(profile: ModelProfile) -> None:
@@ -168,7 +194,7 @@ def restore_setup(state: TurnState, ctx: TurnContext, tools: list[Tool[Any]] | N
 
     ``tools``: the run's tool objects when this process kept them, else ``None``.
     """
-    setup = restore_turn(state, tools=tools, run_sub_agent=run_sub_agent)
+    setup = restore_turn(state, tools=tools, run_sub_agent=run_sub_agent, run_id=ctx.run.run_id)
     setup.bind(ctx)
     return setup
 
@@ -196,7 +222,7 @@ def run_sub_agent(task: SubAgentTask) -> Run:
     opt = TurnOptions(model=task.model, session=None, store=None, history=0, stream=False,
                       client=task.client)
     try:
-        tc = resolve_client(opt, None)
+        tc = client_of(opt, None)
         if task.client is not None:
             # The calling run's own client: its failover keeps reporting to that run (the one
             # the user sees), not to this sub-run.

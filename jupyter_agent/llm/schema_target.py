@@ -62,7 +62,8 @@ def _type_name(title: str | None, fallback: str) -> str:
 class _Builder:
     def __init__(self, root: dict[str, Any]) -> None:
         self.defs = {**root.get("definitions", {}), **root.get("$defs", {})}
-        self.models: dict[str, type[BaseModel]] = {}
+        # Each $ref's annotation: its model class, or ``Any`` while a recursive ref is open.
+        self.models: dict[str, Any] = {}
 
     def annotation(self, node: Any, name: str) -> Any:
         if not isinstance(node, dict):
@@ -70,13 +71,13 @@ class _Builder:
         if "$ref" in node:
             ref = str(node["$ref"]).rsplit("/", 1)[-1]
             if ref not in self.models:
-                self.models[ref] = Any  # type: ignore[assignment]  # a recursive ref stays open
+                self.models[ref] = Any  # a recursive ref stays open
                 self.models[ref] = self.annotation(self.defs.get(ref, {}), ref)
             return self.models[ref]
         if node.get("enum"):
-            return Literal[tuple(node["enum"])]  # type: ignore[misc]
+            return Literal[tuple(node["enum"])]
         if "const" in node:
-            return Literal[node["const"]]  # type: ignore[misc]
+            return Literal[node["const"]]
         for key in ("anyOf", "oneOf"):
             if key in node:
                 return self.union([self.annotation(n, name) for n in node[key]])
@@ -84,6 +85,7 @@ class _Builder:
         if isinstance(kind, list):
             return self.union([self.annotation({**node, "type": k}, name) for k in kind])
         if kind == "array":
+            # A type made at run time from the schema: mypy cannot check a computed item type.
             return list[self.annotation(node.get("items", {}), name + "Item")]  # type: ignore[misc]
         if kind == "object" or "properties" in node:
             if not node.get("properties"):
@@ -114,8 +116,9 @@ class _Builder:
                 fields[f"f{i}"] = (ann, Field(..., **info))
             else:
                 fields[f"f{i}"] = (self.union([ann, type(None)]), Field(None, **info))
-        extra = "allow" if node.get("additionalProperties") is True else "ignore"
-        return create_model(  # type: ignore[call-overload, no-any-return]
+        extra: Literal["allow", "ignore"] = (
+            "allow" if node.get("additionalProperties") is True else "ignore")
+        return create_model(
             _type_name(node.get("title"), name),
             __config__=ConfigDict(populate_by_name=True, extra=extra),
             **fields,

@@ -6,7 +6,7 @@ the session's main agent (the workspace follows); else the agent bound to the se
 when the intent is confident enough (>= 0.5) and an agent declares that intent, that agent for
 this turn only; else no agent (the default role, working in the current directory).
 
-The turn driver (:mod:`jupyter_agent.agents.driver`) calls :func:`setup_turn` before it opens
+The turn driver (:mod:`jupyter_agent.agents.turn.start`) calls :func:`setup_turn` before it opens
 the turn and :meth:`TurnSetup.bind` after; a resume rebuilds the same setup with
 :func:`restore_turn` from the :class:`~jupyter_agent.agents.pending.TurnState` saved with the
 suspended run.
@@ -18,29 +18,31 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ..errors import ConfigError, ToolError
-from ..events import ToolsOffered, UsageRecorded, Warning_
-from ..llm.usage_context import usage_sink
-from ..loop.hooks import UsageItem
-from ..runtime.agents import Agent, agent_for_intent, resolve_agent
-from ..runtime.catalog import (
+from ...errors import ConfigError, ParameterError, ToolError
+from ...events import ToolsOffered, UsageRecorded, Warning_
+from ...llm.usage_context import usage_sink
+from ...loop.hooks import UsageItem
+from ...runtime.agents import Agent, agent_for_intent, resolve_agent
+from ...runtime.catalog import (
     NOTEBOOK_SET_NAME,
     SPAWN_TOOL_NAME,
     resolve_tool_specs,
     workspace_agent_specs,
 )
-from ..runtime.intent import INTENT_RULES, IntentResult, intent_system_text
-from ..runtime.policy import PermissionContext
-from ..tools.builtin import Workspace
-from ..tools.notebook import notebook_tools
-from ..tools.registry import Tool
-from .delegation import SubAgentRunner
-from .intent import recognize_intent
-from .pending import TurnState
-from .spawn import SpawnParent, make_spawn_tool
+from ...runtime.grants import GRANTS, CellApprovals
+from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
+from ...runtime.policy import PermissionContext
+from ...tools.builtin import Workspace
+from ...tools.notebook import notebook_tools
+from ...tools.registry import Tool
+from ...tools.skills import READ_SKILL_TOOL, Skill, load_skills, read_skill_tool, skills_prompt
+from ..delegation import SubAgentRunner
+from ..pending import TurnState
+from ..spawn import SpawnParent, make_spawn_tool
+from .recognize import recognize_intent
 
 if TYPE_CHECKING:
-    from .drive import TurnContext
+    from .open import TurnContext
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
 
@@ -63,6 +65,10 @@ class TurnSetup:
     """Warnings to show once the run exists (e.g. a bound agent not defined in this kernel)."""
     usages: list[Any] = field(default_factory=list)
     """Model calls made before the run existed (model-based intent), added to it by ``bind``."""
+    skills: list[Skill] = field(default_factory=list)
+    """The turn's skills (their names and descriptions are in the system prompt)."""
+    _approvals_shown: bool = False
+    """A resumed run's card already says what the cell approved."""
 
     @property
     def agent_name(self) -> str | None:
@@ -78,6 +84,9 @@ class TurnSetup:
         hint = intent_system_text(self.intent, self.mode)
         if hint:
             parts.append(hint)
+        listed = skills_prompt(self.skills)
+        if listed:
+            parts.append(listed)
         return "\n\n".join(parts)
 
     def bind(self, p: TurnContext) -> None:
@@ -85,6 +94,12 @@ class TurnSetup:
         (``spawn_agent``), and show the notices."""
         self.permissions.store = p.store
         self.permissions.session = p.run.session
+        approvals = self.permissions.cell_approvals()
+        if approvals:
+            # Kept in this kernel's memory for the run's later parts, never in the store.
+            GRANTS.keep_cell(p.run.run_id, approvals)
+            if not self._approvals_shown:
+                self.notices.append(approval_notice(approvals))
         if self.spawn is not None:
             self.spawn.client = p.client
         p.recorder.emit(ToolsOffered(tools=[t.name for t in self.tools]))  # the card's line
@@ -107,8 +122,8 @@ class TurnSetup:
                          workspace=str(self.workspace.root), read_only=self.workspace.read_only,
                          allow_network=self.workspace.allow_network,
                          overrides=dict(self.permissions.overrides),
-                         auto_approve=self.permissions.auto_approve,
-                         tools=[t.name for t in self.tools], intent=self.intent, mode=self.mode)
+                         tools=[t.name for t in self.tools], intent=self.intent, mode=self.mode,
+                         skills=[str(s.folder) for s in self.skills])
 
 
 def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Workspace:
@@ -192,7 +207,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     Args:
         kind: ``toolloop`` or ``plan``.
         prompt: The user's raw text (the intent looks at nothing else).
-        opt: The turn's :class:`~jupyter_agent.agents.drive.TurnOptions`.
+        opt: The turn's :class:`~jupyter_agent.agents.turn.options.TurnOptions`.
         tools: The cell's tool specs (``--tools``); ``None``: :func:`default_specs`.
         store: The session store (``None``: no session lookups or bindings).
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
@@ -220,26 +235,49 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         if picked is not None:
             agent, source = picked, "intent"
     workspace = _default_workspace(agent, record.workspace if record is not None else None)
-    if source == "user" and store is not None and opt.session:
-        store.bind_agent(opt.session, agent.name, agent.workspace)  # type: ignore[union-attr]
+    if chosen is not None and store is not None and opt.session:
+        store.bind_agent(opt.session, chosen.name, chosen.workspace)
     if agent is not None and agent.model:
         opt.agent_model = agent.model
     permissions = PermissionContext(
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),
-        auto_approve=bool(getattr(opt, "auto_approve", False)))
+        auto_approve=bool(getattr(opt, "auto_approve", False)),
+        approve=frozenset(getattr(opt, "approve", None) or ()))
     specs = tools if tools is not None else default_specs(agent)
     with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
+    skills = load_skills([*(agent.skills if agent is not None else []),
+                          *_skill_paths(getattr(opt, "skills", None))])
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),
                                    with_notebook=with_notebook)
+    unknown = sorted(permissions.approve - {t.name for t in selected})
+    if unknown:  # a typo would leave every card in place: say so before anything runs
+        raise ParameterError(f"approve: no tool {unknown[0]!r} in this turn (its tools: "
+                             f"{', '.join(t.name for t in selected) or 'none'}).",
+                             parameters=("approve",))
+    _with_skill_tool(selected, skills)
     return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
                      workspace=workspace, permissions=permissions, tools=selected, spawn=parent,
-                     notices=notices, usages=usages)
+                     notices=notices, usages=usages, skills=skills)
+
+
+def _skill_paths(value: Any) -> list[str]:
+    if not value:
+        return []
+    return [p.strip() for p in value.split(",") if p.strip()] if isinstance(value, str) \
+        else [os.fspath(p) for p in value]
+
+
+def _with_skill_tool(tools: list[Tool[Any]], skills: list[Skill]) -> None:
+    """Offer ``read_skill`` over ``skills`` (in place), replacing a stale one of that name."""
+    tools[:] = [t for t in tools if t.name != READ_SKILL_TOOL]
+    if skills:
+        tools.append(read_skill_tool(skills))
 
 
 def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
-                 run_sub_agent: SubAgentRunner) -> TurnSetup:
+                 run_sub_agent: SubAgentRunner, run_id: str | None = None) -> TurnSetup:
     """The setup of a suspended run, rebuilt from its saved ``state`` (any kernel).
 
     Args:
@@ -248,18 +286,21 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
             are looked up by name, and one that is not defined here is left out (a call to it
             gets the "Unknown tool" answer) rather than making the run impossible to resume.
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
+        run_id: The run: what its cell approved is taken from this kernel's memory
+            (:data:`~jupyter_agent.runtime.grants.GRANTS`), never from ``state``.
     """
     agent = None
     if state.agent:
         try:
             agent = resolve_agent(state.agent)
         except ConfigError:
-            agent = None  # its overrides were saved; its instructions are in the messages
+            agent = None  # its instructions are in the messages
     workspace = Workspace(state.workspace or os.getcwd(), read_only=state.read_only,
                           allow_network=state.allow_network)
-    permissions = PermissionContext(overrides=dict(state.overrides),
+    cell = GRANTS.cell(run_id)
+    permissions = PermissionContext(overrides=restored_overrides(state, agent),
                                     read_only=workspace.read_only, cwd=str(workspace.root),
-                                    auto_approve=state.auto_approve)
+                                    auto_approve=cell.every, approve=cell.names)
     parent: SpawnParent | None = None
     if tools is not None:
         selected = list(tools)
@@ -273,6 +314,30 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
         selected, parent = _make_tools(list(state.tools), workspace, permissions,
                                        run_sub_agent, lenient=True,
                                        notebook=notebook_factory(agent, None))
+    try:
+        skills = load_skills(state.skills)
+    except ParameterError:
+        skills = []  # a folder gone since: read_skill is left out (a call gets "Unknown tool")
+    if READ_SKILL_TOOL in state.tools:
+        _with_skill_tool(selected, skills)
     return TurnSetup(mode=state.mode, agent=agent, agent_source=state.agent_source,
                      intent=state.intent, workspace=workspace, permissions=permissions,
-                     tools=selected, spawn=parent)
+                     tools=selected, spawn=parent, skills=skills, _approvals_shown=True)
+
+
+def restored_overrides(state: TurnState, agent: Agent | None) -> dict[str, Any]:
+    """A resumed run's agent overrides: the agent's own when this kernel defines it; of the
+    saved ones only the denies (a saved ``allow`` could have been written into the store by
+    the sandbox: it never lifts a card, docs/security.md)."""
+    out: dict[str, Any] = {k: v for k, v in state.overrides.items() if v == "deny"}
+    if agent is not None:
+        out.update({k: v for k, v in agent.permissions.items() if out.get(k) != "deny"})
+    return out
+
+
+def approval_notice(approvals: CellApprovals) -> str:
+    """The card's line saying what the person approved in the cell."""
+    if approvals.every:
+        return "Approved in the cell: every tool (auto_approve): calls run without a card."
+    return (f"Approved in the cell: {', '.join(sorted(approvals.names))}: their calls run "
+            "without a card.")

@@ -12,7 +12,7 @@ from ...secrets import is_secret_name, mask, register_secret
 from ..registry import Tool, ToolResult
 from .cells import cells_text, load_cells, outline
 from .proposals import CellProposal, propose_cell
-from .run import DEFAULT_TIMEOUT, PythonRun, run_code
+from .run_python import DEFAULT_TIMEOUT, PythonRun, run_code
 from .variables import Namespace
 
 __all__ = ["NOTEBOOK_TOOL_NAMES", "NotebookTool", "notebook_tools"]
@@ -73,6 +73,9 @@ def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
         requires_approval: ``run_python`` asks before each call (the default).
         path: The notebook file to read (default: the kernel's notebook, else its history).
         on_proposal: Called with each :class:`CellProposal` ``insert_cell`` records.
+
+    Long: the inner functions are the tools; their docstrings are what the model reads, and
+    they close over the shell, the allowed variables and the caps bound here.
     """
     space = Namespace(shell, variables)
     proposals: list[CellProposal] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...events import BaseEvent, CellProposed, ToolFigures
 from .proposals import CellProposal
-from .run import PythonRun
+from .run_python import PythonRun
 
 __all__ = ["MAX_CARD_FIGURES", "MAX_FIGURE_CHARS", "call_events", "figure_images"]
 

@@ -148,7 +148,14 @@ CREATE TABLE IF NOT EXISTS batch_items (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
+# ``%agent sessions`` shows the most recently updated sessions a page at a time: these indexes
+# give a page without sorting every session (a store can hold tens of thousands).
+_V6 = """
+CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated DESC, name);
+CREATE INDEX IF NOT EXISTS sessions_group_updated ON sessions(group_name, updated DESC, name);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
 """``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..runtime.intent import (
+from ...runtime.intent import (
     CATEGORIES,
     CATEGORY_DESCRIPTIONS,
     INTENT_RULES,
     IntentResult,
     IntentRules,
+    as_category,
     intent_by_rules,
 )
 
 if TYPE_CHECKING:
-    from ..llm.protocol import ModelClient
+    from ...llm.protocol import ModelClient
 
 __all__ = ["intent_by_model", "recognize_intent"]
 
@@ -31,14 +32,14 @@ def intent_by_model(text: str, rules: IntentRules | None = None, *, model: str |
     The model gives no confidence: a named category counts 0.8, the fallback (``unknown``) 0.
     The rule keywords found in the text are still reported.
     """
-    from .helpers import classify
+    from ..helpers import classify
 
     rules = rules or INTENT_RULES
     result = classify(text, {c: CATEGORY_DESCRIPTIONS[c] for c in CATEGORIES}, model=model,
                       client=client)
-    category = "unknown" if result.fallback else result.category
+    category = "unknown" if result.fallback else as_category(result.category)
     hits = rules.matches(text).get(category, [])
-    return IntentResult(category=category, confidence=0.0 if category == "unknown" else 0.8,  # type: ignore[arg-type]
+    return IntentResult(category=category, confidence=0.0 if category == "unknown" else 0.8,
                         keywords=hits, source="model",
                         needs_tools=category in rules.needs_tools)
 

@@ -1,0 +1,51 @@
+"""The end of a turn: the turn record closed with what the turn added, or the run suspended
+(saved as a :class:`~jupyter_agent.agents.pending.PendingRun` while it waits for an answer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._previews import history_text
+from ...events import ToolReturned
+from ..pending import PendingRun
+from .open import TurnContext
+
+__all__ = ["finish_turn", "suspend"]
+
+
+def finish_turn(p: TurnContext, status: str) -> None:
+    """Close the turn record: its status, and the tokens, cost and time this turn added (a
+    resumed run's turn: its part; the run's footer sums the parts)."""
+    if p.store is None or p.turn_id is None:
+        return
+    r = p.run
+    base_in, base_out, base_cost = p.turn_base
+    # After a failover the turn records the profile that answered, not the one it started on.
+    answered = p.turn_client.answered_profile()
+    p.store.finish_turn(p.turn_id, status=status, input_tokens=r.input_tokens - base_in,
+                        output_tokens=r.output_tokens - base_out, cost=r.cost - base_cost,
+                        duration=p.recorder.seconds, model=answered, profile=answered,
+                        error=r.error if status == "error" else None,
+                        tools=_turn_tools(p), history=history_text(r.messages))
+
+
+def _turn_tools(p: TurnContext) -> list[dict[str, Any]]:
+    """The tool calls this turn answered, with their whole results (the store keeps previews:
+    the events hold only the stream preview)."""
+    whole = {rec.get("call_id"): rec for rec in p.run.tool_records}
+    out = []
+    for e in p.run.events[p.event_base:]:
+        if isinstance(e, ToolReturned):
+            rec = whole.get(e.call_id) or {}
+            out.append({"call_id": e.call_id, "name": e.name, "error": e.error,
+                        "output": rec.get("output", e.output)})
+    return out
+
+
+def suspend(p: TurnContext, pending: PendingRun) -> None:
+    """Save ``pending`` for ``p.run``; the run's status becomes ``ask``."""
+    p.run.pending = pending
+    if p.store is not None:
+        p.recorder.flush()
+        p.store.suspend(p.run.run_id, pending.to_json(), call_id=pending.call_id)

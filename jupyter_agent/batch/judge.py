@@ -1,0 +1,159 @@
+"""An LLM judge over a batch's answers (docs/behaviour.md §10.14).
+
+Each answered item gets one judge call: a typed answer (:class:`Verdict`: a score from 1 to
+:data:`SCALE` and a one-line reason) through the same ``chat()`` and schema check as any typed
+run, so a judge that answers off the scale is told so and asked again, and after that the item
+has no score (its reason says why). With two models, each row also gets one comparison call
+(:class:`Preference`: A, B or tie, and why; every other row shows the two answers the other way
+round, so a judge that prefers the first answer it reads favours neither model), summed up as
+a win rate. Judge calls are priced
+and counted: their tokens and cost are part of the summary and of the batch's totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["SCALE", "Verdict", "Preference", "JudgeSummary", "judge_outcomes", "judge_prompt"]
+
+SCALE = 5
+"""Scores run from 1 (fails the criteria) to 5 (meets them fully)."""
+
+
+class Verdict(BaseModel):
+    """One answer judged against the criteria."""
+
+    score: int = Field(ge=1, le=SCALE, description=f"1 (fails the criteria) to {SCALE} (meets them fully)")
+    reason: str = Field(description="One sentence: why this score.")
+
+
+class Preference(BaseModel):
+    """Two answers to one prompt compared."""
+
+    better: Literal["A", "B", "tie"]
+    reason: str = Field(description="One sentence: why.")
+
+
+def judge_prompt(criteria: str, prompt: str, answer: str) -> str:
+    """The judge's message for one answer."""
+    return (f"You are a strict judge. Score the answer against these criteria, from 1 (fails "
+            f"them) to {SCALE} (meets them fully).\n\nCriteria: {criteria}\n\n"
+            f"Task given:\n{prompt}\n\nAnswer to judge:\n{answer}")
+
+
+def _pair_prompt(criteria: str, prompt: str, a: str, b: str) -> str:
+    return (f"You are a strict judge. Which answer better meets these criteria: A, B or tie?"
+            f"\n\nCriteria: {criteria}\n\nTask given:\n{prompt}\n\nAnswer A:\n{a}\n\n"
+            f"Answer B:\n{b}")
+
+
+@dataclass
+class JudgeSummary:
+    """What the judge found, for the card and the results table."""
+
+    criteria: str
+    model: str
+    scores: list[int | None] = field(default_factory=list)
+    reasons: list[str | None] = field(default_factory=list)
+    calls: int = 0
+    cost: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    invalid: int = 0
+    """Judge answers that never fit the scale (those items have no score)."""
+    pairwise: dict[str, Any] | None = None
+
+    def view(self) -> dict[str, Any]:
+        """The card's part: mean score, counts, cost, and the win rate with two models."""
+        got = [s for s in self.scores if s is not None]
+        return {"criteria": self.criteria, "model": self.model, "scale": SCALE,
+                "judged": len(got), "mean": (sum(got) / len(got)) if got else None,
+                "invalid": self.invalid, "calls": self.calls, "cost": self.cost,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "pairwise": self.pairwise}
+
+
+Call = Callable[[str, type[BaseModel]], Any]
+"""``call(prompt, schema)``: one typed ``chat()`` run (returns the :class:`Run`)."""
+
+
+def _count(summary: JudgeSummary, run: Any) -> None:
+    summary.calls += run.rounds
+    summary.cost += float(run.cost)
+    summary.input_tokens += run.input_tokens
+    summary.output_tokens += run.output_tokens
+
+
+def judge_outcomes(criteria: str, model: str, prompts: Sequence[str],
+                   outcomes: Sequence[dict[str, Any]], *, call: Call, answered: set[str],
+                   pairs: Sequence[tuple[int, int]] = (), names: tuple[str, str] = ("", ""),
+                   concurrency: int = 4) -> JudgeSummary:
+    """Judge every answered outcome (and each pair of positions in ``pairs``).
+
+    Args:
+        criteria: What a good answer is.
+        model: The judge's model (shown on the card).
+        prompts: Each item's prompt, by position.
+        outcomes: Each item's outcome (``answer``, ``status``), by position.
+        call: Makes one typed judge run.
+        answered: The statuses that have an answer to judge.
+        pairs: Positions of the two models' items of one row (two models only).
+        names: The two models' names (the win rate's labels).
+        concurrency: Judge calls at once.
+    """
+    summary = JudgeSummary(criteria, model)
+    n = len(outcomes)
+    summary.scores = [None] * n
+    summary.reasons = [None] * n
+
+    def one(i: int) -> Any:
+        o = outcomes[i]
+        if o.get("status") not in answered or not str(o.get("answer") or "").strip():
+            return None
+        return call(judge_prompt(criteria, prompts[i], str(o["answer"])), Verdict)
+
+    def pair(k: int) -> Any:
+        first, second = pairs[k]
+        a, b = outcomes[first], outcomes[second]
+        if a.get("status") not in answered or b.get("status") not in answered:
+            return None
+        if k % 2:  # every other row the other way round: a judge's bias for "A" cancels out
+            a, b = b, a
+        return call(_pair_prompt(criteria, prompts[first], str(a.get("answer") or ""),
+                                 str(b.get("answer") or "")), Preference)
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        runs = list(pool.map(one, range(n)))
+        compared = list(pool.map(pair, range(len(pairs))))
+    for i, run in enumerate(runs):
+        if run is None:
+            continue
+        _count(summary, run)
+        if isinstance(run.output, Verdict):
+            summary.scores[i] = run.output.score
+            summary.reasons[i] = run.output.reason
+        else:
+            summary.invalid += 1
+            summary.reasons[i] = f"judge: {run.error or run.status}"
+    if pairs:
+        wins = {"A": 0, "B": 0, "tie": 0}
+        for k, run in enumerate(compared):
+            if run is None:
+                continue
+            _count(summary, run)
+            if isinstance(run.output, Preference):
+                better = run.output.better
+                if k % 2 and better != "tie":  # asked the other way round
+                    better = "B" if better == "A" else "A"
+                wins[better] += 1
+        total = sum(wins.values())
+        summary.pairwise = {
+            "a": names[0], "b": names[1], "wins_a": wins["A"], "wins_b": wins["B"],
+            "ties": wins["tie"], "compared": total,
+            "win_rate_a": (wins["A"] + wins["tie"] / 2) / total if total else None}
+    return summary

@@ -1,0 +1,222 @@
+"""The one options record of an agent cell: the flags of ``%%chat``, ``%%toolloop`` and
+``%%plan``, read once into a :class:`CellOptions`.
+
+A plain cell hands :meth:`CellOptions.entry_options` to ``chat()``/``toolloop()``/``plan()``;
+a cell with ``--over`` hands :meth:`CellOptions.batch_options` to
+:func:`jupyter_agent.batch.batch` (``batch_magic.py``). Both come from the same record, so a
+flag reaches a batch item exactly as it reaches a plain cell, or the ``--over`` cell refuses it
+by name in one line (:data:`OVER_REFUSED`, docs/behaviour.md §10.13). Whether a flag was *given*
+is read from the parser itself (a value other than the flag's default), so a flag added to a
+magic is covered without a list to update here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from IPython.core.error import UsageError
+
+__all__ = ["CellKind", "CellOptions", "read_cell_options", "given_flags", "OVER_REFUSED",
+           "BATCH_ONLY"]
+
+CellKind = Literal["chat", "toolloop", "plan"]
+
+BATCH_ONLY = ("over", "concurrency", "expect", "match", "score", "max_cost", "max_items",
+              "rerun", "engine", "judge", "judge_model")
+"""Parser destinations of the batch flags: a cell without ``--over`` refuses them."""
+
+OVER_REFUSED: dict[str, str] = {
+    "session": "batch items run without a session; remove --session.",
+    "history": "batch items run without history; remove --history.",
+    "no_history": "batch items run without history already; remove --no-history.",
+    "no_stream": "batch items never stream already; remove --no-stream.",
+    "notebook": "batch items run side by side in worker threads and must not run code in "
+                "this kernel or edit its cells; remove --notebook.",
+}
+"""Flags a ``--over`` cell refuses, by parser destination, with the reason."""
+
+
+def given_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The parser destinations the line set (a value other than the default) -> the flag's
+    longest spelling (``{"max_tokens": "--max-tokens"}``)."""
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        if getattr(args, action.dest, action.default) != action.default:
+            out[action.dest] = max(action.option_strings, key=len)
+    return out
+
+
+@dataclass(frozen=True)
+class CellOptions:
+    """What the flags of one agent cell ask for (values read from the notebook already)."""
+
+    kind: CellKind
+    given: Mapping[str, str] = field(default_factory=dict)
+    """The flags the line gave: parser destination -> flag (``--max-tokens``)."""
+    model: str | None = None
+    system: str | None = None
+    session: str | None = None
+    history: int | None = None
+    """``None``: the default rounds of history (``0`` with ``--no-history``)."""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    knowledge: Any = None
+    quote_role: Literal["system", "user"] = "system"
+    quote_prompt: str | None = None
+    quote_template: str | None = None
+    stream: bool = True
+    context: list[str] | None = None
+    """``--with``: notebook variables whose summaries go into the prompt."""
+    cassette: Literal["record", "replay"] | None = None
+    tools: list[str] | None = None
+    max_rounds: int | None = None
+    agent: Any = None
+    """An :class:`~jupyter_agent.runtime.agents.Agent` from the notebook, or an agent's name."""
+    notebook: bool = False
+    parallel: bool = False
+    tool_choice: str | None = None
+    answer: str | None = None
+    option: int | None = None
+    auto_answer: Literal["first"] | None = None
+    shell: Any = None
+    origin: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Entry-point keywords of flags added after this record (their parser destination ->
+    value, given flags only): they reach the entry point and a batch alike."""
+
+    def refuse_batch_flags(self) -> None:
+        """A cell without ``--over``: batch flags and several models are one-line errors."""
+        for dest in BATCH_ONLY:
+            if dest in self.given and dest != "over":
+                raise UsageError(f"{self.given[dest]} needs --over VAR (a batch).")
+        if self.model and "," in self.model:
+            raise UsageError(f"Several models (--model {self.model}) need --over VAR: each "
+                             "row runs on each model.")
+
+    def _common(self) -> dict[str, Any]:
+        opts: dict[str, Any] = dict(
+            system=self.system, temperature=self.temperature, max_tokens=self.max_tokens,
+            knowledge=self.knowledge, quote_prompt=self.quote_prompt, quote_template=self.quote_template,
+            context=self.context)
+        if self.quote_role != "system":  # the default left out: a script's batch omits it too
+            opts["quote_role"] = self.quote_role
+        if self.kind != "chat":
+            opts.update(tools=self.tools, agent=self.agent)
+            if self.max_rounds is not None:
+                opts["max_rounds"] = self.max_rounds
+        if self.kind == "toolloop":
+            opts.update(parallel=self.parallel, tool_choice=self.tool_choice)
+        if self.kind == "plan":
+            opts.update(answer=self.answer, option=self.option)
+        opts.update(self.extra)
+        return opts
+
+    def entry_options(self, client: Callable[[str, str | None], Any], *,
+                      on_superseded: Callable[[list[str]], None] | None = None,
+                      default_session: str | None = None) -> dict[str, Any]:
+        """Keyword options of ``chat()``/``toolloop()``/``plan()`` for a plain cell.
+
+        ``client(mode, model)`` makes the record/replay client of ``--record``/``--replay``.
+        """
+        opts = self._common()
+        opts.update(shell=self.shell, model=self.model, session=self.session or default_session,
+                    stream=self.stream, origin=self.origin, on_superseded=on_superseded,
+                    notebook=self.notebook)
+        if self.history is not None:
+            opts["history"] = self.history
+        if self.kind == "plan":
+            opts["auto_answer"] = self.auto_answer
+        if self.cassette is not None:
+            opts["client"] = client(self.cassette, self.model)
+        return opts
+
+    def batch_options(self) -> dict[str, Any]:
+        """Keyword options of :func:`jupyter_agent.batch.batch` for a ``--over`` cell (the
+        batch's own flags and the models excepted: the batch edge passes those).
+
+        Raises:
+            UsageError: a flag a batch cannot carry (:data:`OVER_REFUSED`), by name.
+        """
+        for dest, reason in OVER_REFUSED.items():
+            if dest in self.given:
+                raise UsageError(f"{self.given[dest]} with --over: {reason}")
+        opts = self._common()
+        if self.context:  # --with reads this kernel's variables (the thread engine only)
+            opts["shell"] = self.shell
+        return opts
+
+
+def _text_var(ns: Mapping[str, Any], name: str | None, flag: str) -> str | None:
+    """A flag naming a notebook variable that holds a string (a template)."""
+    if name is None:
+        return None
+    value = ns.get(name)
+    if not isinstance(value, str):
+        raise UsageError(f"{flag}: {name!r} is not a string variable in the notebook.")
+    return value
+
+
+def _agent(ns: Mapping[str, Any], name: str | None) -> Any:
+    """``--agent``: a variable holding an Agent, or an agent's name."""
+    if not name:
+        return None
+    from .runtime.agents import Agent
+
+    value = ns.get(name)
+    return value if isinstance(value, Agent) else name
+
+
+_KNOWN = frozenset({
+    "model", "system", "out", "session", "history", "no_history", "temperature", "max_tokens",
+    "knowledge", "quote_role", "quote_prompt", "quote_template", "no_stream", "with_vars",
+    "record", "replay", "tools", "max_rounds", "agent", "notebook", "parallel", "tool_choice",
+    "answer", "option", "auto_answer", "schema", "schema_retries", "cache", *BATCH_ONLY})
+"""Parser destinations this module reads itself; any other given flag goes to ``extra``."""
+
+
+def read_cell_options(kind: CellKind, args: argparse.Namespace,
+                      parser: argparse.ArgumentParser, *, ns: Mapping[str, Any],
+                      shell: Any = None, origin: str | None = None,
+                      typed: Mapping[str, Any] | None = None) -> CellOptions:
+    """The :class:`CellOptions` of a parsed magic line (notebook variables looked up now).
+
+    ``typed``: the entry-point options of ``--schema``, ``--schema-retries`` and ``--cache``
+    (``AgentMagics.typed_options``), carried like any other option.
+
+    Raises:
+        UsageError: a flag naming a missing variable, ``--record`` with ``--replay``.
+    """
+    given = given_flags(args, parser)
+    knowledge = None
+    if args.knowledge:
+        if args.knowledge not in ns:
+            raise UsageError(f"--knowledge: no variable named {args.knowledge!r}.")
+        knowledge = ns[args.knowledge]
+    if args.record and args.replay:
+        raise UsageError("Give --record or --replay, not both.")
+    cassette: Literal["record", "replay"] | None = (
+        "record" if args.record else "replay" if args.replay else None)
+    tools = getattr(args, "tools", None)
+    extra = {dest: getattr(args, dest) for dest in given if dest not in _KNOWN}
+    extra.update(typed or {})
+    return CellOptions(
+        kind=kind, given=given, model=args.model, system=args.system, session=args.session,
+        history=0 if args.no_history else args.history, temperature=args.temperature,
+        max_tokens=args.max_tokens, knowledge=knowledge,
+        quote_role=args.quote_role or "system",
+        quote_prompt=_text_var(ns, args.quote_prompt, "--quote-prompt"),
+        quote_template=_text_var(ns, args.quote_template, "--quote-template"),
+        stream=not args.no_stream,
+        context=args.with_vars.split(",") if args.with_vars else None, cassette=cassette,
+        tools=[t.strip() for t in tools.split(",") if t.strip()] if tools else None,
+        max_rounds=getattr(args, "max_rounds", None), agent=_agent(ns, getattr(args, "agent", None)),
+        notebook=bool(getattr(args, "notebook", False)),
+        parallel=bool(getattr(args, "parallel", False)),
+        tool_choice=getattr(args, "tool_choice", None), answer=getattr(args, "answer", None),
+        option=getattr(args, "option", None), auto_answer=getattr(args, "auto_answer", None),
+        shell=shell, origin=origin, extra=extra)

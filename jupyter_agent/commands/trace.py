@@ -1,0 +1,41 @@
+"""``%agent trace [URL|off]``: where runs are exported as OpenTelemetry spans (docs/tracing.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import MagicUsageError, ParameterError
+from ..flags import text
+from ._table import CommandTable
+
+__all__ = ["TABLE"]
+
+TABLE = CommandTable()
+
+
+@TABLE.parsers
+def _parsers(sub: Any) -> None:
+    tr = sub.add_parser("trace")
+    tr.add_argument("target", nargs="?", type=text)
+
+
+@TABLE.command("trace", "Export every run as OpenTelemetry spans: trace URL | trace off | trace "
+                        "(status).")
+def _cmd_trace(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from .. import tracing
+
+    target = args.target
+    if target is None:
+        print(tracing.status())
+        return
+    if target.strip().lower() == "off":
+        tracing.turn_off()
+        print("Traces: off; runs are no longer exported.")
+        return
+    try:
+        url = tracing.set_endpoint(target)
+    except ParameterError as exc:
+        raise MagicUsageError(f"%agent trace: {str(exc).replace('url must', 'URL must')}") from None
+    print(f"Traces: every run is exported to {url}.")

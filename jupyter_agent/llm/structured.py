@@ -1,0 +1,260 @@
+"""Typed answers: what a run's final answer must be, how each server is asked for it, and the
+check of what came back (docs/behaviour.md §10.14).
+
+One :class:`OutputSpec` is made from what the user gave (a pydantic model class or a JSON
+schema dict) and travels with the turn. It gives the request a ``response_format`` of type
+``json_schema``; the client (:func:`typed_request`) turns that into what the server can do:
+
+* ``native``: sent as is (OpenAI's structured outputs and the servers that copy it);
+* ``grammar``: the embedded llama.cpp server gets ``{"type": "json_object", "schema": ...}``,
+  which it compiles into a grammar, so even a small model can only write a valid shape;
+* ``tool``: a profile without structured outputs (or a server that answered 400 to it) gets
+  one forced ``final_answer`` tool whose parameters are the schema; its arguments become the
+  answer text (:func:`typed_response`), so the agents only ever see text.
+
+:meth:`OutputSpec.check` parses and validates an answer; the turn sends the errors back and
+asks again (``schema_retries`` times) before the run ends ``invalid``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from .._state import STATE
+from .json_text import parse_json_object
+from .schema_target import Target, make_target
+from .types import ChatRequest, ChatResponse
+
+__all__ = ["OutputSpec", "Checked", "FINAL_ANSWER_TOOL", "SCHEMA_RETRIES", "SchemaMode",
+           "output_spec", "typed_request", "bounded", "GRAMMAR_MAX_STRING", "typed_response",
+           "schema_refused", "retry_message",
+           "MAX_ANSWER_CHARS"]
+
+SchemaMode = Literal["native", "grammar", "tool"]
+
+FINAL_ANSWER_TOOL = "final_answer"
+"""The tool a server without structured outputs answers through (its arguments: the answer)."""
+
+SCHEMA_RETRIES = 2
+"""Times a failed answer is sent back with its errors before the run ends ``invalid``."""
+
+MAX_ANSWER_CHARS = 1_000_000
+"""A typed answer longer than this is not parsed (an error instead): parsing a runaway
+generation would cost seconds and a retry would only send it back."""
+
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|structured", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One answer checked against the schema."""
+
+    value: Any = None
+    """The validated instance (a dict for a JSON-schema target); ``None`` when invalid."""
+    data: dict[str, Any] = field(default_factory=dict)
+    """The instance as JSON (what the card and the saved bundle show)."""
+    errors: tuple[str, ...] = ()
+    """One line per problem (``field: message``); empty when valid."""
+
+    @property
+    def valid(self) -> bool:
+        """Whether the answer is an instance of the schema."""
+        return not self.errors
+
+
+class OutputSpec:
+    """What a typed run's final answer must be (built once per turn by :func:`output_spec`)."""
+
+    def __init__(self, target: Target, name: str) -> None:
+        self.target = target
+        self.name = name
+        """The schema's name as sent to the server (letters, digits, ``_`` and ``-``)."""
+        self.schema: dict[str, Any] = target.schema
+        self._format: dict[str, Any] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": self.schema, "strict": False}}
+
+    @property
+    def response_format(self) -> dict[str, Any]:
+        """The ``response_format`` of every request of the turn (a copy: callers may keep it)."""
+        return dict(self._format)
+
+    @property
+    def fields(self) -> list[tuple[str, Any]]:
+        """``(name, annotation)`` of the top-level fields, in order (the table's columns)."""
+        return [(f.alias or n, f.annotation) for n, f in self.target.model.model_fields.items()]
+
+    def check(self, text: str) -> Checked:
+        """Parse ``text`` as JSON and validate it; never raises."""
+        if len(text) > MAX_ANSWER_CHARS:
+            return Checked(errors=(f"the answer is {len(text):,} characters long: too long to "
+                                   "be the JSON object asked for",))
+        obj = _loads(text)
+        if obj is None:
+            return Checked(errors=("the answer is not a JSON object",))
+        try:
+            inst = self.target.model.model_validate(obj)
+        except ValidationError as exc:
+            return Checked(data=obj, errors=tuple(_error_line(e) for e in exc.errors()))
+        value = self.target.output(inst)
+        data = value if isinstance(value, dict) else inst.model_dump(mode="json", by_alias=True)
+        return Checked(value=value, data=data)
+
+
+def _loads(text: str) -> dict[str, Any] | None:
+    """The answer's JSON object: plain JSON first (the usual, fast case), else the tolerant
+    reader (fences, chatter around it)."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        obj = parse_json_object(text)
+    return obj if isinstance(obj, dict) else None
+
+
+def _error_line(err: Any) -> str:
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    msg = str(err.get("msg", "invalid"))
+    got = ""
+    if err.get("type") != "missing" and "input" in err:
+        got = f" (got {json.dumps(err['input'], ensure_ascii=False, default=str)[:120]})"
+    return f"{where}: {msg}{got}" if where else f"{msg}{got}"
+
+
+_BY_CLASS: weakref.WeakKeyDictionary[type, OutputSpec] = STATE.slot(
+    "llm.output_specs", weakref.WeakKeyDictionary)
+"""The spec of each model class seen (a spec builds its JSON schema: about 1 ms, every turn)."""
+_BY_SCHEMA: dict[str, OutputSpec] = STATE.slot("llm.output_schemas", dict)
+_MAX_SCHEMAS = 64
+
+
+def output_spec(output: Any) -> OutputSpec:
+    """The spec of ``output``: a pydantic model class or a JSON schema dict (made once per
+    class or schema and kept: a batch's thousand items share one).
+
+    Raises:
+        TypeError: ``output`` is neither (the caller turns it into a parameter error).
+        ValueError: a schema without properties.
+    """
+    if isinstance(output, OutputSpec):
+        return output
+    if isinstance(output, type):
+        found = _BY_CLASS.get(output)
+        if found is None:
+            found = _BY_CLASS[output] = _make_spec(output)
+        return found
+    if isinstance(output, dict):
+        try:
+            key = json.dumps(output, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return _make_spec(output)
+        found = _BY_SCHEMA.get(key)
+        if found is None:
+            if len(_BY_SCHEMA) >= _MAX_SCHEMAS:
+                _BY_SCHEMA.clear()
+            found = _BY_SCHEMA[key] = _make_spec(output)
+        return found
+    return _make_spec(output)
+
+
+def _make_spec(output: Any) -> OutputSpec:
+    if isinstance(output, dict) and not ("properties" in output or output.get("type") == "object"):
+        raise TypeError("output must be a pydantic model class or a JSON schema of an object")
+    try:
+        target = make_target(output)
+    except TypeError:
+        raise TypeError("output must be a pydantic model class or a JSON schema dict, not "
+                        f"{type(output).__name__}") from None
+    title = output.__name__ if isinstance(output, type) else str(output.get("title") or "answer")
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", title).strip("_")[:64] or "answer"
+    return OutputSpec(target, name)
+
+
+def retry_message(errors: tuple[str, ...] | list[str]) -> str:
+    """The user message that sends a failed answer's errors back."""
+    listed = "\n".join(f"- {e}" for e in list(errors)[:20])
+    return ("Your answer does not match the required JSON schema:\n" + listed +
+            "\nAnswer again with only the corrected JSON object.")
+
+
+# ------------------------------------------------------------------ the client's side
+def _schema_of(request: ChatRequest) -> dict[str, Any] | None:
+    rf = request.response_format
+    if not rf or rf.get("type") != "json_schema":
+        return None
+    js = rf.get("json_schema")
+    schema = js.get("schema") if isinstance(js, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
+GRAMMAR_MAX_STRING = 200
+"""Characters a free string may have in a grammar (the embedded model): a small model can
+otherwise fill one field until its token limit and never close the object."""
+GRAMMAR_MAX_ITEMS = 20
+"""Items an unbounded array may have in a grammar, for the same reason."""
+
+
+def bounded(node: Any) -> Any:
+    """A copy of a JSON schema whose free strings and arrays have an upper bound (the
+    grammar's; the check still validates against the user's schema)."""
+    if isinstance(node, list):
+        return [bounded(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: bounded(v) for k, v in node.items()}
+    free = not any(k in out for k in ("enum", "const", "format", "pattern"))
+    if out.get("type") == "string" and free and "maxLength" not in out:
+        out["maxLength"] = GRAMMAR_MAX_STRING
+    if out.get("type") == "array" and "maxItems" not in out:
+        out["maxItems"] = GRAMMAR_MAX_ITEMS
+    return out
+
+
+def typed_request(request: ChatRequest, mode: SchemaMode) -> ChatRequest:
+    """``request`` as the server of ``mode`` takes a typed answer (unchanged when it asks for
+    no JSON schema, or in ``native`` mode)."""
+    schema = _schema_of(request)
+    if schema is None or mode == "native":
+        return request
+    if mode == "grammar":
+        return request.model_copy(update={
+            "response_format": {"type": "json_object", "schema": bounded(schema)}})
+    tool = {"type": "function", "function": {
+        "name": FINAL_ANSWER_TOOL,
+        "description": "Give your final answer: call this once, with the answer as arguments.",
+        "parameters": schema}}
+    tools = [*(request.tools or []), tool]
+    # Alone it is forced; beside other tools the model picks, but must call one of them.
+    choice: str | dict[str, Any]
+    if not request.tools or request.tool_choice == "none":
+        tools = [tool]
+        choice = {"type": "function", "function": {"name": FINAL_ANSWER_TOOL}}
+    else:
+        choice = request.tool_choice if isinstance(request.tool_choice, dict) else "required"
+    return request.model_copy(update={"response_format": None, "tools": tools,
+                                      "tool_choice": choice, "parallel_tool_calls": None})
+
+
+def typed_response(resp: ChatResponse) -> ChatResponse:
+    """A tool-mode answer as the agents expect it: the ``final_answer`` call's arguments as
+    the text (the first such call; other calls of the same response are dropped with it)."""
+    for call in resp.tool_calls:
+        if call.name == FINAL_ANSWER_TOOL:
+            resp.text = call.arguments or "{}"
+            resp.tool_calls = []
+            resp.finish_reason = "stop"
+            break
+    return resp
+
+
+def schema_refused(resp: ChatResponse) -> bool:
+    """Whether ``resp`` is a server refusing the ``response_format`` (a 400 naming it, or any
+    400/422 to a request that only differs by it)."""
+    if resp.status_code not in (400, 422) or not resp.error:
+        return False
+    return bool(_FORMAT_WORDS.search(resp.error)) or resp.status_code == 400

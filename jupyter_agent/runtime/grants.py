@@ -1,0 +1,183 @@
+"""Approvals that outlive one card, kept in this kernel's memory and nowhere else.
+
+Only a person approves a tool call (docs/security.md): a click on its card, ``%agent resume``
+typed by them, or an approval they wrote into the cell (``--approve bash``, ``approve=[...]``).
+Two of those last longer than one call, and both live here, in the kernel process:
+
+* "Allow for this session" (and a remembered deny): by session and by the tool's identity
+  (:func:`tool_identity`: for MCP the server and its tool), until the kernel restarts,
+  ``%agent clear`` or ``%agent permissions revoke NAME``;
+* the approvals written into a cell, by run id, so the run's later parts (after a click on
+  another card) keep them; a resume in a new kernel starts without them.
+
+Nothing here is read from the store, a cassette or a file: those can be written by the
+sandbox or arrive with a shared notebook, and a grant read from them would let what a model
+wrote approve what it runs next. The sandbox cannot reach a kernel's memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._state import STATE
+from ..session.permissions import Remembered
+
+__all__ = ["Grant", "Grants", "GRANTS", "CellApprovals", "tool_identity", "tool_label",
+           "parse_approve"]
+
+_RUN_LIMIT = 1024
+"""Runs whose in-cell approvals are kept (the oldest is dropped beyond this)."""
+
+
+def tool_identity(tool: Any) -> str:
+    """What a grant is keyed by: where the tool comes from and its name there.
+
+    ``builtin:bash``, ``user:pay``, ``mcp:files/read (python server.py)``: two MCP servers
+    exposing a tool of the same name (or one server reconnected to another program) never
+    share a grant.
+    """
+    origin = str(getattr(tool, "origin", "user"))
+    if origin == "mcp":
+        server = getattr(tool, "server_name", "?")
+        remote = getattr(tool, "remote_name", getattr(tool, "name", "?"))
+        where = getattr(tool, "server_where", "")
+        return f"mcp:{server}/{remote}" + (f" ({where})" if where else "")
+    return f"{origin}:{getattr(tool, 'name', '?')}"
+
+
+def tool_label(tool: Any) -> str:
+    """How a card names the tool: its name, and for MCP the server it belongs to."""
+    name = str(getattr(tool, "name", "?"))
+    if str(getattr(tool, "origin", "")) == "mcp":
+        return (f"{getattr(tool, 'remote_name', name)} (MCP server "
+                f"{getattr(tool, 'server_name', '?')!r})")
+    return name
+
+
+def parse_approve(value: Any) -> frozenset[str]:
+    """The tool names of ``approve=`` / ``--approve``: a comma-separated string or a list.
+
+    Raises:
+        ValueError: something that is neither (the caller names its parameter).
+    """
+    if value is None:
+        return frozenset()
+    if isinstance(value, str):
+        names = value.split(",")
+    elif isinstance(value, Iterable):
+        names = list(value)
+    else:
+        raise ValueError(f"a list of tool names, not a {type(value).__name__}")
+    out: set[str] = set()
+    for n in names:
+        if not isinstance(n, str):
+            raise ValueError(f"tool names are strings, not {type(n).__name__}")
+        if n.strip():
+            out.add(n.strip())
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One remembered choice: ``decision`` for the tool ``identity`` in ``session``."""
+
+    session: str
+    name: str
+    """The tool's name as the model calls it."""
+    identity: str
+    """:func:`tool_identity` of the tool."""
+    decision: Remembered
+    """``allow`` or ``deny``."""
+    since: float
+
+
+@dataclass(frozen=True)
+class CellApprovals:
+    """What the person wrote into the cell: tool names approved for the run, or every tool
+    (``auto_approve=True``, scripts)."""
+
+    names: frozenset[str] = frozenset()
+    every: bool = False
+
+    def covers(self, tool_name: str) -> bool:
+        """Whether a call of ``tool_name`` was approved in the cell."""
+        return self.every or tool_name in self.names
+
+    def __bool__(self) -> bool:
+        return self.every or bool(self.names)
+
+
+@dataclass
+class Grants:
+    """The kernel's grants (a slot of the process state: a restart starts with none)."""
+
+    _session: dict[tuple[str, str], Grant] = field(default_factory=dict)
+    _runs: OrderedDict[str, CellApprovals] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- "for this session" ---------------------------------------------------------------
+    def remember(self, session: str, tool: Any, decision: Remembered) -> None:
+        """Remember ``decision`` (``allow``/``deny``) for ``tool`` in ``session``."""
+        if decision not in ("allow", "deny"):
+            raise ValueError(f"decision must be allow or deny, not {decision!r}")
+        key = (session, tool_identity(tool))
+        with self._lock:
+            self._session[key] = Grant(session, str(getattr(tool, "name", "?")), key[1],
+                                       decision, time.time())
+
+    def decision(self, session: str | None, tool: Any) -> Remembered | None:
+        """The remembered choice for ``tool`` in ``session`` (``None``: none)."""
+        if not session:
+            return None
+        with self._lock:
+            g = self._session.get((session, tool_identity(tool)))
+        return g.decision if g is not None else None
+
+    def for_session(self, session: str | None) -> dict[str, Remembered]:
+        """``{identity: decision}`` of ``session`` (what a sub-agent inherits)."""
+        with self._lock:
+            return {k[1]: g.decision for k, g in self._session.items() if k[0] == session}
+
+    def listing(self) -> list[Grant]:
+        """Every grant of this kernel, oldest first."""
+        with self._lock:
+            return sorted(self._session.values(), key=lambda g: g.since)
+
+    def revoke(self, name: str, session: str | None = None) -> list[Grant]:
+        """Forget the grants whose tool name or identity is ``name`` (in ``session`` only,
+        when given); returns what was forgotten."""
+        with self._lock:
+            gone = [k for k, g in self._session.items() if name in (g.name, g.identity)
+                    and (session is None or g.session == session)]
+            return [self._session.pop(k) for k in gone]
+
+    # -- written in the cell --------------------------------------------------------------
+    def keep_cell(self, run_id: str, approvals: CellApprovals) -> None:
+        """Keep the cell's approvals of ``run_id`` for its later parts (in this kernel)."""
+        if not approvals:
+            return
+        with self._lock:
+            self._runs.pop(run_id, None)
+            self._runs[run_id] = approvals
+            while len(self._runs) > _RUN_LIMIT:
+                self._runs.popitem(last=False)
+
+    def cell(self, run_id: str | None) -> CellApprovals:
+        """The cell's approvals of ``run_id`` (none in another kernel)."""
+        with self._lock:
+            return self._runs.get(run_id or "", CellApprovals())
+
+    def clear(self) -> None:
+        """Forget every grant (``%agent clear``; a new kernel starts like this)."""
+        with self._lock:
+            self._session.clear()
+            self._runs.clear()
+
+
+GRANTS: Grants = STATE.slot("runtime.grants", Grants)
+"""The one instance."""

@@ -1,0 +1,96 @@
+"""Whether runs are exported, and where: the environment, or ``%agent trace``.
+
+Imports nothing of OpenTelemetry (``tracing/__init__.py`` asks this module first).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+from .._state import STATE
+from ..errors import ParameterError
+
+__all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "TRACES_PATH", "SWITCH",
+           "traces_url", "check_url", "endpoint", "turn_off", "capture_content",
+           "MISSING_SDK", "say_sdk_missing"]
+
+TRACES_ENDPOINT_VAR = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+"""The full URL spans are posted to (used as it is)."""
+ENDPOINT_VAR = "OTEL_EXPORTER_OTLP_ENDPOINT"
+"""The base URL of an OTLP/HTTP receiver (``/v1/traces`` is added)."""
+CAPTURE_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""``true``: prompts, answers, tool arguments and results go into the spans (masked)."""
+TRACES_PATH = "/v1/traces"
+
+
+class Switch:
+    """What ``%agent trace`` set: a URL, ``off``, or nothing (the environment decides)."""
+
+    def __init__(self) -> None:
+        self.url: str | None = None
+        self.off = False
+        self.missing_said = False
+        """Whether the missing ``[otel]`` extra was reported (once)."""
+
+    def clear(self) -> None:
+        self.url = None
+        self.off = False
+        self.missing_said = False
+
+
+SWITCH: Switch = STATE.slot("tracing.switch", Switch)
+
+
+def traces_url(base: str) -> str:
+    """The OTLP/HTTP traces URL for a receiver's base URL (``/v1/traces`` added once)."""
+    base = base.strip().rstrip("/")
+    return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
+
+
+def check_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ParameterError(f"url must be an http(s) URL of an OTLP receiver, not {url!r}",
+                             parameters=("url",))
+    return url.strip()
+
+
+def endpoint() -> str | None:
+    """The URL runs are exported to, or ``None`` when tracing is off."""
+    if SWITCH.off:
+        return None
+    if SWITCH.url:
+        return SWITCH.url
+    env = os.environ
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or \
+            env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return None
+    url = env.get(TRACES_ENDPOINT_VAR, "").strip()
+    if url:
+        return url
+    base = env.get(ENDPOINT_VAR, "").strip()
+    return traces_url(base) if base else None
+
+
+MISSING_SDK = ("traces are not exported: OpenTelemetry is not installed "
+               "(pip install 'jupyter-agent[otel]')")
+
+
+def say_sdk_missing() -> None:
+    """One line on stderr, once: an endpoint is set but the ``[otel]`` extra is missing."""
+    if not SWITCH.missing_said:
+        SWITCH.missing_said = True
+        import sys
+
+        sys.stderr.write(f"jupyter-agent: {MISSING_SDK}.\n")
+
+
+def turn_off() -> None:
+    """Export nothing from now on (``%agent trace off``), whatever the environment says."""
+    SWITCH.url, SWITCH.off = None, True
+
+
+def capture_content() -> bool:
+    """Whether message and tool contents go into spans (the conventions' opt-in switch)."""
+    return os.environ.get(CAPTURE_VAR, "").strip().lower() == "true"
