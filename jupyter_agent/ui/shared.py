@@ -41,7 +41,7 @@ CARD_CSS = "\n".join((STATIC / name).read_text(encoding="utf-8")
                      for name in ("run.css", "code.css", "batch.css"))
 """The style of every card, run and batch."""
 
-_code: Box = STATE.slot("ui.card_code", Box)
+_code: Box[CardCode] = STATE.slot("ui.card_code", Box)
 _lock = threading.Lock()
 
 
@@ -68,4 +68,4 @@ def card_code() -> CardCode:
         code = _code.value
         if code is None or getattr(code, "comm", None) is None:
             code = _code.value = CardCode(code=packed_code())
-        return code  # type: ignore[no-any-return]
+        return code
