@@ -190,8 +190,9 @@ def turn_profile(cell: str | None = None, *, agent: str | None = None,
 
 def local_default_notice(turn: TurnClient) -> str | None:
     """A one-line notice the first time the embedded model runs a turn nobody named it for."""
-    if (turn.model != LOCAL_NAME or turn.source in ("cell", "agent", "session", "given")
-            or "local" in _notices_shown):
+    # Only the keyless fallback is unasked for: `%agent model local`, JUPYTER_AGENT_MODEL=local
+    # and the config setting name it as surely as a cell's --model does.
+    if turn.model != LOCAL_NAME or turn.source != "embedded" or "local" in _notices_shown:
         return None
     _notices_shown.add("local")
     return ("No API key configured: using the embedded local model (SmolLM2-135M). "

@@ -128,7 +128,8 @@ def test_the_embedded_notice_is_only_for_a_model_nobody_named(
 
     # Shown once per process: the process state is fresh in every test (tests/conftest.py).
     client: Any = object()
-    for source in ("cell", "agent", "session", "given"):
+    # `%agent model local` (active), JUPYTER_AGENT_MODEL=local (env), %config (settings) name it.
+    for source in ("cell", "agent", "session", "given", "active", "env", "settings"):
         assert factory.local_default_notice(TurnClient(client, "local", source)) is None
     first = factory.local_default_notice(TurnClient(client, "local", "embedded"))
     again = factory.local_default_notice(TurnClient(client, "local", "embedded"))
