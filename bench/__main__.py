@@ -23,6 +23,7 @@ from bench import (  # noqa: E402
     bench_loop,
     bench_notebook,
     bench_plan,
+    bench_saved,
     bench_stream,
     bench_structured,
     bench_trace,
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_structured.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_trace.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_saved.main(["--cards", "5"] if args.quick else [])
 
 
 if __name__ == "__main__":

@@ -18,10 +18,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "run_demo", "tutorials", "LIVE_LOCAL"]
+__all__ = ["main", "run_demo", "tutorials", "LIVE_LOCAL", "LIVE_NOTE"]
 
 LIVE_LOCAL = ("01-chat-basics.ipynb",)
 """Tutorials run live against the embedded model when it is installed."""
+LIVE_NOTE = ("> **This copy ran live.** The embedded model is installed, so `make demo` ran "
+             "the cells below against it (`%agent live`, model `local`) instead of replaying "
+             "the cassette the note above describes: its answers are this run's, not the "
+             "recorded ones.")
+"""The note a tutorial of :data:`LIVE_LOCAL` gets when the demo runs it live."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -57,6 +62,7 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
         cassette_of,
         execute_notebook,
         find_cassette_line,
+        scrub_folder,
         set_cassette_line,
     )
 
@@ -81,6 +87,8 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
             set_cassette_line(nb, "%agent live")
             env["JUPYTER_AGENT_MODEL"] = "local"
             mode = "live, embedded model"
+            # Its text says it replays a cassette: the copy says it did not.
+            nb.cells.insert(1, nbformat.v4.new_markdown_cell(LIVE_NOTE))
         start = time.perf_counter()
         error = None
         try:
@@ -88,6 +96,7 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
         except CellExecutionError as exc:
             lines = _ANSI.sub("", str(exc)).strip().splitlines()
             error = lines[-1] if lines else repr(exc)
+        scrub_folder(nb, output)  # no path of this machine in a saved output
         nb.metadata.pop("widgets", None)  # widget state would need the kernel: runs have MIME
         nbformat.write(nb, str(target))
         html = target.with_suffix(".html")

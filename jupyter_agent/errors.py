@@ -20,6 +20,7 @@ __all__ = [
     "ConfigError",
     "MissingKeyError",
     "ToolError",
+    "ToolDefinitionWarning",
     "MagicUsageError",
     "ParameterError",
     "ModelRequestError",
@@ -55,6 +56,11 @@ class MissingKeyError(ConfigError):
 
 class ToolError(JupyterAgentError):
     """A tool is declared wrongly or asked for by a name that does not exist (a user mistake)."""
+
+
+class ToolDefinitionWarning(UserWarning):
+    """A ``@tool`` the model can use only poorly (no docstring, parameters without type hints);
+    it is registered anyway."""
 
 
 class MagicUsageError(JupyterAgentError):

@@ -135,3 +135,4 @@ def variable_list(value: str) -> str:
                    for part in name.split(".")):
             raise _bad(f"must be notebook variable names, not {name!r}")
     return ",".join(names)
+

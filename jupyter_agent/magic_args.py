@@ -9,6 +9,7 @@ signature under mypy's strict mode; ``parse_argstring`` gives back an
 from __future__ import annotations
 
 import argparse
+import difflib
 from typing import Any, Callable, TypeVar, cast
 
 from IPython.core import magic_arguments as _ipython
@@ -29,5 +30,28 @@ def argument(*args: Any, **kwargs: Any) -> Callable[[F], F]:
 
 
 def parse_argstring(magic: Callable[..., Any], line: str) -> argparse.Namespace:
-    """The flags of ``line`` parsed by ``magic``'s parser (``UsageError`` on a bad flag)."""
-    return cast(argparse.Namespace, _ipython.parse_argstring(magic, line))
+    """The flags of ``line`` parsed by ``magic``'s parser (``UsageError`` on a bad flag). An
+    unknown flag also gets the closest known one ("unrecognized arguments: --max-rouns; did
+    you mean --max-rounds?"): argparse before Python 3.14 names the typo, not the fix."""
+    from IPython.core.error import UsageError
+
+    try:
+        return cast(argparse.Namespace, _ipython.parse_argstring(magic, line))
+    except UsageError as exc:
+        hint = _did_you_mean(magic, str(exc))
+        if hint is None:
+            raise
+        raise UsageError(f"{exc}; did you mean {hint}?") from None
+
+
+def _did_you_mean(magic: Callable[..., Any], message: str) -> str | None:
+    """The closest known flag of each unknown one in argparse's ``message``, if any."""
+    if "unrecognized arguments:" not in message:
+        return None
+    known = sorted(o for o in magic.parser._option_string_actions  # type: ignore[attr-defined]
+                   if o.startswith("--"))
+    typos = [w.split("=", 1)[0] for w in message.split("unrecognized arguments:", 1)[1].split()
+             if w.startswith("-")]
+    hints = [f"{t} -> {close[0]}" if len(typos) > 1 else close[0] for t in typos
+             if (close := difflib.get_close_matches("--" + t.lstrip("-"), known, 1, 0.6))]
+    return ", ".join(hints) or None

@@ -43,10 +43,16 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         if root not in namespace:
             raise UsageError(f"Unknown variable {{{root}}} in the cell: define it, or write "
                              "{{ and }} for literal braces.")
+    from .secrets import filled_in_secret, mask
+
     try:
-        return formatter.vformat(text, (), namespace)
-    except Exception as exc:  # a bad index or attribute inside a field
-        raise UsageError(f"Could not fill the cell's {{...}} fields: {exc}") from None
+        filled = formatter.vformat(text, (), namespace)
+    except Exception as exc:  # a bad index or attribute inside a field (its text may hold a key)
+        raise UsageError(f"Could not fill the cell's {{...}} fields: {mask(str(exc))}") from None
+    if filled_in_secret(text, filled):
+        raise UsageError("A {field} of the cell filled in a secret (a key or token the kernel "
+                         "knows, e.g. from {os.environ}): it is never put into a prompt.")
+    return filled
 
 
 def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:

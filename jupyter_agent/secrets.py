@@ -37,6 +37,7 @@ __all__ = [
     "MIN_SECRET_LENGTH",
     "SECRET_ENV_ALLOW",
     "StreamMasker",
+    "filled_in_secret",
     "is_secret_name",
     "known_secrets",
     "mask",
@@ -276,6 +277,17 @@ def mask(text: str) -> str:
     if rules.pattern is None:
         return text
     return rules.sub(text)
+
+
+def filled_in_secret(template: str, filled: str) -> bool:
+    """Whether filling ``template``'s ``{fields}`` put a known secret into ``filled``.
+
+    Refusing secret-looking field names is not enough: ``{os.environ[OPENAI_API_KEY]}``,
+    ``{os.environ}`` or ``{cfg.api_key}`` reach a key through a harmless name. What the fields
+    brought in is checked instead (a key typed into the template itself is the writer's
+    choice, docs/security.md).
+    """
+    return mask(filled).count(MASK) > mask(template).count(MASK)
 
 
 def mask_obj(obj: Any) -> Any:

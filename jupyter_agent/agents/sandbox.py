@@ -40,6 +40,7 @@ from ..tools.builtin._limits import PidsGroup, limits
 from ..tools.builtin._pipes import Sink, drain, pump
 from ..tools.builtin._procs import ProcessTracker
 from ..tools.builtin._seccomp import filter_fd
+from ..tools.builtin._shadow import ImportFolders
 from ..tools.builtin.shell import MARKER_VAR, child_environment
 from ..tools.registry import Tool, ToolResult
 
@@ -130,7 +131,7 @@ def _confinement(cwd: Path, allow_network: bool) -> tuple[list[str], int | None]
     assert status.bwrap is not None
     fd = None if allow_network else filter_fd()
     return bwrap_command(status.bwrap, cwd, allow_network=allow_network, userns=status.userns,
-                         seccomp_fd=fd, extra_ro=extra), fd
+                         seccomp_fd=fd, extra_ro=extra, tmp_mb=limits()[0]), fd
 
 
 def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
@@ -148,6 +149,9 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
 
     Raises:
         KeyboardInterrupt: re-raised after every process of the code was stopped.
+
+    Long: one sequence of start, pump and clean-up whose ``finally`` blocks must see every
+    resource it made (pipes, the seccomp descriptor, the pids group, the import folders).
     """
     _check_limits(timeout, memory_mb)
     cwd = _workspace(workspace)
@@ -161,6 +165,7 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
             env.setdefault(var, "1")
         env.setdefault("MALLOC_ARENA_MAX", "2")
     prefix, seccomp_fd = _confinement(cwd, allow_network)
+    imports = ImportFolders(str(cwd))  # a module planted for the kernel to import (``_shadow``)
     if prefix:
         env["HOME"] = env["TMPDIR"] = "/tmp"  # no home folder in the sandbox
     result_read, result_write = os.pipe()
@@ -209,8 +214,10 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         exit_code = proc.wait()
         if group is not None:
             group.remove()
-    return _result(out.render(limit), err.render(limit), bytes(res), timed_out=not finished,
-                   exit_code=exit_code, timeout=timeout, memory_mb=memory_mb)
+    notes = "".join(f"\n{note}" for note in imports.block_new_shadows())
+    return _result(out.render(limit), err.render(limit) + notes, bytes(res),
+                   timed_out=not finished, exit_code=exit_code, timeout=timeout,
+                   memory_mb=memory_mb)
 
 
 def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code: int,

@@ -109,6 +109,26 @@ def _check_prices(spec: BatchSpec, unpriced: list[str]) -> None:
             parameters=("max_cost", "max_items"))
 
 
+def _still_to_run(items: list[Item], stored: dict[Any, Any], store: Any,
+                  outcomes: list[dict[str, Any] | None], progress: Progress) -> deque[Item]:
+    """The items to run: an item the store has a finished outcome for is reused, one that
+    cannot start (a field with no value) fails at once; both fill ``outcomes``."""
+    todo: deque[Item] = deque()
+    for item in items:
+        rec = stored.get((item.key, item.model))
+        kept = _stored_outcome(store, rec) if rec is not None else None
+        if kept is not None:
+            outcomes[item.position] = kept
+            progress.counts["waiting"] -= 1
+            progress.reuse(kept)
+        elif item.error:
+            failed = outcomes[item.position] = error_outcome(item.error)
+            progress.failed_early(failed)
+        else:
+            todo.append(item)
+    return todo
+
+
 def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
             on_progress: Callable[[dict[str, Any]], None] | None = None,
             interval: float = PROGRESS_INTERVAL) -> Execution:
@@ -140,19 +160,7 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
                         unpriced=unpriced)
     outcomes: list[dict[str, Any] | None] = [None] * len(items)
     stored = store.batch_items(skey) if store is not None and not spec.rerun else {}
-    todo: deque[Item] = deque()
-    for item in items:
-        rec = stored.get((item.key, item.model))
-        kept = _stored_outcome(store, rec) if rec is not None else None
-        if kept is not None:
-            outcomes[item.position] = kept
-            progress.counts["waiting"] -= 1
-            progress.reuse(kept)
-        elif item.error:
-            failed = outcomes[item.position] = error_outcome(item.error)
-            progress.failed_early(failed)
-        else:
-            todo.append(item)
+    todo = _still_to_run(items, stored, store, outcomes, progress)
     # Exported traces: one span for the batch, the items' runs its children (docs/tracing.md).
     span = batch_span(batch_id=batch_id, kind=spec.kind, items=len(todo), models=spec.models)
     try:

@@ -133,7 +133,14 @@ def render(template: str, fields: list[str], row: Mapping[str, Any],
             values[f] = row[f]
         else:
             values[f] = namespace[f]
+    from ..secrets import filled_in_secret, mask
+
     try:
-        return string.Formatter().vformat(template, (), values)
+        filled = string.Formatter().vformat(template, (), values)
     except Exception as exc:  # {text.upper} on a number, {d[key]} with no key...
-        raise ValueError(f"could not fill the template: {type(exc).__name__}: {exc}") from None
+        raise ValueError(f"could not fill the template: {type(exc).__name__}: "
+                         f"{mask(str(exc))}") from None
+    if filled_in_secret(template, filled):
+        raise ValueError("a {field} of the template filled in a secret (a key or token the "
+                         "kernel knows): it is never put into a prompt")
+    return filled

@@ -18,6 +18,8 @@ LATEST = 5
 """Finished items shown under the counts."""
 BATCH_FORMAT_VERSION = 1
 _PREVIEW = 120
+MIN_RATE_SECONDS = 1.0
+"""A batch younger than this shows no items/min (rate 0: the rate would be noise)."""
 
 
 class LiveUsage:
@@ -154,7 +156,10 @@ class Progress:
             self.elapsed = time.monotonic() - self._t0
         live_in, live_out, live_cost = self.live.totals()
         minutes = self.elapsed / 60
-        rate = self.finished_now / minutes if minutes > 0 and self.finished_now else 0.0
+        # No rate (0: the card shows none) before a second has passed or an item finished
+        # here: a rate over a near-zero time (a replay) read "29038.0 items/min".
+        rate = (self.finished_now / minutes
+                if self.elapsed >= MIN_RATE_SECONDS and self.finished_now else 0.0)
         left = self.counts["waiting"] + self.counts["running"]
         eta = left / rate * 60 if rate > 0 and self.status == "running" else None
         return {"version": BATCH_FORMAT_VERSION, "batch_id": self.batch_id, "kind": self.kind,

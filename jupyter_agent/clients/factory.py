@@ -24,6 +24,7 @@ environment variable (``OPENAI_API_KEY``).
 
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 from dataclasses import dataclass
@@ -32,8 +33,9 @@ from typing import Any
 from .. import config
 from .._state import STATE
 from ..config import CassetteMode
+from ..errors import ConfigError
 from ..llm.client import OpenAIClient, RetryPolicy
-from ..llm.profiles import ModelProfile
+from ..llm.profiles import BUILTIN_PROFILES, ModelProfile
 from ..llm.protocol import ModelClient
 from .cassettes import active_cassette
 from .embedded import LOCAL_NAME, local_available, local_endpoint, profile_for
@@ -43,7 +45,8 @@ from .replay import replay_client
 from .turn_client import ModelSource, TurnClient, bind_client, remember
 
 __all__ = ["DEFAULT_MODEL", "ModelChoice", "resolve_model", "make_client", "client_for",
-           "turn_client", "turn_profile", "clear_client_cache", "local_default_notice"]
+           "turn_client", "turn_profile", "clear_client_cache", "local_default_notice",
+           "known_models", "unknown_model_message"]
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 """The model when nothing is configured and the embedded one is not installed (or a key is)."""
@@ -117,6 +120,10 @@ def make_client(model: str | ModelProfile | None = None, *,
     cache_key = (profile.name, profile.model, base_url, hash(key), s.max_retries,
                  s.retry_base_delay, s.retry_max_delay, s.timeout, s.request_deadline,
                  mode, s.cassette_path if mode == "record" else None)
+    if not key and profile.name not in BUILTIN_PROFILES:
+        # A name nobody registered, with no key: most likely a typo of a known one, which
+        # "No API key" would hide (`--model locl`).
+        raise ConfigError(unknown_model_message(profile.name))
     with _clients_lock:
         client = _clients.get(cache_key)
         if client is None:
@@ -131,6 +138,21 @@ def make_client(model: str | ModelProfile | None = None, *,
                 client = base
             _clients[cache_key] = client
     return client
+
+
+def known_models() -> list[str]:
+    """The model names that need no guessing: the embedded ``local`` and the registered ones."""
+    return [LOCAL_NAME, *(n for n in BUILTIN_PROFILES if n != LOCAL_NAME)]
+
+
+def unknown_model_message(name: str) -> str:
+    """One line for a model name no profile knows: the closest known names, and the fix."""
+    known = known_models()
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+            else f"known models: {', '.join(known)}.")
+    return (f"unknown model '{name}'; {hint} (A model your own server serves by another name "
+            "needs its key: set OPENAI_API_KEY and OPENAI_BASE_URL.)")
 
 
 def client_for(model: str | None = None) -> ModelClient:

@@ -131,6 +131,9 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
               "resume.")
         return
     ns["_agent_run"] = run
+    # This cell's own output: headless (nbconvert, a saved notebook) the card it answered is
+    # elsewhere, and an empty output here reads as "nothing happened".
+    print(resumed_line(run, answer, in_its_cell=live is not None))
     if run.status == "ask":
         try:
             from ..agents.plan.agent import resume_hint
@@ -138,6 +141,22 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
             show_hint(run, resume_hint(run))
         except ImportError:
             pass
+
+
+_ENDINGS = {"done": "it finished", "ask": "it waits for another answer",
+            "max_rounds": "it stopped at the round limit", "aborted": "it was stopped",
+            "incomplete": "it ended without an answer"}
+
+
+def resumed_line(run: Any, answer: Any, *, in_its_cell: bool) -> str:
+    """One line: which run was resumed, with what answer, and how it ended (``in_its_cell``:
+    its card is in the cell that asked, else it was drawn above this line)."""
+    given = {"option": f"option {answer.option_index}", "other": "your answer",
+             "dismissed": "a dismissal"}.get(answer.how, answer.how)
+    ending = _ENDINGS.get(run.status) or (
+        f"it failed: {run.error}" if run.error else f"it ended ({run.status})")
+    where = "its card, in the cell that asked, shows the rest" if in_its_cell else "card above"
+    return f"Resumed run {run.run_id} with {given}: {ending} ({where})."
 
 
 @TABLE.command("model", "Show the active model, or set it for the following cells: model [NAME].")

@@ -194,7 +194,7 @@ def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("export", "Write a session as a notebook: export PATH.ipynb [--session NAME].")
 def _cmd_export(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..view.export import export_session
+    from ..view.notebook_export import export_session
 
     path = export_session(args.path, args.session or _current(), store=_store())
     print(f"Exported session {args.session or _current()!r} to {path}")

@@ -50,6 +50,8 @@ from .types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usage
 __all__ = ["DEFAULT_DEADLINE", "OpenAIClient", "HttpTransport", "RetryPolicy", "wire_messages", "estimate_usage"]
 
 _WIRE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+_DEFAULT_URL = "https://api.openai.com/v1"
+"""Where the openai client sends requests when no base URL is set (named in errors)."""
 
 
 class RetryPolicy:
@@ -311,7 +313,8 @@ class OpenAIClient:
                     limiter.pause(pause)
                 if attempt >= self.retry.max_retries:
                     return ChatResponse(
-                        error=f"Model request failed after {attempt + 1} attempts: {exc}",
+                        error=f"Model request failed after {attempt + 1} attempts: {exc}"
+                              + ("" if exc.status is not None else self._unreachable_fix()),
                         status_code=exc.status,
                         seconds=time.perf_counter() - start,
                     )
@@ -326,6 +329,14 @@ class OpenAIClient:
                 attempt += 1
 
     # ----------------------------------------------------------------- private
+    def _unreachable_fix(self) -> str:
+        """What to do when the server could not be reached: its URL and where that is set."""
+        url = self.base_url or _DEFAULT_URL
+        if self.profile.base_url:  # the profile's own server (e.g. the embedded model's)
+            return f". Is the server at {url} (model profile '{self.profile.name}') running?"
+        return (f". Is the server at {url} running? Set OPENAI_BASE_URL or "
+                "`%config AgentMagics.base_url = '...'` to use another one.")
+
     def _attempt(self, request: ChatRequest, body: dict[str, Any],
                  on_delta: StreamCallback | None) -> ChatResponse:
         reply = self.transport.send(body, request.stream)

@@ -103,6 +103,9 @@ def local_profile() -> dict[str, Any]:
                 # result, and cannot follow the planning protocol (docs/behaviour.md §9.9).
                 "stops_after_tool_result": False,
                 "planning": False,
+                # After a %%chat turn it answered "17 + 25 = 32" from that history, with no
+                # tool call, every time; with no history, 42 (docs/behaviour.md §9.9).
+                "history_in_tool_loop": False,
             },
         },
         "tool_mode": "grammar",

@@ -52,6 +52,10 @@ class Capabilities(BaseModel):
     """The server takes ``response_format`` with a ``json_schema`` (a typed answer); when
     False a forced ``final_answer`` tool carries the answer instead (``llm/structured.py``).
     A server that answers 400 to it falls back to the tool by itself."""
+    history_in_tool_loop: bool = True
+    """Whether a tool loop gets the session's earlier turns. False for a very small model: it
+    copies the arithmetic of an earlier answer instead of calling the tools, so its tool loops
+    start fresh (the card says so; ``agents/turn/open.py``)."""
 
 
 class ModelProfile(BaseModel):

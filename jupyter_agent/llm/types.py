@@ -7,7 +7,6 @@ objects and back on every round would only cost time.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from pydantic import BaseModel, Field
@@ -42,10 +41,6 @@ class ToolCall(BaseModel):
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
-
-    def parsed_arguments(self) -> Any:
-        """The arguments decoded as JSON; raises ``ValueError`` when they are not JSON."""
-        return json.loads(self.arguments or "{}")
 
 
 class Usage(BaseModel):

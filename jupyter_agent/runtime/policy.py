@@ -168,6 +168,7 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
     if sandbox is not None and warning:  # nothing confines the command: say so plainly
         question = f"{question} {warning}"
         detail["sandbox"] = f"none: {sandbox.reason}"
+    _show_hidden_characters(detail)
     event = AskPending(call_id=call.id, kind="approval", question=question,
                        options=list(APPROVAL_OPTIONS), allow_other=False, detail=detail)
     return event.model_dump(mode="json", exclude={"t", "type"})
@@ -200,3 +201,50 @@ def check_permission(call: ToolCall, tool: Any, ctx: PermissionContext | None) -
         ctx.waiting.append({"call_id": call.id, "name": tool.name, "arguments": call.arguments,
                             "ask": ask})
     return ToolOutcome(output=WAITING_FOR_APPROVAL, interactive=ask, skip_compress=True)
+
+
+def _visible(text: str) -> str:
+    """``text`` with every character that changes or hides how it reads shown as an escape:
+    bidi controls (``U+202E`` reverses what follows), zero-width and other format characters,
+    control characters but newline and tab (``\\r`` overwrites a line in a terminal), line
+    separators."""
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if ch in "\n\t" or unicodedata.category(ch) not in ("Cf", "Cc", "Zl", "Zp", "Co", "Cn"):
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) > 0xFF else f"\\x{ord(ch):02x}")
+    return "".join(out)
+
+
+def _show_hidden_characters(detail: dict[str, Any]) -> None:
+    """The card shows what will run, not what a renderer makes of it: a model can write a
+    command whose bidi controls make ``rm -rf ~`` read as a comment. Such characters are
+    shown escaped in the rows that show the call (the call itself is unchanged), and the card
+    says so."""
+    found = False
+
+    def fix(value: Any) -> Any:
+        nonlocal found
+        if isinstance(value, str):
+            shown = _visible(value)
+            found = found or shown != value
+            return shown
+        if isinstance(value, dict):
+            return {fix(k): fix(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+
+    # Only the rows that show the call: ``arguments`` stays as sent (a plan's approved call is
+    # run from it).
+    for key in ("command", "path", "url", "code", "cwd"):
+        if key in detail:
+            detail[key] = fix(detail[key])
+    if found:
+        detail["hidden characters"] = (
+            "the call holds characters that change or hide how it reads (direction "
+            "controls, zero-width or control characters); they are shown as \\u.... / \\x.. "
+            "escapes here, and run as they are")

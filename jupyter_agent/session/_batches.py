@@ -101,12 +101,6 @@ class BatchesMixin:
                            kind=kind, template=mask(template), options=mask_obj(options), models=models,
                            n_items=n_items, status="running", created=now, updated=now)
 
-    def get_batch(self, batch_id: str) -> BatchRecord | None:
-        """The batch ``batch_id``, or ``None``."""
-        row = self._db.connection().execute(
-            f"SELECT {_BATCH_COLUMNS} FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
-        return None if row is None else _batch(row)
-
     def list_batches(self) -> list[BatchRecord]:
         """Every stored batch, newest first."""
         rows = self._db.connection().execute(

@@ -216,21 +216,6 @@ class SessionsMixin:
             raise KeyError(f"session {name!r} does not exist")
         return record
 
-    def delete_session(self, name: str) -> bool:
-        """Delete the session with its history, turns, runs, events and permissions.
-
-        Returns False when there was no such session.
-        """
-        with self._db.write() as conn:
-            conn.execute(
-                "DELETE FROM run_events WHERE run_id IN (SELECT run_id FROM runs WHERE session = ?)",
-                (name,),
-            )
-            for table in ("runs", "turns", "messages", "permissions"):
-                conn.execute(f"DELETE FROM {table} WHERE session = ?", (name,))
-            deleted = conn.execute("DELETE FROM sessions WHERE name = ?", (name,)).rowcount
-        return deleted > 0
-
     def reset_session(self, name: str) -> None:
         """Forget the session's messages and turns, keeping the record and its bindings.
 

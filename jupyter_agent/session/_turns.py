@@ -125,13 +125,6 @@ class TurnsMixin:
             ).fetchone()
         return _turn(record)
 
-    def get_turn(self, turn_id: str) -> TurnRecord | None:
-        """The turn ``turn_id``, or ``None``."""
-        row = self._db.connection().execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,)
-        ).fetchone()
-        return None if row is None else _turn(row)
-
     def list_turns(self, session: str) -> list[TurnRecord]:
         """The session's turns, oldest first."""
         rows = self._db.connection().execute(

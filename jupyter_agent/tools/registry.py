@@ -7,13 +7,14 @@ import json
 import math
 import threading
 import time
+import warnings
 from typing import Any, Callable, Generic, TypeVar, overload
 
 import json5
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._state import STATE
-from ..errors import ToolError, tool_error_text
+from ..errors import ToolDefinitionWarning, ToolError, tool_error_text
 from ._deadline import TOOL_TIMEOUT_ENV, ToolTimeout, call_with_deadline, resolve_timeout
 from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema
@@ -326,8 +327,27 @@ def tool(
         t: Tool[F] = Tool(f, name=name, description=description, batchable=batchable,
                           timeout=timeout, requires_approval=requires_approval,
                           display=display, side_effects=side_effects)
+        _warn_if_undescribed(t, f, description)
         if register:
             REGISTRY.register(t)
         return t
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _warn_if_undescribed(t: Tool[Any], fn: Callable[..., Any], description: str | None) -> None:
+    """Warn when the model would learn little: no docstring (it sees only the name) or
+    parameters without type hints (it may send any JSON value). The tool still registers.
+    Each message names the tool, so every such tool is warned about once."""
+    problems = []
+    if not description and not (fn.__doc__ or "").strip():
+        problems.append("no docstring (the model sees only its name): say what it does and "
+                        "when to use it")
+    untyped = [p.name for p in inspect.signature(fn).parameters.values()
+               if p.annotation is inspect.Parameter.empty]
+    if untyped:
+        problems.append(f"no type hint on {', '.join(untyped)} (the model may send any JSON "
+                        f"value): annotate, e.g. `{untyped[0]}: int`")
+    if problems:
+        warnings.warn(f"@tool {t.name}: {'; '.join(problems)}.", ToolDefinitionWarning,
+                      stacklevel=3)

@@ -3,8 +3,9 @@
 anywidget loads ``_esm`` from a blob URL, where relative imports cannot resolve. The front-end
 sources stay separate files (the JupyterLab extension imports them as they are); this joins
 them at load time. It handles the plain subset those files use: named ``import {…} from
-"./x.js"``, ``export function/const/let/class NAME`` and one ``export default`` in the entry.
-Each module body runs in its own function scope, so private names never collide.
+"./x.js"``, ``export function/const/let/class NAME`` and one ``export default`` in the entry
+(an imported module's ``export default NAME;`` line, kept for when it is an entry itself, is
+dropped). Each module body runs in its own function scope, so private names never collide.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = ["bundle_esm"]
 
 _IMPORT = re.compile(r'^\s*import\s*\{([^}]*)\}\s*from\s*["\']\./([\w\-]+)\.js["\'];?\s*$',
                      re.MULTILINE)
+_DEFAULT_NAME = re.compile(r"^export\s+default\s+\w+\s*;?\s*$", re.MULTILINE)
 _EXPORT_DECL = re.compile(r"^export\s+(async\s+function|function\*?|const|let|class)\s+(\w+)",
                           re.MULTILINE)
 
@@ -73,6 +75,7 @@ def bundle_esm(entry: Path) -> str:
         if name == entry.stem:
             parts.append(body)  # the entry keeps its `export default`
         else:
+            body = _DEFAULT_NAME.sub("", body)
             parts.append(f"const {_ident(name)} = (() => {{\n{body}\nreturn {{ "
                          f"{', '.join(exports)} }};\n}})();")
     return "\n".join(parts)

@@ -11,8 +11,7 @@ from typing import Any, Callable
 import anywidget
 import traitlets
 
-from ._esm import bundle_esm
-from .widget import STATIC
+from .shared import LOADER, card_code
 
 __all__ = ["BatchWidget"]
 
@@ -20,14 +19,15 @@ __all__ = ["BatchWidget"]
 class BatchWidget(anywidget.AnyWidget):
     """The live batch card."""
 
-    _esm = bundle_esm(STATIC / "batch.js")
-    _css = ((STATIC / "run.css").read_text(encoding="utf-8")
-            + (STATIC / "batch.css").read_text(encoding="utf-8"))
+    # The code is not the card's own: it loads it from this kernel's CardCode (ui/shared.py).
+    _esm = LOADER
+    _card = traitlets.Unicode("batch").tag(sync=True)
+    _code_model = traitlets.Unicode().tag(sync=True)
     view = traitlets.Dict().tag(sync=True)
 
     def __init__(self, view: dict[str, Any], on_stop: Callable[[str], None] | None = None,
                  **kwargs: Any) -> None:
-        super().__init__(view=view, **kwargs)
+        super().__init__(view=view, _code_model=card_code().model_id, **kwargs)
         self._on_stop = on_stop
         # Not `_handle_msg`: that is ipywidgets' own comm handler (see widget.py).
         self.on_msg(self._on_custom_msg)

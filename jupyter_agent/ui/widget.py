@@ -31,18 +31,15 @@ from __future__ import annotations
 import copy
 import json
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import anywidget
 import traitlets
 
 from ..view.diff import ViewDiffer
-from ._esm import bundle_esm
+from .shared import LOADER, STATIC, card_code
 
 __all__ = ["RECOVERY_AGES", "RunWidget", "STATIC"]
-
-STATIC = Path(__file__).parent / "static"
 
 RECOVERY_AGES = (0.5, 1.0, 2.0, 4.0)
 """Widget ages (seconds) after which the next push is a snapshot (see the module docstring)."""
@@ -53,9 +50,10 @@ RECOVERY_MAX_BYTES = 256_000
 class RunWidget(anywidget.AnyWidget):
     """A run drawn live: answer, reasoning, tool cards, plan, ask buttons, footer."""
 
-    _esm = bundle_esm(STATIC / "widget.js")
-    _css = (STATIC / "run.css").read_text(encoding="utf-8") + "\n" + (
-        STATIC / "code.css").read_text(encoding="utf-8")
+    # The code is not the card's own: it loads it from this kernel's CardCode (ui/shared.py).
+    _esm = LOADER
+    _card = traitlets.Unicode("run").tag(sync=True)
+    _code_model = traitlets.Unicode().tag(sync=True)
     view = traitlets.Dict().tag(sync=True)
     """The last snapshot of the run's view (a copy: the live dict changes under it)."""
     view_seq = traitlets.Int(0).tag(sync=True)
@@ -63,7 +61,7 @@ class RunWidget(anywidget.AnyWidget):
 
     def __init__(self, view: dict[str, Any], on_answer: Callable[[dict[str, Any]], None] | None = None,
                  on_stop: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any) -> None:
-        super().__init__(view=copy.deepcopy(view), **kwargs)
+        super().__init__(view=copy.deepcopy(view), _code_model=card_code().model_id, **kwargs)
         self._source = view
         self._differ = ViewDiffer(view)
         self._seq = 0

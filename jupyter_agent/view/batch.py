@@ -50,6 +50,15 @@ def _title(view: dict[str, Any]) -> str:
             f"concurrency {view.get('concurrency', 0)}")
 
 
+def _cost(view: dict[str, Any]) -> str:
+    """``cost x``, or ``cost unknown`` when no price is known (``cost`` null: never a made-up
+    0)."""
+    cost = view.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return "cost unknown"
+    return f"cost {cost:.4f}"
+
+
 def summary_line(view: dict[str, Any]) -> str:
     """Counts, tokens, cost and speed in one line."""
     c = view.get("counts") or {}
@@ -60,11 +69,11 @@ def summary_line(view: dict[str, Any]) -> str:
         counts += f" · re-run after a worker was lost: {view['lost_rerun']:,}"
     if view.get("lost_held"):
         counts += f" · not re-run (side effects), check them: {view['lost_held']:,}"
-    cost = view.get("cost", 0.0)
-    shown = "unknown" if cost is None else f"{cost:.4f}"  # an unpriced model never reads 0
+    rate = view.get("rate")
     speed = (f"{view.get('input_tokens', 0):,} in / {view.get('output_tokens', 0):,} out tokens"
-             f" · cost {shown} · {view.get('rate', 0.0):.1f} items/min"
-             f" · {view.get('elapsed', 0.0):.1f} s")
+             f" · {_cost(view)}"
+             + (f" · {rate:.1f} items/min" if isinstance(rate, (int, float)) and rate > 0 else "")
+             + f" · {view.get('elapsed', 0.0):.1f} s")
     if view.get("cached"):
         speed += f" · {view['cached']:,} cached (saved {float(view.get('saved') or 0.0):.4f})"
     if view.get("status") == "running" and view.get("eta") is not None:

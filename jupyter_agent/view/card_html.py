@@ -161,11 +161,12 @@ def _plan(plan: dict[str, Any]) -> str:
 def footer_text(view: dict[str, Any]) -> str:
     """One line: model, rounds, tokens, cost, time."""
     f = view["footer"]
-    approx = "~" if f.get("estimated") else ""
     inp, out, cost = f.get("input_tokens"), f.get("output_tokens"), f.get("cost")
     # Unknown (None: no call accounted, or a model without prices) reads "unknown", never 0.
+    # Counted here because the server reported none: said in words ("~86" read as a typo).
     tokens = ("tokens unknown" if inp is None or out is None
-              else f"{approx}{inp} in / {approx}{out} out tokens")
+              else f"about {inp} in / {out} out tokens (estimated)" if f.get("estimated")
+              else f"{inp} in / {out} out tokens")
     price = "cost unknown" if cost is None else f"${cost:.4f}"
     return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
             f"{tokens} · {price} · {f.get('seconds', 0.0):.1f} s{_parts(f)}{cached_text(f)}")

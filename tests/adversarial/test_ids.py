@@ -9,6 +9,7 @@ widget click reaches (``magics._on_click``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -352,7 +353,7 @@ def test_a_server_that_omits_the_index_never_merges_two_calls() -> None:
         {"id": "b", "function": {"name": "bash", "arguments": '{"command": "echo b"}'}},
         {"id": "b", "function": {"arguments": ""}},  # the id repeated: the same call
     ])
-    assert [(c.id, c.parsed_arguments()) for c in calls] == [
+    assert [(c.id, json.loads(c.arguments)) for c in calls] == [
         ("a", {"command": "echo a"}), ("b", {"command": "echo b"})]
     assert [d["id"] for k, d in seen if k == "tool_call"] == ["a", "b"]
 
@@ -363,7 +364,7 @@ def test_one_id_at_two_indexes_is_two_calls_and_arguments_before_the_name_are_ke
         {"index": 1, "id": "same", "function": {"arguments": '{"c": '}},  # no name yet
         {"index": 1, "id": "same", "function": {"name": "bash", "arguments": "2}"}},
     ])
-    assert [c.parsed_arguments() for c in calls] == [{"c": 1}, {"c": 2}]
+    assert [json.loads(c.arguments) for c in calls] == [{"c": 1}, {"c": 2}]
     assert calls[0].id == "same" and calls[1].id not in ("same", "")
     announced = [d["id"] for k, d in seen if k == "tool_call"]
     assert announced == [c.id for c in calls]

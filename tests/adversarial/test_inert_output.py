@@ -22,7 +22,7 @@ from jupyter_agent.agents.chat import chat
 from jupyter_agent.batch import batch
 from jupyter_agent.session import default_store
 from jupyter_agent.view.bundle import build_bundle, render_markdown
-from jupyter_agent.view.export import session_notebook
+from jupyter_agent.view.notebook_export import session_notebook
 from tests.fakes.openai_server import ScriptedOpenAI, text
 
 MARK = "XSS19"

@@ -34,7 +34,7 @@ from jupyter_agent.replay import go_live, start
 from jupyter_agent.secrets import MASK, StreamMasker, is_secret_name, mask, mask_json, scrub_env
 from jupyter_agent.session import default_store
 from jupyter_agent.view.bundle import build_bundle
-from jupyter_agent.view.export import export_session
+from jupyter_agent.view.notebook_export import export_session
 from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 from tests.notebooks.test_core_notebook import python3_kernel as notebook_kernel  # noqa: F401
 

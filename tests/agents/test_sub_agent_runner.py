@@ -1,7 +1,7 @@
 """One sub-agent runner: ``spawn_agent`` and an agent used as a tool get the same limit (at most
 30 model requests, the final-answer request included) and the same denial rule (an ``ask`` is
 refused: nobody can click a card inside a tool call), because both go through
-``agents.driver.run_sub_agent``."""
+``agents.turn.start.run_sub_agent``."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_a_killed_kernel_loses_only_the_items_in_flight(srv: ScriptedOpenAI,
     # Asked twice: only items in flight at the kill, or answered in its last 0.25 s.
     assert not asked_again & answered_long_ago
     assert len(asked_again) <= asked_before - len(saved)
-    assert store.get_batch(record.batch_id).status == "done"
+    assert next(b for b in store.list_batches() if b.batch_id == record.batch_id).status == "done"
 
 
 def test_rerun_runs_everything_and_new_rows_run_alone(srv: ScriptedOpenAI) -> None:

@@ -150,7 +150,10 @@ def _local_extension_args(base: Path) -> list[str]:
     link = folder / "jupyter-agent"
     if not link.exists():
         link.symlink_to(EXTENSION_DIR, target_is_directory=True)
-    return [f"--LabApp.extra_labextensions_path={folder}"]
+    # Notebook 7's pages are served by its own app: it needs the same path, or they would
+    # draw with the environment's build.
+    return [f"--LabApp.extra_labextensions_path={folder}",
+            f"--JupyterNotebookApp.extra_labextensions_path={folder}"]
 
 
 @contextmanager
@@ -332,6 +335,7 @@ def check_lab(server: Lab) -> None:
     Python (another installed build, or another interpreter, would test something else)."""
     load = built_extension_load()
     assert load and load in server.text(f"/lab?token={TOKEN}"), "not this checkout's build"
+    assert load in server.text(f"/tree?token={TOKEN}"), "Notebook 7: not this checkout's build"
     argv0 = server.api("/api/kernelspecs")["kernelspecs"]["python3"]["spec"]["argv"][0]
     if argv0 not in ("python", "python3") and not argv0.startswith(sys.prefix):
         raise AssertionError(f"the python3 kernel runs {argv0}, not this environment's Python")

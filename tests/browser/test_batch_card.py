@@ -26,7 +26,7 @@ pytestmark = [
 ]
 
 PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><link rel="stylesheet" href="run.css">
+<html><head><meta charset="utf-8"><link rel="icon" href="data:,"><link rel="stylesheet" href="run.css">
 <link rel="stylesheet" href="batch.css"></head>
 <body style="margin:16px;max-width:900px"><div id="card"></div>
 <script type="module">

@@ -179,21 +179,37 @@ def test_tool_states_say_queued_running_and_interrupted_truthfully(open_run: Ope
         _tool("d", "error", error="interrupted", seconds=0.0,
               output="Tool error: interrupted by the user before it finished."),
         _tool("e", "interrupted", seconds=2.5),
-        # Denied: an error that took no time at all never ran.
+        # Denied by the user: a choice, not an error; it never ran.
         _tool("f", "error", seconds=0.0, error="Permission denied by the user: bash was not run.",
               output="Permission denied by the user: bash was not run."),
+        # Refused by the round limit: an error that took no time at all never ran.
+        _tool("g", "error", seconds=0.0, error="Round limit reached: not run.",
+              output="Round limit reached: not run."),
     ]
     page = open_run(view)
     times = {cid: page.inner_text(f'.ja-tool[data-call-id="{cid}"] .ja-tool-time')
-             for cid in "abcdef"}
+             for cid in "abcdefg"}
     states = page.eval_on_selector_all(".ja-tool", "els => els.map(e => e.dataset.state)")
-    assert states == ["done", "running", "queued", "interrupted", "interrupted", "error"]
+    assert states == ["done", "running", "queued", "interrupted", "interrupted", "denied",
+                      "error"]
     assert times["a"] == "1.25 s"
     assert times["b"] in ("running 3 s", "running 4 s")
     assert times["c"] == "queued"
     assert times["d"] == "interrupted"
     assert times["e"] == "interrupted after 2.50 s"
-    assert times["f"] == "not run"
+    assert times["f"] == "denied by you" and times["g"] == "not run"
+    # The deny is drawn plain: not opened, no red error block, an icon in the text colour.
+    denied = page.locator('.ja-tool[data-call-id="f"]')
+    assert denied.get_attribute("open") is None
+    assert page.locator('.ja-tool[data-call-id="g"]').get_attribute("open") is not None
+    red = page.evaluate("getComputedStyle(document.querySelector("
+                        "'.ja-tool[data-call-id=\"g\"] .ja-tool-icon')).color")
+    icon = page.evaluate("getComputedStyle(document.querySelector("
+                         "'.ja-tool[data-call-id=\"f\"] .ja-tool-icon')).color")
+    assert icon != red
+    denied.locator("summary").click()
+    expect(denied).to_contain_text("Permission denied by the user")
+    assert page.locator('.ja-tool[data-call-id="f"] .ja-tool-error').count() == 0
     assert "0.00 s" not in page.inner_text(".ja-items")
     page.click('.ja-tool[data-call-id="d"] > summary')
     # The body is built on the (asynchronous) toggle event.
@@ -206,7 +222,8 @@ def test_tool_states_say_queued_running_and_interrupted_truthfully(open_run: Ope
     ended["status"] = "aborted"
     page.evaluate("v => window.redraw(v)", ended)
     states = page.eval_on_selector_all(".ja-tool", "els => els.map(e => e.dataset.state)")
-    assert states == ["done", "interrupted", "interrupted", "interrupted", "interrupted", "error"]
+    assert states == ["done", "interrupted", "interrupted", "interrupted", "interrupted", "denied",
+                      "error"]
     assert "running" not in page.inner_text(".ja-items")
     page.screenshot(path=str(ARTIFACTS_DIR / "cards-tool-states.png"))
 
@@ -468,6 +485,10 @@ def test_nbconvert_html_reads_like_the_card_and_runs_nothing(browser: Any, tmp_p
     page_path = tmp_path / "export.html"
     page_path.write_text(body, encoding="utf-8")
     page = browser.new_page(viewport={"width": 960, "height": 700})
+    # nbconvert's template loads require.js and MathJax from a CDN; offline, an empty script
+    # stands in (a failed load would be a console error that is none of ours).
+    page.route("https://cdnjs.cloudflare.com/**", lambda route: route.fulfill(
+        status=200, body="", content_type="text/javascript"))
     page.goto(page_path.as_uri())
     out = page.locator(".jp-OutputArea-output").first
     text = out.inner_text()

@@ -232,7 +232,7 @@ def approval_scenario(s: Session) -> None:
     assert [m["content"] for m in told] == [DENIED]
     assert (s.server.root / "old.txt").read_text(encoding="utf-8") == "keep me"
     assert "Deny" in out.locator(".ja-ask-answered .ja-chosen").text_content()
-    assert out.locator('.ja-tool[data-call-id="del_1"]').get_attribute("data-state") == "error"
+    assert out.locator('.ja-tool[data-call-id="del_1"]').get_attribute("data-state") == "denied"
     assert "you denied it" in out.locator(".ja-text").last.inner_text()
     assert cell.locator(".ja-widget").count() == 0
 

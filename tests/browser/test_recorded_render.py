@@ -99,9 +99,12 @@ def test_replay_marks_the_recorded_option_and_a_refused_click_leaves_it_waiting(
         assert page.evaluate("window.actions")[0]["option_index"] == 1
         expect(card.locator(".ja-ask-status")).to_contain_text("Answer")
         page.evaluate("(v) => window.redraw(v)", waiting)
-        status = page.locator(".ja-ask-pending .ja-ask-status")
-        expect(status).to_have_text(run.view["ask"]["refused"]["message"].replace("`", ""))
-        assert "Answer sent" not in page.locator(".ja-ask-pending").inner_text()
+        # The refusal says what the line under the buttons says: that line is marked, and
+        # "This recording answered option 2" is on the card once.
+        expect(page.locator(".ja-ask-pending .ja-recorded-line.ja-ask-refused")).to_have_text(LINE)
+        text = page.locator(".ja-ask-pending").inner_text()
+        assert text.count("This recording answered") == 1, text
+        assert "Answer sent" not in text
         buttons = page.locator(".ja-ask-pending .ja-option")
         assert all(buttons.nth(i).is_enabled() for i in range(buttons.count()))
         page.locator(".ja-ask-pending").screenshot(path=str(ARTIFACTS_DIR / "replay-refused.png"))

@@ -95,9 +95,9 @@ def test_replay_marks_the_recorded_option_and_refuses_another_in_one_line(lab: A
         "the cell.")
     other = "1" if k != "1" else "2"
     card.locator(f'.ja-option[data-index="{other}"]').click()
-    status = card.locator(".ja-ask-status")
-    expect(status).to_contain_text(f"This recording answered option {k}", timeout=15_000)
-    assert "\n" not in status.inner_text()
+    # The refusal marks the line under the buttons, which says it already: once on the card.
+    expect(card.locator(".ja-recorded-line.ja-ask-refused")).to_have_count(1, timeout=15_000)
+    assert card.inner_text().count(f"This recording answered option {k}") == 1
     # The question still waits: every button clickable again, no "sent" claim, no red.
     assert card.locator(".ja-option:enabled").count() == card.locator(".ja-option").count()
     assert SENT not in card.inner_text() and QUEUED not in card.inner_text()
@@ -178,9 +178,9 @@ def test_tutorial_04_allow_once_before_the_resume_cell_is_refused_in_one_line(la
     k = card.locator(".ja-option.ja-recorded").get_attribute("data-index")
     assert k == "2"  # the tutorial's `%agent resume --option 2` cell, recorded as code
     card.locator('.ja-option[data-index="1"]').click()  # "Allow once"
-    status = card.locator(".ja-ask-status")
-    expect(status).to_contain_text("This recording answered option 2", timeout=15_000)
-    assert "\n" not in status.inner_text() and SENT not in card.inner_text()
+    expect(card.locator(".ja-recorded-line.ja-ask-refused")).to_have_count(1, timeout=15_000)
+    assert card.inner_text().count("This recording answered option 2") == 1
+    assert SENT not in card.inner_text()
     assert card.locator(".ja-option:enabled").count() == 3
     ui.shot("lab-04-allow-once-refused.png", ARTIFACTS_DIR, ui.cell(APPROVAL_CELL))
     _no_red(ui)

@@ -192,8 +192,11 @@ def test_a_toolloop_cell_waiting_for_approval_says_how_to_answer(
     # The hint is a display under the run (so it can be cleared once the card is answered).
     hints = [o.data.get("text/plain", "") for o in cap.outputs]
     assert any(f"%agent resume {run.run_id} --option N" in h for h in hints)
-    with capture_output():
+    with capture_output() as cap:
         r = shell.run_cell(f"%agent resume {run.run_id} --option 3")
     assert r.success, r.error_in_exec
     assert shell.user_ns["_agent_run"].status == "done"
     assert shell.user_ns["_agent_run"].answer == "denied"
+    # Its own cell says what it resumed and how that ended (headless, nothing else is there).
+    assert cap.stdout == (f"Resumed run {run.run_id} with option 3: it finished (its card, in "
+                          "the cell that asked, shows the rest).\n")

@@ -101,9 +101,10 @@ def test_markdown_and_plain_text() -> None:
     assert md.split("\n\n")[0] == "<details><summary>Reasoning</summary>"
     assert "```\nUse the tool.\n```" in md
     assert "**Tool `add`** (ok, 0.01 s) `{\"a\": 2, \"b\": 2}`\n\n```\n4\n```" in md
-    assert md.endswith("*gpt-4.1-mini · 2 round(s) · ~120 in / ~15 out tokens · $0.0030 · 1.5 s*")
-    assert render_plain(view) == ("2 + 2 = 4.\n\n[done] gpt-4.1-mini · 2 round(s) · ~120 in / "
-                                  "~15 out tokens · $0.0030 · 1.5 s")
+    assert md.endswith("*gpt-4.1-mini · 2 round(s) · about 120 in / 15 out tokens (estimated) · "
+                       "$0.0030 · 1.5 s*")
+    assert render_plain(view) == ("2 + 2 = 4.\n\n[done] gpt-4.1-mini · 2 round(s) · about 120 in / "
+                                  "15 out tokens (estimated) · $0.0030 · 1.5 s")
 
 
 def test_tool_output_with_backticks_cannot_break_the_fence() -> None:

@@ -15,6 +15,7 @@ from ...events import BaseEvent, PlanUpdated
 from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
 from ...loop.compress.checkpoint import compress_request_messages
+from ...loop.compress.constants import MODULE_COMPRESS_MESSAGES
 from ...loop.hooks import (
     ContextFit,
     LoopHooks,
@@ -36,13 +37,10 @@ from .gate import StopGateCounter
 from .run_state import PlanRunState
 from .tools import ToolCatalog
 
-__all__ = ["PlanHooks", "GATE_FEEDBACK_PREFIX", "MODULE_COMPRESS_MESSAGES"]
+__all__ = ["PlanHooks", "GATE_FEEDBACK_PREFIX"]
 
 GATE_FEEDBACK_PREFIX = "<stop_gate_feedback>"
 """How the kernel-injected stop-gate feedback messages start."""
-
-MODULE_COMPRESS_MESSAGES = "compress_llm_messages"
-"""Usage module name of the checkpoint compression call (docs/behaviour.md §8.2)."""
 
 
 def _hide_loop_messages(messages: list[Message]) -> list[Message]:

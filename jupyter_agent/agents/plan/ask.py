@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ...events import AskAnswered, AskPending
+from ...events import AskPending
 from ._validation import format_validation_error, parse_arguments_text
 from .constants import ASK_MAX_OPTIONS, ASK_MIN_OPTIONS, ASK_TOOL_NAME, WAITING_FOR_USER_ANSWER
 
@@ -101,16 +101,6 @@ class AskRequest(BaseModel):
             detail={"reason": self.reason, "blockerType": self.blocker_type},
         )
 
-    def check_answer(self, answer: AskAnswer) -> None:
-        """Raise ``ValueError`` if ``answer`` cannot answer this question."""
-        if answer.how == "option":
-            if answer.option_index is None or not 1 <= answer.option_index <= len(self.options):
-                raise ValueError(
-                    f"Option {answer.option_index} does not exist: choose 1 to {len(self.options)}."
-                )
-        elif answer.how == "other" and not self.allow_other:
-            raise ValueError("This question only accepts one of its options.")
-
 
 class AskParseResult(BaseModel):
     """The outcome of validating ``ask_agent`` arguments."""
@@ -173,21 +163,6 @@ class AskAnswer(BaseModel):
     def dismiss(cls) -> AskAnswer:
         """The user closed the question without answering."""
         return cls(how="dismissed")
-
-    @classmethod
-    def from_text(cls, ask: AskRequest, text: str) -> AskAnswer:
-        """An option when ``text`` equals one (ignoring case and outer spaces), else ``other``."""
-        wanted = text.strip().casefold()
-        for index, option in enumerate(ask.options, start=1):
-            if option.casefold() == wanted:
-                return cls.choose(ask, index)
-        return cls.other(text)
-
-    def answered_event(self, call_id: str) -> AskAnswered:
-        """The ``ask_answered`` event for this answer."""
-        return AskAnswered(
-            call_id=call_id, how=self.how, answer=self.answer, option_index=self.option_index
-        )
 
 
 def format_answer_for_model(ask: AskRequest, answer: AskAnswer) -> str:

@@ -8,7 +8,7 @@ candidate ends the run ``incomplete``: the draft is kept and the open items are 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -47,10 +47,6 @@ class GateDecision(BaseModel):
     """On refusal: the text of the user-role message added for the model."""
     missing: list[str] = Field(default_factory=list)
     """The unresolved items listed in the feedback, in order (a step can appear twice)."""
-
-    def feedback_message(self) -> dict[str, Any]:
-        """The feedback as a chat message (``{"role": "user", "content": ...}``)."""
-        return {"role": "user", "content": self.feedback}
 
 
 def _missing_items(plan: Plan) -> list[str]:

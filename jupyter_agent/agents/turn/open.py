@@ -79,8 +79,12 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     run = resuming or Run(agent=kind, model=model, prompt=prompt, session=opt.session)
     recorder = RunRecorder(run, store, opt.listeners)
     history: list[dict[str, Any]] = []
+    # A very small model follows an earlier answer instead of calling the tools: its tool
+    # loops get no history, and the card says so (once the recorder runs, below).
+    fresh = (kind == "toolloop" and bool(opt.history)
+             and not client.profile.capabilities.history_in_tool_loop)
     if store is not None and resuming is None:
-        if run.session and opt.history:
+        if run.session and opt.history and not fresh:
             history = store.history_messages(run.session, opt.history)
         store.create_run(run.run_id, run.session, kind, origin=opt.origin)
     p = TurnContext(tc, run, recorder, store, None, history, persisted=persisted,
@@ -101,4 +105,9 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
         notice = local_default_notice(tc)
         if notice:
             recorder.emit(Warning_(message=notice))
+        if fresh and run.session and store is not None and store.history_messages(
+                run.session, 1):
+            recorder.emit(Warning_(message=(
+                f"Earlier turns were not sent: {model} is a small model that copies an "
+                "earlier answer instead of calling the tools, so its tool loops start fresh.")))
     return p

@@ -82,6 +82,26 @@ class Turn:
         return out
 
 
+def _checked_options(kind: TurnKind, prompt: str, options: Mapping[str, Any],
+                     checks: Mapping[str, Any] | None) -> TurnOptions:
+    """The turn's options, checked before anything is set up: a prompt, values in range, and
+    nothing a chat cannot do (``notebook``, ``skills``, approvals)."""
+    if not prompt or not prompt.strip():
+        raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
+    check_parameters(options, **dict(checks or {}))
+    opt = TurnOptions(**options)
+    if opt.output is not None:
+        opt.output = typed_output(opt.output)
+    if kind == "chat" and opt.notebook:
+        raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
+                             parameters=("notebook",))
+    if kind == "chat" and opt.skills:
+        raise ParameterError("skills: a chat calls no tools (skills are read with one); use "
+                             "toolloop or plan.", parameters=("skills",))
+    opt.approve = _approved_names(kind, opt.approve)
+    return opt
+
+
 def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
                tools: list[Any] | None = None, checks: Mapping[str, Any] | None = None) -> Turn:
     """Validate, set up and open a new turn of ``kind`` (the order is in the module doc).
@@ -98,19 +118,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     Raises:
         ParameterError: an empty prompt or a value outside its range.
     """
-    if not prompt or not prompt.strip():
-        raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
-    check_parameters(options, **dict(checks or {}))
-    opt = TurnOptions(**options)
-    if opt.output is not None:
-        opt.output = typed_output(opt.output)
-    if kind == "chat" and opt.notebook:
-        raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
-                             parameters=("notebook",))
-    if kind == "chat" and opt.skills:
-        raise ParameterError("skills: a chat calls no tools (skills are read with one); use "
-                             "toolloop or plan.", parameters=("skills",))
-    opt.approve = _approved_names(kind, opt.approve)
+    opt = _checked_options(kind, prompt, options, checks)
     store = store_of(opt)
     if kind == "plan":
         _refuse_unfit_for_planning(profile_of(opt, store))

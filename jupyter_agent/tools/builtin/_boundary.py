@@ -9,9 +9,10 @@ the sandbox, or is a secret (docs/sandbox.md, "Inside the workspace"):
   user site-packages, ``~/.jupyter``, ``~/.ipython``, ``~/.bashrc`` ...); and, wherever they
   are, the agent's store folder, Jupyter's config, data and runtime folders and IPython's.
 * **read-only** (bound read-only in ``bash``, refused by ``write_file``): the Python prefixes
-  and site-packages folders, a virtual environment in a folder at the top of the workspace
-  (``.venv/``, ``env/``), ``.git/hooks``, ``.git/config`` and a ``.git`` pointer file, at the
-  top of the workspace or one folder down, and cassettes (``*.cassette.json``).
+  and site-packages folders, Python environments in the workspace (``.venv/``,
+  ``src/app/.venv``, a conda folder), ``.git/hooks``, ``.git/config`` and a ``.git`` pointer
+  file up to three folders down (with the git folders of submodules and worktrees kept inside
+  ``.git``), folders on ``PATH`` and ``~/bin``, and cassettes (``*.cassette.json``).
 
 Whole folders are covered, not only the files that exist: a file created later (a new ``.pth``
 in site-packages, a new IPython startup file, a new hook) would be run outside the sandbox.
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["Boundary", "CASSETTE_SUFFIX", "boundary_for"]
+__all__ = ["Boundary", "CASSETTE_SUFFIX", "boundary_for", "system_workspace_reason"]
 
 CASSETTE_SUFFIX = ".cassette.json"
 """Files with this suffix are cassettes (replayed model answers): never written by a tool."""
@@ -38,6 +39,27 @@ _SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+# Folders of the system itself. A workspace that is one of them (or ``/``, which holds them all)
+# would be bound read-write into the sandbox over the allow-list: ``/sys`` and cgroups, ``/boot``,
+# ``/var`` (package scripts, cron), every user's home; a root kernel's command could then run
+# code as host root. ``/tmp`` is every program's (other kernels' connection files, with their
+# keys, can be there). Inside the kernel's own file systems nothing is a project.
+_SYSTEM_ROOTS = ("/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
+                 "/libx32", "/opt", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var")
+_NEVER_INSIDE = ("/boot", "/dev", "/proc", "/run", "/sys")
+
+
+def system_workspace_reason(root: str) -> str | None:
+    """Why no tool may work in ``root`` (canonical), or None: it is ``/``, a system folder
+    (``/var``, ``/usr``, ``/home`` ...), or inside ``/proc``, ``/sys``, ``/dev``, ``/run`` or
+    ``/boot`` (docs/sandbox.md)."""
+    if root == "/" or root in _SYSTEM_ROOTS or any(_inside(root, d) for d in _NEVER_INSIDE):
+        return (f"the workspace {root!r} is a folder of the system itself, which no sandbox "
+                "can be drawn around; start the notebook in a project folder, or give the "
+                "agent one (Agent(..., workspace='~/project'))")
+    return None
 
 
 def _real(path: str | os.PathLike[str]) -> str:
@@ -103,9 +125,40 @@ def _children(folder: str) -> list[str]:
         return []
 
 
-def _project_dirs(root: str) -> list[str]:
-    """Where a project's ``.git`` or a venv is looked for: the root and its direct folders."""
-    return [root, *_children(root)]
+_SCAN_DEPTH = 3
+_SCAN_BUDGET = 3000
+_NOT_PROJECTS = frozenset({"node_modules", "__pycache__", "site-packages", "dist-packages"})
+
+
+def _is_env(folder: str) -> bool:
+    """A Python environment: a virtual environment (``pyvenv.cfg``) or a conda one."""
+    return (os.path.isfile(os.path.join(folder, "pyvenv.cfg"))
+            or os.path.isdir(os.path.join(folder, "conda-meta")))
+
+
+def _scan(root: str) -> tuple[list[str], list[str]]:
+    """Where a project's ``.git`` is looked for (the root and folders up to three below it),
+    and the Python environments found there (a workspace that is the home folder holds
+    ``~/src/app/.venv``, ``~/miniconda3``). Dot-folders and environments are not walked into;
+    at most a few thousand folders are looked at."""
+    projects, envs, level = [root], [], [root]
+    for depth in range(_SCAN_DEPTH + 1):
+        nxt: list[str] = []
+        for folder in level:
+            for child in _children(folder):
+                if len(projects) + len(nxt) >= _SCAN_BUDGET:
+                    break
+                if _is_env(child):
+                    envs.append(child)
+                    continue
+                name = os.path.basename(child)
+                if depth < _SCAN_DEPTH and not name.startswith(".") \
+                        and name not in _NOT_PROJECTS:
+                    nxt.append(child)
+        if depth < _SCAN_DEPTH:
+            projects += nxt
+        level = nxt
+    return projects, envs
 
 
 @dataclass(frozen=True)
@@ -190,19 +243,44 @@ class Boundary:
         return sorted(set(found))
 
 
-def _git_paths(root: str) -> Iterable[str]:
-    for folder in _project_dirs(root):
+def _git_paths(projects: list[str]) -> Iterable[str]:
+    for folder in projects:
         git = os.path.join(folder, ".git")
         if os.path.isfile(git) and not os.path.islink(git):
             yield git  # a worktree's pointer: rewritten, it would lead git to planted hooks
-        for name in _GIT_PROTECTED:
-            yield os.path.join(git, name)
+        if os.path.isdir(git) and not os.path.islink(git):
+            yield from _gitdir_paths(git, 0)
+        else:
+            for name in _GIT_PROTECTED:
+                yield os.path.join(git, name)
 
 
-def _venvs(root: str) -> Iterable[str]:
-    for folder in _children(root):
-        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
-            yield folder
+def _gitdir_paths(gitdir: str, depth: int) -> Iterable[str]:
+    """The hooks and configuration of a git folder, and of the submodules' git folders kept
+    inside it (``modules/NAME``, nested): git runs a submodule's hooks and reads its
+    ``core.fsmonitor`` when the parent repository is used."""
+    for name in _GIT_PROTECTED:
+        yield os.path.join(gitdir, name)
+    for name in ("config.worktree", "commondir"):
+        if os.path.lexists(os.path.join(gitdir, name)):
+            yield os.path.join(gitdir, name)
+    if depth >= 4:
+        return
+    for sub in ("modules", "worktrees"):
+        for child in _children(os.path.join(gitdir, sub)):
+            if os.path.isfile(os.path.join(child, "HEAD")):
+                yield from _gitdir_paths(child, depth + 1)
+            elif sub == "modules":  # a submodule named "a/b" lives in modules/a/b
+                for grandchild in _children(child):
+                    if os.path.isfile(os.path.join(grandchild, "HEAD")):
+                        yield from _gitdir_paths(grandchild, depth + 1)
+
+
+def _path_dirs(homes: Iterable[str]) -> list[str]:
+    """Folders whose programs run by name: those on the kernel's ``PATH``, and ``~/bin``
+    (a login shell puts it on ``PATH`` once it exists)."""
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d)]
+    return [*dirs, *(os.path.join(h, "bin") for h in homes)]
 
 
 def _cassettes(root: str) -> Iterable[str]:
@@ -262,8 +340,9 @@ def boundary_for(root: str | os.PathLike[str]) -> Boundary:
     # The answer cache beside the store (clients/cache.py): hidden even when the store folder
     # is the workspace, as the store's files are (a planted entry would be a model's answer).
     hidden.add(os.path.join(store_dir, "cache"))
-    read_only = sorted({*python_dirs, *(_real(p) for p in _git_paths(ws)),
-                        *(_real(v) for v in _venvs(ws))})
+    projects, envs = _scan(ws)
+    read_only = sorted({*python_dirs, *(_real(p) for p in _git_paths(projects)),
+                        *(_real(v) for v in envs), *(_real(p) for p in _path_dirs(homes))})
     # A folder that holds the workspace cannot be read-only inside it: that would make the
     # whole workspace read-only (a kernel started from its own prefix). Keep only what is
     # inside the workspace or elsewhere.

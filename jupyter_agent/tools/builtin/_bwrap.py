@@ -30,10 +30,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.errors import ConfigError, ToolError
 
 from ..._state import STATE
-from ._boundary import Boundary, boundary_for
+from ._boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "python_binds", "sandbox_status"]
 
@@ -263,9 +263,9 @@ def _make_coverable(b: Boundary) -> None:
 
     - the store folder and the answer cache's (0700, as the store and the cache make them): a
       store or a cache entry planted before the first open would be opened and trusted;
-    - a store's empty ``-wal`` and ``-shm`` beside an existing store file, when the store folder
-      is the workspace itself: a planted write-ahead log would be replayed into the store at
-      its next open (SQLite treats an empty one as no log);
+    - a store's empty ``-wal``, ``-shm`` and ``-journal`` beside an existing store file, when
+      the store folder is the workspace itself: a planted log or journal would be replayed into
+      the store at its next open (SQLite treats an empty one as none);
     - a repository's missing ``.git/hooks`` (git makes it at ``init``): a hook planted there
       would run at the next commit.
     """
@@ -281,9 +281,10 @@ def _make_coverable(b: Boundary) -> None:
                 pass
     store, *companions = b.hidden_files
     if _inside(store, b.root) and os.path.isfile(store):
-        for path in companions[:2]:  # -wal, -shm
+        for path in companions:  # -wal, -shm, -journal
             try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                                 0o600))
             except OSError:  # exists already (the kernel has the store open), or cannot
                 pass
 
@@ -316,10 +317,37 @@ def _workspace_binds(ws: str) -> list[str]:
     return args
 
 
+_help_cache: dict[str, str] = {}
+
+
+def _has_option(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--size`` came in 0.6, ``--disable-userns``
+    in 0.8): read once from its ``--help``."""
+    if bwrap not in _help_cache:
+        try:
+            done = subprocess.run([bwrap, "--help"], capture_output=True, text=True,
+                                  timeout=_PROBE_TIMEOUT, check=False)
+            _help_cache[bwrap] = done.stdout + done.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            _help_cache[bwrap] = ""
+    return option in _help_cache[bwrap]
+
+
+def _tmpfs(bwrap: str, path: str, tmp_mb: int | None) -> list[str]:
+    """A private tmpfs at ``path``, at most ``tmp_mb`` MB: its files are memory, which the
+    per-process limit does not count (a command could fill the host's RAM through it)."""
+    if tmp_mb is not None and _has_option(bwrap, "--size"):
+        return ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", path]
+    return ["--tmpfs", path]
+
+
 def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
                   userns: bool = True, seccomp_fd: int | None = None,
-                  extra_ro: Sequence[str] = ()) -> list[str]:
+                  tmp_mb: int | None = None, extra_ro: Sequence[str] = ()) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
+
+    ``tmp_mb`` caps each of the two memory-backed folders (``/tmp``, ``/dev/shm``; ``/dev``
+    itself is read-only), when bubblewrap can.
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
     workspace under ``/tmp`` is bound on top of it; after the workspace come the parts of it
@@ -327,13 +355,20 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
     workspace of ``/``) read-only again.
     """
     ws = str(root)
+    why = system_workspace_reason(os.path.realpath(ws))
+    if why:  # bound read-write, it would undo the allow-list (``/sys``, ``/var``, ``/boot``)
+        raise ToolError(f"bash was not run: {why}.")
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", *_user_args(userns), "--cap-drop", "ALL"]
+    if userns and _has_option(bwrap, "--disable-userns"):
+        # No nested user namespace: in one, a process holds every capability over new network
+        # and mount namespaces (nf_tables, mounts: the kernel's widest attack surface).
+        args.append("--disable-userns")
     if not allow_network:
         args.append("--unshare-net")
         if seccomp_fd is not None:  # no Unix sockets either (``_seccomp``)
             args += ["--seccomp", str(seccomp_fd)]
-    args += ["--tmpfs", "/tmp"]
+    args += _tmpfs(bwrap, "/tmp", tmp_mb)
     args += _system_binds()
     for path, is_dir in _etc_hidden():
         args += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
@@ -345,5 +380,9 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         args += ["--ro-bind", d, d]
     args += _workspace_binds(ws)
     args += _system_binds(only_under=ws)
-    args += ["--proc", "/proc", *_proc_covers(), "--dev", "/dev", "--chdir", ws]
+    # /proc read-only as a whole (an allow-list, not only /proc/sys): to the host a root
+    # kernel's command is uid 0, and proc files that check only the file mode would take its
+    # writes (PCI config space in /proc/bus/pci, IRQ affinity, ACPI wakeup, CIFS settings).
+    args += ["--proc", "/proc", *_proc_covers(), "--remount-ro", "/proc", "--dev", "/dev",
+             *_tmpfs(bwrap, "/dev/shm", tmp_mb), "--remount-ro", "/dev", "--chdir", ws]
     return args

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
-__all__ = ["SNIFF_BYTES", "looks_binary", "open_regular"]
+__all__ = ["SNIFF_BYTES", "looks_binary", "open_folder", "open_regular"]
 
 SNIFF_BYTES = 8192
 """How much of a file's start decides whether it is text."""
@@ -115,3 +115,40 @@ def _open_by_component(root: str, parts: tuple[str, ...], shown: str) -> int:
                        dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def open_folder(workspace: Workspace, real: Path, shown: str) -> int:
+    """A file descriptor of the folder ``real`` (inside the workspace), reached one component
+    at a time from the root without following a symlink, missing folders created on the way.
+
+    A writer works relative to it (``dir_fd``): a folder swapped for a symlink to outside
+    between the check and the write (by a command running beside it) is refused, never
+    followed.
+
+    Raises:
+        WorkspaceError: a component is (or became) a symlink or not a folder.
+    """
+    rel = Path(os.path.relpath(real, workspace.root))
+    if rel.parts[:1] == ("..",) or rel.is_absolute():
+        raise WorkspaceError(f"{shown!r} is outside the workspace; nothing was written.")
+    flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+    try:
+        fd = os.open(str(workspace.root), os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        raise _open_error(shown, exc) from None
+    try:
+        for part in rel.parts if rel.parts != (".",) else ():
+            try:
+                nxt = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nxt = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except OSError as exc:
+        os.close(fd)
+        raise _open_error(shown, exc) from None
+    return fd

@@ -9,7 +9,8 @@ lives in ``_search``.
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -17,7 +18,12 @@ from typing import BinaryIO
 from jupyter_agent.errors import ToolError
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, cap_output
 from jupyter_agent.tools.builtin._globwalk import walk_glob
-from jupyter_agent.tools.builtin._safeopen import SNIFF_BYTES, looks_binary, open_regular
+from jupyter_agent.tools.builtin._safeopen import (
+    SNIFF_BYTES,
+    looks_binary,
+    open_folder,
+    open_regular,
+)
 from jupyter_agent.tools.builtin._search import (  # re-exported: files.py is the public module
     LINE_MATCH_TIMEOUT,
     MAX_SEARCH_MATCHES,
@@ -25,6 +31,7 @@ from jupyter_agent.tools.builtin._search import (  # re-exported: files.py is th
     SKIPPED_DIRS,
     search_files,
 )
+from jupyter_agent.tools.builtin._shadow import shadowed_by_write
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
 __all__ = [
@@ -46,6 +53,9 @@ MAX_LINE_BYTES = 1_000_000
 COUNT_BUDGET_BYTES = 64_000_000
 """Past the lines it shows, ``read_file`` reads at most this much more to count lines."""
 _GLOB_SCAN_LIMIT = 10_000
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BY_FD = os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd
 
 
 def read_file(workspace: Workspace, path: str, offset: int = 0, limit: int | None = None) -> str:
@@ -162,28 +172,76 @@ def write_file(workspace: Workspace, path: str, content: str) -> str:
     target = workspace.resolve(path)
     workspace.check_write(target)
     shown = workspace.relative(target)
+    shadowed = shadowed_by_write(str(workspace.root), str(target))
+    if shadowed:
+        raise WorkspaceError(
+            f"{shown!r} is refused: the kernel imports from this folder first, so it would "
+            f"shadow the module {shadowed!r} and run in the kernel at its next import; use "
+            "another name.")
     if target == workspace.root or target.is_dir():
         raise WorkspaceError(f"{shown!r} is a directory; give a file path.")
+    # Everything happens relative to the parent folder opened without following a symlink: a
+    # command running beside this call could swap a folder for a link to outside between the
+    # check above and the write (docs/sandbox.md).
+    if not _BY_FD:  # pragma: no cover - Windows: no dir_fd, paths as resolved
+        return _write_by_path(target, shown, content)
+    parent = open_folder(workspace, target.parent, shown)
+    name = target.name
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    try:
+        try:
+            old = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            old = None
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            raise WorkspaceError(f"{shown!r} is a directory; give a file path.")
+        existed = old is not None
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
+                     dir_fd=parent)
+        try:
+            with open(fd, "w", encoding="utf-8", newline="") as out:
+                out.write(content)
+                out.flush()
+                mode = (old.st_mode & 0o7777) if old is not None and stat.S_ISREG(old.st_mode) \
+                    else 0o644
+                os.fchmod(out.fileno(), mode)
+                os.fsync(out.fileno())
+            os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)  # replaces (POSIX)
+        except BaseException:
+            # Whatever went wrong (disk full, bad text, interrupt), the target is untouched.
+            try:
+                os.unlink(tmp, dir_fd=parent)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(parent)
+    return _written(shown, content, existed)
+
+
+def _written(shown: str, content: str, existed: bool) -> str:
+    n_lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    verb = "Overwrote" if existed else "Created"
+    return f"{verb} {shown} ({len(content):,} characters, {n_lines:,} lines)."
+
+
+def _write_by_path(target: Path, shown: str, content: str) -> str:  # pragma: no cover
+    """``write_file`` where the system has no ``dir_fd`` (Windows): by path, as resolved."""
+    import tempfile
+
     existed = target.exists()
-    # The parent was already checked by resolve(): it is the real, in-workspace location.
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with open(fd, "w", encoding="utf-8", newline="") as out:
             out.write(content)
-            out.flush()
-            os.fsync(out.fileno())
-        mode = (target.stat().st_mode & 0o7777) if existed else 0o644
-        os.chmod(tmp, mode)
+        os.chmod(tmp, (target.stat().st_mode & 0o7777) if existed else 0o644)
         os.replace(tmp, target)
     except BaseException:
-        # Whatever went wrong (disk full, bad text, interrupt), the target is untouched.
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    n_lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    verb = "Overwrote" if existed else "Created"
-    return f"{verb} {shown} ({len(content):,} characters, {n_lines:,} lines)."
+    return _written(shown, content, existed)
 
 
 def glob_files(workspace: Workspace, pattern: str) -> str:
@@ -196,6 +254,7 @@ def glob_files(workspace: Workspace, pattern: str) -> str:
     Returns:
         Matching paths relative to the workspace, sorted, one per line; folders end with "/".
     """
+    workspace.check_root()
     if "\x00" in pattern:
         raise WorkspaceError("Pattern contains a NUL byte; it was refused.")
     if os.path.isabs(pattern) or pattern.startswith("~") or ".." in Path(pattern).parts:

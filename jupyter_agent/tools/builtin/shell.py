@@ -32,6 +32,7 @@ from jupyter_agent.tools.builtin._limits import PidsGroup, limits, ulimit_prefix
 from jupyter_agent.tools.builtin._pipes import drain, pump
 from jupyter_agent.tools.builtin._procs import ProcessTracker
 from jupyter_agent.tools.builtin._seccomp import filter_fd
+from jupyter_agent.tools.builtin._shadow import ImportFolders
 from jupyter_agent.tools.builtin.workspace import Workspace
 
 __all__ = [
@@ -158,7 +159,8 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         memory_mb, processes = limits()
         seccomp_fd = None if allow_network else filter_fd()
         argv = [*bwrap_command(sandbox.bwrap, root, allow_network=allow_network,
-                               userns=sandbox.userns, seccomp_fd=seccomp_fd),
+                               userns=sandbox.userns, seccomp_fd=seccomp_fd,
+                               tmp_mb=memory_mb),
                 "bash", "-c", ulimit_prefix(memory_mb, processes) + _COUNTING_WRAPPER, "bash",
                 command]
         group = PidsGroup.create(processes)
@@ -259,10 +261,15 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
         timeout = DEFAULT_TIMEOUT
     if timeout <= 0:
         raise ToolError("timeout must be a positive number of seconds.")
+    workspace.check_root()
     status = sandbox_status()
     if status.mode == "require" and not status.confined:
         raise ToolError(f"bash was not run: the sandbox is required but unavailable "
                         f"({status.reason}).")
+    imports = ImportFolders(str(workspace.root))
     result = run_command(command, cwd=workspace.root, timeout=min(timeout, MAX_TIMEOUT),
                          sandbox=status, allow_network=workspace.allow_network)
-    return result.to_text()
+    # A new module in the kernel's import folder that shadows an installed one would run in
+    # the kernel, unsandboxed, at its next import (``_shadow``).
+    notes = imports.block_new_shadows()
+    return result.to_text() + "".join(f"\n{note}" for note in notes)

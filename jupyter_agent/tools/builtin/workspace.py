@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jupyter_agent.errors import ConfigError, ToolError
 
-from ._boundary import Boundary, boundary_for
+from ._boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["Workspace", "WorkspaceError"]
 
@@ -84,6 +84,7 @@ class Workspace:
                 f"Path {text!r} starts with '~': home directories are not expanded. "
                 "Use a path relative to the workspace."
             )
+        self.check_root()
         root = str(self.root)
         # Lexical check first: "a/../../x" is refused even if the filesystem would disagree.
         lexical = os.path.normpath(os.path.join(root, text))
@@ -105,6 +106,13 @@ class Workspace:
         if why:
             raise WorkspaceError(f"Path {text!r} is hidden from tools: {why}.")
         return Path(real)
+
+    def check_root(self) -> None:
+        """Raise :class:`WorkspaceError` when the root is ``/`` or a system folder: no tool
+        works there (``bash`` would get ``/sys``, ``/var`` and ``/boot`` read-write)."""
+        why = system_workspace_reason(str(self.root))
+        if why:
+            raise WorkspaceError(f"Refused: {why}.")
 
     def boundary(self) -> Boundary:
         """What inside the workspace is hidden or read-only now (the list ``bash`` obeys)."""

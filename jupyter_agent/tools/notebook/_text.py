@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...secrets import MASK, is_secret_name, known_secrets, mask
-from ._limits import call_with_limit
+from ._time_limit import call_with_limit
 
 __all__ = ["REPR_SECONDS", "cap", "cell_text", "fmt_num", "head", "one_line", "preview",
            "redact_source", "safe_repr", "table", "tail", "type_name"]

@@ -48,8 +48,8 @@ class CellProposal(BaseModel):
                 "user sees it with Insert below / Discard; it has not run and is not in the "
                 "notebook yet.")
 
-    def to_markdown(self) -> str:
-        """The proposal as Markdown (how it is shown without a front end)."""
+    def _repr_markdown_(self) -> str:
+        """The proposal as Markdown: how a notebook displays it (``tool.proposals[-1]``)."""
         fence = "```"
         while fence in self.source:
             fence += "`"

@@ -7,7 +7,7 @@ cell would have shown: stdout and stderr (bounded), the value of a last expressi
 capped), ``display()`` outputs and matplotlib figures (PNG kept for the card, one line for the
 model), and on an error a short traceback of the code's own frames, not IPython's wall.
 
-A time limit interrupts the code (see ``_limits.py``); the namespace keeps whatever the code
+A time limit interrupts the code (see ``_time_limit.py``); the namespace keeps whatever the code
 did before the interrupt, and the kernel stays usable. The user's own Ctrl-C is not swallowed:
 it propagates and ends the agent's run, as it would end a cell.
 """
@@ -26,10 +26,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ...secrets import mask
-from . import _limits
+from . import _time_limit
 from ._capture import Capture, Figure, collect_figures, figure_state
-from ._limits import TimeLimitExceeded, time_limit
 from ._text import cap, safe_repr
+from ._time_limit import TimeLimitExceeded, time_limit
 from .variables import VariableError
 
 __all__ = ["DEFAULT_TIMEOUT", "PythonRun", "run_code"]
@@ -40,7 +40,7 @@ DEFAULT_KEEP = 8000
 """Characters of stdout kept (head and tail each); stderr keeps half."""
 MAX_CODE = 200_000
 _counter = itertools.count(1)
-_LIMITS_FILE = _limits.__file__
+_LIMITS_FILE = _time_limit.__file__
 
 
 class PythonRun(BaseModel):

@@ -19,9 +19,9 @@ from typing import Any
 
 from ...secrets import mask
 from ._frame_text import SAMPLE_ROWS, fmt_bytes
-from ._limits import call_with_limit
 from ._modules import loaded
 from ._text import cap, fmt_num, head, one_line, preview, safe_repr, tail, type_name
+from ._time_limit import call_with_limit
 
 __all__ = ["DEFAULT_MAX_CHARS", "summarize", "summary_line"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from ...errors import ToolError
 from ...secrets import is_secret_name, mask
-from ._limits import call_with_limit
 from ._text import one_line, safe_repr, type_name
+from ._time_limit import call_with_limit
 from .summaries import DEFAULT_MAX_CHARS, summarize, summary_line
 
 __all__ = ["Namespace", "VariableError", "resolve_namespace", "variable_summaries"]

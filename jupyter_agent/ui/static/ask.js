@@ -254,8 +254,15 @@ export function renderPendingAsk(state, ask, onAction) {
     card.classList.add("ja-ask-sent");
     statusLine.textContent = state.queued && state.queued.has(ask.call_id) ? QUEUED_TEXT : SENT_TEXT;
   } else if (refusal) {
-    statusLine.classList.add("ja-ask-refused");
-    statusLine.textContent = refusal;
+    // A replay's refusal repeats the line under the buttons ("This recording answered option
+    // 2…"): that line is marked instead of saying it twice.
+    const recordedLine = card.querySelector(".ja-recorded-line");
+    if (recordedLine && refusal.startsWith("This recording answered")) {
+      recordedLine.classList.add("ja-ask-refused");
+    } else {
+      statusLine.classList.add("ja-ask-refused");
+      statusLine.textContent = refusal;
+    }
   } else if (!live) {
     statusLine.textContent = "Waiting for an answer.";
   }

@@ -85,9 +85,13 @@ function counts(view) {
 }
 
 function usage(view) {
+  // A null cost is an unpriced model's: "cost unknown", never 0. A rate of 0 is no rate
+  // (under a second, or nothing finished in this run): left out, not "0.0 items/min".
+  const cost = typeof view.cost === "number" && Number.isFinite(view.cost)
+    ? `cost ${formatCost(view.cost)}` : "cost unknown";
+  const rate = num(view.rate) > 0 ? ` · ${num(view.rate).toFixed(1)} items/min` : "";
   let text = `${formatInt(view.input_tokens)} in / ${formatInt(view.output_tokens)} out tokens`
-    + ` · cost ${formatCost(view.cost)} · ${num(view.rate).toFixed(1)} items/min`
-    + ` · ${formatSeconds(view.elapsed)}`;
+    + ` · ${cost}${rate} · ${formatSeconds(view.elapsed)}`;
   if (view.status === "running" && view.eta !== null && view.eta !== undefined) {
     text += ` · about ${formatSeconds(view.eta)} left`;
   }
@@ -167,7 +171,8 @@ function stopButtons(view, onAction, sent) {
   const spent = (mode) => sent.mode === "abort" || sent.mode === mode;
   const buttons = [];
   const button = (mode, label) => {
-    const b = h("button", "ja-option", label);
+    const b = h("button", mode === "abort" ? "ja-btn ja-danger" : "ja-btn", label);
+    b.type = "button";
     b.disabled = spent(mode);
     b.addEventListener("click", () => {
       // A second click, or a finish after an abort, sends nothing more: each stop is also
@@ -251,7 +256,8 @@ function stopInterrupts(mode, finishSent) {
   return mode === "abort" && !finishSent ? 2 : 1;
 }
 
-export default {
+/** The live batch card: what anywidget calls for each batch widget (through ./loader.js). */
+export const BATCH_CARD = {
   render({ model, el }) {
     const sent = {};
     let finishSent = false;
@@ -287,3 +293,5 @@ export default {
     };
   },
 };
+
+export default BATCH_CARD;

@@ -25,7 +25,6 @@ export function renderFooter(view) {
   const f = view.footer || {};
   const foot = append(h("footer", "ja-footer"), renderToolsLine(view));
   const rounds = Number(f.rounds) || 0;
-  const count = (n) => (isKnown(n) && f.estimated ? "~" : "") + formatInt(n);
   // Every model call has input tokens, so 0 in and 0 out means no call was accounted (none
   // answered yet, or an interrupted one): not known, not zero. So is the cost of no call.
   const accounted = Number(f.input_tokens) > 0 || Number(f.output_tokens) > 0;
@@ -33,7 +32,11 @@ export function renderFooter(view) {
     ["model", f.model || view.model || "", ""],
     ["rounds", `${rounds} round${rounds === 1 ? "" : "s"}`, ""],
     accounted
-      ? ["tokens", `${count(f.input_tokens)} in / ${count(f.output_tokens)} out tokens`, ""]
+      ? (f.estimated
+        ? ["tokens", `about ${formatInt(f.input_tokens)} in / ${formatInt(f.output_tokens)} out `
+          + "tokens (estimated)", "The server reported no usage: counted here, not by the model"]
+        : ["tokens", `${formatInt(f.input_tokens)} in / ${formatInt(f.output_tokens)} out tokens`,
+          ""])
       : ["tokens", "tokens unknown", "No token counts were reported yet"],
     accounted && isKnown(f.cost)
       ? ["cost", `cost ${formatCost(f.cost)}`, ""]
@@ -56,7 +59,6 @@ export function renderFooter(view) {
     }
     foot.appendChild(part);
   });
-  if (f.estimated) foot.title = "~ marks token counts estimated offline";
   return foot;
 }
 

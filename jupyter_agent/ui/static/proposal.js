@@ -55,7 +55,7 @@ export function renderProposal(state, proposal) {
     show(earlier);
     return box;
   }
-  const insert = h("button", "ja-btn ja-insert", "Insert below");
+  const insert = h("button", "ja-btn ja-primary ja-insert", "Insert below");
   const discard = h("button", "ja-btn ja-discard", "Discard");
   insert.type = discard.type = "button";
   const choose = (choice) => {

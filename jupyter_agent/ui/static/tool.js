@@ -9,6 +9,8 @@
 //                a denied call, one over the round limit)
 //   interrupted  stopped by the user (with its real duration when the view gives it), or
 //                left unfinished by a run that ended: never "0.00 s"
+//   denied       the user clicked Deny on its approval card: a choice, not a failure, so it is
+//                drawn plain (not red, not opened), "denied by you"
 
 import {
   append,
@@ -32,10 +34,14 @@ const TOOL_ICONS = {
   error: "✕",
   waiting: "?",
   interrupted: "■",
+  denied: "⊘",
 };
 
 /** The error text the loop gives a call the user interrupted (loop/kernel.py). */
 const INTERRUPTED_ERROR = "interrupted";
+
+/** How the result of a call the user denied starts (session/permissions.py denial_message). */
+const DENIED_BY_USER = "Permission denied by the user:";
 
 /**
  * The state a card shows for `item`. `waiting`: the pending ask is about this call. `runStatus`:
@@ -46,6 +52,7 @@ export function toolState(item, waiting, runStatus) {
   if (waiting) return "waiting";
   const s = item.state;
   if (s === "interrupted" || item.error === INTERRUPTED_ERROR) return "interrupted";
+  if (typeof item.error === "string" && item.error.startsWith(DENIED_BY_USER)) return "denied";
   if (s === "error" || item.error) return "error";
   if (s === "done") return "done";
   const active = s === "queued" ? "queued" : "running";
@@ -65,6 +72,7 @@ function timeLabel(item, st, live) {
     } else node.textContent = "running…";
   } else if (st === "queued") node.textContent = "queued";
   else if (st === "waiting") node.textContent = "waiting";
+  else if (st === "denied") node.textContent = "denied by you";
   else if (st === "interrupted") {
     const s = Number(item.seconds);
     node.textContent =
@@ -115,8 +123,10 @@ function fillTool(state, key, item, st, card) {
     append(card, h("div", "ja-label", "Arguments"));
     card.appendChild(collapsiblePre(state, `${key}:args`, "ja-pre ja-tool-arguments", args));
   }
-  // "interrupted" is the loop's marker, not a message: the output says it in words.
-  const error = item.error && item.error !== INTERRUPTED_ERROR ? item.error : "";
+  // "interrupted" is the loop's marker, not a message: the output says it in words. A denied
+  // call's text is what the model was told, not an error.
+  const error = item.error && item.error !== INTERRUPTED_ERROR && st !== "denied" ? item.error
+    : "";
   if (error) {
     append(card, h("div", "ja-label", "Error"));
     card.appendChild(collapsiblePre(state, `${key}:err`, "ja-pre ja-tool-error", error));

@@ -26,9 +26,8 @@
 // detail {run_id}), from the widget's element: the JupyterLab extension catches it and
 // interrupts the kernel when the run is the one it is busy with.
 //
-// The Python side ships this module as `_esm`; anywidget loads it from a blob URL, where
-// relative imports do not resolve, so the Python side inlines ./render.js and its imports
-// into one module before sending it.
+// The Python side does not ship this module as each card's `_esm`: ./cards.js joins it with
+// the batch card into the one shared module every card loads (./loader.js explains how).
 
 import { renderKernelGone } from "./kernel_gone.js";
 import { subscribe, viewState } from "./patch.js";
@@ -37,7 +36,8 @@ import { disposeRun, renderRunInto } from "./render.js";
 /** The DOM event a stop click also dispatches (labextension/src/stop.ts listens for it). */
 const STOP_EVENT = "jupyter-agent-stop";
 
-export default {
+/** The run card: what anywidget calls for each run widget (through ./loader.js). */
+export const RUN_CARD = {
   /** Follow the kernel's patches from the model's creation on, before any view is drawn. */
   initialize({ model }) {
     viewState(model);
@@ -97,3 +97,5 @@ export default {
     };
   },
 };
+
+export default RUN_CARD;

@@ -82,7 +82,6 @@ def test_option_answer_tells_the_model_which_option():
     answer = AskAnswer.choose(ask, 2)
     assert (answer.how, answer.answer, answer.option_index) == ("option", "Sales 2024", 2)
     assert format_answer_for_model(ask, answer) == "The user chose option 2 of 3: Sales 2024"
-    assert answer.answered_event("call_1").option_index == 2
 
 
 def test_other_and_dismissed_answers_are_distinct():
@@ -96,16 +95,7 @@ def test_other_and_dismissed_answers_are_distinct():
     assert len({other, empty, dismissed}) == 3
 
 
-def test_from_text_matches_an_option_or_becomes_other():
-    ask = parse_ask_arguments(VALID).ask
-    assert AskAnswer.from_text(ask, "  sales 2023").option_index == 1
-    assert AskAnswer.from_text(ask, "Sales 2025").how == "other"
-
-
 def test_bad_answers_are_refused():
     ask = parse_ask_arguments({**VALID, "allowOther": False}).ask
     with pytest.raises(ValueError, match="Option 4 does not exist: choose 1 to 3."):
         AskAnswer.choose(ask, 4)
-    with pytest.raises(ValueError, match="only accepts one of its options"):
-        ask.check_answer(AskAnswer.other("x"))
-    ask.check_answer(AskAnswer.dismiss())

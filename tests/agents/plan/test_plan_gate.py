@@ -40,7 +40,6 @@ def test_required_plan_without_plan_is_refused_with_exact_feedback():
         "execute or update the steps until resolved.\n"
         "</stop_gate_feedback>"
     )
-    assert decision.feedback_message() == {"role": "user", "content": decision.feedback}
     assert decision.feedback.startswith("<stop_gate_feedback>\nYou cannot finish yet.")
 
 

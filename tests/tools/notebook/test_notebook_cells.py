@@ -8,6 +8,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from IPython.core.formatters import MarkdownFormatter
 
 from jupyter_agent.events import EVENT_ADAPTER, CellProposed, event_to_json
 from jupyter_agent.secrets import MASK
@@ -110,10 +111,10 @@ def test_insert_cell_records_a_proposal() -> None:
     (p,) = seen
     assert insert.proposals == [p] and r.value is p  # type: ignore[attr-defined]
     assert p.source == "df.describe()" and p.kind == "code" and p.explanation == "Stats."
-    md = p.to_markdown()
+    md = MarkdownFormatter()(p)  # what a notebook shows for ``insert.proposals[0]``
     assert md == f"**Proposed code cell** `{p.id}`\n\nStats.\n\n```python\ndf.describe()\n```\n"
     tricky = propose_cell("print('```')", "code")
-    assert "````python\nprint('```')\n````" in tricky.to_markdown()  # the fence still closes
+    assert "````python\nprint('```')\n````" in tricky._repr_markdown_()  # the fence still closes
     for bad, fragment in [({"source": "  \n"}, "source is empty"),
                           ({"source": "x" * 100_001}, "at most 100,000"),
                           ({"source": "x", "kind": "raw"}, "kind")]:

@@ -19,7 +19,7 @@ import pytest
 
 from jupyter_agent.secrets import MASK
 from jupyter_agent.tools.notebook import PythonRun, notebook_tools, run_code
-from jupyter_agent.tools.notebook._limits import MAX_FIRES, REFIRE_SECONDS
+from jupyter_agent.tools.notebook._time_limit import MAX_FIRES, REFIRE_SECONDS
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -104,7 +104,7 @@ def test_time_limit_interrupts_sleep_and_busy_loops_and_restores_everything() ->
         r = run_tool(ns, code, timeout=0.5)
         assert time.perf_counter() - start < 10
         assert r.value.timed_out and r.error.startswith("Interrupted: the code ran longer")
-        assert "<agent-cell-" in r.output and "_limits.py" not in r.output
+        assert "<agent-cell-" in r.output and "_time_limit.py" not in r.output
     assert ns["started"] is True and ns["n"] > 0  # effects before the interrupt are kept
     assert signal.getsignal(signal.SIGINT) is handler and sys.stdout is stdout
     assert run_tool(ns, "1 + 1").output == "[result]\n2"  # and the next call just works
@@ -185,7 +185,7 @@ def test_display_calls_and_ipython_syntax_in_a_real_shell(shell: Any) -> None:
 
 
 def test_nested_limits_each_catch_their_own() -> None:
-    from jupyter_agent.tools.notebook._limits import call_with_limit
+    from jupyter_agent.tools.notebook._time_limit import call_with_limit
 
     def inner_times_out() -> str:
         ok, _ = call_with_limit(lambda: time.sleep(30), 0.2)
