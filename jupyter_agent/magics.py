@@ -272,7 +272,7 @@ class AgentMagics(Magics):
         return None
 
     # ---------------------------------------------------------------- magics
-    @magic_arguments()
+    @magic_arguments("%chat")  # usage line: %%chat
     @_shared_arguments
     @batch_arguments
     @cell_magic
@@ -286,7 +286,7 @@ class AgentMagics(Magics):
 
         self._run(args, lambda listeners: chat(prompt, listeners=listeners, **opts))
 
-    @magic_arguments()
+    @magic_arguments("%toolloop")  # usage line: %%toolloop
     @_shared_arguments
     @_tool_arguments
     @argument("--parallel", action="store_true", help="Run batchable tool calls in parallel.")
@@ -310,7 +310,7 @@ class AgentMagics(Magics):
 
             show_hint(run, approval_hint(run))
 
-    @magic_arguments()
+    @magic_arguments("%plan")  # usage line: %%plan
     @_shared_arguments
     @_tool_arguments
     @argument("--answer", type=flags.text,
