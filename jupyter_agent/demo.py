@@ -152,8 +152,24 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print(f"  {r['notebook']}   {r['html']}")
     print()
-    print(f"Open them in JupyterLab:  .venv/bin/jupyter lab {args.output}/")
+    jupyter = jupyter_command()
+    print(f"Open them in JupyterLab:  {jupyter} lab {args.output}/   "
+          f"(Notebook 7: {jupyter} notebook {args.output}/)")
     return 1 if failed or not results else 0
+
+
+def jupyter_command() -> str:
+    """The ``jupyter`` beside this interpreter, as the user can type it from here: relative to
+    the working folder when it is inside it (``.venv/bin/jupyter`` after ``make demo``), else
+    absolute; plain ``jupyter`` when this environment has none. A fixed ``.venv/bin/jupyter``
+    would be wrong for anyone who installed the package into another environment."""
+    found = Path(sys.executable).parent / ("jupyter.exe" if sys.platform == "win32" else "jupyter")
+    if not found.exists():
+        return "jupyter"
+    try:
+        return str(found.relative_to(Path.cwd()))
+    except ValueError:
+        return str(found)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,18 @@ def test_a_tutorial_the_demo_runs_live_says_so(tmp_path: Path) -> None:
     nb = nbformat.read(str(results[0]["notebook"]), as_version=4)
     assert nb.cells[1].cell_type == "markdown" and nb.cells[1].source == LIVE_NOTE
     assert artefacts(nb, tmp_path.resolve(), Path.home()) == []
+
+
+def test_the_demo_names_the_jupyter_of_its_own_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The closing "Open them" line names a ``jupyter`` that exists from where the demo ran,
+    whichever environment runs it (not a fixed ``.venv/bin/jupyter``)."""
+    from jupyter_agent.demo import jupyter_command
+
+    monkeypatch.chdir(tmp_path)  # no .venv here
+    command = jupyter_command()
+    beside = Path(sys.executable).parent / "jupyter"
+    if beside.exists():
+        assert Path(command).resolve() == beside.resolve()
+    else:
+        assert command == "jupyter"
