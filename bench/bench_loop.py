@@ -204,9 +204,9 @@ def _httpx_response() -> Any:
     return httpx.Response
 
 
-def own_cpu_per_round(rounds: int = 50, repeats: int = 10) -> float:
-    """CPU ms per round of ``run_loop`` + toolloop hooks + recorder, with no network: the client
-    builds the real request body, then returns a canned tool-call response."""
+def canned_client() -> Any:
+    """A model client that builds the real request body, then answers every request with one
+    canned ``add`` tool call (no network): the loop's own cost, measured alone."""
     from jupyter_agent.llm.client import OpenAIClient
     from jupyter_agent.llm.types import ChatResponse, ToolCall, Usage
 
@@ -224,10 +224,17 @@ def own_cpu_per_round(rounds: int = 50, repeats: int = 10) -> float:
             self.n += 1
             return ChatResponse(tool_calls=[ToolCall(id=f"call_{self.n}", name="add",
                                                      arguments='{"a": 1, "b": 2}')],
-                                finish_reason="tool_calls",
+                                finish_reason="tool_calls", model=MODEL,
+                                request_id=f"chatcmpl-{self.n}",
                                 usage=Usage(input_tokens=10, output_tokens=5))
 
-    _CLIENTS["ours"] = Canned()
+    return Canned()
+
+
+def own_cpu_per_round(rounds: int = 50, repeats: int = 10) -> float:
+    """CPU ms per round of ``run_loop`` + toolloop hooks + recorder, with no network: the client
+    builds the real request body, then returns a canned tool-call response."""
+    _CLIENTS["ours"] = canned_client()
     try:
         loop_ours("", rounds, False)
         best = min(_timed_cpu(lambda: loop_ours("", rounds, False)) for _ in range(repeats))

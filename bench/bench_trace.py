@@ -66,29 +66,9 @@ def _closed_port() -> int:
 
 
 def _canned_client() -> Any:
-    from jupyter_agent.llm.client import OpenAIClient
-    from jupyter_agent.llm.types import ChatResponse, ToolCall, Usage
+    from bench.bench_loop import canned_client
 
-    real = OpenAIClient("gpt-4.1-mini", api_key="sk-bench-not-a-secret",
-                        base_url="http://127.0.0.1:9/v1")
-
-    class Canned:
-        profile = real.profile
-        cost = staticmethod(real.cost)
-
-        def __init__(self) -> None:
-            self.n = 0
-
-        def complete(self, request: Any, on_delta: Any = None) -> ChatResponse:
-            real.build_body(request)
-            self.n += 1
-            return ChatResponse(tool_calls=[ToolCall(id=f"call_{self.n}", name="add",
-                                                     arguments='{"a": 1, "b": 2}')],
-                                finish_reason="tool_calls", model="gpt-4.1-mini",
-                                request_id=f"chatcmpl-{self.n}",
-                                usage=Usage(input_tokens=10, output_tokens=5))
-
-    return Canned()
+    return canned_client()
 
 
 def one_run(client: Any, rounds: int = ROUNDS) -> Any:

@@ -48,6 +48,7 @@ def _did_you_mean(magic: Callable[..., Any], message: str) -> str | None:
     """The closest known flag of each unknown one in argparse's ``message``, if any."""
     if "unrecognized arguments:" not in message:
         return None
+    # IPython attaches the parser to the magic function at run time: no declared attribute
     known = sorted(o for o in magic.parser._option_string_actions  # type: ignore[attr-defined]
                    if o.startswith("--"))
     typos = [w.split("=", 1)[0] for w in message.split("unrecognized arguments:", 1)[1].split()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,16 @@ def fast_retries() -> Iterator[None]:
     config.settings.retry_max_delay = 0.02
     clear_client_cache()
     yield
+
+
+@pytest.fixture(scope="module")
+def ip() -> Any:
+    """The test session's one IPython shell with the extension loaded (another module may have
+    started it already). A module that needs it set up otherwise defines its own ``ip``."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or get_ipython()
+    assert shell is not None
+    assert shell.run_cell("%load_ext jupyter_agent").success
+    return shell

@@ -274,9 +274,20 @@ class RunRecorder:
         run.events.append(event)
         reduce_event(run.view, event)
         if self.store is not None:
-            self._pending_store.append(event_to_json(event))
-            if event.__dict__["type"] in self._FLUSH_ON:
-                self.flush()
+            d = event.__dict__
+            field = _DELTA_FIELDS.get(d["type"])
+            pending = self._pending_store
+            last = pending[-1] if pending else None
+            if (field is not None and last is not None and last["type"] == d["type"]
+                    and last.get("round") == d.get("round")
+                    and last.get("call_id") == d.get("call_id")):
+                # What merge_deltas does at the flush, done as the deltas come: a streamed
+                # token costs no dict of its own (the buffered one is our copy).
+                last[field] += d[field]
+            else:
+                pending.append(event_to_json(event))
+                if d["type"] in self._FLUSH_ON:
+                    self.flush()
         if self._tracer is not None:
             self._trace(event)
         for listener in self.listeners:

@@ -66,7 +66,7 @@ class Coordinator:
         self.exited = 0
         self.write_error: BaseException | None = None
         self.writer = threading.Thread(target=self._write_loop, daemon=True,
-                                       name="jupyter-agent-batch-writer")
+                                       name="jupyter-agent-store-writer")
         self.running: dict[int, Item] = {}
         self.started = 0
         self.fatal: BaseException | None = None

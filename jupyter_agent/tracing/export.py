@@ -25,10 +25,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+try:  # the [otel] extra; the package imports this module only when tracing is on
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+except ImportError as exc:  # caught by tracing._exporting, which says it once
+    raise ImportError("tracing needs the OpenTelemetry SDK: pip install "
+                      "'jupyter-agent[otel]'") from exc
 
 from .._state import STATE
 from .switch import say_sdk_missing, shown_url

@@ -30,9 +30,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+try:  # the [otel] extra (imported only when tracing is on)
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+except ImportError as exc:
+    raise ImportError("tracing needs the OpenTelemetry SDK: pip install "
+                      "'jupyter-agent[otel]'") from exc
 
 from ..events import BaseEvent
 from ..secrets import mask

@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from tests.agents.plan.plan_scripts import ask
@@ -190,14 +188,6 @@ def _parser_flags(magic: str) -> list[str]:
 
 GENERATED = [(magic, flag, mode) for magic in MAGICS for flag in _parser_flags(magic)
              for mode in ("plain", "over")]
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 @pytest.fixture

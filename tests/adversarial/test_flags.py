@@ -14,23 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()  # None when another test started it already
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 @pytest.fixture

@@ -9,10 +9,8 @@ import json
 from typing import Any
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import plan, tool, toolloop
@@ -142,14 +140,6 @@ def test_plan_runs_on_a_model_that_can(server: ScriptedOpenAI) -> None:
     server.enqueue(text("Hi! How can I help?"))
     run = plan("hello there", model=_profile(server, "small", SMALL), tools=[])
     assert run.status == "done" and len(server.requests) == 1
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 def test_the_plan_magic_refuses_in_one_line(ip: InteractiveShell, server: ScriptedOpenAI) -> None:

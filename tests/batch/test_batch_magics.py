@@ -9,10 +9,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from tests.batch.conftest import EXPECTED, TICKETS
@@ -20,14 +18,6 @@ from tests.batch.test_batch_resume import _asking
 from tests.fakes.openai_server import ScriptedOpenAI
 
 BATCH_MIME = "application/vnd.jupyter-agent.batch+json"
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 @pytest.fixture

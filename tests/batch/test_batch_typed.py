@@ -11,9 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd
 import pytest
-from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 from pydantic import BaseModel
 
@@ -190,14 +188,6 @@ def test_a_rerun_with_the_cache_sends_nothing(srv: ScriptedOpenAI) -> None:
     assert float(again.results["cost"].sum()) == 0.0
     assert again.view["cached"] == 3 and first.view["cached"] == 0
     assert "3 cached (saved" in again.bundle()["text/plain"]
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 @pytest.fixture

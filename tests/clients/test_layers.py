@@ -31,7 +31,14 @@ def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The package modules ``name`` imports, anywhere in its body."""
     is_pkg = path.name == "__init__.py"
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    # ``if TYPE_CHECKING:`` imports never run: they are not arrows (as in tests/test_layers.py).
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]

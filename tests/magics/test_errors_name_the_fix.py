@@ -10,9 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import tool
@@ -21,14 +19,6 @@ from tests.fakes.openai_server import ScriptedOpenAI, text
 from tests.magics.test_magics import assert_one_usage_error
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 @pytest.fixture

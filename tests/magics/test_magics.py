@@ -8,10 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import CapturedIO, capture_output
 
 from jupyter_agent.events import RUN_MIME_TYPE
@@ -20,15 +18,6 @@ from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 pytestmark = pytest.mark.timeout(60)
 
 KEY = "sk-test-key-0123456789"  # the ``server`` fixture's key
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()  # None when another test started it already
-    assert shell is not None
-    result = shell.run_cell("%load_ext jupyter_agent")
-    assert result.success
-    return shell
 
 
 @pytest.fixture

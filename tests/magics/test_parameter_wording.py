@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_agent.agents.plan import plan
@@ -20,14 +18,6 @@ from tests.agents.plan.plan_scripts import ask
 from tests.fakes.openai_server import ScriptedOpenAI, call, tool_calls
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 def _one_error(shell: InteractiveShell, source: str) -> str:

@@ -9,9 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_agent.events import RUN_MIME_TYPE
@@ -27,14 +25,6 @@ ADD = ("from jupyter_agent import tool\n\n"
        "    '''Add two integers.'''\n"
        "    return a + b\n")
 NOTICE = "Earlier turns were not sent"
-
-
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = start_ipython() or get_ipython()
-    assert shell is not None
-    assert shell.run_cell("%load_ext jupyter_agent").success
-    return shell
 
 
 @pytest.fixture

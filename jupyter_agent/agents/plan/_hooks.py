@@ -81,6 +81,11 @@ class PlanHooks:
         self.gate = StopGateCounter()  # refusals are counted per run part: a resume starts at 0
         self._process_output = tool_output_processor(client)
         self._compress = compress_llm(client, MODULE_COMPRESS_MESSAGES)
+        # JSON of the steps the last plan_updated carried, by step object: an update changes
+        # one step and keeps the others' objects, so only that step is dumped again and the
+        # run's events share the rest (a 100-step plan is not 100 new dicts per round, which
+        # the garbage collector would rescan with the whole kernel's heap).
+        self._step_json: dict[int, tuple[Any, dict[str, Any]]] = {}
 
     def hooks(self) -> LoopHooks:
         """The :class:`LoopHooks` to hand to ``run_loop``."""
@@ -132,9 +137,30 @@ class PlanHooks:
     def _update_plan(self, call: ToolCall) -> ToolOutcome:
         r = self.state.on_update_plan(call.arguments)
         if r.ok and r.plan is not None:
-            self.emit(PlanUpdated(plan=r.plan.to_json()))
+            self.emit(PlanUpdated(plan=self._plan_json(r.plan)))
         return ToolOutcome(output=r.message, error=None if r.ok else r.message,
                            skip_compress=True, internal=True)
+
+    def _plan_json(self, plan: Any) -> dict[str, Any]:
+        """``plan.to_json()``, reusing the JSON of steps unchanged since the last update
+        (shared, never mutated: events are read-only)."""
+        old, new = self._step_json, {}
+        steps = []
+        for step in plan.steps:
+            hit = old.get(id(step))
+            d = hit[1] if hit is not None and hit[0] is step else step.to_json()
+            new[id(step)] = (step, d)  # the step is kept alive, so its id is not reused
+            steps.append(d)
+        self._step_json = new
+        head = plan.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"steps"})
+        out: dict[str, Any] = {}
+        for name, info in type(plan).model_fields.items():  # the field order of to_json()
+            key = info.alias or name
+            if name == "steps":
+                out[key] = steps
+            elif key in head:
+                out[key] = head[key]
+        return out
 
     def _ask(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
         parsed = parse_ask_arguments(call.arguments, tool_name=call.name)

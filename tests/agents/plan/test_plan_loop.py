@@ -392,3 +392,26 @@ def test_plan_without_tools_offers_and_lists_every_registered_tool(
     run = plan("go", client=client, store=store, tools=[])
     assert tool_names(srv.requests[1]) == ["ask_agent", "update_plan"]
     assert run.view["tools"] == []
+
+
+def test_plan_updates_are_whole_snapshots_that_later_updates_leave_alone(
+        srv: ScriptedOpenAI, client: Any, store: Store):
+    # Each plan_updated carries the plan exactly as ``to_json`` writes it (key order too: it is
+    # what the store saves), though unchanged steps are shared between the events; marking a
+    # step done later changes none of the earlier snapshots.
+    from jupyter_agent.agents.plan import Plan
+
+    srv.enqueue(tool_calls([call("update_plan", set_plan("1", "2", "3"), id="p1")]),
+                tool_calls([call("update_plan", step_done("2"), id="p2")]),
+                tool_calls([call("update_plan", step_done("1", "3"), id="p3")]), text("ok"))
+    run = plan("go", client=client, store=store)
+
+    snaps = [e.plan for e in events_of(run, "plan_updated")]
+    assert [[s["status"] for s in p["steps"]] for p in snaps] == [
+        ["pending"] * 3, ["pending", "done", "pending"], ["done"] * 3]
+    for p in snaps:
+        again = Plan.model_validate(p).to_json()
+        assert list(again) == list(p) and again == p
+        assert [list(s) for s in again["steps"]] == [list(s) for s in p["steps"]]
+    assert snaps[1]["steps"][1] is snaps[2]["steps"][1]  # unchanged: not dumped again
+    assert run.plan == snaps[-1]

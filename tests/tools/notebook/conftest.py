@@ -20,8 +20,13 @@ def ipshell() -> Any:
 
 @pytest.fixture
 def shell(ipshell: Any) -> Iterator[Any]:
-    """The shell, with the names a test defined removed afterwards."""
-    before = set(ipshell.user_ns)
+    """The shell with an empty user namespace: names other test modules left in the shared
+    shell are set aside (the notebook tools list what they find), and put back afterwards
+    with the names this test defined removed."""
+    ns, hidden = ipshell.user_ns, ipshell.user_ns_hidden
+    left = {k: ns.pop(k) for k in list(ns) if k not in hidden and not k.startswith("_")}
+    before = set(ns)
     yield ipshell
-    for name in set(ipshell.user_ns) - before:
-        ipshell.user_ns.pop(name, None)
+    for name in set(ns) - before:
+        ns.pop(name, None)
+    ns.update(left)
