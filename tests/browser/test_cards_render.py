@@ -505,3 +505,38 @@ def test_nbconvert_html_reads_like_the_card_and_runs_nothing(browser: Any, tmp_p
     out.locator("details").first.locator("summary").click()
     page.screenshot(path=str(ARTIFACTS_DIR / "nbconvert-run.png"), full_page=True)
     page.close()
+
+
+def test_a_waiting_card_shows_its_run_ended_in_another_card_and_no_other_run_changes(
+        open_run: OpenRun) -> None:
+    # Issue #22 (hostile side): only cards of the same run follow, a later redraw of the dead
+    # card's stale view keeps the end, and a card of another run keeps waiting.
+    waiting = reduce_events([
+        RunStarted(run_id="run-7", agent="plan", model="m"),
+        ToolCalled(round=1, call_id="c1", name="ask_agent", arguments="{}"),
+        AskPending(call_id="c1", kind="ask", question="Which venue?",
+                   options=["Lyon", "Paris", "Nice"], allow_other=False),
+    ])
+    ended = {**copy.deepcopy(waiting), "status": "done", "ask": None, "answer": "Booked Lyon."}
+    other = {**copy.deepcopy(waiting), "run_id": "run-8"}
+    page = open_run(waiting, live=True)
+    page.evaluate(
+        """async ([ended, other, waiting]) => {
+            const { renderRunInto } = await import("./render.js");
+            const card = (id) => { const el = document.createElement("div"); el.id = id;
+                                   document.body.appendChild(el); return el; };
+            const o = card("other");
+            renderRunInto(o, other, {onAction() {}});
+            renderRunInto(card("resumed"), ended, undefined);
+            window.redraw(waiting);  // the dead card drawn again from its own (stale) view
+        }""",
+        [ended, other, waiting],
+    )
+    old = page.locator("#run")
+    expect(old.locator(".ja-ended-elsewhere")).to_have_count(1)
+    assert "Booked Lyon." in old.inner_text()
+    assert old.locator(".ja-ask-pending").count() == 0
+    assert old.locator("[data-status=ask]").count() == 0
+    kept = page.locator("#other")
+    assert kept.locator(".ja-ended-elsewhere").count() == 0
+    assert kept.locator(".ja-option:enabled").count() == 3

@@ -102,7 +102,7 @@ class TurnSetup:
                 self.notices.append(approval_notice(approvals))
         if self.spawn is not None:
             self.spawn.client = p.client
-        p.recorder.emit(ToolsOffered(tools=[t.name for t in self.tools]))  # the card's line
+        p.recorder.emit(ToolsOffered(tools=self.offered_names(p.run.agent)))  # the card's line
         for message in self.notices:
             p.recorder.emit(Warning_(message=message))
         self.notices.clear()
@@ -115,6 +115,15 @@ class TurnSetup:
                                           output_tokens=u.usage.output_tokens, cost=u.cost,
                                           estimated=u.usage.estimated))
         self.usages.clear()
+
+    def offered_names(self, kind: str) -> list[str]:
+        """The runtime tools the model is offered, for the card's ``Tools:`` line: a plan drops
+        a tool named like its internal ``ask_agent``/``update_plan`` (docs/behaviour.md §6.1),
+        so the line never names a tool the model did not get."""
+        if kind != "plan":
+            return [t.name for t in self.tools]
+        from ..plan.constants import INTERNAL_TOOL_NAMES  # lazy: the plan package imports this one
+        return [t.name for t in self.tools if t.name not in INTERNAL_TOOL_NAMES]
 
     def state(self) -> TurnState:
         """What is saved with a suspended run, for :func:`restore_turn`."""

