@@ -62,8 +62,11 @@ def test_a_503_backs_off_globally_too(srv: ScriptedOpenAI) -> None:
     res = batch("Classify: {item}", ITEMS, kind="chat", concurrency=8)
     assert list(res.results["status"]) == ["done"] * 80
     t0 = box["t"]
-    # The first backoff is 0.5 s with ±25% jitter: at least 0.375 s of silence.
-    assert [t for t in srv.request_times if t0 + 0.15 < t < t0 + 0.4] == []
+    # The first backoff is 0.5 s with ±25% jitter: at least 0.375 s of silence once the 503
+    # reached the client. On a loaded machine it may reach it late, so a worker can still send
+    # the one request it was about to send: at most one a worker (8) in the window, where
+    # 8 workers at 0.05 s a request would send about 40 without the shared backoff.
+    assert len([t for t in srv.request_times if t0 + 0.15 < t < t0 + 0.4]) <= 8
 
 
 def test_max_cost_stops_starting_items(srv: ScriptedOpenAI) -> None:
