@@ -263,7 +263,8 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     unknown = sorted(permissions.approve - {t.name for t in selected})
     if unknown:  # a typo would leave every card in place: say so before anything runs
         raise ParameterError(f"approve: no tool {unknown[0]!r} in this turn (its tools: "
-                             f"{', '.join(t.name for t in selected) or 'none'}).",
+                             f"{', '.join(t.name for t in selected) or 'none'}); offer it "
+                             "first with tools (run_python: with notebook), then approve it.",
                              parameters=("approve",))
     _with_skill_tool(selected, skills)
     return TurnSetup(mode=mode, agent=agent, agent_source=source, intent=intent,
