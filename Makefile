@@ -16,7 +16,7 @@ demo: install sandbox-packages
 	$(PY) -m jupyter_agent.demo
 
 test: install system-packages $(OTEL_STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15
 
 install: $(STAMP)
 
