@@ -314,7 +314,7 @@ class OpenAIClient:
                 if attempt >= self.retry.max_retries:
                     return ChatResponse(
                         error=f"Model request failed after {attempt + 1} attempts: {exc}"
-                              + ("" if exc.status is not None else self._unreachable_fix()),
+                              + self._unreachable_fix(exc),
                         status_code=exc.status,
                         seconds=time.perf_counter() - start,
                     )
@@ -329,8 +329,12 @@ class OpenAIClient:
                 attempt += 1
 
     # ----------------------------------------------------------------- private
-    def _unreachable_fix(self) -> str:
-        """What to do when the server could not be reached: its URL and where that is set."""
+    def _unreachable_fix(self, exc: TransportError) -> str:
+        """What to do when the server could not be reached: its URL and where that is set
+        (nothing for a server that answered, or one too slow: the read timeout names its
+        own setting)."""
+        if exc.status is not None or "timed out after" in str(exc):
+            return ""
         url = self.base_url or _DEFAULT_URL
         if self.profile.base_url:  # the profile's own server (e.g. the embedded model's)
             return f". Is the server at {url} (model profile '{self.profile.name}') running?"
