@@ -55,12 +55,13 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
+def ip() -> Iterator[InteractiveShell]:
     shell = start_ipython() or get_ipython()  # another module may have started it
     assert shell is not None
     shell.run_line_magic("load_ext", "jupyter_agent")
     shell.run_line_magic("config", "AgentMagics.widgets = False")
-    return shell
+    yield shell
+    shell.run_line_magic("config", "AgentMagics.widgets = True")  # the shell is shared
 
 
 def _results(request: dict[str, Any]) -> dict[str, str]:
