@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,3 +86,24 @@ def ip() -> Any:
     assert shell is not None
     assert shell.run_cell("%load_ext jupyter_agent").success
     return shell
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty workspace folder, also the current directory (the default workspace)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(ws)
+    return ws.resolve()
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Call to drop the key and the base URL, as on a machine with neither (a replay needs
+    neither)."""
+
+    def go() -> None:
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            monkeypatch.delenv(name, raising=False)
+
+    return go

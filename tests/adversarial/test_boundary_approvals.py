@@ -38,20 +38,6 @@ from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    monkeypatch.chdir(ws)
-    return ws.resolve()
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Any:
-    def go() -> None:
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-            monkeypatch.delenv(name, raising=False)
-    return go
 
 
 @pytest.fixture(scope="module")

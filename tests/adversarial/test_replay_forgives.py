@@ -25,16 +25,6 @@ ASK = {"reason": "The format decides the whole report.", "blockerType": "ambiguo
 TASK = "Write a short report about apples."
 
 
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Call to drop the key and the base URL: a replay needs neither."""
-
-    def go() -> None:
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-            monkeypatch.delenv(name, raising=False)
-
-    return go
-
 
 def _record_ask(server: ScriptedOpenAI, cassette: Path) -> None:
     server.enqueue(tool_calls([call("ask_agent", ASK)]), text("I will write it in HTML."))

@@ -54,13 +54,6 @@ def _fresh_rules(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     secrets._reset_for_tests()
 
 
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    monkeypatch.chdir(ws)
-    return ws.resolve()
-
 
 # -- where to look ---------------------------------------------------------------------------
 

@@ -50,16 +50,6 @@ def _live_afterwards() -> Iterator[None]:
     HELD.clear()
 
 
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Call to drop the key and the base URL, as on a machine with neither."""
-
-    def go() -> None:
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-            monkeypatch.delenv(name, raising=False)
-
-    return go
-
 
 def _ask_then_answer(server: ScriptedOpenAI) -> None:
     server.enqueue(tool_calls([call("ask_agent", ASK)]), text("I will write it in HTML."))
