@@ -401,6 +401,27 @@ def lab_notebook(base: Path, name: str, cells: list[str], key: str, *, height: i
                 browser.close()
 
 
+@contextmanager
+def lab_with_browser(base: Path) -> Iterator[tuple[Any, Lab]]:
+    """JupyterLab over ``base`` (no model: the notebooks replay their cassettes) and Chromium,
+    for a module that opens pages itself. The server's log is printed when the body fails."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.render_harness import launch_browser
+
+    with start_lab(base, {"JUPYTER_AGENT_HOME": str(base / "agent-home")}) as server:
+        check_lab(server)
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            try:
+                yield browser, server
+            except BaseException:
+                print(server.log_tail())
+                raise
+            finally:
+                browser.close()
+
+
 def insert_below(ui: LabPage, run: Any, proposed: str, index: int) -> None:
     """Click the finished run's *Insert below* and check the proposal became cell ``index``
     (the only new cell), and that the card has no button left (a second click inserts

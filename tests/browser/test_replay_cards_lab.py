@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .lab_harness import TOKEN, LabPage, check_lab, lab_marks, start_lab
-from .render_harness import ARTIFACTS_DIR, launch_browser
+from .lab_harness import TOKEN, LabPage, lab_marks, lab_with_browser
+from .render_harness import ARTIFACTS_DIR
 
 pytestmark = lab_marks(600)
 
@@ -31,20 +31,8 @@ APPROVAL_CELL = 16  # tutorial 04: the %%toolloop whose bash call needs approval
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
-    from playwright.sync_api import sync_playwright
-
-    base = tmp_path_factory.mktemp("replay-lab")
-    with start_lab(base, {"JUPYTER_AGENT_HOME": str(base / "agent-home")}) as server:
-        check_lab(server)
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            try:
-                yield browser, server
-            except BaseException:
-                print(server.log_tail())
-                raise
-            finally:
-                browser.close()
+    with lab_with_browser(tmp_path_factory.mktemp("replay-lab")) as both:
+        yield both
 
 
 def _open(lab: tuple[Any, Any], folder: str, name: str) -> LabPage:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .lab_harness import LabPage, check_lab, lab_marks, start_lab
-from .render_harness import ARTIFACTS_DIR, CONSOLE_ERRORS, launch_browser
+from .lab_harness import LabPage, lab_marks, lab_with_browser
+from .render_harness import ARTIFACTS_DIR, CONSOLE_ERRORS
 
 pytestmark = lab_marks(600)
 
@@ -26,20 +26,8 @@ PLAN_CELL, LAST_CELL = 5, 12
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
-    from playwright.sync_api import sync_playwright
-
-    base = tmp_path_factory.mktemp("t03-lab")
-    with start_lab(base, {"JUPYTER_AGENT_HOME": str(base / "agent-home")}) as server:
-        check_lab(server)
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            try:
-                yield browser, server
-            except BaseException:
-                print(server.log_tail())
-                raise
-            finally:
-                browser.close()
+    with lab_with_browser(tmp_path_factory.mktemp("t03-lab")) as both:
+        yield both
 
 
 @pytest.mark.xfail(strict=False, reason=(
