@@ -16,6 +16,7 @@ from traitlets import Bool, Float, Int, List, Unicode, observe
 from . import flags
 from .batch_magic import batch_arguments, run_batch_cell
 from .cell_options import CellKind, CellOptions, read_cell_options
+from .click_gate import GATE
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
 from .magic_args import argument, magic_arguments, parse_argstring
@@ -148,6 +149,9 @@ class AgentMagics(Magics):
             # JupyterLab and Notebook 7 name the cell being run (IPython 8 hands its id to
             # pre_run_cell): a re-run of a cell replaces the question its last run left waiting.
             events.register("pre_run_cell", self._on_pre_run_cell)
+            # A click on a waiting card is applied only when no cell runs (click_gate.py).
+            events.register("pre_run_cell", GATE.cell_started)
+            events.register("post_run_cell", GATE.cell_ended)
         # Only traits set in a config file need copying now; the defaults match the settings'.
         # Skipping the copy keeps `%load_ext` from importing pydantic and the model layer.
         if any(getattr(self, n) != self.trait_defaults(n) for n in _SYNCED):
@@ -255,7 +259,8 @@ class AgentMagics(Magics):
         def on_start(run: Any) -> None:
             holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
-                                            on_answer=lambda msg: _on_click(run, msg, out=out))
+                                            on_answer=lambda msg: GATE.apply(
+                                                lambda: _on_click(run, msg, out=out)))
 
         try:
             run = start([_Starter(on_start, listener)])

@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "batch_magic.py",       # --over on the three cell magics
         "cell_options.py",      # a cell's flags as one options record (plain cell and --over)
         "live_comm.py",         # the live notebook comm, opened at %load_ext
+        "click_gate.py",        # a card's click waits for the running cell to end
     ]),
     ("batch", ["batch/"]),      # one agent over many inputs: runs agents, no IPython
     ("agents", ["agents/"]),    # chat, toolloop, plan, helpers, sub-agents; the turn driver

@@ -242,3 +242,32 @@ def test_out_takes_the_answer_of_a_run_finished_by_a_click(ipython: Any,
     assert run.status == "done", run.error
     assert ipython.user_ns["clicked_answer"] == "Chose it."
     ipython.user_ns.pop("clicked_answer", None)
+
+
+def test_a_click_made_while_another_cell_runs_waits_for_that_cell(
+        ipython: Any, server: ScriptedOpenAI) -> None:
+    """ipykernel 7 may hand a widget message over while a cell still executes: the click on an
+    earlier cell's question is held until the running cell ends, so two runs never overlap."""
+    from jupyter_agent.ui.live import displays
+    from tests.agents.plan.plan_scripts import ask
+
+    ipython.run_cell("%load_ext jupyter_agent")
+    server.enqueue(tool_calls([call("ask_agent", ask(), id="k2")]), text("Chose it."))
+    with capture_output():
+        assert ipython.run_cell("%%plan\ngo").error_in_exec is None
+    run = ipython.user_ns["_agent_run"]
+    assert run.status == "ask"
+    ipython.user_ns["_gate_probe"] = (displays[run.run_id].widget, run, server)
+    # The click arrives in the middle of another cell, which looks at the run before it ends.
+    with capture_output():
+        res = ipython.run_cell(
+            "_w, _r, _srv = _gate_probe\n"
+            "_w._on_custom_msg(_w, {'type': 'answer', 'call_id': 'k2', 'how': 'option',"
+            " 'option_index': 1, 'answer': ''}, [])\n"
+            "_seen_during = (_r.status, len(_srv.requests))\n")
+    assert res.error_in_exec is None, res.error_in_exec
+    # Nothing ran inside the other cell: the run still waited, no model call was made.
+    assert ipython.user_ns["_seen_during"] == ("ask", 1)
+    assert run.status == "done" and run.answer == "Chose it."  # applied once that cell ended
+    for name in ("_gate_probe", "_w", "_r", "_srv", "_seen_during"):
+        ipython.user_ns.pop(name, None)
