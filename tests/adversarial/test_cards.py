@@ -321,3 +321,21 @@ def test_an_approval_card_refuses_text(server: ScriptedOpenAI) -> None:
     assert len(server.requests) == 1
     done = resume(run.run_id, Answer("option", option_index=3))
     assert done.status == "done" and done.answer == "Denied, fine."
+
+
+def test_a_cell_run_inside_another_does_not_release_a_waiting_click() -> None:
+    """The gate counts cells: a cell that runs another (``shell.run_cell`` from code) still
+    runs when the inner one ends, so a click made meanwhile waits for the outer end."""
+    from jupyter_agent.click_gate import CellGate
+
+    gate, applied = CellGate(), []
+    gate.cell_ended()  # the %load_ext cell ends without the gate having seen it start
+    gate.cell_started()  # outer cell
+    gate.apply(lambda: applied.append("click"))
+    gate.cell_started()  # inner cell
+    gate.cell_ended()
+    assert applied == []
+    gate.cell_ended()  # outer cell: no kernel loop here, so applied at once
+    assert applied == ["click"]
+    gate.apply(lambda: applied.append("idle"))  # no cell runs: at once
+    assert applied == ["click", "idle"]
