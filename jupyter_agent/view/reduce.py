@@ -103,6 +103,7 @@ def _find_tool(view: dict[str, Any], call_id: str) -> dict[str, Any] | None:
     items: list[dict[str, Any]] = view["items"]
     # Newest first, without copying the list: every streamed argument piece looks its call
     # up, and the call is almost always the last item of a view that grows every round.
+    item: dict[str, Any]
     for item in reversed(items):
         if item["kind"] == "tool" and item["call_id"] == call_id:
             return item
