@@ -253,6 +253,9 @@ class ContextCompressed(BaseEvent):
 class Warning_(BaseEvent):
     type: Literal["warning"] = "warning"
     message: str
+    level: Literal["warning", "note"] = "warning"
+    """``note``: a calm line that explains a choice the package made (nothing went wrong);
+    ``warning``: something the user should look at."""
 
 
 class CellProposed(BaseEvent):

@@ -269,7 +269,10 @@ def _context_compressed(view: dict[str, Any], d: dict[str, Any]) -> None:
 
 
 def _warning(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["items"].append({"kind": "warning", "message": d["message"]})
+    item = {"kind": "warning", "message": d["message"]}
+    if d.get("level") == "note":  # a calm line (events.Warning_); absent means a warning
+        item["level"] = "note"
+    view["items"].append(item)
 
 
 def _output_checked(view: dict[str, Any], d: dict[str, Any]) -> None:
