@@ -40,6 +40,9 @@ _POLL = (0.005, 0.1)
 """Seconds between two looks at an empty queue: the first, and the most after backing off
 (a ``get`` that waits logs an error on the scheduler when it times out, so none waits)."""
 
+_END_WAIT = 10.0
+"""Seconds the kernel waits at the end of a batch for the lanes to end (they were told to)."""
+
 
 def _drain(q: Any, closed: Callable[[], bool]) -> list[Any]:
     """Everything waiting in ``q``, looking again (less and less often) while it is empty
@@ -378,6 +381,13 @@ class LanePool:
                 state.inbox.put("end")
                 state.inbox.close()
             except Exception:  # noqa: BLE001 - the cluster is gone: nothing to end
+                pass
+        if not self.outstanding() and self.lanes:  # a normal end: the workers' threads free
+            from distributed import wait
+
+            try:
+                wait([s.future for s in self.lanes.values()], timeout=_END_WAIT)
+            except Exception:  # noqa: BLE001 - a lane slow to end ends on its own
                 pass
         self._closed.set()
         self._receiver.join(2 * _POLL[1] + 1)
