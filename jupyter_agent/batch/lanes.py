@@ -130,7 +130,7 @@ class _Lane:
                 self._report(("unstarted", self.lane, position))
                 continue
             if self.strict:  # on the scheduler before the item may call a tool
-                self.outq.put(pickle.dumps([("start", self.lane, position)]))
+                self.outq.put(_dumps([("start", self.lane, position)]))
             else:
                 self._report(("start", self.lane, position))
             try:
@@ -153,7 +153,7 @@ class _Lane:
                 batch, self.pending = self.pending, []
                 last = self.closing
             if batch:
-                self.outq.put(pickle.dumps(batch))
+                self.outq.put(_dumps(batch))
             if last and not self.pending:
                 return
 
@@ -273,7 +273,7 @@ class LanePool:
             batches.setdefault(state.key, []).append((item, task))
         for key, take in batches.items():
             self.lanes[key].inbox.put(
-                pickle.dumps([(item.position, task) for item, task in take]))
+                _dumps([(item.position, task) for item, task in take]))
 
     def outstanding(self) -> int:
         """Items sent and not ended (or to send again)."""
@@ -399,6 +399,15 @@ class LanePool:
             client, cluster = self._own
             client.close()
             cluster.close()
+
+
+def _dumps(obj: Any) -> bytes:
+    """Bytes for a queue (which carries msgpack data only). cloudpickle, as Dask sends a
+    task's arguments: a function or a class defined in the notebook travels by value."""
+    import cloudpickle  # type: ignore[import-untyped]
+
+    data: bytes = cloudpickle.dumps(obj)
+    return data
 
 
 def _value(out: Any) -> Any:
