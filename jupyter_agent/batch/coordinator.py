@@ -351,7 +351,10 @@ class Coordinator:
         failed (their items end with its exception); at most once per card update."""
         from .lanes import held_outcome
 
-        lost, failed = pool.check_lanes()
+        lost, failed, error = pool.check_lanes()
+        if error is not None:  # a lane itself failed (not its worker): no item would run
+            self.fatal = self.fatal or error
+            self.ctl.stop("abort", f"A Dask lane failed: {one_line(error)}")
         if lost.rerun:
             with self.lock:
                 self.progress.lost_rerun += lost.rerun

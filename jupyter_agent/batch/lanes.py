@@ -336,11 +336,13 @@ class LanePool:
             out.append((kind, pair[0], _value(rest[0]) if kind == "end" else None))
         return out
 
-    def check_lanes(self) -> tuple[Lost, list[tuple[Any, BaseException]]]:
+    def check_lanes(self) -> tuple[Lost, list[tuple[Any, BaseException]], BaseException | None]:
         """Lanes lost with their worker (replaced, their items sent again) and lanes that
-        failed (their items end with the lane's exception): one question to the scheduler."""
+        failed (their items end with the lane's exception, returned last: the batch stops):
+        one question to the scheduler."""
         lost = Lost()
         failed: list[tuple[Any, BaseException]] = []
+        error: BaseException | None = None
         keys = list(self.lanes)
         counts = self.client.run_on_scheduler(
             lambda dask_scheduler, keys: [
@@ -349,12 +351,12 @@ class LanePool:
         for key, count in zip(keys, counts, strict=True):
             state = self.lanes[key]
             if state.future.status in ("error", "cancelled") and not count:
-                exc = _future_error(state.future)
+                error = exc = _future_error(state.future)
                 failed += [(item, exc) for item, _ in state.assigned.values()]
                 del self.lanes[key]
             elif count:
                 self._lose(state, lost)
-        return lost, failed
+        return lost, failed, error
 
     def _lose(self, state: _LaneState, lost: Lost) -> None:
         del self.lanes[state.key]

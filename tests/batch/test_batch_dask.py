@@ -326,3 +326,4 @@ def test_stop_abort_ends_the_lanes_items_at_their_next_round(srv: ScriptedOpenAI
     assert len(srv.requests) == 4  # no second round for anyone
     assert all(default_store().get_run(r).status == "aborted" for r in out["run_id"][:4])
 
+
