@@ -265,9 +265,10 @@ def test_lanes_never_run_more_than_the_concurrency(srv: ScriptedOpenAI, cluster:
         return classify
 
     srv.default = answer
-    res = batch("Classify: {item}", [f"invoice {n}" for n in range(24)], kind="chat",
+    cluster.run(_warm_up)  # so both lanes run at once (not one still importing)
+    res = batch("Classify: {item}", [f"invoice {n}" for n in range(36)], kind="chat",
                 engine="dask", concurrency=3)
-    assert list(res.results["status"]) == ["done"] * 24
+    assert list(res.results["status"]) == ["done"] * 36
     assert most[0] == 3
 
 
