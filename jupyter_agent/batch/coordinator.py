@@ -76,10 +76,14 @@ class Coordinator:
         self.pack: Any = None
         if spec.engine == "dask":
             from ..tracing import remote_target
-            from .ship import client_settings
+            from .ship import check_shippable, client_settings
 
             self.settings = client_settings()
             self.pack = self._pack_tools()
+            check_shippable(self.pack, {**{k: v for k, v in spec.options.items()
+                                           if k != "tools"},
+                                        **{f"client for {m}": c
+                                           for m, c in spec.clients.items()}})
             self.trace = remote_target()  # the batch's span: its items hang under it
         else:
             self.options = _with_tool_objects(spec.options)

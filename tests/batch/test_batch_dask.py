@@ -328,3 +328,34 @@ def test_stop_abort_ends_the_lanes_items_at_their_next_round(srv: ScriptedOpenAI
     assert all(default_store().get_run(r).status == "aborted" for r in out["run_id"][:4])
 
 
+
+
+def test_what_cannot_travel_to_a_worker_is_refused_in_one_line(srv: ScriptedOpenAI,
+                                                                cluster: Any) -> None:
+    """A tool that holds a lock, or an output class defined where a lock is in reach, cannot
+    be pickled: refused before anything runs, naming it, instead of Dask's serializer
+    traceback; the same batch on threads runs."""
+    from pydantic import BaseModel
+
+    from jupyter_agent.errors import ConfigError
+
+    guard = threading.Lock()
+
+    def look(n: int) -> str:
+        """Look n up."""
+        with guard:
+            return str(n)
+
+    class City(BaseModel):  # inside a function: pydantic keeps its locals (guard, srv)
+        name: str
+
+    srv.default = lambda body: text('{"name": "Lyon"}')
+    with pytest.raises(ConfigError) as info:
+        batch("Look up {item}", [1, 2], tools=[look], engine="dask")
+    assert str(info.value).startswith("engine='dask' cannot send the tool 'look' to the "
+                                      "workers (cannot pickle '_thread.lock' object)")
+    with pytest.raises(ConfigError, match="cannot send the batch's output to the workers"):
+        batch("Name {item}", [1, 2], output=City, engine="dask")
+    assert srv.requests == []  # refused before any item ran
+    res = batch("Name {item}", [1, 2], output=City, engine="thread")
+    assert list(res.results["status"]) == ["done", "done"]
