@@ -7,12 +7,14 @@ results (``docs/behaviour.md`` §6).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..llm.protocol import ModelClient
 from ..llm.types import Usage
-from ..loop.compress.types import CompressLLM
 from ..loop.hooks import ContextFit, UsageItem
+
+if TYPE_CHECKING:
+    from ..loop.compress.types import CompressLLM
 
 __all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
 
@@ -58,12 +60,13 @@ def compress_llm(client: ModelClient, module: str) -> CompressLLM:
 
 def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, list[UsageItem]]]:
     """The ``process_tool_output`` hook: shorten long tool results (docs/behaviour.md §8.3)."""
-    from ..loop.compress.tool_response import compress_tool_response
-
     llm = compress_llm(client, "tool_response_compress")
     max_context = client.profile.max_context
 
     def process(text: str) -> tuple[str, list[UsageItem]]:
+        # Imported at the first tool result, not when the run starts (the first run's cost).
+        from ..loop.compress.tool_response import compress_tool_response
+
         result = compress_tool_response(text, max_context, llm)
         usages = [UsageItem(u.module, client.profile.name, u.usage, client.cost(u.usage))
                   for u in result.usage]

@@ -26,7 +26,7 @@ from ..session.permissions import (
     Remembered,
     denial_message,
 )
-from ..tools.builtin import sandbox_status
+from ..tools.builtin._bwrap import sandbox_status
 from .grants import GRANTS, CellApprovals, tool_identity, tool_label
 
 if TYPE_CHECKING:
