@@ -22,15 +22,16 @@ __all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
 def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
                   ) -> Callable[[int, list[dict[str, Any]], int], ContextFit | None]:
     """A ``fit_context`` hook: cut old rounds above 85% of the window (docs/behaviour.md §3.4)."""
-    from ..llm.tokens import count_messages_tokens
-    from ..loop.compress.window import fit_messages_to_window
-
     budget = max_context - (max_tokens or 0)
     threshold = int(budget * 0.85)
 
     def fit(round_: int, messages: list[dict[str, Any]], tokens: int) -> ContextFit | None:
         if tokens <= threshold:
             return None
+        # Imported once a request first fills the window, not when every run starts.
+        from ..llm.tokens import count_messages_tokens
+        from ..loop.compress.window import fit_messages_to_window
+
         kept = fit_messages_to_window(messages, budget, tools_tokens)
         if len(kept) == len(messages):
             return None
