@@ -31,9 +31,7 @@ OFF_THE_FIRST_RUN = (
     "jupyter_agent.agents.toolloop_resume",
     "jupyter_agent.agents.approval_answers",
     "jupyter_agent.agents.plan",  # the planning agent's package and every module in it
-    "jupyter_agent.loop.compress.checkpoint",
-    "jupyter_agent.loop.compress.tool_response",
-    "jupyter_agent.loop.compress.window",
+    "jupyter_agent.loop.compress",  # the compressors, their types and window fitting
     "jupyter_agent.tools.notebook.toolset",
     "jupyter_agent.tools.notebook.run_python",
     "jupyter_agent.tools.notebook.variables",

@@ -43,9 +43,10 @@ def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
 def compress_llm(client: ModelClient, module: str) -> CompressLLM:
     """A compression LLM callable (non-streamed, no tools) bound to ``client``."""
     from ..llm.types import ChatRequest
-    from ..loop.compress.types import CompressLLMError
 
     def call(system_prompt: str, user_prompt: str, max_tokens: int) -> tuple[str, Usage]:
+        from ..loop.compress.types import CompressLLMError  # a compression is under way
+
         req = ChatRequest(model=client.profile.model, stream=False, max_tokens=max_tokens,
                           messages=[{"role": "system", "content": system_prompt},
                                     {"role": "user", "content": user_prompt}])
