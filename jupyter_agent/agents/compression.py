@@ -64,12 +64,15 @@ def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, lis
     """The ``process_tool_output`` hook: shorten long tool results (docs/behaviour.md §8.3)."""
     llm = compress_llm(client, "tool_response_compress")
     max_context = client.profile.max_context
+    compress: Callable[..., Any] | None = None
 
     def process(text: str) -> tuple[str, list[UsageItem]]:
-        # Imported at the first tool result, not when the run starts (the first run's cost).
-        from ..loop.compress.tool_response import compress_tool_response
+        nonlocal compress
+        if compress is None:  # loaded at the first tool result, not when the run starts
+            from ..loop.compress.tool_response import compress_tool_response
 
-        result = compress_tool_response(text, max_context, llm)
+            compress = compress_tool_response
+        result = compress(text, max_context, llm)
         usages = [UsageItem(u.module, client.profile.name, u.usage, client.cost(u.usage))
                   for u in result.usage]
         return result.text, usages

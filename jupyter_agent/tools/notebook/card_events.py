@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from ...events import BaseEvent, CellProposed, ToolFigures
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ def _loaded(module: str, name: str) -> type[Any] | None:
 
 
 def _python_run(value: Any) -> PythonRun | None:
+    if not isinstance(value, BaseModel):  # most results: no lookup at all (once per call)
+        return None
     cls = _loaded("run_python", "PythonRun")
     return value if cls is not None and isinstance(value, cls) else None
 
@@ -53,7 +57,7 @@ def _python_run(value: Any) -> PythonRun | None:
 def call_events(call_id: str, value: Any) -> list[BaseEvent]:
     """The events a card needs for one call's ``value``: ``tool_figures`` for a
     ``run_python`` that drew, ``cell_proposed`` for an ``insert_cell``; else none."""
-    if value is None:
+    if not isinstance(value, BaseModel):  # both kinds are models; most results are not
         return []
     run = _python_run(value)
     if run is not None and run.figures:
