@@ -406,7 +406,7 @@ class LanePool:
 def _dumps(obj: Any) -> bytes:
     """Bytes for a queue (which carries msgpack data only). cloudpickle, as Dask sends a
     task's arguments: a function or a class defined in the notebook travels by value."""
-    import cloudpickle  # type: ignore[import-untyped]
+    import cloudpickle  # type: ignore[import-untyped]  # cloudpickle ships no type hints
 
     data: bytes = cloudpickle.dumps(obj)
     return data

@@ -132,7 +132,7 @@ def check_shippable(pack: ToolPack | None, options: dict[str, Any]) -> None:
     defined inside a function whose locals hold one, cannot be pickled; Dask would otherwise
     fail deep in its serializer with a traceback of its own.
     """
-    import cloudpickle  # type: ignore[import-untyped]
+    import cloudpickle  # type: ignore[import-untyped]  # cloudpickle ships no type hints
 
     from ..errors import ConfigError
 
