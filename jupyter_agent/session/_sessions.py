@@ -263,13 +263,6 @@ class SessionsMixin:
             conn.execute("UPDATE sessions SET updated = ? WHERE name = ?", (now, session))
         return seqs
 
-    def get_messages(self, session: str) -> list[dict[str, Any]]:
-        """The session's whole history, oldest first."""
-        rows = self._db.connection().execute(
-            "SELECT content FROM messages WHERE session = ? ORDER BY seq", (session,)
-        )
-        return [loads(content) for (content,) in rows.fetchall()]
-
     def history_messages(self, session: str, rounds: int | None = None) -> list[dict[str, Any]]:
         """The model's history: the session's finished turns, each in one piece, in the order
         they started; the last ``rounds`` rounds of it (all when ``rounds`` is ``None``).

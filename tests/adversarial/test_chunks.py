@@ -23,6 +23,7 @@ from jupyter_agent.llm.client import RetryPolicy
 from jupyter_agent.llm.types import ChatRequest, ChatResponse
 from jupyter_agent.session import Store
 from tests.fakes.openai_server import ScriptedOpenAI, call, raw, text, tool_calls
+from tests.stored import stored_messages
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -142,7 +143,7 @@ def test_a_deep_chunk_in_a_tool_loop_ends_the_run_error_and_keeps_history_valid(
         (row,) = store.list_runs("deep")
         assert row.status == "error" and row.error == run.error
         assert [t.status for t in store.list_turns("deep")] == ["error"]
-        roles = [m["role"] for m in store.get_messages("deep")]
+        roles = [m["role"] for m in stored_messages(store, "deep")]
         assert roles == ["user", "assistant", "tool"]  # the finished round, nothing half-read
     server.enqueue(text("Recovered."))
     again = chat("Still there?", session="deep")

@@ -30,6 +30,7 @@ from jupyter_agent.session import Store, default_store, default_store_path, rese
 from jupyter_agent.session._migrations import MIGRATIONS
 from jupyter_agent.view.reduce import reduce_events
 from tests.fakes.openai_server import ScriptedOpenAI, call, drip, text, tool_calls
+from tests.stored import stored_messages
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -134,7 +135,7 @@ def test_sigkilled_run_is_marked_interrupted_when_the_store_is_next_opened(
         assert view["status"] == "error" and view["error"] == f"Interrupted: {second.error}"
         # The whole first round of the killed turn survived; its second round (the one that
         # was killed) left nothing half-written.
-        history = store.get_messages("crash")
+        history = stored_messages(store, "crash")
         assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant",
                                                 "user", "assistant", "tool"]
         _assert_valid_conversation(history)
@@ -324,7 +325,7 @@ def test_a_tool_calling_sys_exit_ends_the_run_error(server: ScriptedOpenAI) -> N
     with Store() as store:
         (row,) = store.list_runs("exit")
         assert row.status == "error" and row.error == "SystemExit: 3"
-        _assert_valid_conversation(store.get_messages("exit"))
+        _assert_valid_conversation(stored_messages(store, "exit"))
 
 
 KERNEL_SETUP = '''
@@ -368,7 +369,7 @@ def test_ctrl_c_in_a_real_kernel_ends_the_run_aborted(server: ScriptedOpenAI,
             assert [r.status for r in runs] == ["aborted", "aborted"]
             assert store.recovered_runs == []  # ended by the kernel itself, not by recovery
             assert [t.status for t in store.list_turns("ctrlc")] == ["aborted", "aborted"]
-            _assert_valid_conversation(store.get_messages("ctrlc"))
+            _assert_valid_conversation(stored_messages(store, "ctrlc"))
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

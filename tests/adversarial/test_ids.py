@@ -25,6 +25,7 @@ from jupyter_agent.magics import _on_click
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 DENIED = "Permission denied by the user: bash was not run."
 MODES = ["stream", "json", "llama"]  # streamed, one JSON completion, llama.cpp-style chunks
@@ -142,7 +143,7 @@ def test_two_calls_with_one_id_get_two_cards_and_a_second_click_runs_nothing(
     assert records["dup"]["output"] == "ran-first\n[exit code 0]"
     assert records[ids[1]]["output"] == DENIED and len(run.tool_records) == 2
     # The session keeps both calls with their own results.
-    history = default_store().get_messages("default")
+    history = stored_messages(default_store(), "default")
     assert {m["tool_call_id"]: m["content"] for m in history if m["role"] == "tool"} == \
         _results(final)
 

@@ -9,6 +9,7 @@ the store is one SQLite file that every kernel and this test process open.
 
 from __future__ import annotations
 
+from tests.stored import stored_messages
 import json
 import os
 from collections.abc import Iterator
@@ -214,7 +215,7 @@ def test_two_notebooks_keep_their_own_conversations(server: ScriptedOpenAI, kern
     assert texts == {"notebook:a.ipynb": ["Alpha plan.", "Alpha side question."],
                      "notebook:b.ipynb": ["Bravo plan.", "Bravo side question."]}
     assert store.get_run(run_a).status == store.get_run(run_b).status == "done"  # type: ignore[union-attr]
-    assert store.get_messages("default") == []  # nothing fell into the shared default
+    assert stored_messages(store, "default") == []  # nothing fell into the shared default
 
     # A restarted kernel of notebook A continues A's conversation (and only A's).
     a.stop()

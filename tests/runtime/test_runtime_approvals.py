@@ -15,6 +15,7 @@ from jupyter_agent.runtime.grants import GRANTS
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 DENIED = "Permission denied by the user: bash was not run."
 
@@ -40,7 +41,7 @@ def test_bash_asks_and_deny_tells_the_model(server: ScriptedOpenAI, workspace: P
     assert done.status == "done" and done.answer == "I could not run it."
     assert _tool_results(server.requests[1]) == {"c1": DENIED}
     assert not (workspace / "made.txt").exists()
-    history = default_store().get_messages("default")
+    history = stored_messages(default_store(), "default")
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
     assert history[2]["content"] == DENIED
 

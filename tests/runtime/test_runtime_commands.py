@@ -22,6 +22,7 @@ from jupyter_agent.events import RUN_MIME_TYPE
 from jupyter_agent.runtime.agents import Agent
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 
 def agent(line: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -82,7 +83,7 @@ def test_usage_history_and_reset(server: ScriptedOpenAI, workspace: Path,
     assert agent("history -n 1", capsys) == "[6] assistant: Empty.\n"
 
     assert "cleared" in agent("reset", capsys)
-    assert default_store().get_messages("talk") == []
+    assert stored_messages(default_store(), "talk") == []
     assert "has no messages" in agent("history", capsys)
     with pytest.raises(MagicUsageError, match="no session 'nope'"):
         run_command("reset nope", {})
@@ -176,9 +177,9 @@ def test_cells_use_the_current_session(shell: InteractiveShell, server: Scripted
         assert r.success, r.error_in_exec
         r = shell.run_cell("%%chat --session elsewhere\nHi")
         assert r.success, r.error_in_exec
-    assert [m["content"] for m in default_store().get_messages("notes")] == [
+    assert [m["content"] for m in stored_messages(default_store(), "notes")] == [
         "Remember the number 7.", "one"]
-    assert len(default_store().get_messages("elsewhere")) == 2
+    assert len(stored_messages(default_store(), "elsewhere")) == 2
 
 
 def test_a_toolloop_cell_waiting_for_approval_says_how_to_answer(

@@ -10,6 +10,7 @@ from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.runtime.agents import Agent
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 ALLOW_SPAWN = {"spawn_agent": "allow"}
 
@@ -50,7 +51,7 @@ def test_a_sub_agent_works_in_a_folder_and_reports_back(server: ScriptedOpenAI,
     assert modules.count("spawn_agent") == 2 and modules.count("agent_call") == 2
     assert run.input_tokens == sum(_input_tokens(run)) > sum(
         e.input_tokens for e in run.events if e.type == "usage" and e.module == "agent_call")
-    history = default_store().get_messages("default")
+    history = stored_messages(default_store(), "default")
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
 
 

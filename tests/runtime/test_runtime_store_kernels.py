@@ -17,6 +17,7 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.session import Store, default_store_path, reset_default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 pytestmark = [pytest.mark.notebook, pytest.mark.timeout(240)]
 
@@ -102,7 +103,7 @@ def test_a_kernel_killed_mid_turn_loses_nothing_written(server: ScriptedOpenAI, 
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     reset_default_store()
     with Store(path) as store:
-        history = store.get_messages("crash")
+        history = stored_messages(store, "crash")
         # The first turn, and the second turn's finished first round (written per round).
         assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant",
                                                 "user", "assistant", "tool"]
@@ -148,7 +149,7 @@ def test_two_kernels_write_one_session_at_once(server: ScriptedOpenAI,
 
     reset_default_store()
     with Store(default_store_path()) as store:
-        messages = store.get_messages("shared")
+        messages = stored_messages(store, "shared")
         users = sorted(m["content"] for m in messages if m["role"] == "user")
         assert users == sorted(f"{t}-{i}" for t in "AB" for i in range(8))
         assert len(messages) == 32

@@ -13,6 +13,7 @@ import pytest
 import session_workers
 
 from jupyter_agent.session import Store
+from tests.stored import stored_messages
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -37,7 +38,7 @@ def test_simplest_use(db_path: Path) -> None:
     assert results.get(timeout=120) == ("child", [])
     _join_all([child])
     with Store(db_path) as store:
-        assert [m["content"] for m in store.get_messages("shared")] == ["child-0"]
+        assert [m["content"] for m in stored_messages(store, "shared")] == ["child-0"]
 
 
 def test_claim_race_between_two_processes(db_path: Path) -> None:
@@ -81,7 +82,7 @@ def test_two_processes_append_to_one_session(db_path: Path) -> None:
 
     assert reports == {"a": [], "b": []}  # no "database is locked", no other error
     with Store(db_path) as store:
-        contents = [m["content"] for m in store.get_messages("shared")]
+        contents = [m["content"] for m in stored_messages(store, "shared")]
     assert len(contents) == 400
     for tag in ("a", "b"):
         assert [c for c in contents if c.startswith(f"{tag}-")] == [f"{tag}-{i}" for i in range(200)]
@@ -125,7 +126,7 @@ def test_writer_killed_inside_a_transaction_loses_only_that_transaction(db_path:
 
     _assert_intact(db_path)
     with Store(db_path) as store:
-        contents = [m["content"] for m in store.get_messages("s")]
+        contents = [m["content"] for m in stored_messages(store, "s")]
         assert contents == [f"committed-{i}" for i in range(25)]
         # The dead writer's lock is gone: a new write goes through.
         assert store.append_messages("s", None, [{"role": "user", "content": "after"}]) == [26]
@@ -146,7 +147,7 @@ def test_writer_killed_at_a_random_point_keeps_every_commit(db_path: Path) -> No
 
     _assert_intact(db_path)
     with Store(db_path) as store:
-        contents = [m["content"] for m in store.get_messages("s")]
+        contents = [m["content"] for m in stored_messages(store, "s")]
     # The kill may land between a commit and the counter update: at most one extra message.
     assert reported >= 150
     assert len(contents) in (reported, reported + 1)
@@ -167,7 +168,7 @@ def test_forked_child_opens_its_own_connection(store: Store) -> None:
     child.join(timeout=120)
     assert child.exitcode == 0
     store.append_messages("s", None, [{"role": "user", "content": "after the fork"}])
-    assert [m["content"] for m in store.get_messages("s")] == [
+    assert [m["content"] for m in stored_messages(store, "s")] == [
         "before the fork",
         "from the fork",
         "after the fork",

@@ -17,6 +17,7 @@ from jupyter_agent.session import (
     reset_default_store,
 )
 from jupyter_agent.session._migrations import SCHEMA_VERSION
+from tests.stored import stored_messages
 
 
 def test_simplest_use(store: Store) -> None:
@@ -28,7 +29,7 @@ def test_simplest_use(store: Store) -> None:
     )
     store.finish_turn(turn, input_tokens=12, output_tokens=3, cost=0.5, model="gpt-x")
 
-    assert store.get_messages("notes") == [
+    assert stored_messages(store, "notes") == [
         {"role": "user", "content": "hello"},
         {"role": "assistant", "content": "hi there"},
     ]
@@ -39,7 +40,7 @@ def test_history_survives_reopen(db_path: Path) -> None:
     with Store(db_path) as first:
         first.append_messages("s", None, [{"role": "user", "content": "kept"}])
     with Store(db_path) as second:
-        assert second.get_messages("s") == [{"role": "user", "content": "kept"}]
+        assert stored_messages(second, "s") == [{"role": "user", "content": "kept"}]
 
 
 # -- sessions -------------------------------------------------------------------------------
@@ -85,7 +86,7 @@ def test_reset_session_keeps_record_and_bindings(store: Store) -> None:
 
     record = store.get_session("s")
     assert record is not None and record.agent == "coder"
-    assert store.get_messages("s") == []
+    assert stored_messages(store, "s") == []
     assert store.list_turns("s") == []
     assert store.claim_pending("r1") is None
     run = store.get_run("r1")
@@ -104,7 +105,7 @@ def test_messages_keep_full_openai_dicts(store: Store) -> None:
     ]
     assert store.append_messages("s", None, messages) == [1, 2, 3]
     assert store.append_messages("s", None, [{"role": "assistant", "content": "ok"}]) == [4]
-    assert store.get_messages("s") == [*messages, {"role": "assistant", "content": "ok"}]
+    assert stored_messages(store, "s") == [*messages, {"role": "assistant", "content": "ok"}]
 
 
 def test_history_messages_counts_rounds_from_user_messages(store: Store) -> None:
@@ -119,7 +120,7 @@ def test_history_messages_counts_rounds_from_user_messages(store: Store) -> None
     assert store.history_messages("s", 1) == rounds[2]
     assert store.history_messages("s", 2) == rounds[1] + rounds[2]
     assert len(store.history_messages("s", 10)) == 7  # everything, system included
-    assert store.history_messages("s", None) == store.get_messages("s")
+    assert store.history_messages("s", None) == stored_messages(store, "s")
     assert store.history_messages("s", 0) == []
     assert store.history_messages("empty", 3) == []
 
@@ -203,14 +204,14 @@ def test_transaction_is_all_or_nothing(store: Store) -> None:
         store.append_messages("s", None, [{"role": "user", "content": "lost"}])
         store.bind_model("s", "gpt-4.1")
         raise RuntimeError("boom")
-    assert store.get_messages("s") == []
+    assert stored_messages(store, "s") == []
     assert store.get_session("s") is None
 
     with store.transaction():
         store.append_messages("s", None, [{"role": "user", "content": "kept"}])
         with pytest.raises(ValueError):
             raise ValueError("an error caught inside the transaction")
-    assert store.get_messages("s") == [{"role": "user", "content": "kept"}]
+    assert stored_messages(store, "s") == [{"role": "user", "content": "kept"}]
 
 
 def test_worker_threads_write_concurrently(store: Store) -> None:
@@ -229,7 +230,7 @@ def test_worker_threads_write_concurrently(store: Store) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    contents = [m["content"] for m in store.get_messages("s")]
+    contents = [m["content"] for m in stored_messages(store, "s")]
     assert len(contents) == 200
     for tag in range(4):
         assert [c for c in contents if c.startswith(f"{tag}-")] == [f"{tag}-{i}" for i in range(50)]
@@ -249,7 +250,7 @@ def test_write_waits_for_another_writer_instead_of_failing(store: Store, db_path
     store.append_messages("s", None, [{"role": "user", "content": "after the lock"}])
     releaser.join()
     other.close()
-    assert store.get_messages("s") == [{"role": "user", "content": "after the lock"}]
+    assert stored_messages(store, "s") == [{"role": "user", "content": "after the lock"}]
     row = store._db.connection().execute("SELECT tool FROM permissions").fetchall()
     assert row == [("held",)]
 
@@ -272,7 +273,7 @@ def test_closed_store_refuses_use(db_path: Path) -> None:
     store = Store(db_path)
     store.close()
     with pytest.raises(RuntimeError, match="closed"):
-        store.get_messages("s")
+        store.history_messages("s")
 
 
 def test_default_store_honours_jupyter_agent_home(
@@ -323,7 +324,7 @@ def test_api_keys_never_reach_the_file(
                                      "name": "bash", "output": leaks}])
         store.suspend("r1", {"call_id": "c2", "messages": [{"role": "user", "content": leaks}]})
         store.finish_turn(turn, status="error", error=leaks)
-        assert "[redacted]" in store.get_messages("s")[0]["content"]
+        assert "[redacted]" in stored_messages(store, "s")[0]["content"]
         pending = store.claim_pending("r1")
         assert pending is not None and env_key not in str(pending)
 

@@ -19,6 +19,7 @@ from jupyter_agent.session import Store
 from jupyter_agent.tools.registry import tool
 from tests.agents.plan.plan_scripts import events_of, set_plan, step_done
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 pytestmark = pytest.mark.usefixtures("plan_env")
 
@@ -70,7 +71,7 @@ def test_a_large_history_is_replaced_by_a_checkpoint(
     assert len(usage) == 1 and usage[0].input_tokens > 0
     assert run.input_tokens == sum(u.input_tokens for u in events_of(run, "usage"))
     # The session keeps the real turn, not the checkpoint.
-    history = store.get_messages("default")
+    history = stored_messages(store, "default")
     assert history[0] == {"role": "user", "content": PROMPT}
     assert history[-1] == {"role": "assistant", "content": "It says word, 800 times."}
 

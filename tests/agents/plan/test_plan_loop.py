@@ -16,6 +16,7 @@ from jupyter_agent.session import Store
 from jupyter_agent.tools.registry import Tool, tool
 from tests.agents.plan.plan_scripts import ask, events_of, set_plan, step_done, tool_names
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 pytestmark = pytest.mark.usefixtures("plan_env")
 
@@ -46,7 +47,7 @@ def test_simplest_plan_run_answers_directly(srv: ScriptedOpenAI, client: Any, st
     assert planning_prompt(system, runtime_tools=False)
     assert user == {"role": "user", "content": "hello there"}
     assert store.get_run(run.run_id).status == "done"
-    assert store.get_messages("default") == [
+    assert stored_messages(store, "default") == [
         {"role": "user", "content": "hello there"},
         {"role": "assistant", "content": "Hi! How can I help?"},
     ]
@@ -96,7 +97,7 @@ def test_require_plan_feedback_then_plan_then_forced_final_answer(
     assert run.view["answer"] == "Final."
     assert run.plan is not None and run.plan["steps"][0]["status"] == "done"
     # The withdrawn draft and the feedback never reach the session history.
-    saved = store.get_messages("default")
+    saved = stored_messages(store, "default")
     assert [m["role"] for m in saved] == ["user", "assistant", "tool", "assistant", "tool",
                                           "assistant"]
     assert all("no plan needed" not in (m.get("content") or "") for m in saved)

@@ -22,6 +22,7 @@ from jupyter_agent.session import Store
 from jupyter_agent.tools.registry import REGISTRY, tool
 from tests.agents.plan.plan_scripts import OPTIONS, ask, events_of, set_plan, step_done
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+from tests.stored import stored_messages
 
 pytestmark = pytest.mark.usefixtures("plan_env")
 
@@ -84,7 +85,7 @@ def test_valid_ask_in_turn_two_suspends_with_the_saved_context(
     assert run.plan is not None and run.plan["steps"][0]["status"] == "pending"
     # Suspended, not finished: the rounds finished before the ask are in the session already
     # (written round by round), the ask round is not; the resume knows how many are there.
-    saved = store.get_messages("default")
+    saved = stored_messages(store, "default")
     assert saved[0] == {"role": "user", "content": PROMPT}
     assert saved[1:] == pending.turn_messages[1:len(saved)]
     assert pending.persisted == len(saved)
@@ -117,7 +118,7 @@ def test_resume_sends_saved_messages_plus_the_answer(srv: ScriptedOpenAI, client
     assert [e.status for e in events_of(run, "run_finished")] == ["ask", "done"]
     record = store.get_run(run.run_id)
     assert record.status == "done" and record.pending is None
-    saved_history = store.get_messages("default")
+    saved_history = stored_messages(store, "default")
     assert [m["role"] for m in saved_history] == [
         "user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
     assert saved_history[3] == {"role": "assistant", "content": "",
@@ -143,7 +144,7 @@ def test_other_text_and_dismissal_are_told_apart(srv: ScriptedOpenAI, client: An
         "The user dismissed the question without answering.")
     assert run.status == "done"
     # Both parts of the run are in the history, in order, each ask with its answer.
-    roles = [(m["role"], m.get("tool_call_id")) for m in store.get_messages("default")]
+    roles = [(m["role"], m.get("tool_call_id")) for m in stored_messages(store, "default")]
     assert roles == [("user", None), ("assistant", None), ("tool", "a1"), ("assistant", None),
                      ("tool", "a2"), ("assistant", None)]
 
@@ -180,7 +181,7 @@ def test_two_asks_in_one_turn_last_wins(srv: ScriptedOpenAI, client: Any, store:
     assert srv.requests[1]["messages"] == [
         *saved, {"role": "tool", "tool_call_id": "a2",
                  "content": "The user chose option 1 of 3: Option A"}]
-    history = store.get_messages("default")
+    history = stored_messages(store, "default")
     assert [m.get("tool_call_id") for m in history if m["role"] == "tool"] == ["a2"]
 
 
@@ -248,14 +249,14 @@ def test_a_second_resume_changes_nothing(srv: ScriptedOpenAI, client: Any, store
     run = plan("go", client=client, store=store, tools=[])
     resume(run.run_id, Answer("option", option_index=1), run=run, store=store, client=client)
     events, sent, history = (len(store.get_events(run.run_id)), len(srv.requests),
-                             store.get_messages("default"))
+                             stored_messages(store, "default"))
 
     with pytest.raises(ResumeError, match="not waiting for an answer"):
         resume(run.run_id, Answer("option", option_index=2), run=run, store=store, client=client)
     assert run.status == "done" and run.answer == "ok"
     assert store.get_run(run.run_id).status == "done"
     assert len(store.get_events(run.run_id)) == events
-    assert len(srv.requests) == sent and store.get_messages("default") == history
+    assert len(srv.requests) == sent and stored_messages(store, "default") == history
 
 
 def test_two_concurrent_resumes_exactly_one_continues(srv: ScriptedOpenAI, client: Any,
