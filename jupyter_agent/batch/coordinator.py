@@ -17,9 +17,10 @@ may hold back a write.
 
 A killed kernel loses only the items not yet stored: those in flight, and those that ended
 less than :data:`MAX_UNSTORED` seconds ago. The writer wakes as soon as an item is handed
-over; when it falls behind anyway (a loaded machine), the workers take no new item until the
-oldest outcome handed over is stored, so the window between "answered" and "stored" is bounded
-in time, not only in count.
+over and stores it with those handed over in the next :data:`GATHER` seconds (one
+transaction for several items); when it falls behind anyway (a loaded machine), the workers
+take no new item until the oldest outcome handed over is stored, so the window between
+"answered" and "stored" is bounded in time, not only in count.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class Coordinator:
         self.ended: queue.SimpleQueue[tuple[Item, dict[str, Any]] | None] = queue.SimpleQueue()
         self.exited = 0
         self.write_error: BaseException | None = None
+        self.stopping_writer = threading.Event()
         self.writer = threading.Thread(target=self._write_loop, daemon=True,
                                        name="jupyter-agent-store-writer")
         self.running: dict[int, Item] = {}
@@ -211,8 +213,8 @@ class Coordinator:
         while not stop:
             taken: list[tuple[Item, dict[str, Any]]] = []
             got = self.ended.get()
-            if got is not None:
-                time.sleep(GATHER)  # the items ending meanwhile join this transaction
+            if got is not None:  # the items ending meanwhile join this transaction
+                self.stopping_writer.wait(GATHER)  # (the end of the batch waits for none)
             try:
                 while True:
                     if got is None:
@@ -278,6 +280,7 @@ class Coordinator:
         """Store what was handed over and end the writer (again: nothing happens)."""
         if self.writer.is_alive():
             self.ended.put(None)
+            self.stopping_writer.set()
             self.writer.join()
 
     def _run_threads(self, on_progress: Progressed, interval: float) -> None:
