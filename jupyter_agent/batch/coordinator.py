@@ -179,14 +179,14 @@ class Coordinator:
             fresh = [(item, raw) for item, raw in ended if item.position in self.running]
         if not fresh:
             return
-        rows = [(item, raw, {f: raw.get(f) for f in KEPT_FIELDS}) for item, raw in fresh]
         if self.store is not None:  # one transaction, a few statements (not per item)
             self.store.save_batch_outcomes(self.batch_id, self.skey,
                                            [(item.key, item.model, raw) for item, raw in fresh])
         with self.lock:
-            for item, _, outcome in rows:
-                if self.running.pop(item.position, None) is not None:
-                    self._count(item, outcome)
+            for item, raw in fresh:
+                if (self.running.pop(item.position, None) is not None
+                        and self.outcomes[item.position] is None):  # (done() counts most)
+                    self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
 
     def _count(self, item: Item, outcome: dict[str, Any]) -> None:
         """Count an ended item once (under ``self.lock``)."""
