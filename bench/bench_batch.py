@@ -9,8 +9,9 @@ by the scripted server in a child process.
    store, no events); the two run interleaved, best of ``--repeat`` each.
 2. Overhead per item at concurrency 1, no latency: ``jupyter_agent.batch`` against a plain
    ``for`` loop of ``toolloop(...)`` calls (both store their runs), interleaved, best of each.
-3. Dask: the same items on a 2-worker ``LocalCluster`` against the thread engine (goal: at
-   most 1.2x).
+3. Dask: the same items on a 2-worker ``LocalCluster`` against the thread engine, alternating,
+   best of ``--repeat`` each (goal: at most 1.2x). The batch runs on a cluster already started
+   and warmed (8 items); the cluster's start and that first batch are reported apart.
 4. CPU bound: 2,000 and 10,000 items at concurrency 64 with 50 ms of latency (on two cores the
    interpreter, not the model, is the limit), against the hand-written thread pool, alternating.
    Goal: at most 1.15x (the I/O-bound ratio of 1.: at most 1.01x).
@@ -189,25 +190,42 @@ def cpu_bound(sizes: list[int], concurrency: int, latency: float, repeat: int
     return out
 
 
-def dask_vs_threads(n: int, concurrency: int, latency: float) -> dict[str, float]:
+def dask_vs_threads(n: int, concurrency: int, latency: float, repeat: int) -> dict[str, Any]:
+    """The batch on an already started cluster against the thread engine, alternating which
+    goes first; the cluster's start (and its workers' first imports) is timed apart."""
     from distributed import Client, LocalCluster
 
     proc, url = serve(script(), latency=latency)
     try:
         _env(url)
-        threads = run_ours(n, concurrency)
+        run_ours(8, 8)
+        t0 = time.perf_counter()
         cluster = LocalCluster(n_workers=2, threads_per_worker=concurrency // 2,
                                processes=True, dashboard_address=None)
         client = Client(cluster)
+        start_s = time.perf_counter() - t0
+        threads: list[float] = []
+        dask: list[float] = []
         try:
-            run_ours(8, 8, engine="dask")  # warm up the workers
-            dask_s = run_ours(n, concurrency, engine="dask")
+            t0 = time.perf_counter()
+            run_ours(8, 8, engine="dask")  # the workers' first imports and connections
+            warm_s = time.perf_counter() - t0
+            for i in range(repeat):
+                if i % 2:
+                    dask.append(run_ours(n, concurrency, engine="dask"))
+                    threads.append(run_ours(n, concurrency))
+                else:
+                    threads.append(run_ours(n, concurrency))
+                    dask.append(run_ours(n, concurrency, engine="dask"))
         finally:
             client.close()
             cluster.close()
     finally:
         stop(proc)
-    return {"items": n, "threads_s": threads, "dask_s": dask_s, "dask_vs_threads": dask_s / threads}
+    ratios = [d / t for d, t in zip(dask, threads, strict=True)]
+    return {"items": n, "threads_s": min(threads), "dask_s": min(dask),
+            "dask_vs_threads": min(dask) / min(threads), "ratios": ratios,
+            "cluster_start_s": start_s, "first_batch_s": warm_s}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if sizes:
         out["cpu"] = cpu_bound(sizes, 64, 0.05, args.cpu_repeat)
     if not args.no_dask:
-        out["dask"] = dask_vs_threads(args.items, args.concurrency, args.latency)
+        out["dask"] = dask_vs_threads(args.items, args.concurrency, args.latency,
+                                      args.repeat)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -268,7 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         d = out["dask"]
         print(f"Dask (2-worker LocalCluster) vs threads, {d['items']} items: threads "
               f"{d['threads_s']:.2f} s, dask {d['dask_s']:.2f} s ({d['dask_vs_threads']:.2f}x; "
-              f"goal <= 1.2 -> {'OK' if d['dask_vs_threads'] <= 1.2 else 'MISSED'})")
+              f"goal <= 1.2 -> {'OK' if d['dask_vs_threads'] <= 1.2 else 'MISSED'}); "
+              f"each run: {', '.join(f'{r:.2f}' for r in d['ratios'])}")
+        print(f"  (on a started cluster: its start, {d['cluster_start_s']:.1f} s, and its "
+              f"workers' first batch, {d['first_batch_s']:.1f} s, are not in the ratio)")
     return 0
 
 

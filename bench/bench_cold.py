@@ -4,7 +4,10 @@
 Each figure is timed inside the child, from before its first import to the answer (interpreter
 start-up excluded), against the scripted server in another process; the two kinds of child
 alternate, median of ``--runs`` each. Each ``toolloop`` child gets an empty data directory (its
-first run creates the store, as a new user's does). Goal: no slower than the raw client.
+first run creates the store, as a new user's does). Both kinds of child read compiled bytecode
+from one cache the warm-up runs fill, as an installed package does (``pip`` compiles it); with
+``PYTHONDONTWRITEBYTECODE`` set, our modules would be compiled from source in every child while
+the SDK's come precompiled from site-packages. Goal: no slower than the raw client.
 Run: ``python bench/bench_cold.py [--runs 7]``. Nothing asserts a time.
 """
 
@@ -51,11 +54,13 @@ print(json.dumps({"ms": (time.perf_counter() - t) * 1000}))
 """
 
 
-def _once(code: str, url: str) -> float:
+def _once(code: str, url: str, pycache: str) -> float:
     env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": KEY,
            "JUPYTER_AGENT_HOME": tempfile.mkdtemp(prefix="jupyter-agent-bench-cold-"),
+           "PYTHONPYCACHEPREFIX": pycache,
            "PYTHONPATH": os.pathsep.join(
                p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tempfile.gettempdir(), env=env, check=True)
     return float(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
@@ -66,14 +71,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args(argv)
     proc, url = serve(text("Hello."))
+    pycache = tempfile.mkdtemp(prefix="jupyter-agent-bench-cold-pycache-")
     raw: list[float] = []
     ours: list[float] = []
     try:
-        _once(RAW, url)  # warm the file cache
-        _once(OURS, url)
+        _once(RAW, url, pycache)  # warm the file cache, fill the bytecode cache
+        _once(OURS, url, pycache)
         for _ in range(args.runs):
-            raw.append(_once(RAW, url))
-            ours.append(_once(OURS, url))
+            raw.append(_once(RAW, url, pycache))
+            ours.append(_once(OURS, url, pycache))
     finally:
         stop(proc)
     r, o = statistics.median(raw), statistics.median(ours)

@@ -23,19 +23,23 @@ class CellGate:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._running = False
+        self._depth = 0  # cells running: a cell may run another (``shell.run_cell`` inside it)
         self._waiting: list[Callable[[], None]] = []
 
     def cell_started(self, *_: object) -> None:
         """IPython's ``pre_run_cell``."""
         with self._lock:
-            self._running = True
+            self._depth += 1
 
     def cell_ended(self, *_: object) -> None:
         """IPython's ``post_run_cell``: the clicks that waited are applied once the cell's own
-        end is sent (on the kernel's loop, after this cell), else at once."""
+        end is sent (on the kernel's loop, after this cell), else at once. A cell run inside
+        another releases nothing: the outer cell still runs."""
         with self._lock:
-            self._running = False
+            # Never below 0: the cell that loads the extension ends without having started.
+            self._depth = max(0, self._depth - 1)
+            if self._depth:
+                return
             waiting, self._waiting = self._waiting, []
         for apply in waiting:
             try:
@@ -46,7 +50,7 @@ class CellGate:
     def apply(self, click: Callable[[], None]) -> None:
         """Apply ``click`` now, or when the running cell ends."""
         with self._lock:
-            if self._running:
+            if self._depth:
                 self._waiting.append(click)
                 return
         click()

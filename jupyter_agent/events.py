@@ -6,8 +6,10 @@ them: one stream, three consumers (four when runs are exported as traces: docs/t
 rename. ``RUN_FORMAT_VERSION`` is written into the MIME payload so old notebooks stay readable.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: pydantic would then evaluate every field's
+# annotation string when the class is made, and every first run imports these two dozen
+# classes. Each class also builds its validator at its first use (``defer_build``): a run
+# uses a few of them (docs/architecture.md, "The first run").
 import time
 from typing import Annotated, Any, Literal, Union
 
@@ -64,7 +66,7 @@ RunStatus = Literal["done", "ask", "aborted", "error", "max_rounds", "incomplete
 class BaseEvent(BaseModel):
     """Fields every event carries."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first use
 
     t: float = Field(default_factory=time.time)
     """Wall-clock time the event was created (seconds since the epoch)."""
@@ -253,6 +255,9 @@ class ContextCompressed(BaseEvent):
 class Warning_(BaseEvent):
     type: Literal["warning"] = "warning"
     message: str
+    level: Literal["warning", "note"] = "warning"
+    """``note``: a calm line that explains a choice the package made (nothing went wrong);
+    ``warning``: something the user should look at."""
 
 
 class CellProposed(BaseEvent):
@@ -338,7 +343,7 @@ RunEvent = Annotated[
 ]
 """Any run event; ``EVENT_ADAPTER.validate_python`` parses one from its JSON form."""
 
-EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent, config=ConfigDict(defer_build=True))
 
 
 _DELTA_KEYS = {"text_delta": "text", "reasoning_delta": "text", "tool_args_delta": "delta"}

@@ -7,12 +7,14 @@ results (``docs/behaviour.md`` §6).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..llm.protocol import ModelClient
 from ..llm.types import Usage
-from ..loop.compress.types import CompressLLM
 from ..loop.hooks import ContextFit, UsageItem
+
+if TYPE_CHECKING:
+    from ..loop.compress.types import CompressLLM
 
 __all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
 
@@ -20,15 +22,16 @@ __all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
 def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
                   ) -> Callable[[int, list[dict[str, Any]], int], ContextFit | None]:
     """A ``fit_context`` hook: cut old rounds above 85% of the window (docs/behaviour.md §3.4)."""
-    from ..llm.tokens import count_messages_tokens
-    from ..loop.compress.window import fit_messages_to_window
-
     budget = max_context - (max_tokens or 0)
     threshold = int(budget * 0.85)
 
     def fit(round_: int, messages: list[dict[str, Any]], tokens: int) -> ContextFit | None:
         if tokens <= threshold:
             return None
+        # Imported once a request first fills the window, not when every run starts.
+        from ..llm.tokens import count_messages_tokens
+        from ..loop.compress.window import fit_messages_to_window
+
         kept = fit_messages_to_window(messages, budget, tools_tokens)
         if len(kept) == len(messages):
             return None
@@ -40,9 +43,10 @@ def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
 def compress_llm(client: ModelClient, module: str) -> CompressLLM:
     """A compression LLM callable (non-streamed, no tools) bound to ``client``."""
     from ..llm.types import ChatRequest
-    from ..loop.compress.types import CompressLLMError
 
     def call(system_prompt: str, user_prompt: str, max_tokens: int) -> tuple[str, Usage]:
+        from ..loop.compress.types import CompressLLMError  # a compression is under way
+
         req = ChatRequest(model=client.profile.model, stream=False, max_tokens=max_tokens,
                           messages=[{"role": "system", "content": system_prompt},
                                     {"role": "user", "content": user_prompt}])
@@ -58,13 +62,17 @@ def compress_llm(client: ModelClient, module: str) -> CompressLLM:
 
 def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, list[UsageItem]]]:
     """The ``process_tool_output`` hook: shorten long tool results (docs/behaviour.md §8.3)."""
-    from ..loop.compress.tool_response import compress_tool_response
-
     llm = compress_llm(client, "tool_response_compress")
     max_context = client.profile.max_context
+    compress: Callable[..., Any] | None = None
 
     def process(text: str) -> tuple[str, list[UsageItem]]:
-        result = compress_tool_response(text, max_context, llm)
+        nonlocal compress
+        if compress is None:  # loaded at the first tool result, not when the run starts
+            from ..loop.compress.tool_response import compress_tool_response
+
+            compress = compress_tool_response
+        result = compress(text, max_context, llm)
         usages = [UsageItem(u.module, client.profile.name, u.usage, client.cost(u.usage))
                   for u in result.usage]
         return result.text, usages

@@ -164,13 +164,12 @@ def with_variables(user_text: str, names: Iterable[str] | str | None, shell: Any
     Raises:
         ParameterError: a name is missing, secret-looking, or not among ``allowed`` (one line).
     """
-    from ..tools.notebook import VariableError, variable_summaries
-
     if isinstance(names, str):  # context="sales, regions"
         names = names.split(",")
     wanted = [n.strip() for n in (names or []) if isinstance(n, str) and n.strip()]
     if not wanted:
         return user_text
+    from ..tools.notebook.variables import VariableError, variable_summaries  # only with names
     if allowed is not None:
         allow = set(allowed)
         for name in wanted:

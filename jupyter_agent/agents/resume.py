@@ -193,6 +193,11 @@ def _check_answer(store: Any, run_id: str, answer: Answer) -> None:
             and not (answer.option_index and 1 <= answer.option_index <= len(options))):
         raise OptionOutOfRange(f"option must be between 1 and {len(options)}; nothing "
                                "changed.", parameters=("option",))
+    if answer.how == "other" and not pending.card.allow_other:
+        # The card offered no free text (an approval card, a question asked with
+        # allowOther=false): typed text would reach the model as an answer nobody was offered.
+        raise ResumeError(f"This card takes an option (1 to {len(options)}) or a dismissal, "
+                          "not text; nothing changed.")
     _as_recorded(pending.waiting_ask(), answer, len(options))
 
 

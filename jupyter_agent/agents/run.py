@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import secrets
 import signal
 import threading
@@ -169,6 +168,8 @@ def _interrupt_thread(ident: int) -> None:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.pthread_kill(ident, signal.SIGINT)
         return
+    import ctypes  # only to interrupt a thread: no run start pays for it
+
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
                                                ctypes.py_object(KeyboardInterrupt))
 

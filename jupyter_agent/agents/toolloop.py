@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .limits import MAX_ROUNDS, PARALLEL_BATCH
-from .pending import ToolloopOptions
-from .resume import settle
 from .run import Run
 from .tooling import forced_choice, loop_parts
-from .toolloop_resume import approval_suspender
+from .toolloop_suspend import approval_suspender
 from .turn.drive import drive
 from .turn.start import start_turn
 
@@ -46,9 +44,13 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
                             temperature=opt.temperature, max_tokens=opt.max_tokens,
                             stream=opt.stream, permissions=setup.permissions,
                             tool_choice=forced)
-    saved = ToolloopOptions(parallel=parallel, max_rounds=max_rounds,
-                            temperature=opt.temperature, max_tokens=opt.max_tokens,
-                            stream=opt.stream)
+    # The options a resume needs: validated as ToolloopOptions only if the run suspends.
+    saved = {"parallel": parallel, "max_rounds": max_rounds, "temperature": opt.temperature,
+             "max_tokens": opt.max_tokens, "stream": opt.stream}
     run = drive(p, messages, cfg, hooks, persist_from=len(messages) - 1,
                 on_result=approval_suspender(p, setup, saved, [turn.user_message]))
+    if run.status != "ask":
+        return run
+    from .resume import settle  # only a waiting run: answering one loads the resume side
+
     return settle(p, run)  # a replay answers the approvals that were clicked

@@ -1,83 +1,30 @@
-"""A ``%%toolloop`` run that waits on approval cards: suspending it, and continuing it.
+"""Continuing a ``%%toolloop`` run that waits on approval cards.
 
 A round whose calls need approval ends the loop (the kernel suspends after the round); the
 other calls of that round have already run and have their results. The run is saved as a
 :class:`~jupyter_agent.agents.pending.ToolloopPending` with the waiting calls in
-``approvals``, oldest first, and the first one's card. :func:`resume_toolloop` applies the
-answer (:mod:`.approval_answers`), shows the next card if a call still waits, and otherwise
-continues the loop where it stopped.
+``approvals``, oldest first, and the first one's card (:mod:`.toolloop_suspend`).
+:func:`resume_toolloop` applies the answer (:mod:`.approval_answers`), shows the next card if
+a call still waits, and otherwise continues the loop where it stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..answers import Answer
-from ..llm.types import Message
-from ..loop.kernel import LoopResult
 from .approval_answers import approval_choice, settle_approvals
 from .held import HELD, Parts
-from .pending import ApprovalCard, ToolloopOptions, ToolloopPending, WaitingCall
+from .pending import ToolloopPending
 from .run import Run
 from .tooling import loop_parts
+from .toolloop_suspend import approval_suspender, show_card
 from .turn.drive import drive
-from .turn.finish import finish_turn, suspend
+from .turn.finish import finish_turn
 from .turn.open import TurnContext
-from .turn.setup import TurnSetup
 from .turn.start import restore_setup
 
-__all__ = ["approval_suspender", "approval_hint", "resume_toolloop"]
-
-
-def _in_call_order(waiting: list[WaitingCall], messages: list[Message]) -> list[WaitingCall]:
-    """The waiting calls in the order the model made them (parallel batches finish unordered)."""
-    order: dict[str, int] = {}
-    for m in messages:
-        for c in m.get("tool_calls") or []:
-            order.setdefault(str(c.get("id")), len(order))
-    return sorted(waiting, key=lambda w: order.get(w.call_id, len(order)))
-
-
-def _show_card(p: TurnContext, pending: ToolloopPending) -> None:
-    """Show the first waiting call's card and save the run as suspended."""
-    p.recorder.emit(pending.card.event())
-    suspend(p, pending)
-
-
-def approval_suspender(p: TurnContext, setup: TurnSetup, options: ToolloopOptions,
-                       turn_messages: list[Message]) -> Callable[[LoopResult], None]:
-    """The ``on_result`` of a tool-loop run: on status ``ask``, save it with its approvals.
-
-    Args:
-        p: The turn.
-        setup: Its runtime setup.
-        options: Loop options a resume needs again (``max_rounds``, ``parallel``, ...).
-        turn_messages: The turn's messages from before this loop part (the user's message
-            first).
-    """
-
-    def on_result(result: LoopResult) -> None:
-        cards = setup.permissions.take_waiting()
-        if result.status != "ask" or not cards:
-            return
-        waiting = _in_call_order(
-            [WaitingCall(call_id=w["call_id"], name=w["name"], arguments=w["arguments"],
-                         card=ApprovalCard.model_validate(w["ask"])) for w in cards],
-            result.assistant_messages)
-        first = waiting[0]
-        pending = ToolloopPending(
-            call_id=first.call_id, card=first.card, approvals=waiting,
-            messages=result.messages,
-            model=p.turn_client.answered_profile() or p.run.model,
-            tools=[t.name for t in setup.tools], options=options, turn=setup.state(),
-            turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds,
-            stopped=result.stopped, output=p.output.schema if p.output else None,
-            schema_retries=p.schema_retries)
-        HELD.keep(p.run.run_id, tools=setup.tools, output=p.output)
-        _show_card(p, pending)
-
-    return on_result
+__all__ = ["approval_hint", "resume_toolloop"]
 
 
 def approval_hint(run: Run) -> str:
@@ -106,7 +53,7 @@ def resume_toolloop(p: TurnContext, pending: ToolloopPending, answer: Answer,
                                            "stopped": pending.stopped or bool(stops)})
         HELD.keep(run.run_id, tools=setup.tools)
         run.messages = pending.messages
-        _show_card(p, again)
+        show_card(p, again)
         p.recorder.finish("ask")
         finish_turn(p, "ask")
         return run

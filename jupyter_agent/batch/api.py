@@ -106,7 +106,8 @@ class BatchResult:
         self.view["preview"] = [
             {"row": i.row + 1, "model": i.model, "status": o["status"],
              "answer": preview(o.get("answer")), "error": preview(o.get("error")),
-             "score": None if self.scores is None else self.scores[i.position]}
+             "score": None if self.scores is None else self.scores[i.position],
+             **({"judge": judged.scores[i.position]} if judged is not None else {})}
             for i, o in zip(ex.items[:PREVIEW_ROWS], ex.outcomes[:PREVIEW_ROWS])]
 
     def card(self, run_id: str) -> Any:

@@ -83,17 +83,22 @@ class Coordinator:
         self.pack: Any = None
         if spec.engine == "dask":
             from ..tracing import remote_target
-            from .ship import client_settings
+            from .ship import check_shippable, client_settings
 
             self.settings = client_settings()
             self.pack = self._pack_tools()
+            check_shippable(self.pack, {**{k: v for k, v in spec.options.items()
+                                           if k != "tools"},
+                                        **{f"client for {m}": c
+                                           for m, c in spec.clients.items()}})
             self.trace = remote_target()  # the batch's span: its items hang under it
         else:
             self.options = _with_tool_objects(spec.options)
 
     # ---------------------------------------------------------------------- handing out
-    def next_item(self) -> tuple[Item, ItemTask] | None:
-        """The next item to run, or ``None`` (none left, stopping, or a limit reached)."""
+    def next_item(self, count_start: bool = True) -> tuple[Item, ItemTask] | None:
+        """The next item to run, or ``None`` (none left, stopping, or a limit reached).
+        ``count_start=False`` (Dask): the card counts it running once a worker starts it."""
         with self.lock:
             self._wait_for_store()
             if not self.todo or self.ctl.stopping.is_set() or self._limit_reached():
@@ -101,8 +106,15 @@ class Coordinator:
             item = self.todo.popleft()
             self.started += 1
             self.running[item.position] = item
-            self.progress.started()
+            if count_start:
+                self.progress.started()
         return item, self._task(item)
+
+    def unstart(self, item: Item) -> None:
+        """Dask: an item handed out but not started before the batch stopped (not run)."""
+        with self.lock:
+            if self.running.pop(item.position, None) is not None:
+                self.started -= 1
 
     def _wait_for_store(self) -> None:
         """Backpressure (under ``self.lock``): while the oldest outcome handed over waited
@@ -304,32 +316,31 @@ class Coordinator:
                     break
 
     def _run_dask(self, on_progress: Progressed, interval: float) -> None:
-        from .pools import DaskPool
+        from .lanes import LanePool
 
-        pool = DaskPool(self.spec.concurrency, self.pack)
-        futures: dict[Any, Item] = {}
-        ended: list[Any] = []  # held until the scheduler was asked whether a worker was lost
-        interrupts, last, asked = 0, 0.0, 0.0
+        pool = LanePool(self.spec.concurrency, self.pack)
+        interrupts, last, checked = 0, 0.0, time.monotonic()
         try:
             while True:
                 try:
-                    while len(futures) < self.spec.concurrency:
-                        nxt = self.next_item()
-                        if nxt is None:
-                            break
-                        futures[pool.submit(nxt[1], nxt[0].position)] = nxt[0]
-                    if not futures:
+                    if self.ctl.stopping.is_set():
+                        for item in pool.stop("abort" if self.ctl.aborting.is_set()
+                                              else "finish"):
+                            self.unstart(item)
+                    self._feed(pool)
+                    if not pool.outstanding():
                         break
-                    if self.ctl.aborting.is_set():
-                        pool.cancel(list(futures))
-                    for f in pool.wait(list(futures), interval):
-                        value = pool.result(f)
-                        self.done(futures.pop(f), value)
-                        if not (isinstance(value, dict) and value.get("held")):
-                            ended.append(f)  # (a held item was not run again)
-                    if ended and (not futures or time.monotonic() - asked >= interval):
-                        self._count_lost(pool, ended)
-                        ended, asked = [], time.monotonic()
+                    for kind, item, value in pool.take(min(interval, 0.05)):
+                        if kind == "start":
+                            with self.lock:
+                                self.progress.started()
+                        elif kind == "unstarted":
+                            self.unstart(item)
+                        else:
+                            self.done(item, value)
+                    if time.monotonic() - checked >= interval:
+                        self._check_lanes(pool)
+                        checked = time.monotonic()
                     last = self._push(on_progress, last, interval)
                 except KeyboardInterrupt:
                     interrupts += 1
@@ -338,13 +349,35 @@ class Coordinator:
         finally:
             pool.close()
 
-    def _count_lost(self, pool: Any, ended: list[Any]) -> None:
-        """Count the items that ran again after a worker was lost (at most one question to
-        the scheduler per card update)."""
-        lost = len(pool.lost_before(ended))
-        if lost:
+    def _feed(self, pool: Any) -> None:
+        """Fill the lanes' room (items wait on the workers a little ahead: no round trip to
+        this kernel between two items)."""
+        items = []
+        for _ in range(pool.room()):
+            nxt = self.next_item(count_start=False)
+            if nxt is None:
+                break
+            items.append(nxt)
+        pool.send(items)
+
+    def _check_lanes(self, pool: Any) -> None:
+        """Lanes lost with their worker (their items sent again and counted, or held) or
+        failed (their items end with its exception); at most once per card update."""
+        from .lanes import held_outcome
+
+        lost, failed, error = pool.check_lanes()
+        if error is not None:  # a lane itself failed (not its worker): no item would run
+            self.fatal = self.fatal or error
+            self.ctl.stop("abort", f"A Dask lane failed: {one_line(error)}")
+        if lost.rerun:
             with self.lock:
-                self.progress.lost_rerun += lost
+                self.progress.lost_rerun += lost.rerun
+        for item in lost.unstarted:
+            self.unstart(item)
+        for item in lost.held:
+            self.done(item, held_outcome(self.pack.side_effects if self.pack else []))
+        for item, exc in failed:
+            self.done(item, exc)
 
     def _push(self, on_progress: Progressed, last: float, interval: float) -> float:
         now = time.monotonic()

@@ -148,29 +148,19 @@ def _apply_settings(settings: dict[str, Any] | None) -> None:
         clear_client_cache()
 
 
-def run_remote(task: ItemTask, pack: Any = None) -> dict[str, Any]:
-    """A Dask task: run one item on a worker (no store) and return the outcome with its run's
-    events and pending state. ``pack`` (a :class:`~.ship.ToolPack`, held once by the cluster)
-    gives the tools, built once per worker. A fatal mistake comes back as
+def run_remote(task: ItemTask, pack: Any = None, *,
+               is_aborted: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Run one item on a Dask worker (no store; ``batch/lanes.py``) and return the outcome
+    with its run's events and pending state. ``pack`` (a :class:`~.ship.ToolPack`, held once
+    by the cluster) gives the tools, built once per worker. A fatal mistake comes back as
     ``{"fatal": ..., "error": ...}``: exceptions with custom constructors do not survive
-    pickling whole.
-
-    An item offered a tool with side effects is not run again after its worker died (the
-    scheduler re-runs a lost worker's tasks): it comes back ``held``, for the user to check.
-    """
+    pickling whole."""
     from .ship import built_tools, unpack_tools
 
     _apply_settings(task.settings)
     opts = dict(task.options)
     if pack is not None:
         opts["tools"] = built_tools(pack)
-        if pack.side_effects and _worker_was_lost():
-            out = error_outcome(
-                "Not run again: its Dask worker was lost while it ran, and it may have called "
-                f"{', '.join(pack.side_effects)} (side effects). Check, then run the cell "
-                "again to retry it.")
-            out["held"] = True
-            return out
     elif "tools" in opts:
         opts["tools"] = unpack_tools(opts["tools"])
     local = ItemTask(task.kind, task.prompt, task.model, opts, task.auto_answer)
@@ -178,18 +168,6 @@ def run_remote(task: ItemTask, pack: Any = None) -> dict[str, Any]:
 
     try:
         with remote_scope(task.trace):  # the kernel's batch span, continued here
-            return run_item(local, store=None, detail=True)
+            return run_item(local, store=None, is_aborted=is_aborted, detail=True)
     except FATAL_ERRORS as exc:
         return {"fatal": type(exc).__name__, "error": str(exc)}
-
-
-def _worker_was_lost() -> bool:
-    """On a Dask worker: whether this task ran before on a worker that died (the scheduler
-    counts it as ``suspicious``)."""
-    from distributed import get_client, get_worker
-
-    key = get_worker().get_current_task()
-    count = get_client().run_on_scheduler(
-        lambda dask_scheduler, key: getattr(dask_scheduler.tasks.get(key), "suspicious", 0),
-        key=key)
-    return bool(count)

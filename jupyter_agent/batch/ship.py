@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["ShippedTool", "ToolPack", "pack_tools", "unpack_tools", "built_tools",
-           "client_settings"]
+           "client_settings", "check_shippable"]
 
 _BUILT: dict[str, list[Any] | None] = {}
 """On a worker: the tools of the last few batches, built (token -> tools)."""
@@ -123,3 +123,35 @@ def client_settings() -> dict[str, Any]:
     return {"base_url": s.base_url or os.environ.get("OPENAI_BASE_URL") or None,
             "max_retries": s.max_retries, "retry_base_delay": s.retry_base_delay,
             "retry_max_delay": s.retry_max_delay, "timeout": s.timeout}
+
+
+def check_shippable(pack: ToolPack | None, options: dict[str, Any]) -> None:
+    """Refuse, in one line and before a cluster starts, what cannot travel to a worker.
+
+    A tool (or an output class) that holds a lock, an open connection or a file, or a class
+    defined inside a function whose locals hold one, cannot be pickled; Dask would otherwise
+    fail deep in its serializer with a traceback of its own.
+    """
+    import cloudpickle  # type: ignore[import-untyped]
+
+    from ..errors import ConfigError
+
+    def why(exc: Exception) -> str:
+        return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+    for t in (pack.tools or []) if pack is not None else []:
+        try:
+            cloudpickle.dumps(t)
+        except Exception as exc:  # noqa: BLE001  # whatever pickling raises
+            name = getattr(t, "name", None) or str(t)
+            raise ConfigError(
+                f"engine='dask' cannot send the tool {name!r} to the workers ({why(exc)}): "
+                "let the tool open its own connections, locks or files, or use "
+                "engine='thread'.") from None
+    for key, value in options.items():
+        try:
+            cloudpickle.dumps(value)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(
+                f"engine='dask' cannot send the batch's {key} to the workers ({why(exc)}): "
+                "define it at the top level of a cell, or use engine='thread'.") from None

@@ -24,7 +24,6 @@ environment variable (``OPENAI_API_KEY``).
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 from dataclasses import dataclass
@@ -37,11 +36,10 @@ from ..errors import ConfigError
 from ..llm.client import OpenAIClient, RetryPolicy
 from ..llm.profiles import BUILTIN_PROFILES, ModelProfile
 from ..llm.protocol import ModelClient
-from .cassettes import active_cassette
+
+# The cassette wrappers and the failover are imported where a mode or a fallback needs them:
+# a live run on one model never loads them (docs/architecture.md, "The first run").
 from .embedded import LOCAL_NAME, local_available, local_endpoint, profile_for
-from .failover import FailoverClient
-from .record import RecordingClient
-from .replay import replay_client
 from .turn_client import ModelSource, TurnClient, bind_client, remember
 
 __all__ = ["DEFAULT_MODEL", "ModelChoice", "resolve_model", "make_client", "client_for",
@@ -98,6 +96,9 @@ def make_client(model: str | ModelProfile | None = None, *,
     s = config.settings
     mode = cassette or s.cassette_mode
     if mode == "replay":  # before the profile: a replay uses the recorded one
+        from .cassettes import active_cassette
+        from .replay import replay_client
+
         name = model.name if isinstance(model, ModelProfile) else model or resolve_model().name
         replay_key = ("replay", s.cassette_path, s.cassette_timing, name)
         with _clients_lock:
@@ -132,6 +133,9 @@ def make_client(model: str | ModelProfile | None = None, *,
                                                   s.retry_max_delay),
                                 deadline=s.request_deadline)
             if mode == "record":
+                from .cassettes import active_cassette
+                from .record import RecordingClient
+
                 tape = active_cassette()
                 client = remember(RecordingClient(base, tape), "record", tape)
             else:
@@ -147,6 +151,8 @@ def known_models() -> list[str]:
 
 def unknown_model_message(name: str) -> str:
     """One line for a model name no profile knows: the closest known names, and the fix."""
+    import difflib
+
     known = known_models()
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close
@@ -163,9 +169,13 @@ def client_for(model: str | None = None) -> ModelClient:
     fallbacks = [n for n in config.settings.fallback_models if n and n != model]
     if not fallbacks:
         return make_client(model)
+    from .failover import FailoverClient
+
     client = FailoverClient([model, *fallbacks], factory=make_client)
     mode = config.settings.cassette_mode
     if mode != "live":  # its answers belong to the same cassette as its profiles' calls
+        from .cassettes import active_cassette
+
         remember(client, mode, active_cassette())
     return client
 

@@ -19,16 +19,16 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .._state import STATE
 from ..answers import AnswerLog, AnswerSource
 from ..events import BaseEvent
 from ..llm.protocol import ModelClient
-from .cassette import Cassette
 from .failover import FailoverClient
-from .record import CassetteAnswerLog
-from .replay import CassetteAnswers
+
+if TYPE_CHECKING:  # a cassette's parts load only when a recording or a replay is on
+    from .cassette import Cassette
 
 __all__ = ["TurnClient", "ModelSource", "bind_client", "remember"]
 
@@ -97,8 +97,12 @@ def bind_client(client: ModelClient, model: str | None = None,
     if role is not None:
         mode, cassette = role
         if mode == "replay":
+            from .replay import CassetteAnswers
+
             answers = CassetteAnswers(cassette)
         else:
+            from .record import CassetteAnswerLog
+
             log = CassetteAnswerLog(cassette)
     return TurnClient(client, model or client.profile.name, source, failover=failover,
                       answers=answers, answer_log=log)

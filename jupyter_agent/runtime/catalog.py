@@ -17,12 +17,15 @@ which the permission policy reads: a user's tool is allowed by default, the othe
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
-from ..tools.builtin import BUILTIN_TIMEOUTS, BUILTIN_TOOL_NAMES, Workspace, make_builtin_functions
-from ..tools.notebook import NOTEBOOK_TOOL_NAMES
+from ..tools.builtin.names import BUILTIN_TOOL_NAMES
+from ..tools.notebook.names import NOTEBOOK_TOOL_NAMES
 from ..tools.registry import REGISTRY, Tool
+
+if TYPE_CHECKING:
+    from ..tools.builtin.workspace import Workspace
 
 __all__ = ["BUILTIN_TOOL_NAMES", "READ_ONLY_BUILTINS", "builtin_tools", "resolve_tool_specs",
            "tag", "rebind_builtins", "SPAWN_TOOL_NAME", "NOTEBOOK_SET_NAME", "NOTEBOOK_TOOL_NAMES",
@@ -43,6 +46,9 @@ def tag(tool: Tool[Any], origin: str) -> Tool[Any]:
 
 def builtin_tools(workspace: Workspace) -> dict[str, Tool[Any]]:
     """The six built-in tools bound to ``workspace``, as ``Tool`` objects by name."""
+    # Imported when a turn offers a built-in: a run without them never loads the tools.
+    from ..tools.builtin._bound import BUILTIN_TIMEOUTS, make_builtin_functions
+
     out: dict[str, Tool[Any]] = {}
     for name, fn in make_builtin_functions(workspace).items():
         out[name] = tag(Tool(fn, name=name, batchable=name in READ_ONLY_BUILTINS,

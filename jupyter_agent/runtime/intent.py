@@ -127,8 +127,26 @@ def _keyword_matcher(keyword: str) -> Callable[[str], bool] | None:
         return None
     if _CJK.search(k):
         return lambda lowered: k in lowered
-    pattern = re.compile(r"(?<!\w)" + re.escape(k) + r"(?!\w)")
-    return lambda lowered: pattern.search(lowered) is not None
+    return _WordMatcher(k)
+
+
+class _WordMatcher:
+    """``k`` as a whole word. Its regex is compiled at the first text that holds ``k`` at all:
+    most keywords never occur, and compiling all of them cost the first turn of a process
+    more than the rest of its setup (docs/architecture.md, "The first run")."""
+
+    __slots__ = ("k", "pattern")
+
+    def __init__(self, k: str) -> None:
+        self.k = k
+        self.pattern: re.Pattern[str] | None = None
+
+    def __call__(self, lowered: str) -> bool:
+        if self.k not in lowered:  # the regex cannot match without the plain substring
+            return False
+        if self.pattern is None:  # two threads may both compile it: the same pattern
+            self.pattern = re.compile(r"(?<!\w)" + re.escape(self.k) + r"(?!\w)")
+        return self.pattern.search(lowered) is not None
 
 
 @functools.lru_cache(maxsize=64)

@@ -26,11 +26,11 @@ from ..session.permissions import (
     Remembered,
     denial_message,
 )
-from ..tools.builtin import sandbox_status
 from .grants import GRANTS, CellApprovals, tool_identity, tool_label
 
 if TYPE_CHECKING:
     from ..session.store import Store
+    from ..tools.builtin._bwrap import SandboxStatus
 
 __all__ = ["PermissionContext", "check_permission", "approval_ask", "tool_origin",
            "WAITING_FOR_APPROVAL", "NO_PROMPTS_REASON"]
@@ -41,6 +41,13 @@ NO_PROMPTS_REASON = "a sub-agent cannot ask for approval"
 """Why a sub-agent's ``ask`` becomes a denial."""
 
 _DEFAULT_POLICY = PermissionPolicy()
+
+
+def _sandbox_status() -> SandboxStatus:
+    # Loaded for a bash call only: a run without one never needs the sandbox probe.
+    from ..tools.builtin._bwrap import sandbox_status
+
+    return sandbox_status()
 
 
 def tool_origin(tool: Any) -> str:
@@ -163,7 +170,7 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
     if server:
         detail["server"] = server
     question = _QUESTIONS.get(tool_name, f"Allow the tool {label or tool_name} to run?")
-    sandbox = sandbox_status() if tool_name == "bash" else None
+    sandbox = _sandbox_status() if tool_name == "bash" else None
     warning = sandbox.card_note() if sandbox is not None else None
     if sandbox is not None and warning:  # nothing confines the command: say so plainly
         question = f"{question} {warning}"

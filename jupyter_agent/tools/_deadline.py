@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import ctypes
 import math
 import os
 import signal
@@ -88,6 +87,8 @@ def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
     ident = thread.ident
     if ident is None:
         return
+    import ctypes  # only for a call past its deadline: no run start pays for it
+
     hit = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc))
     if hit > 1:  # never happens for a valid id; undo rather than hit other threads
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)

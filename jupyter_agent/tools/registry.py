@@ -10,7 +10,6 @@ import time
 import warnings
 from typing import Any, Callable, Generic, TypeVar, overload
 
-import json5
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._state import STATE
@@ -72,6 +71,8 @@ def decode_json_object(arguments: str) -> dict[str, Any]:
     try:
         raw = json.loads(text)
     except ValueError:
+        import json5  # only for arguments that are not plain JSON
+
         try:
             raw = json5.loads(text)
         except ValueError as exc:

@@ -123,9 +123,40 @@ class LiveDisplay:
                 self.widget = None
         self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
                               display_id=True)
+        # While the cell that drew this display runs, a bundle that keeps the widget waits for
+        # the cell's end (see finish).
+        self._held = False
+        self._in_cell = self._watch_cell_end()
         # The display just drew the whole view: the throttle counts from here.
         self._last = time.monotonic()
         displays[run.run_id] = self
+
+    def _watch_cell_end(self) -> bool:
+        """Call :meth:`_cell_ended` once the running cell ends (IPython's ``post_run_cell``);
+        False without an IPython shell (nothing to wait for)."""
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - IPython is a dependency
+            return False
+        events = getattr(get_ipython(), "events", None)
+        if events is None:
+            return False
+        events.register("post_run_cell", self._cell_ended)
+        return True
+
+    def _cell_ended(self, *_: object) -> None:
+        """The cell that drew this display ended: send the bundle held back meanwhile (still
+        inside the cell's execution, so a headless run saves it with the cell)."""
+        from IPython import get_ipython
+
+        events = getattr(get_ipython(), "events", None)
+        if events is not None:
+            with contextlib.suppress(ValueError):
+                events.unregister("post_run_cell", self._cell_ended)
+        self._in_cell = False
+        if self._held:
+            self._held = False
+            self._send_final()
 
     def on_stop(self, msg: dict[str, Any]) -> None:
         """The card's stop button: end the run as an interrupt would. The message usually
@@ -239,7 +270,22 @@ class LiveDisplay:
             # The widget stays shown (its buttons must work): one drawn again later (a reload)
             # starts from this snapshot. A finished run is shown statically: no snapshot.
             self.widget.snapshot()
-        if self.handle is not None:
-            self.handle.update(self._bundle(final=True), metadata=output_metadata(self.run.view),
-                               raw=True)
+        if self.handle is None:
+            return
+        if self._in_cell and self.widget is not None and self.run.view.get("status") == "ask":
+            # The output shows this widget already. The same widget sent again makes JupyterLab
+            # render a second view of it while the first is still being built; an update
+            # right after (an ask answered up front, a hint, the run's end) then disposes an
+            # output whose views are still arriving, and ipywidgets throws
+            # (``processLuminoMessage`` of null, issue #22). So within the cell it is sent once,
+            # when the cell ends (the saved notebook gets it), or never if the run ends first.
+            self._held = True
+            return
+        self._held = False
+        self._send_final()
+
+    def _send_final(self) -> None:
+        assert self.handle is not None
+        self.handle.update(self._bundle(final=True), metadata=output_metadata(self.run.view),
+                           raw=True)
 

@@ -123,13 +123,17 @@ def batch_markdown(view: dict[str, Any]) -> str:
     label, rows = _rows(view)
     if rows:
         scored = any(r.get("score") is not None for r in rows)
-        head = "| row | model | status | answer |" + (" score |" if scored else "")
-        lines = [f"**{label}**", "", head, "|---" * (5 if scored else 4) + "|"]
+        judged = any("judge" in r for r in rows)  # a batch with a judge: each row's score
+        head = ("| row | model | status | answer |" + (" score |" if scored else "")
+                + (" judge |" if judged else ""))
+        lines = [f"**{label}**", "", head, "|---" * (4 + scored + judged) + "|"]
         for r in rows:
             text = r.get("answer") or r.get("error") or ""
             line = f"| {r['row']} | {_cell(r['model'])} | {r['status']} | {_cell(text)} |"
             if scored:
                 line += f" {_fmt('score', r.get('score'))} |"
+            if judged:
+                line += f" {_fmt('score', r.get('judge'))} |"
             lines.append(line)
         out.append("\n".join(lines))
     board = view.get("board") or []
@@ -156,6 +160,8 @@ def batch_plain(view: dict[str, Any]) -> str:
         for r in rows:
             text = " ".join(str(r.get("answer") or r.get("error") or "").split())
             score = "" if r.get("score") is None else f" (score {_fmt('score', r['score'])})"
+            if r.get("judge") is not None:
+                score += f" (judge {_fmt('score', r['judge'])})"
             lines.append(f"  {r['row']:>4} {r['model']} [{r['status']}] {text[:100]}{score}")
         out.append("\n".join(lines))
     board = view.get("board") or []

@@ -151,6 +151,8 @@ def render_markdown(view: dict[str, Any]) -> str:
             out.append(_proposal_md(item["proposal"]))
         elif kind == "gate":
             out.append(f"> *Stop gate:* {_md_escape_inline(item['reason'])}")
+        elif kind == "warning" and item.get("level") == "note":
+            out.append(f"> *Note:* {_md_escape_inline(item['message'])}")
         elif kind == "warning":
             out.append(f"> **Warning:** {_md_escape_inline(item['message'])}")
         elif kind in ("ask", "approval"):  # an answered ask item keeps the ask's kind

@@ -228,6 +228,8 @@ def render_html(view: dict[str, Any]) -> str:
                 parts.append(_markdown(item["text"]))
         elif kind == "tool":
             parts.append(_tool(item, status))
+        elif kind == "warning" and item.get("level") == "note":
+            parts.append(f"<div style=\"{_DIM}\">Note: {_esc(str(item.get('message', '')))}</div>")
         elif kind == "warning":
             parts.append(f"<div style='color:#b85c00'>Warning: {_esc(str(item.get('message', '')))}</div>")
         elif kind == "gate":

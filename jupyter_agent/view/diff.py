@@ -20,7 +20,11 @@ as a list of operations the front end (``ui/static/patch.js``) applies in order:
 Cost: one pass over the items per diff, comparing each against a shallow copy of what was last
 sent (identical strings compare by identity, so an unchanged 2 KB tool output costs nothing).
 Only changed or new items are copied. Items hold JSON scalars, plus lists and dicts in ask
-items that are never mutated once made; top-level values (plan, ask) are compared deeply.
+items that are never mutated once made; top-level values (ask, ...) are compared deeply and
+copied, but for the plan: the reducer replaces it whole with the ``plan_updated`` event's plan,
+which is never mutated (events are read-only), so it is kept by reference and an unchanged
+plan costs one identity check (a 100-step plan copied at every push cost more than the rest
+of the diff).
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ from typing import Any
 __all__ = ["ViewDiffer"]
 
 _MISSING = object()
+# Top-level values the reducer only ever replaces, never changes in place: kept by reference.
+_REPLACED_WHOLE = frozenset({"plan"})
+
+
+def _keep(key: str, value: Any) -> Any:
+    return value if key in _REPLACED_WHOLE else copy.deepcopy(value)
 
 
 def _item_update(index: int, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any] | None:
@@ -71,7 +81,7 @@ class ViewDiffer:
     def reset(self, view: dict[str, Any]) -> None:
         """Take ``view`` as what the front end has now (a full snapshot was sent)."""
         self._items = [(item, dict(item)) for item in view.get("items") or []]
-        self._top = {k: copy.deepcopy(v) for k, v in view.items() if k not in ("items", "footer")}
+        self._top = {k: _keep(k, v) for k, v in view.items() if k not in ("items", "footer")}
         self._footer = dict(view.get("footer") or {})
 
     def diff(self, view: dict[str, Any]) -> list[dict[str, Any]]:
@@ -81,9 +91,13 @@ class ViewDiffer:
             if key in ("items", "footer"):
                 continue
             prev = self._top.get(key, _MISSING)
+            if prev is value and key in _REPLACED_WHOLE:
+                continue
             if prev is _MISSING or prev != value:
                 ops.append({"op": "set", "key": key, "value": value})
-                self._top[key] = copy.deepcopy(value)
+                self._top[key] = _keep(key, value)
+            elif key in _REPLACED_WHOLE:
+                self._top[key] = value  # equal: the next diff is an identity check again
         for key in [k for k in self._top if k not in view]:
             ops.append({"op": "delete", "key": key})
             del self._top[key]

@@ -101,7 +101,10 @@ def _last_item(view: dict[str, Any], kind: str, round_: int) -> dict[str, Any] |
 
 def _find_tool(view: dict[str, Any], call_id: str) -> dict[str, Any] | None:
     items: list[dict[str, Any]] = view["items"]
-    for item in items[::-1]:
+    # Newest first, without copying the list: every streamed argument piece looks its call
+    # up, and the call is almost always the last item of a view that grows every round.
+    item: dict[str, Any]
+    for item in reversed(items):
         if item["kind"] == "tool" and item["call_id"] == call_id:
             return item
     return None
@@ -266,7 +269,10 @@ def _context_compressed(view: dict[str, Any], d: dict[str, Any]) -> None:
 
 
 def _warning(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["items"].append({"kind": "warning", "message": d["message"]})
+    item = {"kind": "warning", "message": d["message"]}
+    if d.get("level") == "note":  # a calm line (events.Warning_); absent means a warning
+        item["level"] = "note"
+    view["items"].append(item)
 
 
 def _output_checked(view: dict[str, Any], d: dict[str, Any]) -> None:

@@ -271,3 +271,71 @@ def test_a_click_made_while_another_cell_runs_waits_for_that_cell(
     assert run.status == "done" and run.answer == "Chose it."  # applied once that cell ended
     for name in ("_gate_probe", "_w", "_r", "_srv", "_seen_during"):
         ipython.user_ns.pop(name, None)
+
+
+def test_a_card_that_offered_no_text_refuses_text(ipython: Any, server: ScriptedOpenAI) -> None:
+    """A question asked with ``allowOther: false`` offers its options only: typed text, from
+    ``%agent resume --answer`` or a forged click message, is refused in one line and the card
+    keeps waiting; an option then answers it."""
+    from jupyter_agent.session import default_store
+    from jupyter_agent.ui.live import displays
+    from tests.agents.plan.plan_scripts import ask
+
+    ipython.run_cell("%load_ext jupyter_agent")
+    server.enqueue(tool_calls([call("ask_agent", {**ask(), "allowOther": False}, id="t1")]),
+                   text("Chose it."))
+    with capture_output():
+        assert ipython.run_cell("%%plan\ngo").error_in_exec is None
+    run = ipython.user_ns["_agent_run"]
+    assert run.status == "ask"
+    with capture_output() as cap:
+        ipython.run_cell(f"%agent resume {run.run_id} --answer 'ignore your options'")
+    assert cap.stderr.strip().splitlines() == [
+        "UsageError: This card takes an option (1 to 3) or a dismissal, not text; "
+        "nothing changed."]
+    widget = displays[run.run_id].widget
+    widget._on_custom_msg(widget, {"type": "answer", "call_id": "t1", "how": "other",
+                                   "answer": "ignore your options"}, [])
+    assert run.status == "ask" and len(server.requests) == 1
+    assert default_store().get_run(run.run_id).status == "ask"
+    widget._on_custom_msg(widget, {"type": "answer", "call_id": "t1", "how": "option",
+                                   "option_index": 2, "answer": ""}, [])
+    assert run.status == "done" and run.answer == "Chose it."
+    results = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[-1]["content"].startswith("The user chose option 2 of 3")
+    assert "ignore your options" not in str(server.requests[-1])
+
+
+def test_an_approval_card_refuses_text(server: ScriptedOpenAI) -> None:
+    """Text never answers an approval card (it offers Allow once, Allow for this session,
+    Deny): refused, the call neither runs nor is denied, and a click still decides."""
+    from jupyter_agent.agents.resume import Answer, resume
+    from jupyter_agent.errors import ResumeError
+
+    server.enqueue(tool_calls([call("run_python", {"code": "print(6 * 7)"}, id="p1")]),
+                   text("Denied, fine."))
+    run = toolloop("go", tools=["run_python"])
+    assert run.status == "ask"
+    with pytest.raises(ResumeError, match="takes an option .* not text"):
+        resume(run.run_id, Answer("other", text="yes, allow it"))
+    assert len(server.requests) == 1
+    done = resume(run.run_id, Answer("option", option_index=3))
+    assert done.status == "done" and done.answer == "Denied, fine."
+
+
+def test_a_cell_run_inside_another_does_not_release_a_waiting_click() -> None:
+    """The gate counts cells: a cell that runs another (``shell.run_cell`` from code) still
+    runs when the inner one ends, so a click made meanwhile waits for the outer end."""
+    from jupyter_agent.click_gate import CellGate
+
+    gate, applied = CellGate(), []
+    gate.cell_ended()  # the %load_ext cell ends without the gate having seen it start
+    gate.cell_started()  # outer cell
+    gate.apply(lambda: applied.append("click"))
+    gate.cell_started()  # inner cell
+    gate.cell_ended()
+    assert applied == []
+    gate.cell_ended()  # outer cell: no kernel loop here, so applied at once
+    assert applied == ["click"]
+    gate.apply(lambda: applied.append("idle"))  # no cell runs: at once
+    assert applied == ["click", "idle"]

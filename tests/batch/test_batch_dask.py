@@ -210,3 +210,152 @@ def test_tools_are_built_once_per_worker(srv: ScriptedOpenAI, cluster: Any) -> N
     assert [v for entries in built.values() for v in entries.values()] in (
         [["where"]], [["where"], ["where"]])
 
+
+
+# ------------------------------------------------------------------------------ the lanes
+def _after_stop(stopped: threading.Event, then: Any) -> Any:
+    """A first round that answers only once the test stopped the batch, and a margin more
+    (the stop reaches the workers' lanes on their next look at their inbox)."""
+
+    def answer(body: dict[str, Any]) -> Any:
+        stopped.wait(90)
+        time.sleep(1.5)
+        return then(body) if callable(then) else then
+
+    return answer
+
+
+def _wait_for(cond: Any, seconds: float = 60) -> None:
+    end = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < end
+        time.sleep(0.02)
+
+
+def test_items_run_in_one_lane_per_worker_not_a_task_each(srv: ScriptedOpenAI,
+                                                         cluster: Any) -> None:
+    """Forty items are two tasks on the cluster (a lane per worker, each running items on its
+    own threads), not forty: no round trip through the scheduler between two items."""
+    from distributed import get_task_stream
+
+    with get_task_stream(cluster) as ts:
+        res = batch("Classify: {item}", [f"invoice {n}" for n in range(40)], kind="chat",
+                    engine="dask", concurrency=8)
+    assert list(res.results["status"]) == ["done"] * 40
+    keys = [str(t["key"]) for t in ts.data]
+    assert len([k for k in keys if "jupyter-agent" in k]) == 2, keys
+    # Both workers ran items (the items are split between the lanes, not all sent to one).
+    assert len({t["worker"] for t in ts.data}) == 2
+
+
+def test_lanes_never_run_more_than_the_concurrency(srv: ScriptedOpenAI, cluster: Any) -> None:
+    """Items wait on the workers ahead of their turn, but never run beyond ``concurrency``
+    (the lanes' threads are the concurrency split between them, 3 on a 2-worker cluster)."""
+    lock = threading.Lock()
+    active, most = [0], [0]
+    classify = srv.default
+
+    def answer(body: dict[str, Any]) -> Any:
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.2)
+        with lock:
+            active[0] -= 1
+        return classify
+
+    srv.default = answer
+    cluster.run(_warm_up)  # so both lanes run at once (not one still importing)
+    res = batch("Classify: {item}", [f"invoice {n}" for n in range(36)], kind="chat",
+                engine="dask", concurrency=3)
+    assert list(res.results["status"]) == ["done"] * 36
+    assert most[0] == 3
+
+
+def test_stop_finish_starts_nothing_that_waits_on_the_workers(srv: ScriptedOpenAI,
+                                                              cluster: Any) -> None:
+    """A stop with items sent ahead to the lanes: the running ones end, the ones waiting on
+    the workers or in their inboxes are not run (skipped; a re-run does them)."""
+    stopped = threading.Event()
+    srv.default = _after_stop(stopped, text("billing"))
+    cluster.run(_warm_up)
+    run = batch("Classify: {item}", [f"ticket {n} invoice" for n in range(20)], kind="chat",
+                engine="dask", concurrency=4, wait=False)
+    try:
+        _wait_for(lambda: len(srv.requests) == 4)
+        run.stop("finish")
+    finally:
+        stopped.set()
+    res = run.wait(120)
+    out = res.results
+    assert list(out["status"]) == ["done"] * 4 + ["skipped"] * 16
+    assert len(srv.requests) == 4 and res.status == "stopped"
+    assert res.view["counts"]["running"] == 0 and res.view["counts"]["done"] == 4
+    store = default_store()
+    (record,) = store.list_batches()
+    assert len(store.batch_items(record.spec_key)) == 4  # the four answered, stored
+
+
+def test_stop_abort_ends_the_lanes_items_at_their_next_round(srv: ScriptedOpenAI,
+                                                             cluster: Any) -> None:
+    stopped = threading.Event()
+
+    def first(body: dict[str, Any]) -> Any:
+        return tool_calls([call("noop", {})])
+
+    def answer(body: dict[str, Any]) -> Any:
+        if body["messages"][-1]["role"] == "tool":
+            return text("never asked")
+        return _after_stop(stopped, first)(body)
+
+    def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    srv.default = answer
+    cluster.run(_warm_up)
+    run = batch("Task {item}", list(range(10)), concurrency=4, tools=[noop], engine="dask",
+                wait=False)
+    try:
+        _wait_for(lambda: len(srv.requests) == 4)
+        run.stop("abort")
+    finally:
+        stopped.set()
+    res = run.wait(120)
+    out = res.results
+    assert list(out["status"]) == ["aborted"] * 4 + ["skipped"] * 6
+    assert len(srv.requests) == 4  # no second round for anyone
+    assert all(default_store().get_run(r).status == "aborted" for r in out["run_id"][:4])
+
+
+
+
+def test_what_cannot_travel_to_a_worker_is_refused_in_one_line(srv: ScriptedOpenAI,
+                                                                cluster: Any) -> None:
+    """A tool that holds a lock, or an output class defined where a lock is in reach, cannot
+    be pickled: refused before anything runs, naming it, instead of Dask's serializer
+    traceback; the same batch on threads runs."""
+    from pydantic import BaseModel
+
+    from jupyter_agent.errors import ConfigError
+
+    guard = threading.Lock()
+
+    def look(n: int) -> str:
+        """Look n up."""
+        with guard:
+            return str(n)
+
+    class City(BaseModel):  # inside a function: pydantic keeps its locals (guard, srv)
+        name: str
+
+    srv.default = lambda body: text('{"name": "Lyon"}')
+    with pytest.raises(ConfigError) as info:
+        batch("Look up {item}", [1, 2], tools=[look], engine="dask")
+    assert str(info.value).startswith("engine='dask' cannot send the tool 'look' to the "
+                                      "workers (cannot pickle '_thread.lock' object)")
+    with pytest.raises(ConfigError, match="cannot send the batch's output to the workers"):
+        batch("Name {item}", [1, 2], output=City, engine="dask")
+    assert srv.requests == []  # refused before any item ran
+    res = batch("Name {item}", [1, 2], output=City, engine="thread")
+    assert list(res.results["status"]) == ["done", "done"]

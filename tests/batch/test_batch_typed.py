@@ -141,6 +141,20 @@ def test_an_off_scale_judge_is_retried_then_left_without_a_score(srv: ScriptedOp
     assert res.view["judge"]["invalid"] == 1 and res.view["judge"]["calls"] == 5
     retry = [b for b in srv.requests if "does not match" in b["messages"][-1]["content"]]
     assert retry and f"less than or equal to {SCALE}" in retry[0]["messages"][-1]["content"]
+    # The card's results table shows each row's judge score; one the judge never gave is "–".
+    assert [r["judge"] for r in res.view["preview"]] == [5, None]
+    md = res.bundle()["text/markdown"]
+    assert "| row | model | status | answer | judge |" in md
+    assert [line.rsplit("|", 2)[1].strip() for line in md.splitlines()
+            if line.startswith(("| 1 |", "| 2 |"))] == ["5", "–"]
+    assert "(judge 5)" in res.bundle()["text/plain"]
+
+
+def test_a_batch_without_a_judge_has_no_judge_column(srv: ScriptedOpenAI) -> None:
+    srv.default = judge_model([])
+    res = batch("Classify: {item}", TEXTS[:1], kind="chat", output=Ticket, store=None)
+    assert "judge" not in res.view["preview"][0]
+    assert "judge |" not in res.bundle()["text/markdown"]
 
 
 def test_two_models_are_compared_as_a_win_rate(srv: ScriptedOpenAI) -> None:

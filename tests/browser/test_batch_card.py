@@ -18,7 +18,15 @@ from jupyter_agent.batch.progress import Progress
 from jupyter_agent.batch.spec import Item
 from jupyter_agent.ui._esm import bundle_esm
 
-from .render_harness import INJECTION, STATIC_DIR, chromium_path, launch_browser, serve
+from .render_harness import (
+    ARTIFACTS_DIR,
+    DARK_THEME_CSS,
+    INJECTION,
+    STATIC_DIR,
+    chromium_path,
+    launch_browser,
+    serve,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -191,5 +199,35 @@ def test_the_card_shows_the_judge_and_the_cached_rounds(browser: Any, tmp_path: 
     assert "m1 vs m2: 2 wins, 1 losses, 1 ties (win rate 63%)" in judge
     assert INJECTION in judge and page.locator("img").count() == 0  # a name stays text
     assert "3 cached (saved" in page.inner_text(".ja-footer")
+    page.close()
+    page._server.__exit__(None, None, None)
+
+
+def test_the_results_table_shows_each_row_s_judge_score(browser: Any, tmp_path: Path) -> None:
+    view = _view("done")
+    view["judge"] = {"criteria": "c", "model": "m1", "scale": 5, "judged": 2, "mean": 4.5,
+                     "invalid": 1, "failed": 0, "calls": 3, "cost": 0.002}
+    view["preview"] = [
+        {"row": 1, "model": "m1", "status": "done", "answer": "billing", "error": None,
+         "score": None, "judge": 5},
+        {"row": 2, "model": "m1", "status": "error", "answer": None, "error": "HTTP 500",
+         "score": None, "judge": None},
+        {"row": 3, "model": "m1", "status": "done", "answer": INJECTION, "error": None,
+         "score": None, "judge": 4}]
+    page = _open(browser, tmp_path, view)
+    head = page.locator(".ja-batch-table th").all_inner_texts()
+    assert head == ["row", "model", "status", "answer", "judge"]
+    assert page.locator(".ja-batch-judge-score").all_inner_texts() == ["5", "–", "4"]
+    for name in ("light", "dark"):
+        if name == "dark":
+            page.evaluate("css => document.head.insertAdjacentHTML('beforeend', "
+                          "`<style>${css}</style>`)", DARK_THEME_CSS)
+        page.locator("#card").screenshot(path=str(ARTIFACTS_DIR / f"batch-judge-{name}.png"))
+    # Without a judge the table has no such column.
+    for row in view["preview"]:
+        del row["judge"]
+    page.evaluate("v => window.update(v)", view)
+    page.wait_for_function("document.querySelectorAll('.ja-batch-judge-score').length === 0")
+    assert "judge" not in page.locator(".ja-batch-table th").all_inner_texts()
     page.close()
     page._server.__exit__(None, None, None)

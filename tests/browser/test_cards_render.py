@@ -30,6 +30,7 @@ from jupyter_agent.events import (
     ToolReturned,
     ToolStarted,
     UsageRecorded,
+    Warning_,
 )
 from jupyter_agent.ui._esm import bundle_esm
 from jupyter_agent.view.reduce import reduce_events
@@ -395,6 +396,28 @@ def test_dark_theme_screenshots(open_run: OpenRun) -> None:
         if dark:
             fg = page.locator(".ja-ask-verdict").evaluate("e => getComputedStyle(e).color")
             assert fg == "rgba(255, 255, 255, 0.87)"
+
+
+def test_a_note_is_calm_and_a_warning_is_not(open_run: OpenRun) -> None:
+    # issue #22: "Earlier turns were not sent" (a choice the package made, nothing wrong) was
+    # drawn as an orange warning at a newcomer's second agent cell.
+    note = ("Earlier turns were not sent: local is a small model that copies an earlier answer "
+            "instead of calling the tools, so its tool loops start fresh (%%chat still gets "
+            "them). <b>not markup</b>")
+    view = reduce_events([
+        RunStarted(run_id="run-7", agent="toolloop", model="local", t=time.time()),
+        Warning_(message=note, level="note"), Warning_(message="Round 2 retried: timeout"),
+        RoundStarted(round=1)])
+    for dark in (False, True):
+        page = open_run(view, dark=dark)
+        assert page.locator(".ja-note").inner_text() == note
+        assert page.locator(".ja-note b").count() == 0  # text, never markup
+        assert page.locator(".ja-warning").count() == 1  # a real warning keeps its look
+        warn_bg = page.locator(".ja-warning").evaluate("e => getComputedStyle(e).backgroundColor")
+        note_bg = page.locator(".ja-note").evaluate("e => getComputedStyle(e).backgroundColor")
+        assert note_bg == "rgba(0, 0, 0, 0)" and warn_bg != note_bg  # no orange tint
+        name = "dark" if dark else "light"
+        page.locator(".ja-run").screenshot(path=str(ARTIFACTS_DIR / f"note-{name}.png"))
 
 
 def test_a_waiting_run_says_how_to_answer_from_a_new_cell(open_run: OpenRun) -> None:

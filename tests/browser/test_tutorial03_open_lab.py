@@ -24,22 +24,19 @@ T03 = "03-planning-with-ask.ipynb"
 PLAN_CELL, LAST_CELL = 5, 12
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
+    # A server per shell: Notebook 7.6 opened on a server where a JupyterLab page was open
+    # throws "Command 'filebrowser:open-path' not registered" at load (its notebook page has
+    # no file browser), with the workspace and the sessions deleted too: not the card's error.
     with lab_with_browser(tmp_path_factory.mktemp("t03-lab")) as both:
         yield both
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue #22, not fixed: intermittently (about 1 run in 3, in JupyterLab) ipywidgets' "
-    "JupyterLuminoWidget.processMessage reads processLuminoMessage of a null view after the "
-    "last cell (%%plan --option 3: asks, answered up front, ends at once) replaced its live "
-    "widget output twice within milliseconds (ui/live.py finish at the ask, then at the end)"))
 @pytest.mark.parametrize("shell", ["lab", "notebook"])
 def test_tutorial_03_opens_and_runs_all_without_a_console_error(lab: Any, shell: str) -> None:
     browser, server = lab
-    # Notebook 7 at the root: opened from a folder, Notebook 7 itself throws "Command
-    # 'filebrowser:open-path' not registered" (its notebook page has no file browser).
+    # Notebook 7 at the root (its notebook page has no file browser to open a folder with).
     where = "" if shell == "notebook" else "lab/"
     (server.root / where).mkdir(exist_ok=True)
     shutil.copy(NOTEBOOKS / T03, server.root / where / T03)
@@ -60,6 +57,6 @@ def test_tutorial_03_opens_and_runs_all_without_a_console_error(lab: Any, shell:
     ui.reload()  # reopened from disk: saved outputs only, a new kernel
     page.wait_for_timeout(2000)
     page.close()
-    # Checked here rather than by the harness's teardown, so the known failure counts as xfail.
+    # Checked here (the harness's teardown checks too) to name the page in the message.
     errors, CONSOLE_ERRORS[:] = list(CONSOLE_ERRORS), []
     assert not errors, "console errors on the page:\n" + "\n".join(errors)

@@ -15,6 +15,7 @@ from IPython.utils.capture import capture_output
 from jupyter_agent.events import RUN_MIME_TYPE
 from jupyter_agent.llm.local import local_available
 from jupyter_agent.llm.profiles import Capabilities, ModelProfile, register_profile
+from jupyter_agent.view.bundle import render_markdown
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(60)
@@ -63,6 +64,25 @@ def test_a_small_model_s_tool_loop_gets_no_history_and_the_card_says_so(
     assert [m["role"] for m in first_loop_request if m["role"] != "system"] == ["user"]
     assert "photosynthesis" not in json.dumps(first_loop_request).lower()
     assert any(w.startswith(NOTICE) and "tiny is a small model" in w for w in warnings_of(view))
+    # A calm note, not a warning: nothing went wrong (issue #22: an orange warning at a
+    # newcomer's second agent cell).
+    note = next(i for i in view["items"] if str(i.get("message", "")).startswith(NOTICE))
+    assert note["level"] == "note"
+    md = render_markdown(view)
+    assert "> *Note:* Earlier turns were not sent" in md and "**Warning:** Earlier" not in md
+
+    # Said once per session: the next tool loop starts fresh as well, without repeating it.
+    server.enqueue(tool_calls([call("add", {"a": 1, "b": 2})]), text("3"))
+    again = run_cell(shell, "%%toolloop --model tiny\nWhat is 1 + 2? Use the tools.")
+    assert [m["role"] for m in server.requests[3]["messages"] if m["role"] != "system"] == ["user"]
+    assert not any(w.startswith(NOTICE) for w in warnings_of(again))
+
+    # A new session is told again.
+    assert shell.run_cell("%agent new other-session").success
+    server.enqueue(text("Hi."), tool_calls([call("add", {"a": 2, "b": 2})]), text("4"))
+    run_cell(shell, "%%chat --model tiny\nHello.")
+    third = run_cell(shell, "%%toolloop --model tiny\nWhat is 2 + 2? Use the tools.")
+    assert any(w.startswith(NOTICE) for w in warnings_of(third))
 
 
 def test_a_capable_model_keeps_the_history_and_no_notice(

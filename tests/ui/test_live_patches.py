@@ -13,14 +13,16 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.events import RUN_MIME_TYPE, TextDelta
+from jupyter_agent.events import RUN_MIME_TYPE, PlanUpdated, TextDelta
 from jupyter_agent.ui import widget as widget_module
 from jupyter_agent.ui.widget import RECOVERY_AGES, RunWidget
+from jupyter_agent.view import diff as diff_module
 from jupyter_agent.view.bundle import build_bundle
 from jupyter_agent.view.diff import ViewDiffer
 from jupyter_agent.view.reduce import new_view, reduce_event
@@ -66,7 +68,10 @@ def _sent(comm: RecordingComm, start: int = 0) -> list[dict[str, Any]]:
     return [data for kind, data in comm.messages[start:] if kind == "comm_msg"]
 
 
-def test_patches_rebuild_the_view_after_every_update() -> None:
+def test_patches_rebuild_the_view_after_every_update(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No unasked snapshot on a slow machine (a widget half a second old sends one): only
+    # patches are under test here.
+    monkeypatch.setattr(widget_module, "RECOVERY_AGES", ())
     view = new_view()
     with recording_comms() as comms:
         widget = RunWidget(view)
@@ -98,6 +103,31 @@ def test_a_pushed_item_is_a_copy_later_changes_do_not_leak_into_sent_patches() -
     assert push["item"]["text"] == "a"  # the patch already built does not change under us
     assert differ.diff(view) == [{"op": "update", "index": 0, "append": {"text": "b"}}]
     assert differ.diff(view) == []  # nothing changed: nothing to send
+
+
+def test_plan_updates_are_sent_without_copying_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reducer replaces the plan whole with the event's (read-only) plan: the differ keeps
+    it by reference, so a 100-step plan is never copied at a push, an unchanged one costs an
+    identity check, and an equal plan in a new object sends nothing."""
+    steps = [{"id": str(i), "title": f"Item {i}", "status": "pending"} for i in range(100)]
+    view = new_view()
+    differ = ViewDiffer(view)
+    front = copy.deepcopy(view)
+
+    def no_copy(value: Any, memo: Any = None) -> Any:
+        raise AssertionError("the plan was copied")
+
+    monkeypatch.setattr(diff_module, "copy", SimpleNamespace(deepcopy=no_copy))
+    for n in range(3):
+        steps = [*steps[:n], {**steps[n], "status": "done"}, *steps[n + 1:]]
+        reduce_event(view, PlanUpdated(plan={"planId": "p", "task": "T", "steps": steps}))
+        ops = differ.diff(view)
+        assert [op["op"] for op in ops] == ["set"] and ops[0]["key"] == "plan"
+        apply_ops(front, ops)
+        assert differ.diff(view) == []  # the same plan object: nothing to send
+    reduce_event(view, PlanUpdated(plan={"planId": "p", "task": "T", "steps": list(steps)}))
+    assert differ.diff(view) == []  # an equal plan in a new object: nothing either
+    assert front == view and front["plan"]["steps"][2]["status"] == "done"
 
 
 def test_a_long_stream_sends_each_token_once() -> None:

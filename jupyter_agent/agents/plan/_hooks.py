@@ -14,7 +14,7 @@ from typing import Any
 from ...events import BaseEvent, PlanUpdated
 from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
-from ...loop.compress.checkpoint import compress_request_messages
+from ...loop.compress.checkpoint import below_checkpoint_threshold, compress_request_messages
 from ...loop.compress.constants import MODULE_COMPRESS_MESSAGES
 from ...loop.hooks import (
     ContextFit,
@@ -114,6 +114,8 @@ class PlanHooks:
         """§6.14: above 80% of the window, replace the history by a model-written checkpoint
         (active plan in front, newest user message kept); truncate old rounds if that fails."""
         prof = self.client.profile
+        if below_checkpoint_threshold(tokens, prof.max_context):
+            return None  # before marking the loop's messages: that copies the whole history
         result = compress_request_messages(
             _hide_loop_messages(messages), prof.max_context, self.tools_tokens, self._compress,
             active_plan=self.state.active_plan, known_tokens=tokens)

@@ -49,6 +49,12 @@ class GateDecision(BaseModel):
     """The unresolved items listed in the feedback, in order (a step can appear twice)."""
 
 
+def _has_missing_items(plan: Plan) -> bool:
+    """Whether :func:`_missing_items` would list anything (without writing the lines)."""
+    return any(step.needs_replan or step.status not in RESOLVED_STATUSES
+               or (step.status == "blocked" and not step.blocker) for step in plan.steps)
+
+
 def _missing_items(plan: Plan) -> list[str]:
     items = [f"{step.line()} needs replan." for step in plan.steps if step.needs_replan]
     items += [step.line() for step in plan.steps if step.status not in RESOLVED_STATUSES]
@@ -114,12 +120,12 @@ def would_allow_stop(
     require_plan: bool = False,
     runtime_tool_called_since_last_plan_update: bool = False,
 ) -> bool:
-    """True when the gate would let the run stop in the current state."""
-    return evaluate_stop_gate(
-        active_plan,
-        require_plan=require_plan,
-        runtime_tool_called_since_last_plan_update=runtime_tool_called_since_last_plan_update,
-    ).allow
+    """True when the gate would let the run stop in the current state (what
+    ``evaluate_stop_gate(...).allow`` says, without writing the feedback: this is asked before
+    every request, and the feedback lists every open step)."""
+    if active_plan is None:
+        return not require_plan
+    return not runtime_tool_called_since_last_plan_update and not _has_missing_items(active_plan)
 
 
 def request_tool_choice(

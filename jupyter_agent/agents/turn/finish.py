@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._previews import history_text
 from ...events import ToolReturned
-from ..pending import PendingRun
 from .open import TurnContext
+
+if TYPE_CHECKING:  # the schema loads only when a run suspends
+    from ..pending import PendingRun
 
 __all__ = ["finish_turn", "suspend"]
 

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..._state import STATE
 from ...events import Warning_
 from ...llm.protocol import ModelClient
 from ...llm.structured import SCHEMA_RETRIES
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from ...session.store import Store
 
 __all__ = ["TurnContext", "open_turn"]
+
+
+_fresh_noted: set[str] = STATE.slot("agents.fresh_tool_loop_noted", set)
+"""Sessions whose card already said their small model's tool loops start fresh."""
 
 
 @dataclass
@@ -105,9 +110,14 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
         notice = local_default_notice(tc)
         if notice:
             recorder.emit(Warning_(message=notice))
-        if fresh and run.session and store is not None and store.history_messages(
-                run.session, 1):
-            recorder.emit(Warning_(message=(
+        if (fresh and run.session and run.session not in _fresh_noted and store is not None
+                and store.history_messages(run.session, 1)):
+            # A calm note, once per session: nothing went wrong (the README's `%%chat` then
+            # `%%toolloop` showed an orange warning at a newcomer's second agent cell), and
+            # every later tool loop of the session starts fresh the same way.
+            _fresh_noted.add(run.session)
+            recorder.emit(Warning_(level="note", message=(
                 f"Earlier turns were not sent: {model} is a small model that copies an "
-                "earlier answer instead of calling the tools, so its tool loops start fresh.")))
+                "earlier answer instead of calling the tools, so its tool loops start fresh "
+                "(%%chat still gets them).")))
     return p

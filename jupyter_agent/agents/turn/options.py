@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
+from ... import config
 from ...events import BaseEvent
 from ...llm.protocol import ModelClient
 from ...llm.structured import SCHEMA_RETRIES
@@ -123,6 +124,8 @@ def client_of(opt: TurnOptions, store: Any) -> TurnClient:
         tc = bind_client(opt.client, opt.model or opt.agent_model)
     else:
         tc = turn_client(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
+    if opt.cache is False or (opt.cache is None and not config.settings.cache):
+        return tc  # the answer cache is off (the default): its module is not even loaded
     from ...clients.cache import cached_turn_client
 
     return cached_turn_client(tc, opt.cache)

@@ -33,16 +33,15 @@ from ...runtime.catalog import (
 from ...runtime.grants import GRANTS, CellApprovals
 from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ...runtime.policy import PermissionContext
-from ...tools.builtin import Workspace
-from ...tools.notebook import notebook_tools
+from ...tools.builtin.workspace import Workspace
 from ...tools.registry import Tool
 from ...tools.skills import READ_SKILL_TOOL, Skill, load_skills, read_skill_tool, skills_prompt
 from ..delegation import SubAgentRunner
-from ..pending import TurnState
 from ..spawn import SpawnParent, make_spawn_tool
 from .recognize import recognize_intent
 
 if TYPE_CHECKING:
+    from ..pending import TurnState
     from .open import TurnContext
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
@@ -128,6 +127,8 @@ class TurnSetup:
 
     def state(self) -> TurnState:
         """What is saved with a suspended run, for :func:`restore_turn`."""
+        from ..pending import TurnState  # the schema loads only when a run suspends
+
         return TurnState(agent=self.agent_name, agent_source=self.agent_source,
                          workspace=str(self.workspace.root), read_only=self.workspace.read_only,
                          allow_network=self.workspace.allow_network,
@@ -190,6 +191,8 @@ def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[Tool[
     allow = agent.notebook_variables if agent is not None else None
 
     def make() -> list[Tool[Any]]:
+        from ...tools.notebook import notebook_tools  # only a turn offered notebook tools
+
         return notebook_tools(shell, variables=allow, run_python=allow is None)
 
     return make

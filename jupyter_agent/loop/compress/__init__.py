@@ -5,29 +5,37 @@ the window, truncation if that fails) and ``%%chat``/``%%toolloop`` call
 :func:`fit_messages_to_window` (old rounds cut above 85%). Every runtime tool result goes through
 :func:`compress_tool_response`. The model used for compression is injected as a
 :class:`CompressLLM` callable; nothing here imports a client.
+
+Importing this package loads none of its modules (PEP 562): ``%%toolloop`` needs only
+``window`` until a tool result is long enough to compress.
 """
 
 from __future__ import annotations
 
-from jupyter_agent.loop.compress.checkpoint import (
-    CompressionResult,
-    compress_request_messages,
-    normalize_checkpoint,
-    strip_private_keys,
-)
-from jupyter_agent.loop.compress.constants import SKIP_RESPONSE_COMPRESS_TOOLS, ratio_limit
-from jupyter_agent.loop.compress.tool_response import (
-    LargeContentResult,
-    ToolResponseCompression,
-    compress_large_content,
-    compress_tool_response,
-)
-from jupyter_agent.loop.compress.types import CompressLLM, CompressLLMError, CompressUsage
-from jupyter_agent.loop.compress.window import (
-    filter_messages_by_max_context,
-    fit_messages_to_window,
-    is_checkpoint_message,
-)
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .checkpoint import (
+        CompressionResult,
+        compress_request_messages,
+        normalize_checkpoint,
+        strip_private_keys,
+    )
+    from .constants import SKIP_RESPONSE_COMPRESS_TOOLS, ratio_limit
+    from .tool_response import (
+        LargeContentResult,
+        ToolResponseCompression,
+        compress_large_content,
+        compress_tool_response,
+    )
+    from .types import CompressLLM, CompressLLMError, CompressUsage
+    from .window import (
+        filter_messages_by_max_context,
+        fit_messages_to_window,
+        is_checkpoint_message,
+    )
 
 __all__ = [
     "SKIP_RESPONSE_COMPRESS_TOOLS",
@@ -47,3 +55,24 @@ __all__ = [
     "ratio_limit",
     "strip_private_keys",
 ]
+
+_LAZY = {
+    "CompressionResult": "checkpoint",
+    "compress_request_messages": "checkpoint",
+    "normalize_checkpoint": "checkpoint",
+    "strip_private_keys": "checkpoint",
+    "SKIP_RESPONSE_COMPRESS_TOOLS": "constants",
+    "ratio_limit": "constants",
+    "LargeContentResult": "tool_response",
+    "ToolResponseCompression": "tool_response",
+    "compress_large_content": "tool_response",
+    "compress_tool_response": "tool_response",
+    "CompressLLM": "types",
+    "CompressLLMError": "types",
+    "CompressUsage": "types",
+    "filter_messages_by_max_context": "window",
+    "fit_messages_to_window": "window",
+    "is_checkpoint_message": "window",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -46,6 +46,7 @@ from jupyter_agent.loop.compress.window import fit_messages_to_window
 __all__ = [
     "API_MESSAGE_KEYS",
     "CompressionResult",
+    "below_checkpoint_threshold",
     "compress_request_messages",
     "normalize_checkpoint",
     "strip_private_keys",
@@ -177,6 +178,12 @@ def _ask_checkpoint(llm: CompressLLM, others: list[Message], target: int, ceilin
     return checkpoint
 
 
+def below_checkpoint_threshold(tokens: int, max_context: int) -> bool:
+    """Whether a request of ``tokens`` is small enough to go without a checkpoint (at most
+    ``min(max_context, max(4096, floor(max_context * 0.8)))``)."""
+    return tokens <= ratio_limit(max_context, MESSAGE_THRESHOLD_RATIO)
+
+
 def compress_request_messages(
     messages: list[Message],
     max_context: int,
@@ -205,12 +212,14 @@ def compress_request_messages(
     start = time.perf_counter()
     if not messages:
         return None
+    if known_tokens is not None and below_checkpoint_threshold(known_tokens, max_context):
+        return None  # the usual case, asked before every request: no pass over the history
     system = [m for m in messages if m.get("role") in _SYSTEM_ROLES]
     others = [m for m in messages if m.get("role") not in _SYSTEM_ROLES]
     if not others:
         return None
     tokens = known_tokens if known_tokens is not None else count_messages(messages) + tools_tokens
-    if tokens <= ratio_limit(max_context, MESSAGE_THRESHOLD_RATIO):
+    if below_checkpoint_threshold(tokens, max_context):
         return None
 
     def fallback(error: str, usage: list[CompressUsage], called: bool) -> CompressionResult:

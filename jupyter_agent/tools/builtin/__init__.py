@@ -3,18 +3,23 @@
 
 Use :func:`make_builtin_functions` to get them bound to a :class:`Workspace`; the modules
 ``files``, ``shell`` and ``web`` hold the unbound implementations (workspace first).
+
+Importing this package loads none of its modules (PEP 562): a turn builds the tools only
+when it offers them.
 """
 
 from __future__ import annotations
 
-from jupyter_agent.tools.builtin._bound import (
-    BUILTIN_TIMEOUTS,
-    BUILTIN_TOOL_NAMES,
-    make_builtin_functions,
-)
-from jupyter_agent.tools.builtin._bwrap import SANDBOX_ENV, SandboxStatus, sandbox_status
-from jupyter_agent.tools.builtin._cap import cap_output
-from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._bound import BUILTIN_TIMEOUTS, make_builtin_functions
+    from ._bwrap import SANDBOX_ENV, SandboxStatus, sandbox_status
+    from ._cap import cap_output
+    from .names import BUILTIN_TOOL_NAMES
+    from .workspace import Workspace, WorkspaceError
 
 __all__ = [
     "BUILTIN_TIMEOUTS",
@@ -27,3 +32,17 @@ __all__ = [
     "make_builtin_functions",
     "sandbox_status",
 ]
+
+_LAZY = {
+    "BUILTIN_TIMEOUTS": "_bound",
+    "BUILTIN_TOOL_NAMES": "names",
+    "make_builtin_functions": "_bound",
+    "SANDBOX_ENV": "_bwrap",
+    "SandboxStatus": "_bwrap",
+    "sandbox_status": "_bwrap",
+    "cap_output": "_cap",
+    "Workspace": "workspace",
+    "WorkspaceError": "workspace",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -12,13 +12,10 @@ from jupyter_agent.tools.builtin import files as _files
 from jupyter_agent.tools.builtin import shell as _shell
 from jupyter_agent.tools.builtin import web as _web
 from jupyter_agent.tools.builtin._bwrap import sandbox_status
+from jupyter_agent.tools.builtin.names import BUILTIN_TOOL_NAMES
 from jupyter_agent.tools.builtin.workspace import Workspace
 
 __all__ = ["BUILTIN_TIMEOUTS", "BUILTIN_TOOL_NAMES", "make_builtin_functions"]
-
-BUILTIN_TOOL_NAMES = ("bash", "read_file", "write_file", "web_fetch", "search_files",
-                      "glob_files")
-"""Names of the built-in tools, in the order of docs/behaviour.md §10.7."""
 
 BUILTIN_TIMEOUTS: dict[str, float] = {
     "bash": _shell.MAX_TIMEOUT + 30.0,

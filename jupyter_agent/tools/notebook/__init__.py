@@ -10,14 +10,25 @@ passes through :func:`jupyter_agent.secrets.mask`.
 
 Nothing here imports IPython, pandas, polars, numpy or matplotlib at import time. The
 behaviour and its reasons are described in docs/notebook-tools.md.
+
+Importing this package loads none of its modules (PEP 562): a run without notebook tools
+never loads them.
 """
 
-from .cells import Cell, NotebookCells, load_cells
-from .proposals import CellProposal, propose_cell
-from .run_python import PythonRun, run_code
-from .summaries import summarize, summary_line
-from .toolset import NOTEBOOK_TOOL_NAMES, NotebookTool, notebook_tools
-from .variables import Namespace, VariableError, variable_summaries
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .cells import Cell, NotebookCells, load_cells
+    from .names import NOTEBOOK_TOOL_NAMES
+    from .proposals import CellProposal, propose_cell
+    from .run_python import PythonRun, run_code
+    from .summaries import summarize, summary_line
+    from .toolset import NotebookTool, notebook_tools
+    from .variables import Namespace, VariableError, variable_summaries
 
 __all__ = [
     "NOTEBOOK_TOOL_NAMES",
@@ -36,3 +47,23 @@ __all__ = [
     "summary_line",
     "variable_summaries",
 ]
+
+_LAZY = {
+    "Cell": "cells",
+    "NotebookCells": "cells",
+    "load_cells": "cells",
+    "CellProposal": "proposals",
+    "propose_cell": "proposals",
+    "PythonRun": "run_python",
+    "run_code": "run_python",
+    "summarize": "summaries",
+    "summary_line": "summaries",
+    "NOTEBOOK_TOOL_NAMES": "names",
+    "NotebookTool": "toolset",
+    "notebook_tools": "toolset",
+    "Namespace": "variables",
+    "VariableError": "variables",
+    "variable_summaries": "variables",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

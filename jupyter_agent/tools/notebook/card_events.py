@@ -8,11 +8,15 @@ cannot make the saved notebook grow without bound: the model still reads every d
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from ...events import BaseEvent, CellProposed, ToolFigures
-from .proposals import CellProposal
-from .run_python import PythonRun
+
+if TYPE_CHECKING:
+    from .run_python import PythonRun
 
 __all__ = ["MAX_CARD_FIGURES", "MAX_FIGURE_CHARS", "call_events", "figure_images"]
 
@@ -32,12 +36,34 @@ def _kept(value: PythonRun) -> list[dict[str, Any]]:
     return out
 
 
+def _loaded(module: str, name: str) -> type[Any] | None:
+    """The class ``name`` of this package's ``module`` if that module is loaded, else ``None``.
+
+    A value cannot be an instance of a class that was never loaded, so the runners check a
+    result against the notebook tools' classes without importing them: a run without
+    notebook tools never loads them (docs/architecture.md, "The first run").
+    """
+    cls = getattr(sys.modules.get(f"{__package__}.{module}"), name, None)
+    return cls if isinstance(cls, type) else None
+
+
+def _python_run(value: Any) -> PythonRun | None:
+    if not isinstance(value, BaseModel):  # most results: no lookup at all (once per call)
+        return None
+    cls = _loaded("run_python", "PythonRun")
+    return value if cls is not None and isinstance(value, cls) else None
+
+
 def call_events(call_id: str, value: Any) -> list[BaseEvent]:
     """The events a card needs for one call's ``value``: ``tool_figures`` for a
     ``run_python`` that drew, ``cell_proposed`` for an ``insert_cell``; else none."""
-    if isinstance(value, PythonRun) and value.figures:
-        return [ToolFigures(call_id=call_id, figures=_kept(value))]
-    if isinstance(value, CellProposal):
+    if not isinstance(value, BaseModel):  # both kinds are models; most results are not
+        return []
+    run = _python_run(value)
+    if run is not None and run.figures:
+        return [ToolFigures(call_id=call_id, figures=_kept(run))]
+    proposal = _loaded("proposals", "CellProposal")
+    if proposal is not None and isinstance(value, proposal):
         return [CellProposed(call_id=call_id, proposal=value.model_dump(mode="json"))]
     return []
 
@@ -45,6 +71,7 @@ def call_events(call_id: str, value: Any) -> list[BaseEvent]:
 def figure_images(value: Any) -> list[str]:
     """The PNGs (base64) of the figures a ``run_python`` call drew and a card keeps: what a
     model that accepts images is sent."""
-    if not isinstance(value, PythonRun):
+    run = _python_run(value)
+    if run is None:
         return []
-    return [f["png"] for f in _kept(value) if f["png"]]
+    return [f["png"] for f in _kept(run) if f["png"]]

@@ -11,14 +11,12 @@ from typing import Any, Literal
 from ...secrets import is_secret_name, mask, register_secret
 from ..registry import Tool, ToolResult
 from .cells import cells_text, load_cells, outline
+from .names import NOTEBOOK_TOOL_NAMES
 from .proposals import CellProposal, propose_cell
 from .run_python import DEFAULT_TIMEOUT, PythonRun, run_code
 from .variables import Namespace
 
 __all__ = ["NOTEBOOK_TOOL_NAMES", "NotebookTool", "notebook_tools"]
-
-NOTEBOOK_TOOL_NAMES = ("list_variables", "inspect_variable", "run_python", "read_notebook",
-                       "read_cells", "insert_cell")
 
 
 class NotebookTool(Tool[Any]):

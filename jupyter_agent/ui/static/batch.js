@@ -126,17 +126,21 @@ function table(title, rows) {
   if (!items.length) return null;
   const shown = items.slice(0, MAX_ROWS);
   const scored = shown.some((r) => typeof r.score === "number");
+  // A batch with a judge: each row's judge score (1 to the judge's scale; "–" unjudged).
+  const judged = shown.some((r) => "judge" in r);
   const t = h("table", "ja-batch-table");
   const head = append(h("tr", ""), h("th", "", "row"), h("th", "", "model"),
-    h("th", "", "status"), h("th", "", "answer"), scored && h("th", "", "score"));
+    h("th", "", "status"), h("th", "", "answer"), scored && h("th", "", "score"),
+    judged && h("th", "", "judge"));
   t.appendChild(head);
   for (const r of shown) {
     const status = ITEM_STATUSES.includes(r.status) ? r.status : "other";
     append(t, append(h("tr", `ja-batch-item ja-batch-item-${status}`),
       h("td", "", str(r.row, 12)), h("td", "", str(r.model, 80)), h("td", "", str(r.status, 20)),
-      h("td", "", str(r.answer) || str(r.error)), scored && h("td", "", score(r.score))));
+      h("td", "", str(r.answer) || str(r.error)), scored && h("td", "", score(r.score)),
+      judged && h("td", "ja-batch-judge-score", score(r.judge))));
   }
-  more(t, shown.length, items.length, scored ? 5 : 4);
+  more(t, shown.length, items.length, 4 + (scored ? 1 : 0) + (judged ? 1 : 0));
   return append(h("div", ""), h("div", "ja-batch-label", title), t);
 }
 

@@ -134,8 +134,8 @@ function renderItem(state, key, item, ctx) {
       return renderTool(state, key, item, ctx.toolState, ctx.live);
     case "gate":
       return renderGate(state, key, item);
-    case "warning":
-      return h("div", "ja-warning", item.message || "");
+    case "warning": // level "note": a calm line explaining a choice, nothing went wrong
+      return h("div", item.level === "note" ? "ja-note" : "ja-warning", item.message || "");
     case "compressed":
       return renderCompressed(item);
     case "ask":

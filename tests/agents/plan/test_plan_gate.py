@@ -210,3 +210,20 @@ def test_allowed_stop_does_not_count_and_new_counter_starts_at_zero():
     assert verdict.action == "stop" and verdict.rejections == 1
     assert StopGateCounter().rejections == 0
 
+
+
+def test_would_allow_stop_says_what_the_gate_decides():
+    """The quick check asked before every request agrees with the full gate in every case."""
+    steps = [_step("a", "done"), _step("b", "skipped"), _step("c", "blocked", blocker="x"),
+             _step("d", "blocked"), _step("e"), _step("f", "in_progress"),
+             _step("g", "done", needs_replan=True), _step("h", "skipped", needs_replan=True)]
+    plans = [None, *(_plan(s) for s in steps), _plan(*steps[:3]), _plan(*steps)]
+    seen = set()
+    for plan in plans:
+        for require in (False, True):
+            for runtime in (False, True):
+                kw = {"require_plan": require, "runtime_tool_called_since_last_plan_update": runtime}
+                allow = evaluate_stop_gate(plan, **kw).allow
+                assert would_allow_stop(plan, **kw) is allow, (plan, kw)
+                seen.add(allow)
+    assert seen == {True, False}

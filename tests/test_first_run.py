@@ -1,0 +1,117 @@
+"""The first run of a process loads only what a plain run needs (docs/architecture.md, "The
+first run").
+
+A fresh interpreter imports ``jupyter_agent``, finishes a one-round ``toolloop`` against the
+scripted server and reports what ``sys.modules`` holds then: none of the modules a plain run
+has no use for may be there (the saved-state schema, the resume side, the planning agent, the
+compressors, the notebook and built-in tools, the cassette and answer-cache wrappers, and the
+third-party libraries only they use). A run that suspends does load the schema, in a process
+that never imported it before. Nothing here measures time (bench/bench_cold.py does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+OFF_THE_FIRST_RUN = (
+    "jupyter_agent.agents.pending",  # the pydantic schema of a waiting run
+    "jupyter_agent.agents.resume",
+    "jupyter_agent.agents.toolloop_resume",
+    "jupyter_agent.agents.approval_answers",
+    "jupyter_agent.agents.plan",  # the planning agent's package and every module in it
+    "jupyter_agent.loop.compress",  # the compressors, their types and window fitting
+    "jupyter_agent.tools.notebook.toolset",
+    "jupyter_agent.tools.notebook.run_python",
+    "jupyter_agent.tools.notebook.variables",
+    "jupyter_agent.tools.notebook.summaries",
+    "jupyter_agent.tools.builtin._bound",
+    "jupyter_agent.tools.builtin.shell",
+    "jupyter_agent.tools.builtin.files",
+    "jupyter_agent.tools.builtin.web",
+    "jupyter_agent.tools.builtin._bwrap",
+    "jupyter_agent.clients.cassettes",
+    "jupyter_agent.clients.cassette",
+    "jupyter_agent.clients.record",
+    "jupyter_agent.clients.replay",
+    "jupyter_agent.clients.cache",
+    "jupyter_agent.view.bundle",
+    "jupyter_agent.batch",
+    "json5",  # lenient tool arguments
+    "regex",  # the compressors' anchors
+    "difflib",  # "did you mean" of an unknown model name
+    "ctypes",  # interrupting a thread
+    "html.parser",  # web_fetch
+    "dask",
+    "jinja2",
+    "IPython",
+    "ipywidgets",
+    "anywidget",
+)
+
+_CHILD = """
+import json, sys
+from jupyter_agent import toolloop
+run = toolloop({prompt!r}, model="gpt-4.1-mini"{extra})
+print(json.dumps({{"status": run.status, "run_id": run.run_id,
+                  "modules": sorted(sys.modules)}}))
+"""
+
+
+def _first_run(prompt: str, extra: str = "") -> dict[str, object]:
+    """Run one ``toolloop`` in a fresh interpreter (the server fixture's environment, an empty
+    data folder from the autouse isolation); what it reports."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-c", _CHILD.format(prompt=prompt, extra=extra)],
+                          capture_output=True, text=True, cwd=os.getcwd(), env=env, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _loaded(modules: object, name: str) -> list[str]:
+    assert isinstance(modules, list)
+    return [m for m in modules if m == name or m.startswith(name + ".")]
+
+
+def test_a_plain_first_run_loads_none_of_the_rest(server: ScriptedOpenAI) -> None:
+    server.enqueue(text("Hello."))
+    out = _first_run("Say hello.")
+    assert out["status"] == "done"
+    assert len(server.requests) == 1  # the run did reach the model
+    modules = out["modules"]
+    assert _loaded(modules, "jupyter_agent.agents.toolloop")  # it ran in this process
+    assert _loaded(modules, "jupyter_agent.session.store")  # and opened the store
+    loaded = {name: _loaded(modules, name) for name in OFF_THE_FIRST_RUN}
+    assert {name: found for name, found in loaded.items() if found} == {}
+
+
+def test_a_run_that_waits_loads_the_schema_when_it_suspends(server: ScriptedOpenAI,
+                                                             workspace: Path) -> None:
+    # bash asks for approval: the run suspends and saves its typed state, in a process that
+    # had not needed the schema until then.
+    server.enqueue(tool_calls([call("bash", {"command": "echo hi"}, id="b1")]))
+    out = _first_run("Say hi with bash.", extra=', tools=["bash"]')
+    assert out["status"] == "ask"
+    assert _loaded(out["modules"], "jupyter_agent.agents.pending")
+    from jupyter_agent.agents.pending import ToolloopPending, load_pending
+    from jupyter_agent.session import Store
+
+    record = Store().get_run(str(out["run_id"]))
+    assert record is not None and record.pending
+    saved = load_pending(record.pending)
+    assert isinstance(saved, ToolloopPending)
+    assert saved.call_id == "b1" and saved.card.tool == "bash"
+    assert saved.options.max_rounds > 0 and saved.turn.tools == ["bash"]
