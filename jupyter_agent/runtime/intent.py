@@ -97,10 +97,7 @@ class IntentRules(BaseModel):
         lowered = text.casefold()
         found: dict[Category, list[str]] = {}
         for category in CATEGORIES:
-            keywords = self.keywords.get(category, [])
-            if not keywords or not _any_matcher(tuple(keywords))(lowered):
-                continue  # one scan for the category (most turns match few or none)
-            hits = [k for k in keywords if _contains(lowered, k)]
+            hits = [k for k in self.keywords.get(category, []) if _contains(lowered, k)]
             if hits:
                 found[category] = list(dict.fromkeys(hits))
         return found
@@ -147,24 +144,6 @@ class _WordMatcher:
         if self.pattern is None:  # two threads may both compile it: the same pattern
             self.pattern = re.compile(r"(?<!\w)" + re.escape(self.k) + r"(?!\w)")
         return self.pattern.search(lowered) is not None
-
-
-@functools.lru_cache(maxsize=64)
-def _any_matcher(keywords: tuple[str, ...]) -> Callable[[str], bool]:
-    """Whether any of ``keywords`` is in casefolded text, as :func:`_contains` finds each: one
-    regex alternation for the whole-word ones (the engine tries every alternative at each
-    position, so it matches where any single keyword's pattern would), ``in`` for CJK ones.
-    Keyed by the keywords themselves, so an edited rule list builds a new one."""
-    words: list[str] = []
-    anywhere: list[str] = []
-    for keyword in keywords:
-        k = keyword.casefold().strip()
-        if k:
-            (anywhere if _CJK.search(k) else words).append(k)
-    pattern = (re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
-               if words else None)
-    return lambda lowered: (any(k in lowered for k in anywhere)
-                            or (pattern is not None and pattern.search(lowered) is not None))
 
 
 def intent_by_rules(text: str, rules: IntentRules | None = None) -> IntentResult:

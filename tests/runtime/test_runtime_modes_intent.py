@@ -93,10 +93,10 @@ def test_keywords_are_configurable() -> None:
 
 
 
-def test_one_scan_per_category_finds_what_each_keyword_finds() -> None:
-    """A category is scanned once (one alternation) before its keywords are checked one by
-    one: it must skip a category exactly when no keyword of it matches, whatever the
-    keywords hold (regex characters, one a prefix of another, CJK, blanks)."""
+def test_the_substring_check_first_finds_what_each_keyword_regex_finds() -> None:
+    """A keyword is looked for as a plain substring before its whole-word regex runs (a batch
+    checks about a hundred keywords per item): the result must be what the regex alone finds,
+    whatever the keywords hold (regex characters, one a prefix of another, CJK, blanks)."""
     import random
 
     from jupyter_agent.runtime.intent import DEFAULT_KEYWORDS
