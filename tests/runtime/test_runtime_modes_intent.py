@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,33 @@ def test_keywords_are_configurable() -> None:
     r = recognize_intent("top up my wallet", rules)
     assert (r.category, r.keywords, r.confidence) == ("account_query", ["wallet"], 0.5)
 
+
+
+def test_the_substring_check_first_finds_what_each_keyword_regex_finds() -> None:
+    """A keyword is looked for as a plain substring before its whole-word regex runs (a batch
+    checks about a hundred keywords per item): the result must be what the regex alone finds,
+    whatever the keywords hold (regex characters, one a prefix of another, CJK, blanks)."""
+    import random
+
+    from jupyter_agent.runtime.intent import DEFAULT_KEYWORDS
+
+    rules = IntentRules()
+    rules.keywords["account_query"] += ["c++", "a.b", "log", "(x)", "  ", "余"]
+    words = [k for ks in rules.keywords.values() for k in ks] + ["ab", "c+", "logins", "x"]
+    rng = random.Random(7)
+    for _ in range(3000):
+        text_ = " ".join(rng.choice(words) + rng.choice(["", "s", "-", ".", "_", "!", "额"])
+                         for _ in range(rng.randint(0, 5)))
+        found = rules.matches(text_)
+        for category, keywords in rules.keywords.items():
+            lowered = text_.casefold()
+            hits = [k for k in keywords if k.strip() and (
+                k.casefold().strip() in lowered if any("\u3040" <= c <= "\ud7af" for c in k)
+                else re.search(r"(?<!\w)" + re.escape(k.casefold().strip()) + r"(?!\w)",
+                               lowered))]
+            assert found.get(category, []) == list(dict.fromkeys(hits)), (text_, category)
+    assert rules.matches("I code in C++ daily") == {"account_query": ["c++"]}
+    assert DEFAULT_KEYWORDS["account_query"][-1] == "充值"  # the defaults were not edited
 
 def test_what_goes_into_the_system_prompt() -> None:
     r = recognize_intent("run the tests")

@@ -15,6 +15,7 @@ suspended run.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -144,7 +145,43 @@ def _default_workspace(agent: Agent | None, session_workspace: str | None) -> Wo
         root = session_workspace
     read_only = bool(agent.read_only) if agent is not None else False
     network = bool(agent.allow_network) if agent is not None else False
-    return Workspace(root or os.getcwd(), read_only=read_only, allow_network=network)
+    return _recent_workspace(root or os.getcwd(), read_only, network)
+
+
+_REUSE_SECONDS = 1.0
+_recent: dict[tuple[str, bool, bool], tuple[float, tuple[int, int, int], Workspace]] = {}
+
+
+def _recent_workspace(root: str, read_only: bool, network: bool) -> Workspace:
+    """``Workspace(root, ...)``, the one built for the same folder less than a second ago when
+    ``root`` is still that folder (same device, inode and change time: a folder made in place
+    of a removed one may get its inode, never its change time).
+
+    Building one costs a ``stat`` and an ``lstat`` per path component (``realpath``), each a
+    system call that hands the interpreter lock back: a batch starts a turn per item from 64
+    threads, and every such hand-back is a thread switch. One ``stat`` checks the folder is
+    still there and still the same; the short reuse bounds what else could change (a parent
+    folder renamed and replaced by a symlink: the workspace then refuses paths, never widens).
+    A ``Workspace`` is not changed after it is built, so turns may share one."""
+    key = (root, read_only, network)
+    now = time.monotonic()
+    seen = _recent.get(key)
+    if seen is not None and now - seen[0] < _REUSE_SECONDS:
+        try:
+            st = os.stat(root)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino, st.st_ctime_ns) == seen[1]:
+            return seen[2]
+    workspace = Workspace(root, read_only=read_only, allow_network=network)
+    try:
+        st = os.stat(workspace.root)
+    except OSError:  # gone meanwhile: not kept
+        return workspace
+    if len(_recent) > 32:  # many folders in turn: start over (the dict stays small)
+        _recent.clear()
+    _recent[key] = (now, (st.st_dev, st.st_ino, st.st_ctime_ns), workspace)
+    return workspace
 
 
 def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[Tool[Any]]]:
