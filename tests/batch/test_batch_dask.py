@@ -272,6 +272,17 @@ def test_lanes_never_run_more_than_the_concurrency(srv: ScriptedOpenAI, cluster:
     assert most[0] == 3
 
 
+def _stop_once_four_asked(srv: ScriptedOpenAI, stopped: threading.Event, run: Any,
+                          how: str) -> Any:
+    """Stop ``run`` (``how``) once four items reached the model; release the held answers."""
+    try:
+        _wait_for(lambda: len(srv.requests) == 4)
+        run.stop(how)
+    finally:
+        stopped.set()
+    return run.wait(120)
+
+
 def test_stop_finish_starts_nothing_that_waits_on_the_workers(srv: ScriptedOpenAI,
                                                               cluster: Any) -> None:
     """A stop with items sent ahead to the lanes: the running ones end, the ones waiting on
@@ -281,12 +292,7 @@ def test_stop_finish_starts_nothing_that_waits_on_the_workers(srv: ScriptedOpenA
     cluster.run(_warm_up)
     run = batch("Classify: {item}", [f"ticket {n} invoice" for n in range(20)], kind="chat",
                 engine="dask", concurrency=4, wait=False)
-    try:
-        _wait_for(lambda: len(srv.requests) == 4)
-        run.stop("finish")
-    finally:
-        stopped.set()
-    res = run.wait(120)
+    res = _stop_once_four_asked(srv, stopped, run, "finish")
     out = res.results
     assert list(out["status"]) == ["done"] * 4 + ["skipped"] * 16
     assert len(srv.requests) == 4 and res.status == "stopped"
@@ -316,18 +322,11 @@ def test_stop_abort_ends_the_lanes_items_at_their_next_round(srv: ScriptedOpenAI
     cluster.run(_warm_up)
     run = batch("Task {item}", list(range(10)), concurrency=4, tools=[noop], engine="dask",
                 wait=False)
-    try:
-        _wait_for(lambda: len(srv.requests) == 4)
-        run.stop("abort")
-    finally:
-        stopped.set()
-    res = run.wait(120)
+    res = _stop_once_four_asked(srv, stopped, run, "abort")
     out = res.results
     assert list(out["status"]) == ["aborted"] * 4 + ["skipped"] * 6
     assert len(srv.requests) == 4  # no second round for anyone
     assert all(default_store().get_run(r).status == "aborted" for r in out["run_id"][:4])
-
-
 
 
 def test_what_cannot_travel_to_a_worker_is_refused_in_one_line(srv: ScriptedOpenAI,
