@@ -406,9 +406,9 @@ class LanePool:
 def _dumps(obj: Any) -> bytes:
     """Bytes for a queue (which carries msgpack data only). cloudpickle, as Dask sends a
     task's arguments: a function or a class defined in the notebook travels by value."""
-    import cloudpickle  # type: ignore[import-untyped]  # cloudpickle ships no type hints
+    from .ship import pickler
 
-    data: bytes = cloudpickle.dumps(obj)
+    data: bytes = pickler().dumps(obj)
     return data
 
 

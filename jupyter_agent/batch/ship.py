@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["ShippedTool", "ToolPack", "pack_tools", "unpack_tools", "built_tools",
-           "client_settings", "check_shippable"]
+           "client_settings", "check_shippable", "pickler"]
 
 _BUILT: dict[str, list[Any] | None] = {}
 """On a worker: the tools of the last few batches, built (token -> tools)."""
@@ -132,9 +132,9 @@ def check_shippable(pack: ToolPack | None, options: dict[str, Any]) -> None:
     defined inside a function whose locals hold one, cannot be pickled; Dask would otherwise
     fail deep in its serializer with a traceback of its own.
     """
-    import cloudpickle  # type: ignore[import-untyped]  # cloudpickle ships no type hints
-
     from ..errors import ConfigError
+
+    cloudpickle = pickler()
 
     def why(exc: Exception) -> str:
         return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
@@ -155,3 +155,16 @@ def check_shippable(pack: ToolPack | None, options: dict[str, Any]) -> None:
             raise ConfigError(
                 f"engine='dask' cannot send the batch's {key} to the workers ({why(exc)}): "
                 "define it at the top level of a cell, or use engine='thread'.") from None
+
+
+def pickler() -> Any:
+    """The ``cloudpickle`` module (the ``dask`` extra brings it), as Dask pickles a task's
+    arguments: a function or a class defined in the notebook travels by value."""
+    try:
+        import cloudpickle  # type: ignore[import-untyped]  # cloudpickle ships no type hints
+    except ImportError:
+        from ..errors import ConfigError
+
+        raise ConfigError("engine 'dask' needs dask.distributed: "
+                          "pip install 'jupyter-agent[dask]'") from None
+    return cloudpickle
