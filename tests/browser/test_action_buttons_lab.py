@@ -94,6 +94,9 @@ def _check_batch_buttons(nb: LabNotebook, theme: str) -> None:
     assert abs(a["top"] - b["top"]) < 2  # side by side
     ui.shot(f"{ui.shell}-{theme}-batch-stop.png", ARTIFACTS_DIR, ui.cell(BATCH))
     abort.click()
+    # "abort" ends running items at their next round (docs/behaviour.md): the held answers
+    # come now, the items end aborted.
+    nb.model.release_hangs()
     ui.wait_ran(BATCH, timeout=90_000)
     nb.model.default = None
 

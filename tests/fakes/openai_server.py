@@ -186,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send_json(500, _error_body(500, NO_TURN_MESSAGE))
             return self._answer(picked, body)
         if isinstance(turn, HangTurn):
-            if self.server.owner._stopping.wait(turn.seconds):
+            if self.server.owner._hang(turn.seconds):
                 raise _Dropped  # shutting down: don't keep the thread waiting
             turn = turn.then or empty()
             return self._answer(turn, body)
@@ -347,6 +347,8 @@ class ScriptedOpenAI:
         self._address = (host, port)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._woken = threading.Condition()
+        self._releases = 0  # release_hangs() calls so far
         self._ids = itertools.count(1)
         self._sockets: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
@@ -395,11 +397,27 @@ class ScriptedOpenAI:
         self._thread.start()
         return self
 
+    def release_hangs(self) -> None:
+        """Let the hanging turns answer now (with their ``then``)."""
+        with self._woken:
+            self._releases += 1
+            self._woken.notify_all()
+
+    def _hang(self, seconds: float) -> bool:
+        """Wait ``seconds``, or until :meth:`release_hangs` or a stop; ``True`` when stopping."""
+        with self._woken:
+            seen = self._releases
+            self._woken.wait_for(lambda: self._stopping.is_set() or self._releases != seen,
+                                 timeout=seconds)
+        return self._stopping.is_set()
+
     def stop(self) -> None:
         """Stop serving, wake hanging turns and close open keep-alive connections."""
         if self._httpd is None:
             return
         self._stopping.set()
+        with self._woken:
+            self._woken.notify_all()
         self._httpd.shutdown()
         with self._lock:
             sockets = list(self._sockets)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -245,3 +246,27 @@ def test_cli_subprocess(tmp_path: Path) -> None:
         assert proc.wait(30) == 0
     lines = record.read_text().splitlines()
     assert [json.loads(line)["messages"] for line in lines] == [MESSAGES, MESSAGES]
+
+
+def test_release_hangs_answers_the_hanging_requests_now(srv: ScriptedOpenAI,
+                                                       client: openai.OpenAI) -> None:
+    srv.enqueue(hang(600, then=text("late")), hang(600, then=text("late")))
+    answers: list[str] = []
+
+    def ask() -> None:
+        resp = client.chat.completions.create(model="m", messages=MESSAGES)
+        answers.append(resp.choices[0].message.content or "")
+
+    workers = [threading.Thread(target=ask) for _ in range(2)]
+    for w in workers:
+        w.start()
+    deadline = time.monotonic() + 30
+    while len(srv.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    srv.release_hangs()
+    for w in workers:
+        w.join(30)
+    assert answers == ["late", "late"]
+    srv.enqueue(hang(0.05, then=text("on time")))  # a later hang waits again (no stale release)
+    assert client.chat.completions.create(model="m", messages=MESSAGES
+                                          ).choices[0].message.content == "on time"
