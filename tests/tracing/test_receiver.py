@@ -304,13 +304,19 @@ def test_a_batch_on_dask_workers_hangs_under_the_kernels_batch_span(
     assert [o["status"] for o in result.outcomes] == ["done"] * 4
     flush()
 
+    def batch_spans(spans: Spans) -> list[dict[str, Any]]:
+        return [s for s in spans if s["name"] == "batch chat"
+                and s["attributes"].get("jupyter_agent.batch.items") == 4]
+
     def complete(spans: Spans) -> bool:
-        return sum(s["attributes"].get("gen_ai.usage.input_tokens") == 13
-                   and s["name"].startswith("chat ") for s in spans) >= 4
+        # The kernel's span and the workers' come from different processes: the receiver
+        # may store one export before the other, so wait for both.
+        return batch_spans(spans) != [] and sum(
+            s["attributes"].get("gen_ai.usage.input_tokens") == 13
+            and s["name"].startswith("chat ") for s in spans) >= 4
 
     spans = traced.wait_for(complete)
-    (top,) = [s for s in spans if s["name"] == "batch chat"
-              and s["attributes"].get("jupyter_agent.batch.items") == 4]
+    (top,) = batch_spans(spans)
     items = children(spans, top)
     assert len(items) == 4 and {s["name"] for s in items} == {"invoke_agent chat"}
     assert {s["attributes"]["jupyter_agent.run.id"] for s in items} == {
