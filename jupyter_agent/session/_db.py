@@ -65,7 +65,8 @@ def prepare_store_file(path: Path) -> None:
     """
     folder = path.parent
     if not folder.exists():
-        folder.mkdir(parents=True, mode=_PRIVATE_DIR)
+        # exist_ok: another process opening a new store at the same moment may make it first.
+        folder.mkdir(parents=True, mode=_PRIVATE_DIR, exist_ok=True)
     elif folder.name == APP_NAME and hasattr(os, "getuid"):
         _tighten(folder, _PRIVATE_DIR)
     if path.is_dir():

@@ -331,3 +331,18 @@ def test_api_keys_never_reach_the_file(
     stored = b"".join(p.read_bytes() for p in db_path.parent.iterdir() if p.is_file())
     for key in (env_key, profile_key, code_key):
         assert key.encode() not in stored
+
+
+def test_a_store_folder_made_by_another_process_meanwhile_is_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes opening a new store at once: both see no folder, one makes it first;
+    the other goes on with it instead of failing with 'File exists' (seen in CI)."""
+    from jupyter_agent.session._db import prepare_store_file
+
+    folder = tmp_path / "jupyter-agent"
+    real_exists = Path.exists
+    folder.mkdir()  # the other process won the race
+    monkeypatch.setattr(Path, "exists",
+                        lambda self, *a, **k: False if self == folder else real_exists(self))
+    prepare_store_file(folder / "store.sqlite3")
+    assert (folder / "store.sqlite3").is_file()
