@@ -37,15 +37,6 @@ def _no_live_tools() -> Iterator[None]:
     HELD.clear()
 
 
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty workspace folder, also the current directory (the default workspace)."""
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder.resolve()
-
-
 # ------------------------------------------------------------------ helpers
 def _bash(cmd: str, id: str | None) -> Any:
     return call("bash", {"command": cmd}, id=id)
@@ -101,7 +92,7 @@ def _tool_cards(run: Any) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ (1) and (2): one id, two calls
 @pytest.mark.parametrize("mode", MODES)
 def test_two_calls_with_one_id_get_two_cards_and_a_second_click_runs_nothing(
-        server: ScriptedOpenAI, ws: Path, mode: str) -> None:
+        server: ScriptedOpenAI, workspace: Path, mode: str) -> None:
     server.enqueue(_round([_bash("echo 1 > first.txt; echo ran-first", "dup"),
                            _bash("echo 2 > second.txt; echo ran-second", "dup")], mode),
                    text("Both handled."))
@@ -120,13 +111,13 @@ def test_two_calls_with_one_id_get_two_cards_and_a_second_click_runs_nothing(
     assert run.view["ask"]["detail"]["command"].startswith("echo 1 > first.txt")
 
     _click(run, "dup", 1)  # Allow once, on the first card
-    assert (ws / "first.txt").exists() and not (ws / "second.txt").exists()
+    assert (workspace / "first.txt").exists() and not (workspace / "second.txt").exists()
     assert run.status == "ask" and run.view["ask"]["call_id"] == ids[1]
     assert run.view["ask"]["detail"]["command"].startswith("echo 2 > second.txt")
 
     sent = len(server.requests)
     _click(run, "dup", 1)  # the same card clicked again: changes nothing
-    assert not (ws / "second.txt").exists()  # the second call never ran without its approval
+    assert not (workspace / "second.txt").exists()  # the second call never ran without its approval
     assert run.status == "ask" and len(server.requests) == sent
     assert any("call dup) is no longer waiting" in w and ids[1] in w for w in _warnings(run))
     record = default_store().get_run(run.run_id)
@@ -134,7 +125,7 @@ def test_two_calls_with_one_id_get_two_cards_and_a_second_click_runs_nothing(
 
     _click(run, ids[1], 3)  # its own card: Deny
     assert run.status == "done" and run.answer == "Both handled."
-    assert not (ws / "second.txt").exists()
+    assert not (workspace / "second.txt").exists()
     final = server.requests[-1]
     assert _assert_wire_valid(final) == ids
     assert _results(final) == {"dup": "ran-first\n[exit code 0]", ids[1]: DENIED}
@@ -149,7 +140,7 @@ def test_two_calls_with_one_id_get_two_cards_and_a_second_click_runs_nothing(
 
 
 @pytest.mark.parametrize("mode", ["stream", "json"])
-def test_deny_the_first_and_allow_the_second(server: ScriptedOpenAI, ws: Path,
+def test_deny_the_first_and_allow_the_second(server: ScriptedOpenAI, workspace: Path,
                                             mode: str) -> None:
     server.enqueue(_round([_bash("echo 1 > first.txt; echo ran-first", "dup"),
                            _bash("echo 2 > second.txt; echo ran-second", "dup")], mode),
@@ -158,19 +149,19 @@ def test_deny_the_first_and_allow_the_second(server: ScriptedOpenAI, ws: Path,
     ids = [w.call_id for w in run.pending.approvals]
 
     _click(run, ids[0], 3)  # Deny on the first card
-    assert not (ws / "first.txt").exists() and not (ws / "second.txt").exists()
+    assert not (workspace / "first.txt").exists() and not (workspace / "second.txt").exists()
     assert run.status == "ask" and run.view["ask"]["call_id"] == ids[1]
     _click(run, ids[1], 1)  # Allow once on the second card
 
     assert run.status == "done"
-    assert not (ws / "first.txt").exists() and (ws / "second.txt").read_text() == "2\n"
+    assert not (workspace / "first.txt").exists() and (workspace / "second.txt").read_text() == "2\n"
     assert _results(server.requests[-1]) == {ids[0]: DENIED,
                                              ids[1]: "ran-second\n[exit code 0]"}
     _assert_wire_valid(server.requests[-1])
     assert len(run.tool_values) == 2
 
 
-def test_answering_the_second_card_first_is_refused(server: ScriptedOpenAI, ws: Path) -> None:
+def test_answering_the_second_card_first_is_refused(server: ScriptedOpenAI, workspace: Path) -> None:
     """A card not yet shown (the second call's) cannot be answered ahead of the first."""
     server.enqueue(tool_calls([_bash("echo 1 > first.txt", "dup"),
                                _bash("echo 2 > second.txt", "dup")]), text("ok"))
@@ -178,13 +169,13 @@ def test_answering_the_second_card_first_is_refused(server: ScriptedOpenAI, ws: 
     second = run.pending.approvals[1].call_id
     with pytest.raises(ResumeError, match="no longer waiting"):
         resume(run.run_id, Answer("option", option_index=1), run=run, expected_call_id=second)
-    assert not (ws / "first.txt").exists() and not (ws / "second.txt").exists()
+    assert not (workspace / "first.txt").exists() and not (workspace / "second.txt").exists()
     assert default_store().get_run(run.run_id).pending_call_id == "dup"
 
 
 # ------------------------------------------------------------------ (3) empty and missing ids
 @pytest.mark.parametrize("mode", MODES)
-def test_empty_and_missing_ids_become_distinct_calls(server: ScriptedOpenAI, ws: Path,
+def test_empty_and_missing_ids_become_distinct_calls(server: ScriptedOpenAI, workspace: Path,
                                                      mode: str) -> None:
     server.enqueue(_round([_bash("echo a > a.txt; echo A", ""),
                            _bash("echo b > b.txt; echo B", None),
@@ -197,22 +188,22 @@ def test_empty_and_missing_ids_become_distinct_calls(server: ScriptedOpenAI, ws:
 
     _click(run, ids[0], 1)
     _click(run, ids[0], 1)  # clicked twice: the second click reaches nothing
-    assert [p.name for p in sorted(ws.iterdir())] == ["a.txt"]
+    assert [p.name for p in sorted(workspace.iterdir())] == ["a.txt"]
     _click(run, ids[1], 3)
     _click(run, ids[2], 1)
     assert run.status == "done"
-    assert sorted(p.name for p in ws.iterdir()) == ["a.txt", "c.txt"]
+    assert sorted(p.name for p in workspace.iterdir()) == ["a.txt", "c.txt"]
     assert _assert_wire_valid(server.requests[-1]) == ids
     assert _results(server.requests[-1]) == {ids[0]: "A\n[exit code 0]", ids[1]: DENIED,
                                              ids[2]: "C\n[exit code 0]"}
 
 
-def test_a_click_that_names_no_card_answers_nothing(server: ScriptedOpenAI, ws: Path) -> None:
+def test_a_click_that_names_no_card_answers_nothing(server: ScriptedOpenAI, workspace: Path) -> None:
     server.enqueue(tool_calls([_bash("echo 1 > first.txt", "c1")]), text("ok"))
     run = toolloop("one command", tools=["bash"])
     for call_id in (None, ""):
         _click(run, call_id, 1)
-    assert not (ws / "first.txt").exists() and run.status == "ask"
+    assert not (workspace / "first.txt").exists() and run.status == "ask"
     assert _warnings(run) == ["The click named no card (no call id); nothing changed."] * 2
     assert default_store().get_run(run.run_id).status == "ask"
 
@@ -220,22 +211,22 @@ def test_a_click_that_names_no_card_answers_nothing(server: ScriptedOpenAI, ws: 
 # ------------------------------------------------------------------ (4) ids reused across rounds
 @pytest.mark.parametrize("mode", MODES)
 def test_an_id_reused_in_the_next_round_gets_its_own_card_and_result(
-        server: ScriptedOpenAI, ws: Path, mode: str) -> None:
+        server: ScriptedOpenAI, workspace: Path, mode: str) -> None:
     server.enqueue(_round([_bash("echo 1 > round1.txt; echo R1", "same")], mode),
                    _round([_bash("echo 2 > round2.txt; echo R2", "same")], mode),
                    text("done"))
     run = toolloop("two rounds", tools=["bash"], stream=mode != "json")
     _click(run, "same", 1)
-    assert (ws / "round1.txt").exists()
+    assert (workspace / "round1.txt").exists()
 
     assert run.status == "ask"  # round 2 asks again, under an id of its own
     second = run.pending.call_id
     assert second != "same" and run.view["ask"]["call_id"] == second
     _click(run, "same", 1)  # round 1's card clicked again
-    assert not (ws / "round2.txt").exists() and run.status == "ask"
+    assert not (workspace / "round2.txt").exists() and run.status == "ask"
     _click(run, second, 1)
 
-    assert run.status == "done" and (ws / "round2.txt").exists()
+    assert run.status == "done" and (workspace / "round2.txt").exists()
     final = server.requests[-1]
     assert _assert_wire_valid(final) == ["same", second]
     assert _results(final) == {"same": "R1\n[exit code 0]", second: "R2\n[exit code 0]"}
@@ -245,7 +236,7 @@ def test_an_id_reused_in_the_next_round_gets_its_own_card_and_result(
 
 
 def test_reused_ids_keep_their_values_and_the_session_history_stays_valid(
-        server: ScriptedOpenAI, ws: Path) -> None:
+        server: ScriptedOpenAI, workspace: Path) -> None:
     seen: list[str] = []
 
     @tool
@@ -278,7 +269,7 @@ def test_reused_ids_keep_their_values_and_the_session_history_stays_valid(
 
 
 def test_a_resumed_run_never_reuses_an_id_of_its_earlier_part(server: ScriptedOpenAI,
-                                                             ws: Path) -> None:
+                                                             workspace: Path) -> None:
     """Round 1 suspends; after the resume (in a new kernel: nothing but the store survives)
     the model repeats round 1's id: the new call gets a new id and its own card."""
     server.enqueue(tool_calls([_bash("echo 1 > one.txt", "k")]),
@@ -289,15 +280,15 @@ def test_a_resumed_run_never_reuses_an_id_of_its_earlier_part(server: ScriptedOp
     assert resumed.status == "ask" and resumed.pending.call_id != "k"
     with pytest.raises(ResumeError, match="no longer waiting"):
         resume(run.run_id, Answer("option", option_index=1), expected_call_id="k")
-    assert (ws / "one.txt").exists() and not (ws / "two.txt").exists()
+    assert (workspace / "one.txt").exists() and not (workspace / "two.txt").exists()
     done = resume(run.run_id, Answer("option", option_index=1),
                   expected_call_id=resumed.pending.call_id)
-    assert done.status == "done" and (ws / "two.txt").exists()
+    assert done.status == "done" and (workspace / "two.txt").exists()
     _assert_wire_valid(server.requests[-1])
 
 
 # ------------------------------------------------------------------ (6) stale answers
-def test_a_stale_answer_is_refused_and_changes_nothing(server: ScriptedOpenAI, ws: Path) -> None:
+def test_a_stale_answer_is_refused_and_changes_nothing(server: ScriptedOpenAI, workspace: Path) -> None:
     server.enqueue(tool_calls([_bash("echo 1 > first.txt", "c1")]), text("ok"))
     run = toolloop("one command", tools=["bash"])
     with pytest.raises(ResumeError) as info:
@@ -305,17 +296,17 @@ def test_a_stale_answer_is_refused_and_changes_nothing(server: ScriptedOpenAI, w
                expected_call_id="call_that_never_was")
     assert str(info.value) == (f"That card (call call_that_never_was) is no longer waiting: "
                                f"run {run.run_id} now waits on call c1; nothing changed.")
-    assert not (ws / "first.txt").exists() and len(server.requests) == 1
+    assert not (workspace / "first.txt").exists() and len(server.requests) == 1
     assert default_store().get_run(run.run_id).status == "ask"
 
     resume(run.run_id, Answer("option", option_index=1), run=run, expected_call_id="c1")
-    assert run.status == "done" and (ws / "first.txt").exists()
+    assert run.status == "done" and (workspace / "first.txt").exists()
     with pytest.raises(ResumeError, match=r"not waiting for an answer any more \(done\)"):
         resume(run.run_id, Answer("option", option_index=3), run=run, expected_call_id="c1")
 
 
 def test_plan_two_calls_with_one_id_the_replaced_card_runs_nothing(server: ScriptedOpenAI,
-                                                                   ws: Path) -> None:
+                                                                   workspace: Path) -> None:
     """``%%plan`` keeps one card per round (the last one wins): the first card's click must not
     answer the second call's card, as it did when both had the same id."""
     from jupyter_agent.agents.plan.agent import plan
@@ -328,11 +319,11 @@ def test_plan_two_calls_with_one_id_the_replaced_card_runs_nothing(server: Scrip
     pending = run.pending.call_id
     assert pending != "dup" and run.view["ask"]["call_id"] == pending
     _click(run, "dup", 1)
-    assert not (ws / "first.txt").exists() and not (ws / "second.txt").exists()
+    assert not (workspace / "first.txt").exists() and not (workspace / "second.txt").exists()
     assert run.status == "ask"
     _click(run, pending, 1)
     assert run.status == "done"
-    assert (ws / "second.txt").exists() and not (ws / "first.txt").exists()
+    assert (workspace / "second.txt").exists() and not (workspace / "first.txt").exists()
     assert _results(server.requests[-1])[pending] == "ran-second\n[exit code 0]"
     _assert_wire_valid(server.requests[-1])
 

@@ -35,14 +35,6 @@ from tests.agents.plan.plan_scripts import OPTIONS, ask
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    return root.resolve()
-
-
 def _results(request: dict[str, Any]) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
 
@@ -119,7 +111,7 @@ def _rewrite(run_id: str, record: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------- round trips
-def test_a_toolloop_approval_round_trips_through_json(server: ScriptedOpenAI, ws: Path) -> None:
+def test_a_toolloop_approval_round_trips_through_json(server: ScriptedOpenAI, workspace: Path) -> None:
     server.enqueue(tool_calls([call("bash", {"command": "echo a"}, id="c1"),
                                call("bash", {"command": "echo b"}, id="c2")]))
     run = toolloop("two commands", tools=["bash"], max_rounds=7, parallel=True)
@@ -128,14 +120,14 @@ def test_a_toolloop_approval_round_trips_through_json(server: ScriptedOpenAI, ws
     assert isinstance(pending.card, ApprovalCard) and pending.card.tool == "bash"
     assert [w.call_id for w in pending.approvals] == ["c1", "c2"]
     assert pending.options.max_rounds == 7 and pending.options.parallel is True
-    assert pending.turn.tools == ["bash"] and pending.turn.workspace == str(ws)
+    assert pending.turn.tools == ["bash"] and pending.turn.workspace == str(workspace)
     stored = default_store().get_run(run.run_id).pending
     assert stored == pending.to_json() and stored["version"] == SCHEMA_VERSION
     assert json.loads(json.dumps(stored)) == stored  # plain JSON, nothing else
     assert load_pending(stored) == pending
 
 
-def test_a_plan_question_and_a_plan_approval_round_trip(server: ScriptedOpenAI, ws: Path) -> None:
+def test_a_plan_question_and_a_plan_approval_round_trip(server: ScriptedOpenAI, workspace: Path) -> None:
     server.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]))
     asked = plan("go", tools=[])
     question = asked.pending
@@ -157,7 +149,7 @@ def test_a_plan_question_and_a_plan_approval_round_trip(server: ScriptedOpenAI, 
 
 # --------------------------------------------------------------- records saved before versions
 def test_an_old_toolloop_record_with_two_approvals_resumes_in_a_new_kernel(
-        server: ScriptedOpenAI, ws: Path) -> None:
+        server: ScriptedOpenAI, workspace: Path) -> None:
     server.enqueue(tool_calls([call("bash", {"command": "echo one > one.txt; echo 1"}, id="c1"),
                                call("bash", {"command": "echo 2"}, id="c2")]),
                    text("both done"))
@@ -175,12 +167,12 @@ def test_an_old_toolloop_record_with_two_approvals_resumes_in_a_new_kernel(
     assert waiting.status == "ask" and waiting.pending.call_id == "c2"  # the second card
     done = resume(run.run_id, Answer("option", option_index=3), expected_call_id="c2")
     assert done.status == "done" and done.answer == "both done"
-    assert (ws / "one.txt").read_text() == "one\n"
+    assert (workspace / "one.txt").read_text() == "one\n"
     assert _results(server.requests[-1]) == {
         "c1": "1\n[exit code 0]", "c2": "Permission denied by the user: bash was not run."}
 
 
-def test_an_old_plan_question_record_resumes(server: ScriptedOpenAI, ws: Path) -> None:
+def test_an_old_plan_question_record_resumes(server: ScriptedOpenAI, workspace: Path) -> None:
     server.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]), text("Going with B."))
     run = plan("go", tools=[])
     old = _old_plan(run.pending)
@@ -195,7 +187,7 @@ def test_an_old_plan_question_record_resumes(server: ScriptedOpenAI, ws: Path) -
 
 
 def test_an_old_plan_approval_record_runs_the_tool_when_allowed(server: ScriptedOpenAI,
-                                                                ws: Path) -> None:
+                                                                workspace: Path) -> None:
     calls: list[str] = []
 
     @tool(requires_approval=True)
@@ -225,7 +217,7 @@ def _suspended(server: ScriptedOpenAI) -> Any:
 
 @pytest.mark.parametrize("version", [2, 99])
 def test_a_record_from_a_newer_version_is_refused_and_stays_waiting(
-        server: ScriptedOpenAI, ws: Path, version: int) -> None:
+        server: ScriptedOpenAI, workspace: Path, version: int) -> None:
     run = _suspended(server)
     newer = dict(run.pending.to_json(), version=version, some_new_field={"x": 1})
     _rewrite(run.run_id, newer)
@@ -249,7 +241,7 @@ def test_a_record_from_a_newer_version_is_refused_and_stays_waiting(
     {"version": "1"},                               # a version that is not a number
     {"version": True},
 ])
-def test_a_damaged_record_is_refused_with_one_line(server: ScriptedOpenAI, ws: Path,
+def test_a_damaged_record_is_refused_with_one_line(server: ScriptedOpenAI, workspace: Path,
                                                    damage: dict[str, Any]) -> None:
     run = _suspended(server)
     broken = {**run.pending.to_json(), **damage}
