@@ -8,6 +8,8 @@ first run creates the store, as a new user's does). Both kinds of child read com
 from one cache the warm-up runs fill, as an installed package does (``pip`` compiles it); with
 ``PYTHONDONTWRITEBYTECODE`` set, our modules would be compiled from source in every child while
 the SDK's come precompiled from site-packages. Goal: no slower than the raw client.
+Also: the cost of each further client (another model, a judge, a fallback) in a warm process,
+ours (one shared TLS context, ``llm/tls.py``) against the raw client's constructor.
 Run: ``python bench/bench_cold.py [--runs 7]``. Nothing asserts a time.
 """
 
@@ -20,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +69,25 @@ def _once(code: str, url: str, pycache: str) -> float:
     return float(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
 
 
+def next_client_ms(n: int = 15) -> tuple[float, float]:
+    """Median ms to make one more client, (ours, raw ``openai.OpenAI``), alternating."""
+    import openai
+
+    from jupyter_agent.llm.http import HttpTransport
+
+    HttpTransport(KEY, "http://127.0.0.1:9/v1", 5)  # the first one builds what is shared
+    ours: list[float] = []
+    raw: list[float] = []
+    for i in range(n):
+        t = time.perf_counter()
+        HttpTransport(KEY, f"http://127.0.0.1:{10 + i}/v1", 5)
+        ours.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        openai.OpenAI(api_key=KEY, base_url=f"http://127.0.0.1:{10 + i}/v1")
+        raw.append((time.perf_counter() - t) * 1000)
+    return statistics.median(ours), statistics.median(raw)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
@@ -86,7 +108,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"Cold start, median of {args.runs} fresh processes (imports + one request)")
     print(f"  raw openai client: {r:.0f} ms · jupyter_agent toolloop (1 round): {o:.0f} ms "
           f"-> {o / r:.2f}x (goal <= 1.00 -> {'OK' if o <= r else 'MISSED'})")
-    return {"raw_ms": r, "ours_ms": o, "ratio": o / r}
+    nxt, nxt_raw = next_client_ms()
+    print(f"  one more client (another model, a judge): ours {nxt:.1f} ms · raw client "
+          f"{nxt_raw:.1f} ms")
+    return {"raw_ms": r, "ours_ms": o, "ratio": o / r, "next_client_ms": nxt,
+            "next_client_raw_ms": nxt_raw}
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from ..secrets import mask
+from . import tls
 from ._sse import (
     Deadline,
     HttpBody,
@@ -74,7 +75,7 @@ class HttpTransport:
 
         self._openai = openai
         self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                                  timeout=timeout)
+                                  timeout=timeout, http_client=_http_client(openai))
         self._timeout = timeout
         self._response_type = _httpx_module().Response
         self._transport_errors = _transport_errors()
@@ -202,6 +203,34 @@ _GRACE = 0.05
 """A transport error this close to the deadline is the deadline's doing (clamped timeout)."""
 _MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest non-streamed response body read (a whole answer, so larger than one SSE chunk)."""
+
+
+def _http_client(oa: ModuleType) -> Any:
+    """The SDK's default HTTP client (its timeouts, limits and redirects) over the shared TLS
+    context (:mod:`.tls`); ``None`` (the SDK builds its own) when there is none."""
+    context = tls.shared_context(_httpx_module())
+    if context is None:
+        return None
+    return _closing_client_class(oa)(verify=context)
+
+
+_CLOSING: dict[type, type] = {}
+
+
+def _closing_client_class(oa: ModuleType) -> type:
+    """``oa.DefaultHttpxClient`` closing its connections when dropped, as the client the SDK
+    makes for itself does."""
+    base = oa.DefaultHttpxClient
+    if base not in _CLOSING:
+        def __del__(self: Any) -> None:
+            try:
+                if not self.is_closed:
+                    self.close()
+            except Exception:  # at interpreter exit, half torn down: nothing to save
+                pass
+
+        _CLOSING[base] = type("_ClosingHttpClient", (base,), {"__del__": __del__})
+    return _CLOSING[base]
 
 
 def _httpx_module() -> ModuleType:
