@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from . import _frozen_json
 from ._state import STATE
 
 __all__ = [
@@ -319,7 +320,7 @@ def mask_shared(value: Any) -> Any:
     if not isinstance(value, (Mapping, list, tuple)):
         return value
     try:
-        text = json.dumps(value)
+        text = _frozen_json.dumps(value)  # a plan's unchanged steps: their text, kept
     except (TypeError, ValueError):  # not JSON-like all through: masked string by string
         masked = mask_obj(value)
         return value if masked == value else masked

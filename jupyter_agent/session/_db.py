@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._frozen_json import dumps as _json_text
 from ..errors import ConfigError
 from ..secrets import mask_json
 from ._migrations import migrate
@@ -115,8 +116,8 @@ def _json_default(obj: Any) -> Any:
 
 def dumps(obj: Any) -> str:
     """JSON text of ``obj`` with every known secret masked (docs/security.md)."""
-    return mask_json(
-        json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default))
+    return mask_json(  # a plan's unchanged steps reuse their text (_frozen_json)
+        _json_text(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default))
 
 
 def loads(text: str | None) -> Any:

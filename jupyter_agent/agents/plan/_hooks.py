@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..._frozen_json import FrozenDict, FrozenList, freeze
 from ...events import BaseEvent, PlanUpdated
 from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
@@ -145,12 +146,14 @@ class PlanHooks:
 
     def _plan_json(self, plan: Any) -> dict[str, Any]:
         """``plan.to_json()``, reusing the JSON of steps unchanged since the last update
-        (shared, never mutated: events are read-only)."""
+        (shared, never mutated: events are read-only). Steps and the list of them are frozen
+        (``_frozen_json``): the recorder's secret scan and the store encode only the changed
+        step's text, so a round's cost does not grow with the plan."""
         old, new = self._step_json, {}
         steps = []
         for step in plan.steps:
             hit = old.get(id(step))
-            d = hit[1] if hit is not None and hit[0] is step else step.to_json()
+            d = hit[1] if hit is not None and hit[0] is step else freeze(step.to_json())
             new[id(step)] = (step, d)  # the step is kept alive, so its id is not reused
             steps.append(d)
         self._step_json = new
@@ -159,10 +162,10 @@ class PlanHooks:
         for name, info in type(plan).model_fields.items():  # the field order of to_json()
             key = info.alias or name
             if name == "steps":
-                out[key] = steps
+                out[key] = FrozenList(steps)
             elif key in head:
                 out[key] = head[key]
-        return out
+        return FrozenDict(out)
 
     def _ask(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
         parsed = parse_ask_arguments(call.arguments, tool_name=call.name)
