@@ -34,7 +34,6 @@ def user_texts(server: ScriptedOpenAI) -> list[str]:
     """The last user message of every request the server got, in arrival order."""
     out = []
     for body in server.requests:
-        # (a body cut by a killed client is recorded as ``{}``: no user text)
         users = [m for m in body.get("messages", []) if m["role"] == "user"]
         out.append(users[-1]["content"] if users else "")
     return out

@@ -139,7 +139,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error_body(404, f"no route GET {self.path}"))
 
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if len(raw) < length:  # the client went away mid-body (killed): no request was made
+            raise _Dropped
         if urlsplit(self.path).path.rstrip("/") not in _CHAT_PATHS:
             self._send_json(404, _error_body(404, f"no route POST {self.path}"))
             return

@@ -270,3 +270,19 @@ def test_release_hangs_answers_the_hanging_requests_now(srv: ScriptedOpenAI,
     srv.enqueue(hang(0.05, then=text("on time")))  # a later hang waits again (no stale release)
     assert client.chat.completions.create(model="m", messages=MESSAGES
                                           ).choices[0].message.content == "on time"
+
+
+def test_a_body_cut_short_by_a_killed_client_is_no_request(srv: ScriptedOpenAI) -> None:
+    """A client killed between its headers and its body (SIGKILL mid-send) made no request:
+    the server drops the connection and records nothing, as a real server would."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(srv.base_url)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 500\r\n"
+                     b"Authorization: Bearer sk-x\r\n\r\n{\"model\": \"m\"")
+        sock.shutdown(socket.SHUT_WR)
+        assert sock.recv(100) == b""  # dropped without an answer
+    assert srv.requests == []

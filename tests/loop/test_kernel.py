@@ -423,20 +423,33 @@ def test_provider_ids_reach_events_and_history(server: ScriptedOpenAI,
 
 # ------------------------------------------------------------------------------ aborts
 @contextmanager
-def interrupt_main_after(seconds: float) -> Iterator[None]:
-    """Deliver SIGINT to the main thread after ``seconds``, as a kernel interrupt does.
+def interrupt_main_after(seconds: float, once: threading.Event | None = None) -> Iterator[None]:
+    """Deliver SIGINT to the main thread ``seconds`` after the block starts (or after ``once``
+    is set), as a kernel interrupt does.
 
-    (A thread timer with ``pthread_kill``: ``setitimer`` would clobber pytest-timeout's alarm.)
+    (A thread with ``pthread_kill``: ``setitimer`` would clobber pytest-timeout's alarm.)
+    Waiting for ``once`` keeps a loaded machine from sending the interrupt before the moment
+    the test is about; an interrupt that lands inside a finalizer is swallowed by Python.
     """
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
+    cancelled = threading.Event()
+
+    def fire() -> None:
+        if once is not None and not once.wait(60):
+            return
+        if not cancelled.wait(seconds):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    timer = threading.Thread(target=fire, daemon=True)
     timer.start()
     try:
         yield
     finally:
-        timer.cancel()
+        cancelled.set()
+        if once is not None:
+            once.set()  # a block that ended before ``once``: the thread must not wait on
         timer.join()
         signal.signal(signal.SIGINT, previous)
 
@@ -489,7 +502,7 @@ def test_real_interrupt_in_a_tool(server: ScriptedOpenAI, client: OpenAIClient) 
         return ToolOutcome(output="finished")
 
     server.enqueue(tool_calls([call("slow", {})]), text("never"))
-    with interrupt_main_after(0.3):
+    with interrupt_main_after(0.1, once=started):
         result = loop(client, hooks=LoopHooks(run_tool=runner))
     assert started.is_set()
     assert result.status == "aborted"
