@@ -96,17 +96,19 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def _text(value: Any, style: Style, plain: Callable[[Any], str]) -> str:
-    """The JSON text of ``value``; a frozen container's is made once per style."""
+def _text(value: Any, style: Style, plain: Callable[[Any], str], depth: int = 2) -> str:
+    """The JSON text of ``value``; a frozen container's is made once per style. Plain dicts
+    are walked ``depth`` levels deep at most (a plain value may hold a cycle, which
+    ``json.dumps`` reports; a frozen one cannot)."""
     if isinstance(value, (FrozenDict, FrozenList)):
         texts = value._texts
         text = texts.get(style)
         if text is None:
-            text = texts[style] = (_joined(value, style, plain) if value._composite
+            text = texts[style] = (_joined(value, style, plain, 2) if value._composite
                                    else plain(value))
         return text
-    if isinstance(value, dict) and _holds_frozen(value, 2):
-        return _joined(value, style, plain)
+    if depth >= 0 and isinstance(value, dict) and _holds_frozen(value, depth):
+        return _joined(value, style, plain, depth - 1)
     return plain(value)
 
 
@@ -121,14 +123,14 @@ def _holds_frozen(value: dict[Any, Any], depth: int) -> bool:
     return False
 
 
-def _joined(value: Any, style: Style, plain: Callable[[Any], str]) -> str:
+def _joined(value: Any, style: Style, plain: Callable[[Any], str], depth: int) -> str:
     _, item_sep, key_sep = style
     if isinstance(value, dict):
         if not all(type(k) is str for k in value):  # json.dumps's own key rules apply
             return plain(value)
-        return "{" + item_sep.join(plain(k) + key_sep + _text(v, style, plain)
+        return "{" + item_sep.join(plain(k) + key_sep + _text(v, style, plain, depth)
                                    for k, v in value.items()) + "}"
-    return "[" + item_sep.join(_text(v, style, plain) for v in value) + "]"
+    return "[" + item_sep.join(_text(v, style, plain, depth) for v in value) + "]"
 
 
 def dumps(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] = (", ", ": "),

@@ -58,6 +58,15 @@ def test_the_text_is_what_json_dumps_writes(style: dict[str, Any]) -> None:
         assert dumps(value, **style) == first  # and again, from the cached parts
 
 
+def test_a_plain_cycle_holding_a_frozen_value_fails_as_json_dumps_does() -> None:
+    value: dict[str, Any] = {"plan": freeze({"steps": [{"id": "1"}]})}
+    value["again"] = {"loop": value}
+    with pytest.raises(ValueError, match="Circular reference"):
+        json.dumps(value)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps(value)
+
+
 def test_a_frozen_value_refuses_every_change_and_copies_are_plain() -> None:
     step = freeze({"id": "1", "criteria": ["a"], "meta": {"n": 1}})
     steps = FrozenList([step])
