@@ -8,9 +8,11 @@ change and shared by the later events, so its text is encoded once per style and
 :func:`dumps` encodes a value whose parts are frozen by joining their texts, and gives exactly
 what ``json.dumps`` gives (``tests/test_frozen_json.py``).
 
-Frozen containers refuse every change (a cached text must never go stale: the recorder would
-scan one text and pass on another value). A copy (``copy``, ``deepcopy``, pickle) is a plain,
-mutable ``dict`` or ``list``.
+Frozen containers refuse every change, ``__init__`` again included (a cached text must never
+go stale: the recorder would scan one text and pass on another value). Calling ``dict``'s or
+``list``'s own methods on one (``dict.__setitem__(d, k, v)``) goes around that, as it does for
+any subclass: only code in the kernel can, and such code can read the secrets anyway. A copy
+(``copy``, ``deepcopy``, pickle) is a plain, mutable ``dict`` or ``list``.
 """
 
 from __future__ import annotations
@@ -22,12 +24,19 @@ from typing import Any, NoReturn
 
 __all__ = ["FrozenDict", "FrozenList", "dumps", "freeze"]
 
-Style = tuple[bool, str, str]
-"""``(ensure_ascii, item separator, key separator)``: the ``json.dumps`` settings a text is for."""
+Style = tuple[bool, str, str, Any]
+"""``(ensure_ascii, item separator, key separator, default)``: the ``json.dumps`` settings a
+text is for."""
 
 
 def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
     raise TypeError(f"a {type(self).__name__} is read-only (its JSON is cached); copy it first")
+
+
+def _first_init(self: Any) -> None:
+    """Refuse ``__init__`` on a made container: calling it again would change its contents."""
+    if hasattr(self, "_texts"):  # an unset slot: the first call, from the constructor
+        _refuse(self)
 
 
 def _composite(children: Iterable[Any]) -> bool:
@@ -44,6 +53,7 @@ class FrozenDict(dict[str, Any]):
     __slots__ = ("_composite", "_texts")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _first_init(self)
         super().__init__(*args, **kwargs)
         self._texts: dict[Style, str] = {}
         self._composite = _composite(self.values())
@@ -67,6 +77,7 @@ class FrozenList(list[Any]):
     __slots__ = ("_composite", "_texts")
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
+        _first_init(self)
         super().__init__(items)
         self._texts: dict[Style, str] = {}
         self._composite = _composite(self)
@@ -97,15 +108,16 @@ def freeze(value: Any) -> Any:
 
 
 def _text(value: Any, style: Style, plain: Callable[[Any], str], depth: int = 2) -> str:
-    """The JSON text of ``value``; a frozen container's is made once per style. Plain dicts
-    are walked ``depth`` levels deep at most (a plain value may hold a cycle, which
-    ``json.dumps`` reports; a frozen one cannot)."""
+    """The JSON text of ``value``; a frozen container's is made once per style. Containers
+    are walked ``depth`` levels deep at most below a plain one (a plain value may hold a
+    cycle, which ``json.dumps`` then reports); a frozen part met deeper is still its cached
+    text or one ``json.dumps``, the same text either way."""
     if isinstance(value, (FrozenDict, FrozenList)):
         texts = value._texts
         text = texts.get(style)
         if text is None:
-            text = texts[style] = (_joined(value, style, plain, 2) if value._composite
-                                   else plain(value))
+            text = texts[style] = (_joined(value, style, plain, depth - 1)
+                                   if value._composite else plain(value))
         return text
     if depth >= 0 and isinstance(value, dict) and _holds_frozen(value, depth):
         return _joined(value, style, plain, depth - 1)
@@ -124,7 +136,7 @@ def _holds_frozen(value: dict[Any, Any], depth: int) -> bool:
 
 
 def _joined(value: Any, style: Style, plain: Callable[[Any], str], depth: int) -> str:
-    _, item_sep, key_sep = style
+    _, item_sep, key_sep, _ = style
     if isinstance(value, dict):
         if not all(type(k) is str for k in value):  # json.dumps's own key rules apply
             return plain(value)
@@ -137,7 +149,7 @@ def dumps(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] 
           default: Callable[[Any], Any] | None = None) -> str:
     """``json.dumps(value, ensure_ascii=..., separators=..., default=...)``, reusing the texts
     of frozen parts (see the module doc). A value with no frozen part is one ``json.dumps``."""
-    style: Style = (ensure_ascii, *separators)
+    style: Style = (ensure_ascii, *separators, default)
 
     def plain(v: Any) -> str:
         return json.dumps(v, ensure_ascii=ensure_ascii, separators=separators, default=default)

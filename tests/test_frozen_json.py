@@ -61,16 +61,27 @@ def test_the_text_is_what_json_dumps_writes(style: dict[str, Any]) -> None:
 def test_a_plain_cycle_holding_a_frozen_value_fails_as_json_dumps_does() -> None:
     value: dict[str, Any] = {"plan": freeze({"steps": [{"id": "1"}]})}
     value["again"] = {"loop": value}
-    with pytest.raises(ValueError, match="Circular reference"):
-        json.dumps(value)
-    with pytest.raises(ValueError, match="Circular reference"):
-        dumps(value)
+    plain: dict[str, Any] = {}
+    through_frozen = FrozenDict(x=FrozenDict(a=1), y=plain)  # a cycle through a frozen part
+    plain["z"] = through_frozen
+    for cyclic in (value, through_frozen):
+        with pytest.raises(ValueError, match="Circular reference"):
+            json.dumps(cyclic)
+        with pytest.raises(ValueError, match="Circular reference"):
+            dumps(cyclic)
+
+
+def test_each_default_function_has_its_own_text() -> None:
+    value = FrozenDict(a=FrozenDict(s={1, 2}), b=1)
+    assert dumps(value, default=list) == '{"a": {"s": [1, 2]}, "b": 1}'
+    assert dumps(value, default=lambda s: "SET") == json.dumps(value, default=lambda s: "SET")
 
 
 def test_a_frozen_value_refuses_every_change_and_copies_are_plain() -> None:
     step = freeze({"id": "1", "criteria": ["a"], "meta": {"n": 1}})
     steps = FrozenList([step])
-    for change in (lambda: step.__setitem__("id", "2"), lambda: step.pop("id"),
+    for change in (lambda: step.__init__(id="sk-live-0123"), lambda: steps.__init__([1]),
+                   lambda: step.__setitem__("id", "2"), lambda: step.pop("id"),
                    lambda: step.update(x=1), lambda: step.setdefault("x", 1),
                    lambda: step.clear(), lambda: step.__delitem__("id"),
                    lambda: step["criteria"].append("b"), lambda: step["meta"].update(n=2),
