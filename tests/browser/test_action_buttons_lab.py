@@ -37,7 +37,9 @@ CELLS = [
     SETUP,
     "%%toolloop --notebook --history 0\nPropose a cell that shows the rows.",
     "%%toolloop --tools send_mail --history 0\nMail the report to ana@example.org.",
-    "%%toolloop --over rows --concurrency 2\nClassify: {item}",
+    # --rerun: each theme's pass starts the batch afresh; without it, answers that arrived
+    # after the light pass's Stop now are reused and the dark pass finishes at once.
+    "%%toolloop --over rows --concurrency 2 --rerun\nClassify: {item}",
 ]
 PROPOSE, DENY, BATCH = 1, 2, 3
 
