@@ -17,7 +17,6 @@ any subclass: only code in the kernel can, and such code can read the secrets an
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
@@ -61,14 +60,8 @@ class FrozenDict(dict[str, Any]):
     __setitem__ = __delitem__ = _refuse
     clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
-    def __copy__(self) -> dict[str, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
-
     def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
-        return dict, (dict(self),)
+        return dict, (dict(self),)  # copy, deepcopy and pickle give a plain dict
 
 
 class FrozenList(list[Any]):
@@ -85,14 +78,8 @@ class FrozenList(list[Any]):
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
-    def __copy__(self) -> list[Any]:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        return [copy.deepcopy(v, memo) for v in self]
-
     def __reduce__(self) -> tuple[type, tuple[list[Any]]]:
-        return list, (list(self),)
+        return list, (list(self),)  # copy, deepcopy and pickle give a plain list
 
 
 def freeze(value: Any) -> Any:

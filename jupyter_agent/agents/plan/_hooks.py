@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..._frozen_json import FrozenDict, FrozenList, freeze
+from ..._frozen_json import FrozenList, freeze
 from ...events import BaseEvent, PlanUpdated
 from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
@@ -165,7 +165,7 @@ class PlanHooks:
                 out[key] = FrozenList(steps)
             elif key in head:
                 out[key] = head[key]
-        return FrozenDict(out)
+        return out  # PlanUpdated copies this dict; its frozen steps are kept as they are
 
     def _ask(self, call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
         parsed = parse_ask_arguments(call.arguments, tool_name=call.name)
