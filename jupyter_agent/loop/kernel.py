@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -36,7 +37,8 @@ from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from .call_ids import CallIds, ids_in_messages
 from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem, images_message
 
-__all__ = ["LoopConfig", "LoopResult", "run_loop", "answer_of", "GUARD_LIMIT", "FINAL_ANSWER_PROMPT"]
+__all__ = ["ARGS_EVERY", "FINAL_ANSWER_PROMPT", "GUARD_LIMIT", "LoopConfig", "LoopResult", "answer_of",
+           "run_loop"]
 
 GUARD_LIMIT = 5
 """After more than this many tool-only turns in a row, ``tool_choice`` becomes ``none``."""
@@ -118,15 +120,28 @@ def _answer_of(assistant_messages: list[Message]) -> str:
     return ""
 
 
+ARGS_EVERY = 1 / 30
+"""Seconds between two relayed pieces of one call's streamed arguments (the live display draws
+at most 30 times a second, ``ui/live.py``). A model streams a call's arguments in dozens of
+pieces and each relayed piece is an event that every consumer handles (the recorder, the view,
+the store, listeners, traces): pieces that come sooner are relayed together, as one piece, when
+the interval is over, when anything else comes, or when the response ends. Text and reasoning
+are relayed piece by piece: a reader follows them as they come."""
+
+
 class _DeltaRelay:
     """A streamed response's deltas, as the round's events: text, reasoning, each tool call
     announced under the id the run gives it (the response's id of each call announced while
-    streaming -> the run's id: :attr:`renamed`), its arguments, warnings, a retried stream."""
+    streaming -> the run's id: :attr:`renamed`), its arguments (:data:`ARGS_EVERY`), warnings,
+    a retried stream. :meth:`release` relays the arguments held back: the caller calls it when
+    the response ended, however it ended."""
 
     def __init__(self, rnd: int, emit: Callable[[BaseEvent], None], ids: CallIds,
                  is_aborted: Callable[[], bool] | None) -> None:
         self.rnd, self.emit, self.ids, self.is_aborted = rnd, emit, ids, is_aborted
         self.renamed: dict[str, str] = {}
+        self._held: tuple[str, list[str]] | None = None  # a call id, its pieces not relayed
+        self._sent: dict[str, float] = {}  # call id -> when a piece of it was last relayed
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         rnd, emit, renamed = self.rnd, self.emit, self.renamed
@@ -134,6 +149,12 @@ class _DeltaRelay:
             # The abort races the stream: the client treats this like Ctrl-C (it closes
             # the response and reports finish_reason "close").
             raise KeyboardInterrupt
+        if kind == "tool_args":
+            cid = renamed.get(data["id"])
+            if cid is not None:
+                self._args(cid, data["delta"])
+            return
+        self.release()  # held arguments come first: the events keep the stream's order
         if kind == "text":
             emit(TextDelta(round=rnd, text=data["text"]))
         elif kind == "reasoning":
@@ -143,10 +164,6 @@ class _DeltaRelay:
             if cid is None:
                 cid = renamed[data["id"]] = self.ids.claim(data["id"])
             emit(ToolCalled(round=rnd, call_id=cid, name=data["name"]))
-        elif kind == "tool_args":
-            cid = renamed.get(data["id"])
-            if cid is not None:
-                emit(ToolArgsDelta(round=rnd, call_id=cid, delta=data["delta"]))
         elif kind == "warning":
             emit(Warning_(message=data["message"]))
         elif kind == "reset":
@@ -154,6 +171,31 @@ class _DeltaRelay:
             renamed.clear()
             emit(RoundRetried(round=rnd,
                               reason=str(data.get("reason") or "connection lost mid-stream")))
+
+    def _args(self, cid: str, delta: str) -> None:
+        held, now = self._held, time.monotonic()
+        if held is not None and held[0] != cid:
+            self.release()
+            held = None
+        if held is None:
+            if now - self._sent.get(cid, -math.inf) < ARGS_EVERY:
+                self._held = (cid, [delta])
+                return
+            pieces = [delta]
+        else:
+            held[1].append(delta)
+            if now - self._sent[cid] < ARGS_EVERY:
+                return
+            self._held, pieces = None, held[1]
+        self._sent[cid] = now
+        self.emit(ToolArgsDelta(round=self.rnd, call_id=cid, delta="".join(pieces)))
+
+    def release(self) -> None:
+        """Relay the arguments held back, as one piece."""
+        held, self._held = self._held, None
+        if held is not None:
+            self._sent[held[0]] = time.monotonic()
+            self.emit(ToolArgsDelta(round=self.rnd, call_id=held[0], delta="".join(held[1])))
 
 
 class _LoopRun:
@@ -297,7 +339,10 @@ class _LoopRun:
         rnd, emit, ids = self.round, self.emit, self.ids
         relay = _DeltaRelay(rnd, emit, ids, self.hooks.is_aborted)
         try:
-            resp = self.client.complete(req, relay)
+            try:
+                resp = self.client.complete(req, relay)
+            finally:
+                relay.release()  # every piece that arrived is shown, however the request ended
         except KeyboardInterrupt:
             return None
         renamed = relay.renamed
