@@ -203,8 +203,9 @@ def _stream_preview(event: BaseEvent) -> BaseEvent:
 class RunRecorder:
     """Receives every event of a run and hands it to the view, the listeners and the store.
 
-    Events are written to the store in batches at round boundaries and at the end, so a
-    streamed token costs no disk write, while a crash loses at most the current round.
+    Events are written to the store in batches: at each round's end, in the transaction that
+    writes the round's messages (``agents/turn/drive.py``), at a pause and at the end. A
+    streamed token costs no disk write, and a crash loses at most the current round.
 
     This is the one door of a run's events, so secrets are masked here, before the view, the
     live display, the store or ``Run.events`` see them (docs/security.md). A streamed delta
@@ -213,9 +214,8 @@ class RunRecorder:
     first event to the end of the run, ``print`` output is masked too.
     """
 
-    # Once per round (plus the ends of a run): one small transaction per model request.
-    _FLUSH_ON = frozenset({"round_started", "run_finished", "ask_pending", "ask_answered",
-                           "run_failed"})
+    # A pause and the ends of a run; a round's end is written by the turn (its messages too).
+    _FLUSH_ON = frozenset({"run_finished", "ask_pending", "ask_answered", "run_failed"})
 
     def __init__(self, run: Run, store: Store | None = None, listeners: list[Listener] | None = None):
         self.run = run

@@ -45,16 +45,19 @@ class _SessionWriter:
         """Leading messages of head + output already in the session (a resumed run counts on)."""
 
     def persist(self, output: list[dict[str, Any]]) -> None:
+        """Write what is new: the round's messages (a run in a session) and its buffered
+        events, in one transaction (the only write a round makes)."""
         p = self.p
-        if p.store is None or not p.run.session:
+        if p.store is None:
             return
         full = [*self.head, *output]
-        if len(full) > self.written:
-            # One transaction per round: the round's messages and its buffered events.
-            with p.store.transaction():
-                p.store.append_messages(p.run.session, p.turn_id, full[self.written:])
-                p.recorder.flush()
-            self.written = len(full)
+        if not p.run.session or len(full) <= self.written:
+            p.recorder.flush()
+            return
+        with p.store.transaction():
+            p.store.append_messages(p.run.session, p.turn_id, full[self.written:])
+            p.recorder.flush()
+        self.written = len(full)
 
 
 def _turn_hooks(p: TurnContext, hooks: LoopHooks, writer: _SessionWriter) -> LoopHooks:
