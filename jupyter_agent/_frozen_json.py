@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 __all__ = ["FrozenDict", "FrozenList", "dumps", "freeze"]
 
@@ -129,16 +129,38 @@ def _joined(value: Any, style: Style, plain: Callable[[Any], str], depth: int) -
             return plain(value)
         return "{" + item_sep.join(plain(k) + key_sep + _text(v, style, plain, depth)
                                    for k, v in value.items()) + "}"
-    return "[" + item_sep.join(_text(v, style, plain, depth) for v in value) + "]"
+    # A plan's steps: each a frozen dict whose text is kept, so the usual case is a lookup
+    # per item (in one comprehension: a new list of 1,000 steps joins in about 50 µs).
+    texts = [v._texts.get(style) if type(v) is FrozenDict else None for v in value]
+    if None in texts:
+        texts = [t if t is not None else _text(v, style, plain, depth)
+                 for t, v in zip(texts, value, strict=True)]
+    return "[" + item_sep.join(cast("list[str]", texts)) + "]"  # no None is left
+
+
+# One encoder per style: ``json.dumps`` with any setting changed builds a new ``JSONEncoder``
+# on every call, which costs more than encoding a small event. An encoder keeps no state
+# between calls (threads can share one). Bounded: a caller that makes a new ``default``
+# function per call must not grow it without end.
+_ENCODERS: dict[Style, Callable[[Any], str]] = {}
+_MAX_ENCODERS = 32
+
+
+def _encoder(style: Style) -> Callable[[Any], str]:
+    encode = _ENCODERS.get(style)
+    if encode is None:
+        ensure_ascii, item_sep, key_sep, default = style
+        encode = json.JSONEncoder(ensure_ascii=ensure_ascii, separators=(item_sep, key_sep),
+                                  default=default).encode
+        if len(_ENCODERS) >= _MAX_ENCODERS:
+            _ENCODERS.clear()
+        _ENCODERS[style] = encode
+    return encode
 
 
 def dumps(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] = (", ", ": "),
           default: Callable[[Any], Any] | None = None) -> str:
     """``json.dumps(value, ensure_ascii=..., separators=..., default=...)``, reusing the texts
-    of frozen parts (see the module doc). A value with no frozen part is one ``json.dumps``."""
+    of frozen parts (see the module doc). A value with no frozen part is one encoding."""
     style: Style = (ensure_ascii, *separators, default)
-
-    def plain(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=ensure_ascii, separators=separators, default=default)
-
-    return _text(value, style, plain)
+    return _text(value, style, _encoder(style))
