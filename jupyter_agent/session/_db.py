@@ -24,7 +24,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -134,6 +134,8 @@ class _ThreadState(threading.local):
     """Number of open ``write``/``read`` blocks on this thread's connection."""
     writing: bool = False
     """True when the outermost open block is a write (so nested writes may join it)."""
+    committed: list[Callable[[], None]] | None = None
+    """What to do once the open write transaction commits (:meth:`Database.on_commit`)."""
 
 
 class Database:
@@ -250,7 +252,7 @@ class Database:
                 yield conn
             return
         conn.execute("BEGIN IMMEDIATE")
-        local.depth, local.writing = 1, True
+        local.depth, local.writing, local.committed = 1, True, []
         try:
             yield conn
             conn.execute("COMMIT")
@@ -259,7 +261,19 @@ class Database:
                 conn.execute("ROLLBACK")
             raise
         finally:
+            committed, local.committed = local.committed, None
             local.depth, local.writing = 0, False
+        for fn in committed:  # only reached after COMMIT
+            fn()
+
+    def on_commit(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` once this thread's open write transaction has committed; never when it
+        (or the savepoint ``fn`` was registered in) rolls back. For in-memory state that must
+        describe only what the file holds."""
+        committed = self._local.committed
+        if committed is None:
+            raise RuntimeError("on_commit needs an open write transaction")
+        committed.append(fn)
 
     @contextmanager
     def _savepoint(self, conn: sqlite3.Connection) -> Iterator[None]:
@@ -267,12 +281,15 @@ class Database:
         name = f"sp{local.depth}"
         conn.execute(f"SAVEPOINT {name}")
         local.depth += 1
+        mark = len(local.committed or ())
         try:
             yield
             conn.execute(f"RELEASE {name}")
         except BaseException:
             conn.execute(f"ROLLBACK TO {name}")
             conn.execute(f"RELEASE {name}")
+            if local.committed is not None:
+                del local.committed[mark:]  # what the savepoint wrote is gone
             raise
         finally:
             local.depth -= 1

@@ -8,6 +8,7 @@ or two kernels on one file) exactly one gets the state and the other gets ``None
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any, get_args
@@ -17,6 +18,7 @@ from pydantic import BaseModel
 from ..secrets import mask
 from ._db import Database, dumps, loads
 from ._liveness import current_owner
+from ._plan_patch import Base, compact, expand
 from ._sessions import ensure_session_row
 from .models import TERMINAL_RUN_STATUSES, RunRecord, StoredRunStatus
 
@@ -28,6 +30,12 @@ _RUN_COLUMNS = (
 )
 _SET_OWNER = "owner_pid = ?, owner_host = ?, owner_boot = ?, owner_start = ?"
 """The SET clause that makes the calling process a run's owner (see ``_liveness``)."""
+
+
+# Runs whose last stored plan is kept as the base of the next patch: the runs of a batch in
+# flight at once, and more. A run not among them writes its next plan whole.
+_MAX_PLAN_BASES = 256
+_BASES_LOCK = threading.Lock()
 
 
 def owner_values() -> tuple[Any, ...]:
@@ -60,6 +68,8 @@ class RunsMixin:
     """Run records, event logs and pending asks (part of ``Store``)."""
 
     _db: Database
+    _plan_bases: dict[str, Base]
+    """Run id -> its last stored plan (``Store.__init__`` makes it; ``_plan_patch``)."""
 
     def create_run(
         self, run_id: str, session: str | None, kind: str, *, status: StoredRunStatus = "running",
@@ -119,7 +129,14 @@ class RunsMixin:
 
         Returns the sequence number of the last event (0 when ``events`` is empty).
         """
-        rows = [dumps(event) for event in events]
+        # A plan is written as a patch of the run's last stored one (``_plan_patch``).
+        base = self._plan_bases.get(run_id)
+        rows, plans = [], []
+        for i, event in enumerate(events):
+            stored, steps = compact(event, base)
+            rows.append(dumps(stored))
+            if steps is not None:
+                plans.append((i, steps))
         with self._db.write() as conn:
             if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise KeyError(f"run {run_id!r} does not exist")
@@ -131,15 +148,30 @@ class RunsMixin:
                 "INSERT INTO run_events (run_id, seq, event) VALUES (?, ?, ?)",
                 [(run_id, last + i, text) for i, text in enumerate(rows, start=1)],
             )
+            if plans:  # the base of the next patch, once it is in the file for good
+                i, steps = plans[-1]
+                self._db.on_commit(lambda: self._keep_plan_base(run_id, (last + 1 + i, steps)))
         return last + len(rows)
 
+    def _keep_plan_base(self, run_id: str, base: Base) -> None:
+        bases = self._plan_bases
+        with _BASES_LOCK:
+            bases.pop(run_id, None)
+            bases[run_id] = base
+            while len(bases) > _MAX_PLAN_BASES:
+                del bases[next(iter(bases))]
+
     def get_events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
-        """The run's events in order (those with a sequence number above ``after``)."""
-        rows = self._db.connection().execute(
-            "SELECT event FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq",
-            (run_id, after),
-        )
-        return [loads(text) for (text,) in rows.fetchall()]
+        """The run's events in order (those with a sequence number above ``after``); a
+        plan written as a patch comes back whole."""
+        conn = self._db.connection()
+
+        def rows(where: str, value: int) -> list[tuple[int, Any]]:
+            found = conn.execute(f"SELECT seq, event FROM run_events WHERE run_id = ? AND {where}"
+                                 " ORDER BY seq", (run_id, value)).fetchall()
+            return [(seq, loads(text)) for seq, text in found]
+
+        return expand(rows("seq > ?", after), lambda first: rows("seq < ?", first))
 
     # -- status and pending state ----------------------------------------------------------
 

@@ -49,6 +49,7 @@ class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout: float = 10.0) -> None:
         self.path = Path(path).expanduser() if path is not None else default_store_path()
+        self._plan_bases = {}
         self._db = Database(self.path, busy_timeout=busy_timeout)
         # Run ids this open marked ``interrupted`` (their process had died).
         try:

@@ -1,0 +1,127 @@
+"""A stored ``plan_updated`` holds the steps that changed, not the whole plan.
+
+Each ``update_plan`` round emits ``plan_updated`` with the whole plan (docs/behaviour.md §6).
+Written whole, a 100-step plan is 15 KB per round and a 1,000-step plan 150 KB: the write, and
+the checkpoints of the file it fills, grow with the plan though one step changed. So the store
+writes a plan whose steps are the frozen steps (``_frozen_json``) of the run's previous stored
+plan, but for a few, as a patch of that plan:
+
+    {"type": "plan_updated", "t": ..., "plan": {"planId": ..., "steps": null, ...},
+     "steps_patch": {"base": 41, "parts": [[0, 57], {"id": "58", ...}, [58, 100]]}}
+
+``base`` is the sequence number of the event whose steps it patches (an event that is
+committed: the writer learns it only then), and each part is either a ``[start, end)`` range
+of the base's steps or a new step. :func:`expand` gives every reader the whole plan back; the
+steps an event shares with its base are frozen, so no reader can change one event through
+another. A plan written by another process, after a restart or a resume, is written whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._frozen_json import FrozenDict, FrozenList, freeze
+
+__all__ = ["PATCH_KEY", "Base", "compact", "expand"]
+
+PATCH_KEY = "steps_patch"
+
+Base = tuple[int, FrozenList]
+"""A stored plan's sequence number and its steps (the objects that were written)."""
+
+
+def _steps(event: Any) -> FrozenList | None:
+    """The frozen steps of a ``plan_updated`` event dict (``None``: not one, or not frozen)."""
+    if type(event) is not dict or event.get("type") != "plan_updated":
+        return None
+    plan = event.get("plan")
+    steps = plan.get("steps") if isinstance(plan, dict) else None
+    return steps if type(steps) is FrozenList else None
+
+
+def _parts(steps: FrozenList, base: FrozenList) -> list[Any] | None:
+    """``steps`` as ranges of ``base`` and new steps; ``None`` when most steps are new.
+
+    A step is reused only when it is the same frozen object (it cannot have changed since).
+    """
+    if len(steps) == len(base):  # update_step: the same places, one of them replaced
+        changed = [i for i, (a, b) in enumerate(zip(steps, base, strict=True))
+                   if a is not b or type(a) is not FrozenDict]
+        if 2 * len(changed) > len(steps):
+            return None
+        parts: list[Any] = []
+        start = 0
+        for i in changed:
+            if i > start:
+                parts.append([start, i])
+            parts.append(steps[i])
+            start = i + 1
+        if start < len(steps):
+            parts.append([start, len(steps)])
+        return parts
+    where = {id(s): j for j, s in enumerate(base) if type(s) is FrozenDict}
+    parts, new = [], 0
+    for s in steps:
+        j = where.get(id(s)) if type(s) is FrozenDict else None
+        if j is None:
+            parts.append(s)
+            new += 1
+        elif parts and type(parts[-1]) is list and parts[-1][1] == j:
+            parts[-1][1] = j + 1
+        else:
+            parts.append([j, j + 1])
+    return None if 2 * new > len(steps) else parts
+
+
+def compact(event: Any, base: Base | None) -> tuple[Any, FrozenList | None]:
+    """The form of ``event`` to store, given the run's last stored plan, and the steps it
+    writes (``None``: not a plan with frozen steps, so it becomes no base)."""
+    steps = _steps(event)
+    if steps is None or base is None:
+        return event, steps
+    parts = _parts(steps, base[1])
+    if parts is None:
+        return event, steps
+    plan = dict(event["plan"])
+    plan["steps"] = None  # kept in its place: the plan reads back with its keys in order
+    return {**event, "plan": plan, PATCH_KEY: {"base": base[0], "parts": parts}}, steps
+
+
+def _apply(base: list[Any], parts: list[Any]) -> FrozenList:
+    steps: list[Any] = []
+    for part in parts:
+        if type(part) is list:
+            steps.extend(base[part[0]:part[1]])
+        else:
+            steps.append(freeze(part))
+    return FrozenList(steps)
+
+
+def expand(rows: list[tuple[int, Any]], earlier: Callable[[int], list[tuple[int, Any]]],
+           bases: dict[int, Any] | None = None) -> list[Any]:
+    """The events of ``rows`` (sequence number, decoded event; in order) with every stored
+    patch made a whole plan again. ``earlier(seq)`` reads the run's rows before ``seq``, for
+    a patch whose base is not among ``rows`` (a read that starts after it)."""
+    bases = {} if bases is None else bases  # seq -> the steps of the plan stored there
+    out, looked_back = [], False
+    for seq, event in rows:
+        if type(event) is dict and event.get("type") == "plan_updated":
+            plan = event.get("plan")
+            patch = event.pop(PATCH_KEY, None)
+            if isinstance(patch, dict) and isinstance(plan, dict):
+                base = bases.get(patch["base"])
+                if base is None and not looked_back and rows:
+                    looked_back = True
+                    expand(earlier(rows[0][0]), earlier, bases)
+                    base = bases.get(patch["base"])
+                if base is None:
+                    raise ValueError(f"the session store holds no plan at event "
+                                     f"{patch['base']} (event {seq} patches it): a damaged log")
+                plan["steps"] = _apply(base, patch["parts"])
+            elif isinstance(plan, dict) and isinstance(plan.get("steps"), list):
+                plan["steps"] = freeze(plan["steps"])
+            if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
+                bases[seq] = plan["steps"]
+        out.append(event)
+    return out

@@ -1,0 +1,152 @@
+"""A stored plan is a patch of the run's previous one (session/_plan_patch.py): a round writes
+the step that changed, whatever the plan's size, and every reader gets whole plans back."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent._frozen_json import FrozenList, freeze
+from jupyter_agent.events import event_to_json, merge_deltas
+from jupyter_agent.session import Store
+from jupyter_agent.session._plan_patch import PATCH_KEY
+from tests.test_frozen_json import _rounds
+
+
+def _stored_plans(store: Store, run_id: str) -> list[str]:
+    """The raw text of each stored ``plan_updated`` row."""
+    with sqlite3.connect(store.path) as conn:
+        rows = conn.execute("SELECT event FROM run_events WHERE run_id = ? ORDER BY seq",
+                            (run_id,)).fetchall()
+    return [text for (text,) in rows if '"type":"plan_updated"' in text]
+
+
+@pytest.mark.parametrize("steps", [100, 1000])
+def test_a_round_writes_the_changed_step_and_reads_back_whole(
+        steps: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, store, run = _rounds(steps, tmp_path, monkeypatch)
+    first, *later = _stored_plans(store, run.run_id)
+    assert len(first) > 100 * steps  # the plan as it was set: whole
+    assert all(PATCH_KEY in t and len(t) < 800 for t in later), [len(t) for t in later]
+    # Every reader sees what the run emitted, plan by plan.
+    live = merge_deltas([event_to_json(e) for e in run.events])
+    assert json.dumps(store.get_events(run.run_id)) == json.dumps(live)
+    # A read that starts after the whole plan still gets whole plans.
+    tail = store.get_events(run.run_id, after=5)
+    assert json.dumps(tail) == json.dumps(live[5:])
+    store.close()
+
+
+def test_plans_read_back_share_only_frozen_steps(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _, store, run = _rounds(100, tmp_path, monkeypatch)
+    plans = [e["plan"] for e in store.get_events(run.run_id) if e["type"] == "plan_updated"]
+    assert plans[3]["steps"][50] is plans[2]["steps"][50]  # shared, so it must be read-only
+    with pytest.raises(TypeError, match="read-only"):
+        plans[3]["steps"][50]["status"] = "done"
+    with pytest.raises(TypeError, match="read-only"):
+        plans[3]["steps"].append({})
+    store.close()
+
+
+def _plan(steps: list[Any]) -> dict[str, Any]:
+    return {"type": "plan_updated", "t": 1.0,
+            "plan": {"planId": "p1", "task": "t", "steps": FrozenList(steps)}}
+
+
+def _step(i: int, status: str = "pending") -> Any:
+    return freeze({"id": str(i), "title": f"Step {i}", "status": status})
+
+
+def _round_trip(store: Store, run_id: str) -> list[list[dict[str, Any]]]:
+    return [json.loads(json.dumps(e["plan"]["steps"])) for e in store.get_events(run_id)
+            if e["type"] == "plan_updated"]
+
+
+def test_a_rolled_back_plan_is_never_a_base(tmp_path: Path) -> None:
+    """The writer learns a plan's place only when it is committed: a patch never names an
+    event that a rollback took away (or that another event took over)."""
+    store = Store(tmp_path / "s.sqlite3")
+    store.create_run("r1", None, "plan")
+    steps = [_step(i) for i in range(20)]
+    store.append_events("r1", [_plan(steps)])
+    rolled = [*steps[:5], _step(5, "done"), *steps[6:]]
+    with pytest.raises(RuntimeError), store.transaction():
+        store.append_events("r1", [_plan(rolled)])
+        raise RuntimeError("the round failed after writing")
+    store.append_events("r1", [{"type": "warning", "t": 1.0, "message": "takes seq 2"}])
+    again = [*steps[:7], _step(7, "done"), *steps[8:]]
+    store.append_events("r1", [_plan(again)])
+    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in (steps, again)]
+    assert PATCH_KEY in _stored_plans(store, "r1")[1]  # a patch of the committed plan
+    store.close()
+
+
+def test_a_rolled_back_savepoint_is_never_a_base(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.sqlite3")
+    store.create_run("r1", None, "plan")
+    steps = [_step(i) for i in range(20)]
+    changed = [*steps[:3], _step(3, "done"), *steps[4:]]
+    with store.transaction():
+        store.append_events("r1", [_plan(steps)])
+        with pytest.raises(RuntimeError), store.transaction():
+            store.append_events("r1", [_plan(changed)])
+            raise RuntimeError("inner part failed")
+        store.append_events("r1", [{"type": "warning", "t": 1.0, "message": "takes seq 2"}])
+    later = [*changed[:9], _step(9, "done"), *changed[10:]]
+    store.append_events("r1", [_plan(later)])
+    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in (steps, later)]
+    store.close()
+
+
+def test_plain_steps_changed_in_place_are_written_whole(tmp_path: Path) -> None:
+    """A producer that reuses one mutable dict per step (not frozen): the same object may
+    hold new values, so nothing is reused and each plan is written whole."""
+    store = Store(tmp_path / "s.sqlite3")
+    store.create_run("r1", None, "plan")
+    steps = [{"id": str(i), "status": "pending"} for i in range(10)]
+    seen = []
+    for i in range(3):
+        steps[i]["status"] = "done"
+        store.append_events("r1", [{"type": "plan_updated", "t": 1.0,
+                                    "plan": {"steps": FrozenList(steps)}}])
+        seen.append(json.loads(json.dumps(steps)))
+    assert _round_trip(store, "r1") == seen
+    assert not any(PATCH_KEY in t for t in _stored_plans(store, "r1"))
+    store.close()
+
+
+def test_two_kernels_writing_one_run_read_back_right(tmp_path: Path) -> None:
+    """A resumed run in another kernel writes its first plan whole; the first kernel's next
+    patch still names its own base."""
+    a, b = Store(tmp_path / "s.sqlite3"), Store(tmp_path / "s.sqlite3")
+    a.create_run("r1", None, "plan")
+    steps = [_step(i) for i in range(10)]
+    plans = [steps, [*steps[:1], _step(1, "done"), *steps[2:]]]
+    for p in plans:
+        a.append_events("r1", [_plan(p)])
+    other = [_step(i, "skipped") for i in range(10)]
+    b.append_events("r1", [_plan(other)])
+    last = [*plans[1][:2], _step(2, "done"), *plans[1][3:]]
+    a.append_events("r1", [_plan(last)])
+    expected = [json.loads(json.dumps(s)) for s in (*plans, other, last)]
+    assert _round_trip(a, "r1") == expected and _round_trip(b, "r1") == expected
+    assert [PATCH_KEY in t for t in _stored_plans(a, "r1")] == [False, True, False, True]
+    a.close()
+    b.close()
+
+
+def test_steps_added_removed_and_moved_read_back_right(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.sqlite3")
+    store.create_run("r1", None, "plan")
+    steps = [_step(i) for i in range(30)]
+    revised = [*steps[10:20], _step(99), *steps[:10], *steps[25:]]  # moved, new, dropped
+    for p in (steps, revised):
+        store.append_events("r1", [_plan(p)])
+    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in (steps, revised)]
+    assert PATCH_KEY in _stored_plans(store, "r1")[1]
+    store.close()
