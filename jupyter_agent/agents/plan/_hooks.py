@@ -82,11 +82,12 @@ class PlanHooks:
         self.gate = StopGateCounter()  # refusals are counted per run part: a resume starts at 0
         self._process_output = tool_output_processor(client)
         self._compress = compress_llm(client, MODULE_COMPRESS_MESSAGES)
-        # JSON of the steps the last plan_updated carried, by step object: an update changes
-        # one step and keeps the others' objects, so only that step is dumped again and the
-        # run's events share the rest (a 100-step plan is not 100 new dicts per round, which
-        # the garbage collector would rescan with the whole kernel's heap).
-        self._step_json: dict[int, tuple[Any, dict[str, Any]]] = {}
+        # The steps the last plan_updated carried and their frozen JSON, place by place: an
+        # update changes one step and keeps the others' objects, so only that step is dumped
+        # again and the run's events share the rest (a 100-step plan is not 100 new dicts per
+        # round, which the garbage collector would rescan with the whole kernel's heap).
+        self._steps: list[Any] = []
+        self._step_json: list[Any] = []
 
     def hooks(self) -> LoopHooks:
         """The :class:`LoopHooks` to hand to ``run_loop``."""
@@ -149,14 +150,15 @@ class PlanHooks:
         (shared, never mutated: events are read-only). Steps and the list of them are frozen
         (``_frozen_json``): the recorder's secret scan and the store encode only the changed
         step's text, so a round's cost does not grow with the plan."""
-        old, new = self._step_json, {}
-        steps = []
-        for step in plan.steps:
-            hit = old.get(id(step))
-            d = hit[1] if hit is not None and hit[0] is step else freeze(step.to_json())
-            new[id(step)] = (step, d)  # the step is kept alive, so its id is not reused
-            steps.append(d)
-        self._step_json = new
+        now, before, texts = list(plan.steps), self._steps, self._step_json
+        if len(now) == len(before):  # update_step: one place changed (one comprehension)
+            steps = [d if s is b else None for s, b, d in zip(now, before, texts, strict=True)]
+        else:  # steps added, dropped or moved: find each by identity
+            kept = {id(b): d for b, d in zip(before, texts, strict=True)}  # alive: ids unique
+            steps = [kept.get(id(s)) for s in now]
+        if None in steps:
+            steps = [d if d is not None else freeze(s.to_json()) for s, d in zip(now, steps, strict=True)]
+        self._steps, self._step_json = now, steps
         head = plan.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"steps"})
         out: dict[str, Any] = {}
         for name, info in type(plan).model_fields.items():  # the field order of to_json()
