@@ -308,8 +308,11 @@ class RunRecorder:
 
     def flush(self) -> None:
         """Write buffered events to the store."""
-        if self.store is not None and self._pending_store:
+        if self.store is None:
+            return
+        with self._lock:  # a tool thread may be adding to the buffer (not held while writing)
             batch, self._pending_store = self._pending_store, []
+        if batch:
             self.store.append_events(self.run.run_id, merge_deltas(batch))
 
     def start(self) -> None:

@@ -8,6 +8,7 @@ never means editing this file.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import contextvars
 import math
 import time
@@ -124,9 +125,11 @@ ARGS_EVERY = 1 / 30
 """Seconds between two relayed pieces of one call's streamed arguments (the live display draws
 at most 30 times a second, ``ui/live.py``). A model streams a call's arguments in dozens of
 pieces and each relayed piece is an event that every consumer handles (the recorder, the view,
-the store, listeners, traces): pieces that come sooner are relayed together, as one piece, when
-the interval is over, when anything else comes, or when the response ends. Text and reasoning
-are relayed piece by piece: a reader follows them as they come."""
+the store, listeners, traces): a piece that comes sooner is held and relayed with the pieces
+after it, together with the first that comes once the interval is over, before anything else
+the stream brings (text, another call, a retry), or when the response ends. So a piece held
+when the stream stalls shows when the stream goes on, as the live display's own throttle does.
+Text and reasoning are relayed piece by piece: a reader follows them as they come."""
 
 
 class _DeltaRelay:
@@ -339,12 +342,19 @@ class _LoopRun:
         rnd, emit, ids = self.round, self.emit, self.ids
         relay = _DeltaRelay(rnd, emit, ids, self.hooks.is_aborted)
         try:
-            try:
-                resp = self.client.complete(req, relay)
-            finally:
-                relay.release()  # every piece that arrived is shown, however the request ended
+            resp = self.client.complete(req, relay)
+        except BaseException as exc:
+            with contextlib.suppress(Exception, KeyboardInterrupt):
+                relay.release()  # what arrived is shown, however the request ended
+            if isinstance(exc, KeyboardInterrupt):
+                return None
+            raise
+        try:
+            relay.release()
         except KeyboardInterrupt:
-            return None
+            # Stop landed as the response ended: it is still counted (its id, its usage), and
+            # the run stops as after a stop mid-stream (no call of it runs).
+            resp.aborted = True
         renamed = relay.renamed
         # Every request made has an id, a failed one too (docs/behaviour.md §2.3): the
         # provider's, else a local one.

@@ -43,12 +43,14 @@ def _steps(event: Any) -> FrozenList | None:
 def _parts(steps: FrozenList, base: FrozenList) -> list[Any] | None:
     """``steps`` as ranges of ``base`` and new steps; ``None`` when most steps are new.
 
-    A step is reused only when it is the same frozen object (it cannot have changed since).
+    A step is reused only when it is the same frozen object (it cannot have changed since). A
+    part that is a list is a range, so a new step must be a dict (a plan's steps are) or the
+    plan is written whole.
     """
     if len(steps) == len(base):  # update_step: the same places, one of them replaced
         changed = [i for i, (a, b) in enumerate(zip(steps, base, strict=True))
                    if a is not b or type(a) is not FrozenDict]
-        if 2 * len(changed) > len(steps):
+        if 2 * len(changed) > len(steps) or not all(isinstance(steps[i], dict) for i in changed):
             return None
         parts: list[Any] = []
         start = 0
@@ -65,6 +67,8 @@ def _parts(steps: FrozenList, base: FrozenList) -> list[Any] | None:
     for s in steps:
         j = where.get(id(s)) if type(s) is FrozenDict else None
         if j is None:
+            if not isinstance(s, dict):
+                return None
             parts.append(s)
             new += 1
         elif parts and type(parts[-1]) is list and parts[-1][1] == j:
@@ -98,30 +102,46 @@ def _apply(base: list[Any], parts: list[Any]) -> FrozenList:
     return FrozenList(steps)
 
 
+def _patch_of(event: Any) -> dict[str, Any] | None:
+    """The patch a stored ``plan_updated`` carries (``None``: it holds its whole plan)."""
+    if type(event) is not dict or event.get("type") != "plan_updated":
+        return None
+    plan, patch = event.get("plan"), event.get(PATCH_KEY)
+    if (isinstance(plan, dict) and plan.get("steps") is None and isinstance(patch, dict)
+            and type(patch.get("base")) is int and type(patch.get("parts")) is list):
+        return patch
+    return None
+
+
 def expand(rows: list[tuple[int, Any]], earlier: Callable[[int], list[tuple[int, Any]]],
            bases: dict[int, Any] | None = None) -> list[Any]:
     """The events of ``rows`` (sequence number, decoded event; in order) with every stored
     patch made a whole plan again. ``earlier(seq)`` reads the run's rows before ``seq``, for
-    a patch whose base is not among ``rows`` (a read that starts after it)."""
-    bases = {} if bases is None else bases  # seq -> the steps of the plan stored there
+    a patch whose base is not among ``rows`` (a read that starts after it).
+
+    Steps a plan shares with the plan it patches are frozen in both (neither can be changed
+    through the other); a plan no patch reads from keeps plain lists and dicts.
+    """
+    bases = {} if bases is None else bases  # seq -> the plan (dict) stored there
     out, looked_back = [], False
     for seq, event in rows:
+        patch = _patch_of(event)
+        if patch is not None:
+            base = bases.get(patch["base"])
+            if base is None and not looked_back and rows:
+                looked_back = True
+                expand(earlier(rows[0][0]), earlier, bases)
+                base = bases.get(patch["base"])
+            if base is None:
+                raise ValueError(f"the session store holds no plan at event {patch['base']} "
+                                 f"(event {seq} patches it): a damaged event log")
+            if type(base["steps"]) is not FrozenList:
+                base["steps"] = freeze(base["steps"])  # shared from now on
+            del event[PATCH_KEY]
+            event["plan"]["steps"] = _apply(base["steps"], patch["parts"])
         if type(event) is dict and event.get("type") == "plan_updated":
             plan = event.get("plan")
-            patch = event.pop(PATCH_KEY, None)
-            if isinstance(patch, dict) and isinstance(plan, dict):
-                base = bases.get(patch["base"])
-                if base is None and not looked_back and rows:
-                    looked_back = True
-                    expand(earlier(rows[0][0]), earlier, bases)
-                    base = bases.get(patch["base"])
-                if base is None:
-                    raise ValueError(f"the session store holds no plan at event "
-                                     f"{patch['base']} (event {seq} patches it): a damaged log")
-                plan["steps"] = _apply(base, patch["parts"])
-            elif isinstance(plan, dict) and isinstance(plan.get("steps"), list):
-                plan["steps"] = freeze(plan["steps"])
             if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
-                bases[seq] = plan["steps"]
+                bases[seq] = plan
         out.append(event)
     return out

@@ -189,6 +189,9 @@ class RunsMixin:
         if status == "ask":
             raise ValueError("use suspend() to put a run into 'ask' (it needs a pending state)")
         clear = status in TERMINAL_RUN_STATUSES
+        if clear:  # it writes no more plans: its last one need not be kept for a patch
+            with _BASES_LOCK:
+                self._plan_bases.pop(run_id, None)
         with self._db.write() as conn:
             changed = conn.execute(
                 "UPDATE runs SET status = ?, updated = ?, pending_version = pending_version + 1,"

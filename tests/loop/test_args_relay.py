@@ -116,3 +116,35 @@ def test_a_stop_mid_arguments_still_shows_every_piece_that_arrived(
     assert result.status == "aborted"
     assert not any(m.get("tool_calls") for m in result.messages)
     assert "".join(seen) == args[:2 * 41]  # the first piece, then the 40 that came before Stop
+
+
+def test_a_stop_as_the_response_ends_still_counts_the_response(
+        server: ScriptedOpenAI, client: OpenAIClient) -> None:
+    """Stop lands while the held arguments are relayed after the response ended: the run
+    stops (its call does not run) and the request is still counted: its id and usage."""
+    server.enqueue(tool_calls([call("a", {"x": "y" * 400})], chunk_size=2), text("never"))
+    inside = [False]
+    complete = client.complete
+
+    def watched(req: Any, on_delta: Any = None) -> Any:
+        inside[0] = True
+        try:
+            return complete(req, on_delta)
+        finally:
+            inside[0] = False
+
+    client.complete = watched  # type: ignore[method-assign]
+    ran: list[str] = []
+
+    def on_event(e: BaseEvent) -> None:
+        if e.type == "tool_args_delta" and not inside[0]:  # type: ignore[attr-defined]
+            raise KeyboardInterrupt  # the release after the response: Stop lands there
+
+    events = Timed(on_event)
+    result = run_loop(client, [{"role": "user", "content": "go"}],
+                      LoopConfig(model="gpt-4.1-mini", tools=TOOLS, max_rounds=3),
+                      LoopHooks(run_tool=lambda c, s: ran.append(c.name) or ToolOutcome(output="ok")),
+                      events)
+    assert result.status == "aborted" and not ran
+    assert len(result.request_ids) == 1 and len(events.of("usage")) == 1
+    assert len(server.requests) == 1

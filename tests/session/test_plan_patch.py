@@ -150,3 +150,42 @@ def test_steps_added_removed_and_moved_read_back_right(tmp_path: Path) -> None:
     assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in (steps, revised)]
     assert PATCH_KEY in _stored_plans(store, "r1")[1]
     store.close()
+
+
+def test_steps_that_are_lists_or_odd_values_read_back_as_written(tmp_path: Path) -> None:
+    """A part that is a list is a range: a plan whose new step is a list (through the
+    public Store API; an agent's steps are dicts) is written whole, not misread."""
+    store = Store(tmp_path / "s.sqlite3")
+    store.create_run("r1", None, "plan")
+    base = [_step(i) for i in range(4)]
+    written = [base]
+    store.append_events("r1", [_plan(base)])
+    for odd in ([0, 1], ["a", "b"], [], freeze([2, 4]), "text", None, 7):
+        steps = [*base[:3], odd]
+        store.append_events("r1", [_plan(steps)])
+        written.append(steps)
+    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in written]
+    store.close()
+
+
+def test_a_key_named_like_the_patch_is_kept_on_an_ordinary_event(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.sqlite3")
+    store.create_run("r1", None, "plan")
+    mine = {"type": "plan_updated", "t": 1.0, "plan": {"steps": [{"id": "1"}]},
+            PATCH_KEY: {"base": 1, "parts": []}}
+    store.append_events("r1", [mine])
+    assert store.get_events("r1") == [mine]
+    store.close()
+
+
+def test_a_plan_no_patch_reads_from_stays_plain_and_a_finished_run_keeps_no_base(
+        tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.sqlite3")
+    store.create_run("r1", None, "plan")
+    store.append_events("r1", [_plan([_step(i) for i in range(5)])])
+    (event,) = store.get_events("r1")
+    event["plan"]["steps"][0]["status"] = "done"  # nothing shares it: an ordinary dict
+    assert "r1" in store._plan_bases
+    store.set_status("r1", "done")
+    assert "r1" not in store._plan_bases  # its last plan is not kept alive any longer
+    store.close()
