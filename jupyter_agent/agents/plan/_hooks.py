@@ -156,8 +156,10 @@ class PlanHooks:
         else:  # steps added, dropped or moved: find each by identity
             kept = {id(b): d for b, d in zip(before, texts, strict=True)}  # alive: ids unique
             steps = [kept.get(id(s)) for s in now]
-        if None in steps:
-            steps = [d if d is not None else freeze(s.to_json()) for s, d in zip(now, steps, strict=True)]
+        i = -1
+        for _ in range(steps.count(None)):  # the changed steps (usually one): C-level scans
+            i = steps.index(None, i + 1)
+            steps[i] = freeze(now[i].to_json())
         self._steps, self._step_json = now, steps
         head = plan.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"steps"})
         out: dict[str, Any] = {}

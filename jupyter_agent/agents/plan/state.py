@@ -204,9 +204,9 @@ def fallback_plan(label: str) -> Plan:
 
 def progress_line(plan: Plan) -> str:
     """``Plan progress: D done, I in progress, P pending, B blocked, S skipped.``"""
-    counts = {status: 0 for status in ("done", "in_progress", "pending", "blocked", "skipped")}
-    for step in plan.steps:
-        counts[step.status] += 1
+    statuses = [step.status for step in plan.steps]  # then one C-level count per status
+    counts = {status: statuses.count(status)
+              for status in ("done", "in_progress", "pending", "blocked", "skipped")}
     return (
         f"Plan progress: {counts['done']} done, {counts['in_progress']} in progress, "
         f"{counts['pending']} pending, {counts['blocked']} blocked, {counts['skipped']} skipped."
@@ -296,9 +296,10 @@ def _update_step(plan: Plan | None, op: UpdateStepOperation) -> tuple[Plan, list
         raise _OperationFailed(
             "Cannot update a plan step because no active plan exists. Use set_plan first."
         )
-    index = next((i for i, step in enumerate(plan.steps) if step.id == op.step_id), None)
-    if index is None:
-        raise _OperationFailed(f"Unknown plan step: {op.step_id}")
+    try:  # the first step with the id (§6.6), found by a C-level scan
+        index = [step.id for step in plan.steps].index(op.step_id)
+    except ValueError:
+        raise _OperationFailed(f"Unknown plan step: {op.step_id}") from None
     old = plan.steps[index]
     blocker = (op.blocker or "").strip() or (op.reason or "").strip()
     if op.status == "blocked" and not blocker:
