@@ -176,22 +176,15 @@ class _DeltaRelay:
                               reason=str(data.get("reason") or "connection lost mid-stream")))
 
     def _args(self, cid: str, delta: str) -> None:
-        held, now = self._held, time.monotonic()
+        held = self._held
         if held is not None and held[0] != cid:
             self.release()
             held = None
         if held is None:
-            if now - self._sent.get(cid, -math.inf) < ARGS_EVERY:
-                self._held = (cid, [delta])
-                return
-            pieces = [delta]
-        else:
-            held[1].append(delta)
-            if now - self._sent[cid] < ARGS_EVERY:
-                return
-            self._held, pieces = None, held[1]
-        self._sent[cid] = now
-        self.emit(ToolArgsDelta(round=self.rnd, call_id=cid, delta="".join(pieces)))
+            held = self._held = (cid, [])
+        held[1].append(delta)
+        if time.monotonic() - self._sent.get(cid, -math.inf) >= ARGS_EVERY:
+            self.release()
 
     def release(self) -> None:
         """Relay the arguments held back, as one piece."""

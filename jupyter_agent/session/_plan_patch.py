@@ -31,12 +31,19 @@ Base = tuple[int, FrozenList]
 """A stored plan's sequence number and its steps (the objects that were written)."""
 
 
+def _plan(event: Any) -> dict[str, Any] | None:
+    """The plan of a ``plan_updated`` event dict (``None``: not one, or no plan dict)."""
+    if type(event) is dict and event.get("type") == "plan_updated":
+        plan = event.get("plan")
+        if isinstance(plan, dict):
+            return plan
+    return None
+
+
 def _steps(event: Any) -> FrozenList | None:
     """The frozen steps of a ``plan_updated`` event dict (``None``: not one, or not frozen)."""
-    if type(event) is not dict or event.get("type") != "plan_updated":
-        return None
-    plan = event.get("plan")
-    steps = plan.get("steps") if isinstance(plan, dict) else None
+    plan = _plan(event)
+    steps = plan.get("steps") if plan is not None else None
     return steps if type(steps) is FrozenList else None
 
 
@@ -104,10 +111,9 @@ def _apply(base: list[Any], parts: list[Any]) -> FrozenList:
 
 def _patch_of(event: Any) -> dict[str, Any] | None:
     """The patch a stored ``plan_updated`` carries (``None``: it holds its whole plan)."""
-    if type(event) is not dict or event.get("type") != "plan_updated":
-        return None
-    plan, patch = event.get("plan"), event.get(PATCH_KEY)
-    if (isinstance(plan, dict) and plan.get("steps") is None and isinstance(patch, dict)
+    plan = _plan(event)
+    patch = event.get(PATCH_KEY) if plan is not None else None
+    if (plan is not None and plan.get("steps") is None and isinstance(patch, dict)
             and type(patch.get("base")) is int and type(patch.get("parts")) is list):
         return patch
     return None
@@ -139,9 +145,8 @@ def expand(rows: list[tuple[int, Any]], earlier: Callable[[int], list[tuple[int,
                 base["steps"] = freeze(base["steps"])  # shared from now on
             del event[PATCH_KEY]
             event["plan"]["steps"] = _apply(base["steps"], patch["parts"])
-        if type(event) is dict and event.get("type") == "plan_updated":
-            plan = event.get("plan")
-            if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
-                bases[seq] = plan
+        plan = _plan(event)
+        if plan is not None and isinstance(plan.get("steps"), list):
+            bases[seq] = plan
         out.append(event)
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,25 @@ def test_plans_read_back_share_only_frozen_steps(tmp_path: Path,
     store.close()
 
 
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A store holding one plan run, ``r1``."""
+    opened = Store(tmp_path / "s.sqlite3")
+    opened.create_run("r1", None, "plan")
+    yield opened
+    opened.close()
+
+
+def _plain(*plans: list[Any]) -> list[Any]:
+    """Each plan's steps as JSON gives them back."""
+    return [json.loads(json.dumps(steps)) for steps in plans]
+
+
+def _done(steps: list[Any], i: int) -> list[Any]:
+    """``steps`` with step ``i`` replaced by a new one marked done."""
+    return [*steps[:i], _step(i, "done"), *steps[i + 1:]]
+
+
 def _plan(steps: list[Any]) -> dict[str, Any]:
     return {"type": "plan_updated", "t": 1.0,
             "plan": {"planId": "p1", "task": "t", "steps": FrozenList(steps)}}
@@ -67,47 +87,39 @@ def _round_trip(store: Store, run_id: str) -> list[list[dict[str, Any]]]:
             if e["type"] == "plan_updated"]
 
 
-def test_a_rolled_back_plan_is_never_a_base(tmp_path: Path) -> None:
+def test_a_rolled_back_plan_is_never_a_base(store: Store) -> None:
     """The writer learns a plan's place only when it is committed: a patch never names an
     event that a rollback took away (or that another event took over)."""
-    store = Store(tmp_path / "s.sqlite3")
-    store.create_run("r1", None, "plan")
     steps = [_step(i) for i in range(20)]
     store.append_events("r1", [_plan(steps)])
-    rolled = [*steps[:5], _step(5, "done"), *steps[6:]]
+    rolled = _done(steps, 5)
     with pytest.raises(RuntimeError), store.transaction():
         store.append_events("r1", [_plan(rolled)])
         raise RuntimeError("the round failed after writing")
     store.append_events("r1", [{"type": "warning", "t": 1.0, "message": "takes seq 2"}])
-    again = [*steps[:7], _step(7, "done"), *steps[8:]]
+    again = _done(steps, 7)
     store.append_events("r1", [_plan(again)])
-    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in (steps, again)]
+    assert _round_trip(store, "r1") == _plain(steps, again)
     assert PATCH_KEY in _stored_plans(store, "r1")[1]  # a patch of the committed plan
-    store.close()
 
 
-def test_a_rolled_back_savepoint_is_never_a_base(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.sqlite3")
-    store.create_run("r1", None, "plan")
+def test_a_rolled_back_savepoint_is_never_a_base(store: Store) -> None:
     steps = [_step(i) for i in range(20)]
-    changed = [*steps[:3], _step(3, "done"), *steps[4:]]
+    changed = _done(steps, 3)
     with store.transaction():
         store.append_events("r1", [_plan(steps)])
         with pytest.raises(RuntimeError), store.transaction():
             store.append_events("r1", [_plan(changed)])
             raise RuntimeError("inner part failed")
         store.append_events("r1", [{"type": "warning", "t": 1.0, "message": "takes seq 2"}])
-    later = [*changed[:9], _step(9, "done"), *changed[10:]]
+    later = _done(changed, 9)
     store.append_events("r1", [_plan(later)])
-    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in (steps, later)]
-    store.close()
+    assert _round_trip(store, "r1") == _plain(steps, later)
 
 
-def test_plain_steps_changed_in_place_are_written_whole(tmp_path: Path) -> None:
+def test_plain_steps_changed_in_place_are_written_whole(store: Store) -> None:
     """A producer that reuses one mutable dict per step (not frozen): the same object may
     hold new values, so nothing is reused and each plan is written whole."""
-    store = Store(tmp_path / "s.sqlite3")
-    store.create_run("r1", None, "plan")
     steps = [{"id": str(i), "status": "pending"} for i in range(10)]
     seen = []
     for i in range(3):
@@ -117,7 +129,6 @@ def test_plain_steps_changed_in_place_are_written_whole(tmp_path: Path) -> None:
         seen.append(json.loads(json.dumps(steps)))
     assert _round_trip(store, "r1") == seen
     assert not any(PATCH_KEY in t for t in _stored_plans(store, "r1"))
-    store.close()
 
 
 def test_two_kernels_writing_one_run_read_back_right(tmp_path: Path) -> None:
@@ -126,37 +137,32 @@ def test_two_kernels_writing_one_run_read_back_right(tmp_path: Path) -> None:
     a, b = Store(tmp_path / "s.sqlite3"), Store(tmp_path / "s.sqlite3")
     a.create_run("r1", None, "plan")
     steps = [_step(i) for i in range(10)]
-    plans = [steps, [*steps[:1], _step(1, "done"), *steps[2:]]]
+    plans = [steps, _done(steps, 1)]
     for p in plans:
         a.append_events("r1", [_plan(p)])
     other = [_step(i, "skipped") for i in range(10)]
     b.append_events("r1", [_plan(other)])
-    last = [*plans[1][:2], _step(2, "done"), *plans[1][3:]]
+    last = _done(plans[1], 2)
     a.append_events("r1", [_plan(last)])
-    expected = [json.loads(json.dumps(s)) for s in (*plans, other, last)]
+    expected = _plain(*plans, other, last)
     assert _round_trip(a, "r1") == expected and _round_trip(b, "r1") == expected
     assert [PATCH_KEY in t for t in _stored_plans(a, "r1")] == [False, True, False, True]
     a.close()
     b.close()
 
 
-def test_steps_added_removed_and_moved_read_back_right(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.sqlite3")
-    store.create_run("r1", None, "plan")
+def test_steps_added_removed_and_moved_read_back_right(store: Store) -> None:
     steps = [_step(i) for i in range(30)]
     revised = [*steps[10:20], _step(99), *steps[:10], *steps[25:]]  # moved, new, dropped
     for p in (steps, revised):
         store.append_events("r1", [_plan(p)])
-    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in (steps, revised)]
+    assert _round_trip(store, "r1") == _plain(steps, revised)
     assert PATCH_KEY in _stored_plans(store, "r1")[1]
-    store.close()
 
 
-def test_steps_that_are_lists_or_odd_values_read_back_as_written(tmp_path: Path) -> None:
+def test_steps_that_are_lists_or_odd_values_read_back_as_written(store: Store) -> None:
     """A part that is a list is a range: a plan whose new step is a list (through the
     public Store API; an agent's steps are dicts) is written whole, not misread."""
-    store = Store(tmp_path / "s.sqlite3")
-    store.create_run("r1", None, "plan")
     base = [_step(i) for i in range(4)]
     written = [base]
     store.append_events("r1", [_plan(base)])
@@ -164,28 +170,21 @@ def test_steps_that_are_lists_or_odd_values_read_back_as_written(tmp_path: Path)
         steps = [*base[:3], odd]
         store.append_events("r1", [_plan(steps)])
         written.append(steps)
-    assert _round_trip(store, "r1") == [json.loads(json.dumps(s)) for s in written]
-    store.close()
+    assert _round_trip(store, "r1") == _plain(*written)
 
 
-def test_a_key_named_like_the_patch_is_kept_on_an_ordinary_event(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.sqlite3")
-    store.create_run("r1", None, "plan")
+def test_a_key_named_like_the_patch_is_kept_on_an_ordinary_event(store: Store) -> None:
     mine = {"type": "plan_updated", "t": 1.0, "plan": {"steps": [{"id": "1"}]},
             PATCH_KEY: {"base": 1, "parts": []}}
     store.append_events("r1", [mine])
     assert store.get_events("r1") == [mine]
-    store.close()
 
 
 def test_a_plan_no_patch_reads_from_stays_plain_and_a_finished_run_keeps_no_base(
-        tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.sqlite3")
-    store.create_run("r1", None, "plan")
+        store: Store) -> None:
     store.append_events("r1", [_plan([_step(i) for i in range(5)])])
     (event,) = store.get_events("r1")
     event["plan"]["steps"][0]["status"] = "done"  # nothing shares it: an ordinary dict
     assert "r1" in store._plan_bases
     store.set_status("r1", "done")
     assert "r1" not in store._plan_bases  # its last plan is not kept alive any longer
-    store.close()
