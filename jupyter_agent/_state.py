@@ -34,6 +34,8 @@ class Clearable(Protocol):
 
 @dataclass
 class _Slot:
+    """A value and how to bring it back to its default."""
+
     value: Any
     reset: Callable[[Any], None] | None
 

@@ -71,7 +71,8 @@ class HttpTransport:
     """
 
     def __init__(self, api_key: str, base_url: str | None, timeout: float) -> None:
-        import openai  # imported here: ~300 ms that `%load_ext` should not pay
+        tls.prefetch(_httpx_module())  # built while the SDK is imported (llm/tls.py)
+        import openai  # imported here: ~400 ms that `%load_ext` should not pay
 
         self._openai = openai
         self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,

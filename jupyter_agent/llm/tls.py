@@ -1,4 +1,5 @@
-"""The TLS context our HTTP transports share: built once per trust setting.
+"""The TLS context our HTTP transports share: built once per trust setting, on a thread when the
+first transport of a process is made.
 
 The SDK's HTTP client loads the trusted certificates (``load_verify_locations``, 25–40 ms
 here) in its constructor, for every client: a fallback model, a judge, a second profile each
@@ -7,13 +8,17 @@ paid it again. The shared context is the one the HTTP library would build by def
 verification changes; a new value of those variables gets a new context. Any failure here
 returns ``None`` and the SDK builds its own, as before.
 
-Building it on a thread while a cold process imports the SDK was tried and measured: OpenSSL
-keeps the GIL for part of the load, and the gain (about 15 ms of a 600 ms start) was below what
-``bench/bench_cold.py`` can tell apart, so it is not done.
+A cold process pays the load once more, on the path of its first request. :func:`prefetch`
+starts it on a thread just before the SDK is imported (about 400 ms of work that holds the
+GIL): OpenSSL reads the certificate file without the GIL, so on a machine with two cores the
+load costs the first run nearly nothing (``bench/bench_cold.py``). The thread imports nothing:
+the HTTP library's core, which ``create_ssl_context`` imports, is imported by the caller first,
+so two threads never import at once (their module locks could wait on each other).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from types import ModuleType
@@ -22,10 +27,25 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["shared_context"]
+__all__ = ["prefetch", "shared_context"]
 
 _lock = threading.Lock()
-_built: dict[tuple[str | None, str | None], ssl.SSLContext | None] = {}
+_built: dict[tuple[str | None, str | None], _Build] = {}
+
+
+class _Build:
+    """One context being built, or built: ``context`` once ``done`` is set."""
+
+    def __init__(self, httpx: ModuleType) -> None:
+        self.httpx = httpx
+        self.done = threading.Event()
+        self.context: ssl.SSLContext | None = None
+
+    def run(self) -> None:
+        try:
+            self.context = _build(self.httpx)
+        finally:
+            self.done.set()
 
 
 def _build(httpx: ModuleType) -> ssl.SSLContext | None:
@@ -37,11 +57,40 @@ def _build(httpx: ModuleType) -> ssl.SSLContext | None:
         return None
 
 
+def _key() -> tuple[str | None, str | None]:
+    return os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+
+
+def prefetch(httpx: ModuleType) -> None:
+    """Start building the context for the current trust setting on a thread, unless it is built
+    or being built. Imports the HTTP library's core first, here, so the thread imports nothing
+    (see the module doc)."""
+    core = {"httpx2": "httpcore2", "httpx": "httpcore"}.get(httpx.__name__.split(".")[0])
+    if core is not None:
+        try:
+            importlib.import_module(core)
+        except ImportError:  # not this library's layout: build on first use instead
+            return
+    with _lock:
+        key = _key()
+        if key in _built:
+            return
+        job = _built[key] = _Build(httpx)
+    try:
+        threading.Thread(target=job.run, name="jupyter-agent-tls", daemon=True).start()
+    except RuntimeError:  # no thread to be had: build it here
+        job.run()
+
+
 def shared_context(httpx: ModuleType) -> ssl.SSLContext | None:
     """The context for the current trust setting (built on first use with ``httpx``, the HTTP
-    library the SDK uses), or ``None`` when it could not be built."""
-    key = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    library the SDK uses, or waited for when :func:`prefetch` started it), or ``None`` when it
+    could not be built."""
     with _lock:
-        if key not in _built:
-            _built[key] = _build(httpx)
-        return _built[key]
+        key = _key()
+        job = _built.get(key)
+        if job is None:
+            job = _built[key] = _Build(httpx)
+            job.run()
+    job.done.wait()
+    return job.context

@@ -24,7 +24,8 @@ Message = dict[str, Any]
 """One chat message in the OpenAI wire format."""
 
 
-class ToolCall(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class ToolCall(BaseModel, defer_build=True):
     """One tool call of an assistant message."""
 
     id: str
@@ -55,7 +56,8 @@ class Usage(BaseModel):
     (``usedUserOpenAIKey: true``): it costs 0, its tokens still count (docs/behaviour.md §9.6)."""
 
 
-class ChatRequest(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class ChatRequest(BaseModel, defer_build=True):
     """Everything one model call sends (minus the key)."""
 
     model: str

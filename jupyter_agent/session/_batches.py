@@ -25,7 +25,8 @@ _ITEM_FIELDS = ("status", "run_id", "answer", "rounds", "input_tokens", "output_
                 "seconds", "error")
 
 
-class BatchRecord(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class BatchRecord(BaseModel, defer_build=True):
     """One stored batch (one batch cell, re-runs included)."""
 
     batch_id: str
@@ -42,7 +43,8 @@ class BatchRecord(BaseModel):
     updated: float
 
 
-class BatchItemRecord(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class BatchItemRecord(BaseModel, defer_build=True):
     """The stored outcome of one item (a prompt on one model)."""
 
     item_key: str

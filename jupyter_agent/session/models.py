@@ -45,7 +45,8 @@ TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(
 """Statuses after which a run never changes again (its pending state is dropped)."""
 
 
-class SessionRecord(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class SessionRecord(BaseModel, defer_build=True):
     """One named conversation: its history lives in the messages table."""
 
     name: str
@@ -124,7 +125,8 @@ class RunRecord(BaseModel):
     run supersedes only the questions of runs with the same origin."""
 
 
-class UsageTotals(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class UsageTotals(BaseModel, defer_build=True):
     """Sums over a session's finished and running turns."""
 
     turns: int = 0
@@ -137,7 +139,8 @@ class UsageTotals(BaseModel):
     """Per answering model: ``{"turns", "input_tokens", "output_tokens", "cost"}``."""
 
 
-class TranscriptEntry(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class TranscriptEntry(BaseModel, defer_build=True):
     """One line of a session transcript, ready for an exporter."""
 
     seq: int

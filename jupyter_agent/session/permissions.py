@@ -62,7 +62,8 @@ Python sandbox tool, ``run_python`` the notebook's: their code can write files l
 command)."""
 
 
-class PermissionVerdict(BaseModel):
+# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
+class PermissionVerdict(BaseModel, defer_build=True):
     """A decision plus the rule that produced it (for logs, tests and the denial text)."""
 
     decision: Decision

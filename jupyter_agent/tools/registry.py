@@ -43,7 +43,8 @@ class StopRun(Exception):
 class ToolResult(BaseModel):
     """What one tool call produced."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # Built at its first use: a first run without tools never needs it (docs/architecture.md).
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     output: str
     """Text for the model."""

@@ -437,6 +437,18 @@ def test_mask_json_stays_valid_when_a_secret_spans_two_strings() -> None:
     assert json.loads(mask_json(inside)) == {"k": f"x {MASK} y", "n": 1}
 
 
+
+def test_a_secret_escaped_as_html_is_masked_in_each_form() -> None:
+    import html
+
+    secret = """k-<&>"'-c0ffee42"""
+    register_secret(secret)
+    for form in (html.escape(secret), html.escape(secret, quote=False)):
+        assert form != secret and form in f"<p>{form}</p>"
+        assert mask(f"<p>{form}</p>") == f"<p>{MASK}</p>"
+    assert secrets._html_escapes(secret) == (html.escape(secret, quote=False), html.escape(secret))
+
+
 # -- names, the environment as it changes, and the cost ----------------------------------------
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import ssl
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +67,81 @@ def test_a_context_that_cannot_be_built_leaves_the_sdk_its_own(
     server.enqueue(text("Still fine."))
     assert transport.send({"model": "m", "messages": []}, stream=False)[
         "choices"][0]["message"]["content"] == "Still fine."
+
+
+def test_a_prefetched_context_is_the_one_every_transport_gets(server: ScriptedOpenAI) -> None:
+    httpx = http._httpx_module()
+    tls.prefetch(httpx)
+    tls.prefetch(httpx)  # a second call starts nothing new
+    ctx = tls.shared_context(httpx)  # waits for the thread
+    assert isinstance(ctx, ssl.SSLContext) and ctx.cert_store_stats()["x509_ca"] > 0
+    assert len(tls._built) == 1
+    transport = HttpTransport("sk-a", server.base_url, 10)
+    assert _context_of(transport) is ctx
+    server.enqueue(text("Hi."))
+    assert transport.send({"model": "m", "messages": []}, stream=False)[
+        "choices"][0]["message"]["content"] == "Hi."
+
+
+def test_a_transport_made_while_the_context_loads_waits_for_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    httpx = http._httpx_module()
+    real = httpx.create_ssl_context
+    started, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def slow() -> ssl.SSLContext:
+        calls.append(threading.current_thread().name)
+        started.set()
+        assert release.wait(10)
+        ctx: ssl.SSLContext = real()
+        return ctx
+
+    monkeypatch.setattr(httpx, "create_ssl_context", slow)
+    tls.prefetch(httpx)
+    assert started.wait(10)
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(tls.shared_context(httpx)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and got == []  # still loading: it waits, it does not build again
+    release.set()
+    waiter.join(10)
+    assert isinstance(got[0], ssl.SSLContext) and calls == ["jupyter-agent-tls"]
+
+
+def test_a_prefetch_that_fails_leaves_the_sdk_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> ssl.SSLContext:
+        raise ssl.SSLError("no certificates here")
+
+    monkeypatch.setattr(http._httpx_module(), "create_ssl_context", broken)
+    tls.prefetch(http._httpx_module())
+    assert tls.shared_context(http._httpx_module()) is None
+
+
+_NO_IMPORT_ON_THE_THREAD = """
+import sys, threading
+imports = []
+sys.addaudithook(lambda event, args: imports.append(
+    (threading.current_thread().name, args[0])) if event == "import" else None)
+from jupyter_agent.llm import http, tls
+httpx = http._httpx_module()
+before = {name for name in sys.modules}
+tls.prefetch(httpx)
+import openai  # what the first transport imports while the context loads
+assert tls.shared_context(httpx) is not None
+print(sorted({m for t, m in imports if t == "jupyter-agent-tls"}))
+print("httpcore2" in before)
+"""
+
+
+def test_the_loading_thread_imports_nothing() -> None:
+    # Two threads importing at once can wait on each other's module locks: the caller of
+    # prefetch imports what the context needs, the thread only loads certificates.
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", _NO_IMPORT_ON_THE_THREAD], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    on_thread, core_was_loaded = proc.stdout.split("\n")[:2]
+    assert core_was_loaded == "False"  # a cold process: the core was not imported before
+    assert on_thread == "[]"
