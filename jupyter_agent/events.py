@@ -91,7 +91,7 @@ class RunStarted(BaseEvent):
 
 class ToolsOffered(BaseEvent):
     type: Literal["tools_offered"] = "tools_offered"
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = []
     """The names of the tools the turn offers the model (``%%toolloop``, ``%%plan``: the
     runtime's set, without the plan's own ``update_plan``/``ask_agent``); sent as a turn
     starts or resumes."""
@@ -208,10 +208,10 @@ class AskPending(BaseEvent):
     kind: Literal["ask", "approval"] = "ask"
     question: str
     options: list[str]
-    descriptions: list[str] = Field(default_factory=list)
+    descriptions: list[str] = []
     allow_other: bool = True
     """Whether a free-text answer ("Other") is offered."""
-    detail: dict[str, Any] = Field(default_factory=dict)
+    detail: dict[str, Any] = {}
     """For approvals: the tool name, its arguments, the working directory."""
 
 
@@ -285,9 +285,9 @@ class OutputChecked(BaseEvent):
     type: Literal["output_checked"] = "output_checked"
     schema_name: str
     valid: bool
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = {}
     """The instance as JSON (what the model produced, when invalid)."""
-    errors: list[str] = Field(default_factory=list)
+    errors: list[str] = []
     """One line per problem of the last attempt; empty when valid."""
     attempts: int = 1
     """Answers checked: 1, plus one per retry."""

@@ -81,8 +81,16 @@ from jupyter_agent import toolloop
 run = toolloop({prompt!r}, model="gpt-4.1-mini"{extra})
 built = [name for name in {models!r} if getattr(
     sys.modules[name.split(":")[0]], name.split(":")[1]).__pydantic_complete__]
-print(json.dumps({{"status": run.status, "run_id": run.run_id,
-                  "modules": sorted(sys.modules), "built": built}}))
+from pydantic import BaseModel
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+builtin_factories = sorted({{f"{{m.__name__}}.{{name}}" for m in subclasses(BaseModel)
+    if m.__module__.startswith("jupyter_agent") and m.__pydantic_complete__
+    for name, field in m.model_fields.items() if field.default_factory in (list, dict, set)}})
+print(json.dumps({{"status": run.status, "run_id": run.run_id, "modules": sorted(sys.modules),
+                  "built": built, "builtin_factories": builtin_factories}}))
 """
 
 
@@ -115,6 +123,10 @@ def test_a_plain_first_run_loads_none_of_the_rest(server: ScriptedOpenAI) -> Non
     loaded = {name: _loaded(modules, name) for name in OFF_THE_FIRST_RUN}
     assert {name: found for name, found in loaded.items() if found} == {}
     assert out["built"] == []  # no validator built for a model the run did not use
+    # A builtin default factory (``default_factory=list``) makes pydantic read the builtin's
+    # text signature with ``tokenize``, whose regex takes 3-5 ms to compile: the models a plain
+    # run builds say ``= []`` instead (pydantic copies a mutable default for each instance).
+    assert out["builtin_factories"] == []
 
 
 def test_a_run_that_waits_loads_the_schema_when_it_suspends(server: ScriptedOpenAI,

@@ -72,14 +72,14 @@ class ModelProfile(BaseModel):
     api_key_env: str = "OPENAI_API_KEY"
     max_context: int = 128_000
     max_output: int = 16_384
-    price_tiers: list[PriceTier] = Field(default_factory=list)
+    price_tiers: list[PriceTier] = []
     """Prices per 1M tokens; tier bounds in input tokens."""
     currency: str = "USD"
     default_system_prompt: str = ""
     default_temperature: float | None = None
     """The temperature sent when the caller gives none (``None``: the server's default)."""
     capabilities: Capabilities = Field(default_factory=Capabilities)
-    default_config: dict[str, Any] = Field(default_factory=dict)
+    default_config: dict[str, Any] = {}
     """Extra body fields merged over every request."""
 
     quote_max_tokens: int | None = Field(default=None, ge=1)

@@ -72,7 +72,7 @@ class ChatRequest(BaseModel, defer_build=True):
     stop: list[str] | None = None
     response_format: dict[str, Any] | None = None
     stream: bool = True
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] = {}
     """Extra body fields passed through unchanged (a profile's ``default_config``)."""
 
 
@@ -81,7 +81,7 @@ class ChatResponse(BaseModel):
 
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = []
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
     request_id: str | None = None

@@ -67,7 +67,7 @@ class IntentResult(BaseModel):
 
     category: Category
     confidence: float = Field(ge=0.0, le=1.0)
-    keywords: list[str] = Field(default_factory=list)
+    keywords: list[str] = []
     """The matched keywords (the nearest thing to slots; nothing else is extracted)."""
     source: Literal["rules", "model"] = "rules"
     needs_tools: bool = False

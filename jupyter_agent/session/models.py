@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 __all__ = [
     "TERMINAL_RUN_STATUSES",
@@ -89,7 +89,7 @@ class TurnRecord(BaseModel):
     """``running`` until finished, then the run status (``done``, ``ask``, ``error``, …)."""
     error: str | None = None
     """One-line error message for failed turns (never a key)."""
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = []
     """The turn's tool calls (``call_id``, ``name``, ``error``, ``output``: the result's first
     and last 500 characters), masked."""
     history_preview: str | None = None
@@ -135,7 +135,7 @@ class UsageTotals(BaseModel, defer_build=True):
     cost: float = 0.0
     seconds: float = 0.0
     """Sum of turn durations."""
-    by_model: dict[str, dict[str, float]] = Field(default_factory=dict)
+    by_model: dict[str, dict[str, float]] = {}
     """Per answering model: ``{"turns", "input_tokens", "output_tokens", "cost"}``."""
 
 
@@ -149,7 +149,7 @@ class TranscriptEntry(BaseModel, defer_build=True):
     """``user``, ``assistant``, ``tool`` or ``system``."""
     text: str = ""
     """The message text (text parts joined for multi-part content)."""
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = []
     """For assistant messages: ``[{"id", "name", "arguments"}]``."""
     tool_call_id: str | None = None
     """For tool messages: the call this result answers."""
