@@ -15,8 +15,11 @@ export PATH := $(abspath $(BIN)):$(PATH)
 demo: install sandbox-packages
 	$(PY) -m jupyter_agent.demo
 
+# One worker per core, a test file per worker at a time (its module fixtures, a JupyterLab or a
+# kernel, stay in one process): the browser, kernel and install tests wait more than they
+# compute, and every timing promise must hold with other work beside it anyway.
 test: install system-packages $(OTEL_STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile --durations=15
 
 install: $(STAMP)
 
