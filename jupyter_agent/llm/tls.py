@@ -69,7 +69,7 @@ def prefetch(httpx: ModuleType) -> None:
     if core is not None:
         try:
             importlib.import_module(core)
-        except ImportError:  # not this library's layout: build on first use instead
+        except Exception:  # not this library's layout, or broken: build on first use instead
             return
     with _lock:
         key = _key()

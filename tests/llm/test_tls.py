@@ -145,3 +145,13 @@ def test_the_loading_thread_imports_nothing() -> None:
     on_thread, core_was_loaded = proc.stdout.split("\n")[:2]
     assert core_was_loaded == "False"  # a cold process: the core was not imported before
     assert on_thread == "[]"
+
+
+def test_a_core_that_fails_to_import_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(name: str) -> object:
+        raise RuntimeError(f"{name} is broken")
+
+    monkeypatch.setattr(tls.importlib, "import_module", broken)
+    tls.prefetch(http._httpx_module())  # no error, no thread
+    assert tls._built == {}
+    assert isinstance(tls.shared_context(http._httpx_module()), ssl.SSLContext)  # built inline
