@@ -71,14 +71,15 @@ class HttpTransport:
     """
 
     def __init__(self, api_key: str, base_url: str | None, timeout: float) -> None:
-        tls.prefetch(_httpx_module())  # built while the SDK is imported (llm/tls.py)
+        httpx = _httpx_module()
+        tls.prefetch(httpx)  # built while the SDK is imported (llm/tls.py)
         import openai  # imported here: ~400 ms that `%load_ext` should not pay
 
         self._openai = openai
         self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                                  timeout=timeout, http_client=_http_client(openai))
+                                  timeout=timeout, http_client=_http_client(openai, httpx))
         self._timeout = timeout
-        self._response_type = _httpx_module().Response
+        self._response_type = httpx.Response
         self._transport_errors = _transport_errors()
         # What a lost connection raises while the body is read.
         self._read_errors: tuple[type[BaseException], ...] = (
@@ -206,10 +207,10 @@ _MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest non-streamed response body read (a whole answer, so larger than one SSE chunk)."""
 
 
-def _http_client(oa: ModuleType) -> Any:
+def _http_client(oa: ModuleType, httpx: ModuleType) -> Any:
     """The SDK's default HTTP client (its timeouts, limits and redirects) over the shared TLS
     context (:mod:`.tls`); ``None`` (the SDK builds its own) when there is none."""
-    context = tls.shared_context(_httpx_module())
+    context = tls.shared_context(httpx)
     if context is None:
         return None
     return _closing_client_class(oa)(verify=context)

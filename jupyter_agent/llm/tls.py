@@ -61,6 +61,18 @@ def _key() -> tuple[str | None, str | None]:
     return os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
 
 
+def _job(httpx: ModuleType) -> tuple[_Build, bool]:
+    """The build for the current trust setting, and whether it was made just now (the caller
+    then runs it)."""
+    with _lock:
+        key = _key()
+        job = _built.get(key)
+        if job is not None:
+            return job, False
+        job = _built[key] = _Build(httpx)
+        return job, True
+
+
 def prefetch(httpx: ModuleType) -> None:
     """Start building the context for the current trust setting on a thread, unless it is built
     or being built. Imports the HTTP library's core first, here, so the thread imports nothing
@@ -71,11 +83,9 @@ def prefetch(httpx: ModuleType) -> None:
             importlib.import_module(core)
         except Exception:  # not this library's layout, or broken: build on first use instead
             return
-    with _lock:
-        key = _key()
-        if key in _built:
-            return
-        job = _built[key] = _Build(httpx)
+    job, new = _job(httpx)
+    if not new:
+        return
     try:
         threading.Thread(target=job.run, name="jupyter-agent-tls", daemon=True).start()
     except RuntimeError:  # no thread to be had: build it here
@@ -84,13 +94,10 @@ def prefetch(httpx: ModuleType) -> None:
 
 def shared_context(httpx: ModuleType) -> ssl.SSLContext | None:
     """The context for the current trust setting (built on first use with ``httpx``, the HTTP
-    library the SDK uses, or waited for when :func:`prefetch` started it), or ``None`` when it
-    could not be built."""
-    with _lock:
-        key = _key()
-        job = _built.get(key)
-        if job is None:
-            job = _built[key] = _Build(httpx)
-            job.run()
+    library the SDK uses, or waited for when :func:`prefetch` or another thread builds it), or
+    ``None`` when it could not be built."""
+    job, new = _job(httpx)
+    if new:
+        job.run()
     job.done.wait()
     return job.context

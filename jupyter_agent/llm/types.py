@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
+from .._deferred import DeferredModel
+
 __all__ = [
     "Message",
     "ToolCall",
@@ -24,8 +26,7 @@ Message = dict[str, Any]
 """One chat message in the OpenAI wire format."""
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class ToolCall(BaseModel, defer_build=True):
+class ToolCall(DeferredModel):
     """One tool call of an assistant message."""
 
     id: str
@@ -56,8 +57,7 @@ class Usage(BaseModel):
     (``usedUserOpenAIKey: true``): it costs 0, its tokens still count (docs/behaviour.md §9.6)."""
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class ChatRequest(BaseModel, defer_build=True):
+class ChatRequest(DeferredModel):
     """Everything one model call sends (minus the key)."""
 
     model: str

@@ -61,7 +61,8 @@ class Agent(BaseModel):
             reads one with the read-only ``read_skill`` tool (docs/behaviour.md §5.5).
     """
 
-    # Built at its first use: a run with no named agent never needs it (docs/architecture.md).
+    # Deferred as `_deferred.DeferredModel` is (a run with no named agent never builds it), but
+    # set here: the type checker would take that class's `__init__` for `super().__init__`.
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True,
                               defer_build=True)
 

@@ -14,8 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel
-
+from .._deferred import DeferredModel
 from ..secrets import mask, mask_obj
 from ._db import Database, dumps, loads
 
@@ -25,8 +24,7 @@ _ITEM_FIELDS = ("status", "run_id", "answer", "rounds", "input_tokens", "output_
                 "seconds", "error")
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class BatchRecord(BaseModel, defer_build=True):
+class BatchRecord(DeferredModel):
     """One stored batch (one batch cell, re-runs included)."""
 
     batch_id: str
@@ -43,8 +41,7 @@ class BatchRecord(BaseModel, defer_build=True):
     updated: float
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class BatchItemRecord(BaseModel, defer_build=True):
+class BatchItemRecord(DeferredModel):
     """The stored outcome of one item (a prompt on one model)."""
 
     item_key: str

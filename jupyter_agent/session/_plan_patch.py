@@ -112,9 +112,11 @@ def _apply(base: list[Any], parts: list[Any]) -> FrozenList:
 def _patch_of(event: Any) -> dict[str, Any] | None:
     """The patch a stored ``plan_updated`` carries (``None``: it holds its whole plan)."""
     plan = _plan(event)
-    patch = event.get(PATCH_KEY) if plan is not None else None
-    if (plan is not None and plan.get("steps") is None and isinstance(patch, dict)
-            and type(patch.get("base")) is int and type(patch.get("parts")) is list):
+    if plan is None or plan.get("steps") is not None:
+        return None
+    patch = event.get(PATCH_KEY)
+    if (isinstance(patch, dict) and type(patch.get("base")) is int
+            and type(patch.get("parts")) is list):
         return patch
     return None
 

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .._deferred import DeferredModel
+
 __all__ = [
     "TERMINAL_RUN_STATUSES",
     "Mode",
@@ -45,8 +47,7 @@ TERMINAL_RUN_STATUSES: frozenset[str] = frozenset(
 """Statuses after which a run never changes again (its pending state is dropped)."""
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class SessionRecord(BaseModel, defer_build=True):
+class SessionRecord(DeferredModel):
     """One named conversation: its history lives in the messages table."""
 
     name: str
@@ -125,8 +126,7 @@ class RunRecord(BaseModel):
     run supersedes only the questions of runs with the same origin."""
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class UsageTotals(BaseModel, defer_build=True):
+class UsageTotals(DeferredModel):
     """Sums over a session's finished and running turns."""
 
     turns: int = 0
@@ -139,8 +139,7 @@ class UsageTotals(BaseModel, defer_build=True):
     """Per answering model: ``{"turns", "input_tokens", "output_tokens", "cost"}``."""
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class TranscriptEntry(BaseModel, defer_build=True):
+class TranscriptEntry(DeferredModel):
     """One line of a session transcript, ready for an exporter."""
 
     seq: int

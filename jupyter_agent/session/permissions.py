@@ -24,6 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .._deferred import DeferredModel
+
 __all__ = [
     "APPROVAL_OPTIONS",
     "BUILTIN_DEFAULTS",
@@ -62,8 +64,7 @@ Python sandbox tool, ``run_python`` the notebook's: their code can write files l
 command)."""
 
 
-# Built at its first use, not at import: a first run may never need it (docs/architecture.md).
-class PermissionVerdict(BaseModel, defer_build=True):
+class PermissionVerdict(DeferredModel):
     """A decision plus the rule that produced it (for logs, tests and the denial text)."""
 
     decision: Decision

@@ -10,8 +10,9 @@ import time
 import warnings
 from typing import Any, Callable, Generic, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
+from .._deferred import DeferredModel
 from .._state import STATE
 from ..errors import ToolDefinitionWarning, ToolError, tool_error_text
 from ._deadline import TOOL_TIMEOUT_ENV, ToolTimeout, call_with_deadline, resolve_timeout
@@ -40,11 +41,10 @@ class StopRun(Exception):
     """
 
 
-class ToolResult(BaseModel):
+class ToolResult(DeferredModel):
     """What one tool call produced."""
 
-    # Built at its first use: a first run without tools never needs it (docs/architecture.md).
-    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     output: str
     """Text for the model."""
