@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from .._fresh_stack import preimport
 from ..secrets import mask
 from . import tls
 from ._sse import (
@@ -73,7 +74,10 @@ class HttpTransport:
     def __init__(self, api_key: str, base_url: str | None, timeout: float) -> None:
         httpx = _httpx_module()
         tls.prefetch(httpx)  # built while the SDK is imported (llm/tls.py)
-        import openai  # imported here: ~400 ms that `%load_ext` should not pay
+        # Imported here, ~400 ms that `%load_ext` should not pay, from a fresh stack: from deep
+        # in a notebook cell it would cost a third more (_fresh_stack.py).
+        preimport("openai")
+        import openai
 
         self._openai = openai
         self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
@@ -238,10 +242,12 @@ def _closing_client_class(oa: ModuleType) -> type:
 def _httpx_module() -> ModuleType:
     """The HTTP library the installed SDK uses (``httpx2`` in recent releases, else ``httpx``)."""
     try:
+        preimport("httpx2")  # from a fresh stack, as the SDK (_fresh_stack.py)
         import httpx2
 
         return httpx2
     except ImportError:
+        preimport("httpx")
         import httpx
 
         return httpx

@@ -18,11 +18,12 @@ so two threads never import at once (their module locks could wait on each other
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from .._fresh_stack import preimport
 
 if TYPE_CHECKING:
     import ssl
@@ -80,7 +81,7 @@ def prefetch(httpx: ModuleType) -> None:
     core = {"httpx2": "httpcore2", "httpx": "httpcore"}.get(httpx.__name__.split(".")[0])
     if core is not None:
         try:
-            importlib.import_module(core)
+            preimport(core)  # from a fresh stack, as the SDK (_fresh_stack.py)
         except Exception:  # not this library's layout, or broken: build on first use instead
             return
     job, new = _job(httpx)

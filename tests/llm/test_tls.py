@@ -148,10 +148,10 @@ def test_the_loading_thread_imports_nothing() -> None:
 
 
 def test_a_core_that_fails_to_import_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(name: str) -> object:
+    def broken(name: str) -> None:
         raise RuntimeError(f"{name} is broken")
 
-    monkeypatch.setattr(tls.importlib, "import_module", broken)
+    monkeypatch.setattr(tls, "preimport", broken)
     tls.prefetch(http._httpx_module())  # no error, no thread
     assert tls._built == {}
     assert isinstance(tls.shared_context(http._httpx_module()), ssl.SSLContext)  # built inline
