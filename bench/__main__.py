@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     print("=" * 78)
     bench_import.main([])
     print("=" * 78)
-    bench_cold.main(["--runs", "3"] if args.quick else [])
+    bench_cold.main(["--runs", "3", "--kernel-runs", "1"] if args.quick else [])
     print("=" * 78)
     bench_loop.main(["--quick"] if args.quick else [])
     print("=" * 78)
