@@ -48,9 +48,13 @@ _lock = threading.Lock()
 @functools.lru_cache(maxsize=1)
 def packed_code() -> str:
     """``{"js": the cards' module, "css": their style}`` as JSON, gzipped, in base64
-    (``mtime=0``: the same sources give the same bytes)."""
+    (``mtime=0``: the same sources give the same bytes).
+
+    Level 6, not gzip's default 9: 6 ms instead of 10–15 on the first card of a kernel, for
+    0.5% more bytes (40.2 KB instead of 40.0)."""
     payload = json.dumps({"js": bundle_esm(STATIC / "cards.js"), "css": CARD_CSS})
-    return base64.b64encode(gzip.compress(payload.encode("utf-8"), mtime=0)).decode("ascii")
+    packed = gzip.compress(payload.encode("utf-8"), compresslevel=6, mtime=0)
+    return base64.b64encode(packed).decode("ascii")
 
 
 class CardCode(anywidget.AnyWidget):
