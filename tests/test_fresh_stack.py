@@ -20,6 +20,9 @@ from jupyter_agent._fresh_stack import preimport
 
 ROOT = Path(__file__).resolve().parents[1]
 
+on_a_thread = pytest.mark.skipif(not _fresh_stack._CHUNKED,
+                                 reason="this Python frees no frame chunks: no thread is used")
+
 
 @pytest.fixture
 def modules(tmp_path: Path) -> Iterator[Path]:
@@ -39,6 +42,7 @@ def _write(folder: Path, name: str, body: str) -> None:
     (folder / f"{name}.py").write_text(textwrap.dedent(body))
 
 
+@on_a_thread
 def test_the_module_is_imported_on_another_thread_and_ready_for_the_caller(
         modules: Path) -> None:
     _write(modules, "fs_plain", """
@@ -124,6 +128,7 @@ except KeyboardInterrupt:
 """
 
 
+@on_a_thread
 def test_ctrl_c_stops_the_wait_and_the_module_is_still_imported_whole(modules: Path) -> None:
     _write(modules, "fs_slow", """
         import time
@@ -172,6 +177,7 @@ def _sdk_imports(depth: int) -> dict[str, list[object]]:
     return seen
 
 
+@on_a_thread
 def test_the_sdk_is_imported_from_the_same_shallow_stack_however_deep_the_first_client() -> None:
     # A notebook cell calls the first client about 40 frames down; the cost of importing the
     # SDK must not depend on that (see _fresh_stack.py).
@@ -181,3 +187,101 @@ def test_the_sdk_is_imported_from_the_same_shallow_stack_however_deep_the_first_
     for name, (thread, frames) in shallow.items():
         assert thread == "jupyter-agent-import", name
         assert isinstance(frames, int) and frames < 20, (name, frames)
+
+
+def _script(code: str, folder: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter that sees ``folder``'s modules; a hang fails the test."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": (
+                              os.pathsep.join([str(folder), str(ROOT)]))})
+
+
+def test_a_client_made_under_logging_s_lock_does_not_hang(modules: Path) -> None:
+    # dictConfig holds logging's lock while it builds handlers; the HTTP library's import makes
+    # loggers, so on another thread it would wait for this one, waiting for it.
+    proc = _script("""
+        import logging, logging.config
+        from jupyter_agent.llm.http import HttpTransport
+
+        class ModelHandler(logging.Handler):
+            def __init__(self):
+                super().__init__()
+                self.transport = HttpTransport("sk-test", "http://127.0.0.1:9/v1", 5)
+
+        logging.config.dictConfig({"version": 1, "handlers": {"h": {"()": ModelHandler}},
+                                   "root": {"handlers": ["h"]}})
+        print("configured")
+        """, modules)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["configured"]
+
+
+def test_under_the_import_lock_or_at_shutdown_it_imports_here(modules: Path) -> None:
+    _write(modules, "fs_where", """
+        import threading
+        THREAD = threading.current_thread().name
+        """)
+    _write(modules, "fs_late", "VALUE = 1\n")
+    proc = _script("""
+        import _imp, sys
+        from jupyter_agent._fresh_stack import preimport
+
+        _imp.acquire_lock()
+        try:
+            preimport("fs_where")
+        finally:
+            _imp.release_lock()
+        import fs_where
+        print(fs_where.THREAD)
+
+        class Closer:  # a module global: collected while the interpreter shuts down
+            def __del__(self):
+                try:
+                    preimport("fs_late")  # a new thread would never run now
+                except ImportError:
+                    pass  # the import system may be gone already, as for any import
+                print("shutdown-done", flush=True)
+
+        keep = Closer()
+        """, modules)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["MainThread", "shutdown-done"]
+
+
+@on_a_thread
+def test_the_module_body_sees_the_caller_s_context(modules: Path) -> None:
+    _write(modules, "fs_var", """
+        import contextvars
+        VAR = contextvars.ContextVar("fs_var", default="default")
+        """)
+    _write(modules, "fs_reads", """
+        import decimal, fs_var, threading
+        SEEN = (fs_var.VAR.get(), decimal.getcontext().prec, threading.current_thread().name)
+        """)
+    import decimal
+
+    import fs_var  # type: ignore[import-not-found]
+
+    token = fs_var.VAR.set("the caller's")
+    try:
+        with decimal.localcontext() as ctx:
+            ctx.prec = 5
+            preimport("fs_reads")
+    finally:
+        fs_var.VAR.reset(token)
+    import fs_reads  # type: ignore[import-not-found]
+
+    assert fs_reads.SEEN == ("the caller's", 5, "jupyter-agent-import")
+
+
+def test_a_python_without_frame_chunks_imports_here(modules: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_fresh_stack, "_CHUNKED", False)  # 3.10, or 3.13 and later
+    _write(modules, "fs_unchunked", """
+        import threading
+        THREAD = threading.current_thread().name
+        """)
+    preimport("fs_unchunked")
+    import fs_unchunked  # type: ignore[import-not-found]
+
+    assert fs_unchunked.THREAD == threading.current_thread().name

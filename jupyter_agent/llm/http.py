@@ -75,7 +75,7 @@ class HttpTransport:
         httpx = _httpx_module()
         tls.prefetch(httpx)  # built while the SDK is imported (llm/tls.py)
         # Imported here, ~400 ms that `%load_ext` should not pay, from a fresh stack: from deep
-        # in a notebook cell it would cost a third more (_fresh_stack.py).
+        # in a notebook cell it took about 200 ms longer (_fresh_stack.py).
         preimport("openai")
         import openai
 
