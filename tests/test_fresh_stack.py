@@ -42,6 +42,13 @@ def _write(folder: Path, name: str, body: str) -> None:
     (folder / f"{name}.py").write_text(textwrap.dedent(body))
 
 
+def _script(code: str, folder: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter that sees ``folder``'s modules; a hang fails the test."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": (
+                              os.pathsep.join([str(folder), str(ROOT)]))})
+
+
 @on_a_thread
 def test_the_module_is_imported_on_another_thread_and_ready_for_the_caller(
         modules: Path) -> None:
@@ -106,10 +113,7 @@ def test_inside_an_import_it_imports_on_the_same_thread_and_a_cycle_does_not_han
         import fs_outer  # partly made, as in any import cycle
         THREAD = threading.current_thread().name
         """)
-    script = "import fs_outer, fs_inner; print(fs_outer.NAME, fs_inner.THREAD)"
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                              [str(modules), str(ROOT)])})
+    proc = _script("import fs_outer, fs_inner; print(fs_outer.NAME, fs_inner.THREAD)", modules)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["outer", "MainThread"]
 
@@ -136,9 +140,7 @@ def test_ctrl_c_stops_the_wait_and_the_module_is_still_imported_whole(modules: P
         time.sleep(SLEEP / 4)
         DONE = True
         """)
-    proc = subprocess.run([sys.executable, "-c", _INTERRUPTED], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                              [str(modules), str(ROOT)])})
+    proc = _script(_INTERRUPTED, modules, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True"]
 
@@ -188,12 +190,6 @@ def test_the_sdk_is_imported_from_the_same_shallow_stack_however_deep_the_first_
         assert thread == "jupyter-agent-import", name
         assert isinstance(frames, int) and frames < 20, (name, frames)
 
-
-def _script(code: str, folder: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``code`` in a fresh interpreter that sees ``folder``'s modules; a hang fails the test."""
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": (
-                              os.pathsep.join([str(folder), str(ROOT)]))})
 
 
 def test_a_client_made_under_logging_s_lock_does_not_hang(modules: Path) -> None:
