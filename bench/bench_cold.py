@@ -60,15 +60,21 @@ print(json.dumps({"ms": (time.perf_counter() - t) * 1000}))
 """
 
 
-def _once(code: str, url: str, pycache: str) -> float:
+def _child_env(url: str, pycache: str) -> dict[str, str]:
+    """A fresh process's environment: the scripted server, an empty data directory, the shared
+    bytecode cache (see the module doc)."""
     env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": KEY,
            "JUPYTER_AGENT_HOME": tempfile.mkdtemp(prefix="jupyter-agent-bench-cold-"),
            "PYTHONPYCACHEPREFIX": pycache,
            "PYTHONPATH": os.pathsep.join(
                p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _once(code: str, url: str, pycache: str) -> float:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=tempfile.gettempdir(), env=env, check=True)
+                         cwd=tempfile.gettempdir(), env=_child_env(url, pycache), check=True)
     return float(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
 
 
@@ -84,12 +90,8 @@ def _in_kernel(cell: str, url: str, pycache: str) -> float:
     """Milliseconds of ``cell`` as the first cell of a fresh kernel (after ``%load_ext``)."""
     from jupyter_client.manager import start_new_kernel
 
-    env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": KEY,
-           "JUPYTER_AGENT_HOME": tempfile.mkdtemp(prefix="jupyter-agent-bench-cold-"),
-           "PYTHONPYCACHEPREFIX": pycache,
-           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=120, env=env,
+    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=120,
+                              env=_child_env(url, pycache),
                               stderr=subprocess.DEVNULL)  # its start-up warnings
     out: list[str] = []
 
