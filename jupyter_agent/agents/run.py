@@ -22,7 +22,7 @@ from ..events import (
     event_to_json,
     merge_deltas,
 )
-from ..secrets import StreamMasker, mask, mask_shared, masked_stdio
+from ..secrets import StreamMasker, mask, mask_fields, masked_stdio
 from ..tracing import run_tracer
 from ..view.reduce import new_view, reduce_event
 
@@ -181,12 +181,7 @@ _DELTA_FIELDS = {"text_delta": "text", "reasoning_delta": "text", "tool_args_del
 def masked_event(event: BaseEvent) -> BaseEvent:
     """``event`` with every known secret masked in its text fields (the same object when
     there was nothing to mask)."""
-    changes: dict[str, Any] = {}
-    for name, value in event.__dict__.items():
-        if isinstance(value, (str, dict, list)):
-            masked = mask_shared(value)  # the same object when it holds no secret
-            if masked is not value:
-                changes[name] = masked
+    changes = mask_fields(event.__dict__)
     return event.model_copy(update=changes) if changes else event
 
 

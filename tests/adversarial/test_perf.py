@@ -103,3 +103,22 @@ def test_values_that_are_not_json_fall_back_to_masking_string_by_string() -> Non
     # The same answers as the slow path, whatever the value.
     for v in (value, clean, ["sk-live-abcdef123456", 1, None], ("x", "sk-live-abcdef123456")):
         assert mask_shared(v) == mask_obj(v)
+
+
+def test_an_event_looks_the_rules_up_once_and_masks_each_field(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch emits a dozen events per item from many threads, and each lookup of the rules
+    checks the environment for a new key: one lookup per event, not one per field. Every text
+    field is still masked, and the fields without a secret are left out of the changes."""
+    register_secret("sk-live-abcdef123456")
+    lookups = []
+    current = secrets._current
+    monkeypatch.setattr(secrets, "_current", lambda: lookups.append(1) or current())
+    leaked = ToolReturned(round=1, call_id="c", name="t", output="key sk-live-abcdef123456",
+                          error="failed with sk-live-abcdef123456")
+    out = masked_event(leaked)
+    assert len(lookups) == 1
+    assert out.output == f"key {MASK}" and out.error == f"failed with {MASK}" and out.name == "t"
+    changes = secrets.mask_fields({"a": "sk-live-abcdef123456", "b": "clean", "n": 7,
+                                   "l": ["x", "sk-live-abcdef123456"], "d": {"k": "v"}})
+    assert changes == {"a": MASK, "l": ["x", MASK]}
