@@ -31,6 +31,8 @@ OFF_THE_FIRST_RUN = (
     "jupyter_agent.agents.toolloop_resume",
     "jupyter_agent.agents.approval_answers",
     "jupyter_agent.agents.plan",  # the planning agent's package and every module in it
+    "jupyter_agent.agents.spawn",  # spawn_agent and the sub-agent task it hands over
+    "jupyter_agent.agents.delegation",
     "jupyter_agent.loop.compress",  # the compressors, their types and window fitting
     "jupyter_agent.tools.notebook.toolset",
     "jupyter_agent.tools.notebook.run_python",

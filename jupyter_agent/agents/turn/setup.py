@@ -36,12 +36,12 @@ from ...runtime.policy import PermissionContext
 from ...tools.builtin.workspace import Workspace
 from ...tools.registry import Tool
 from ...tools.skills import READ_SKILL_TOOL, Skill, load_skills, read_skill_tool, skills_prompt
-from ..delegation import SubAgentRunner
-from ..spawn import SpawnParent, make_spawn_tool
 from .recognize import recognize_intent
 
 if TYPE_CHECKING:
+    from ..delegation import SubAgentRunner
     from ..pending import TurnState
+    from ..spawn import SpawnParent
     from .open import TurnContext
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
@@ -205,6 +205,8 @@ def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext
     parent: SpawnParent | None = None
 
     def spawn() -> Tool[Any]:
+        from ..spawn import SpawnParent, make_spawn_tool  # only a turn offered spawn_agent
+
         nonlocal parent
         parent = SpawnParent(workspace=workspace, permissions=permissions,
                              run_sub_agent=run_sub_agent)

@@ -40,7 +40,6 @@ from ...runtime.intent import IntentResult, intent_system_text
 from ...tools.registry import Tool
 from .._params import check_parameters
 from ..context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
-from ..delegation import SubAgentTask
 from ..limits import SUB_AGENT_MAX_ROUNDS
 from ..run import Run, last_run, set_last_run
 from ..tooling import forced_choice, loop_parts
@@ -52,6 +51,7 @@ from .setup import TurnSetup, restore_turn, setup_turn
 
 if TYPE_CHECKING:
     from ...session.models import Mode
+    from ..delegation import SubAgentTask
     from ..pending import TurnState
 
 __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
