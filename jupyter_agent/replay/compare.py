@@ -118,7 +118,7 @@ _VOLATILE_TEXT = [
     # A batch's speed is shown only once it ran a second (batch/progress.py): whether a replay
     # took that long depends on the machine, so the whole part is volatile.
     (re.compile(r" · [\d,]+\.\d+ items/min"), ""),
-    (re.compile(r"\brun_[0-9a-f]{12}\b"), "run_<id>"),
+    (re.compile(r"\brun_[0-9a-f]{12}(?:[0-9a-f]{4})?\b"), "run_<id>"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?\b"), "<date>"),
     (re.compile(r"\d+\.\d+"), "<number>"),
     (re.compile(r"\bmodel_id\W+[0-9a-f]{32}\b"), "model_id <id>"),
