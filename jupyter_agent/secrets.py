@@ -44,7 +44,6 @@ __all__ = [
     "mask_json",
     "mask_fields",
     "mask_obj",
-    "mask_shared",
     "masked_stdio",
     "register_secret",
     "scrub_env",
@@ -309,25 +308,13 @@ def mask_obj(obj: Any) -> Any:
     return obj
 
 
-def mask_shared(value: Any) -> Any:
-    """``value`` itself when it holds no known secret, else a masked copy (like
-    :func:`mask_obj`, for strings and JSON-like dicts, lists and tuples).
-
-    For a hot path (every event of a run): the rules are looked up once for the whole value,
-    and a big value (a 100-step plan) is checked with one scan of its JSON text instead of one
-    :func:`mask` call per string. JSON escapes character by character, so a secret inside any
-    string is also inside the JSON text, in the escaped form the rules know; a match there
-    (maybe a false one, across two strings) masks the value string by string.
-    """
-    rules = _current()
-    return value if rules.pattern is None else _shared(rules, value)
-
-
 def mask_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     """The masked copies of the string, dict and list values of ``fields`` that hold a known
-    secret, by name (empty when none does): :func:`mask_shared` of each, with the rules looked
-    up once for all of them (an event's fields: a batch emits a dozen events per item from
-    64 threads, and each lookup checks the environment for a new key)."""
+    secret, by name (empty when none does): for a hot path, every event of a run.
+
+    The rules are looked up once for all the fields (a batch emits a dozen events per item
+    from 64 threads, and each lookup checks the environment for a new key), and a value
+    without a secret is never copied (see :func:`_shared`)."""
     rules = _current()
     if rules.pattern is None:
         return {}
@@ -341,7 +328,14 @@ def mask_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _shared(rules: _Rules, value: Any) -> Any:
-    """:func:`mask_shared` under ``rules`` (which know at least one secret)."""
+    """``value`` itself when it holds none of the secrets of ``rules`` (at least one), else a
+    masked copy (like :func:`mask_obj`, for strings and JSON-like dicts, lists and tuples).
+
+    A big value (a 100-step plan) is checked with one scan of its JSON text instead of one
+    :func:`mask` call per string. JSON escapes character by character, so a secret inside any
+    string is also inside the JSON text, in the escaped form the rules know; a match there
+    (maybe a false one, across two strings) masks the value string by string.
+    """
     if isinstance(value, str):
         return rules.sub(value)
     if not isinstance(value, (Mapping, list, tuple)):

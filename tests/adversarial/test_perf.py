@@ -1,4 +1,4 @@
-"""The recorder's fast masking path (``secrets.mask_shared``) masks what the slow one did.
+"""The recorder's fast masking path (``secrets.mask_fields``) masks what the slow one did.
 
 ``RunRecorder.emit`` checks a big event field (a whole plan) with one scan of its JSON text
 instead of one ``mask`` call per string. These tests hide a secret where that shortcut could
@@ -19,8 +19,13 @@ import pytest
 from jupyter_agent import register_secret, secrets
 from jupyter_agent.agents.run import Run, RunRecorder, masked_event
 from jupyter_agent.events import PlanUpdated, ToolReturned, event_to_json
-from jupyter_agent.secrets import MASK, mask_obj, mask_shared
+from jupyter_agent.secrets import MASK, mask_fields, mask_obj
 from jupyter_agent.session import Store
+
+
+def masked_field(value: Any) -> Any:
+    """What the recorder makes of one event field holding ``value``."""
+    return mask_fields({"field": value}).get("field", value)
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +75,7 @@ def test_a_match_across_two_strings_changes_nothing() -> None:
     alone holds no secret, so the value passes on unchanged (not merged, not masked)."""
     register_secret('a","b-c0ffee')
     value = {"steps": ["a", "b-c0ffee"]}
-    assert mask_shared(value) is value
+    assert masked_field(value) is value
     event = PlanUpdated(plan=value)
     assert masked_event(event) is event
 
@@ -80,7 +85,7 @@ def test_no_secret_means_the_same_objects_and_a_secret_a_copy() -> None:
     plan = _plan(50)
     event = PlanUpdated(plan=plan)
     assert masked_event(event) is event  # nothing to mask: no copy, nothing re-validated
-    assert mask_shared("plain text") == "plain text"
+    assert masked_field("plain text") == "plain text"
     leaked = ToolReturned(round=1, call_id="c", name="t", output="key sk-live-abcdef123456",
                           error="failed with sk-live-abcdef123456")
     out = masked_event(leaked)
@@ -96,13 +101,13 @@ def test_values_that_are_not_json_fall_back_to_masking_string_by_string() -> Non
 
     odd = Odd()
     value = {"obj": odd, "text": "k=sk-live-abcdef123456", (1, 2): "tuple key"}
-    out = mask_shared(value)
+    out = masked_field(value)
     assert out is not value and out["text"] == f"k={MASK}" and out["obj"] is odd
     clean = {"obj": odd, "text": "nothing here"}
-    assert mask_shared(clean) is clean
+    assert masked_field(clean) is clean
     # The same answers as the slow path, whatever the value.
-    for v in (value, clean, ["sk-live-abcdef123456", 1, None], ("x", "sk-live-abcdef123456")):
-        assert mask_shared(v) == mask_obj(v)
+    for v in (value, clean, ["sk-live-abcdef123456", 1, None], {"t": ("x", "sk-live-abcdef123456")}):
+        assert masked_field(v) == mask_obj(v)
 
 
 def test_an_event_looks_the_rules_up_once_and_masks_each_field(
@@ -119,6 +124,6 @@ def test_an_event_looks_the_rules_up_once_and_masks_each_field(
     out = masked_event(leaked)
     assert len(lookups) == 1
     assert out.output == f"key {MASK}" and out.error == f"failed with {MASK}" and out.name == "t"
-    changes = secrets.mask_fields({"a": "sk-live-abcdef123456", "b": "clean", "n": 7,
+    changes = mask_fields({"a": "sk-live-abcdef123456", "b": "clean", "n": 7,
                                    "l": ["x", "sk-live-abcdef123456"], "d": {"k": "v"}})
     assert changes == {"a": MASK, "l": ["x", MASK]}
