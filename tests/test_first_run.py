@@ -33,6 +33,8 @@ OFF_THE_FIRST_RUN = (
     "jupyter_agent.agents.plan",  # the planning agent's package and every module in it
     "jupyter_agent.agents.spawn",  # spawn_agent and the sub-agent task it hands over
     "jupyter_agent.agents.delegation",
+    "jupyter_agent.tools.skills.folders",  # skill folders and read_skill (the names stay)
+    "jupyter_agent.tools.builtin._safeopen",
     "jupyter_agent.loop.compress",  # the compressors, their types and window fitting
     "jupyter_agent.tools.notebook.toolset",
     "jupyter_agent.tools.notebook.run_python",

@@ -33,12 +33,14 @@ from ...runtime.catalog import (
 from ...runtime.grants import GRANTS, CellApprovals
 from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ...runtime.policy import PermissionContext
+from ...tools import skills as skill_folders  # its modules load when a turn has skills
 from ...tools.builtin.workspace import Workspace
 from ...tools.registry import Tool
-from ...tools.skills import READ_SKILL_TOOL, Skill, load_skills, read_skill_tool, skills_prompt
+from ...tools.skills import READ_SKILL_TOOL
 from .recognize import recognize_intent
 
 if TYPE_CHECKING:
+    from ...tools.skills import Skill
     from ..delegation import SubAgentRunner
     from ..pending import TurnState
     from ..spawn import SpawnParent
@@ -84,9 +86,8 @@ class TurnSetup:
         hint = intent_system_text(self.intent, self.mode)
         if hint:
             parts.append(hint)
-        listed = skills_prompt(self.skills)
-        if listed:
-            parts.append(listed)
+        if self.skills:
+            parts.append(skill_folders.skills_prompt(self.skills))
         return "\n\n".join(parts)
 
     def bind(self, p: TurnContext) -> None:
@@ -297,8 +298,9 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         approve=frozenset(getattr(opt, "approve", None) or ()))
     specs = tools if tools is not None else default_specs(agent)
     with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
-    skills = load_skills([*(agent.skills if agent is not None else []),
-                          *_skill_paths(getattr(opt, "skills", None))])
+    paths = [*(agent.skills if agent is not None else []),
+             *_skill_paths(getattr(opt, "skills", None))]
+    skills = skill_folders.load_skills(paths) if paths else []
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),
                                    with_notebook=with_notebook)
@@ -325,7 +327,7 @@ def _with_skill_tool(tools: list[Tool[Any]], skills: list[Skill]) -> None:
     """Offer ``read_skill`` over ``skills`` (in place), replacing a stale one of that name."""
     tools[:] = [t for t in tools if t.name != READ_SKILL_TOOL]
     if skills:
-        tools.append(read_skill_tool(skills))
+        tools.append(skill_folders.read_skill_tool(skills))
 
 
 def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
@@ -367,7 +369,7 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
                                        run_sub_agent, lenient=True,
                                        notebook=notebook_factory(agent, None))
     try:
-        skills = load_skills(state.skills)
+        skills = skill_folders.load_skills(state.skills) if state.skills else []
     except ParameterError:
         skills = []  # a folder gone since: read_skill is left out (a call gets "Unknown tool")
     if READ_SKILL_TOOL in state.tools:

@@ -1,19 +1,5 @@
-"""Agent skills: folders in the Agent Skills layout, read by the agent when it needs them.
-
-A skill is a folder with a ``SKILL.md`` whose front matter names it and says what it is for::
-
-    ---
-    name: pdf-forms
-    description: Fill PDF forms with pypdf; use when the task mentions a PDF form.
-    ---
-    (the instructions, then any files beside SKILL.md: scripts, references, templates)
-
-Only the names and descriptions go into the system prompt (:func:`skills_prompt`); the agent
-reads a skill's full text, and its files, with the read-only ``read_skill`` tool
-(:func:`read_skill_tool`). A file is read without following a symlink out of the skill's
-folder (``tools/builtin/_safeopen.py``), at most :data:`MAX_SKILL_FILE_CHARS` characters of it,
-and its text is secret-masked like every tool output (docs/behaviour.md §5.5).
-"""
+"""Skill folders read from disk, the system prompt's list of them, and the ``read_skill``
+tool (the package doc says what a skill is)."""
 
 from __future__ import annotations
 
@@ -24,17 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParameterError, ToolError
-from ..secrets import mask
-from .builtin._safeopen import SNIFF_BYTES, looks_binary, open_regular
-from .builtin.workspace import Workspace, WorkspaceError
-from .registry import Tool
+from ...errors import ParameterError, ToolError
+from ...secrets import mask
+from ..builtin._safeopen import SNIFF_BYTES, looks_binary, open_regular
+from ..builtin.workspace import Workspace, WorkspaceError
+from ..registry import Tool
+from .names import READ_SKILL_TOOL, SKILL_FILE
 
-__all__ = ["Skill", "load_skills", "skills_prompt", "read_skill_tool", "READ_SKILL_TOOL",
-           "MAX_SKILL_FILE_CHARS", "MAX_SKILL_FILES_LISTED", "SKILL_FILE"]
+__all__ = ["Skill", "load_skills", "skills_prompt", "read_skill_tool", "MAX_SKILL_FILE_CHARS",
+           "MAX_SKILL_FILES_LISTED"]
 
-SKILL_FILE = "SKILL.md"
-READ_SKILL_TOOL = "read_skill"
 MAX_SKILL_FILE_CHARS = 60_000
 """Characters of one skill file the agent gets (the rest is cut, and it is told so)."""
 MAX_SKILL_FILES_LISTED = 200
