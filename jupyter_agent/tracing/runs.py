@@ -23,6 +23,7 @@ SDK's ``ReadableSpan`` when it ends (``export.py`` says why).
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -52,6 +53,10 @@ PROVIDER = "openai"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.UNSET)
 _ids = random.Random()  # span and trace ids, as the SDK makes them (not secrets)
+if hasattr(os, "register_at_fork"):
+    # A forked child (a process pool's worker) would otherwise repeat its parent's ids, and
+    # two runs' spans would share one trace: ``random`` reseeds its own instance the same way.
+    os.register_at_fork(after_in_child=_ids.seed)
 
 _PARENT: ContextVar[SpanContext | None] = ContextVar("jupyter_agent_trace_parent", default=None)
 """The span a run started here hangs under: a running tool call's, or a batch's."""

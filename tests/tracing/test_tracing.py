@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -396,3 +397,24 @@ def test_a_batchs_error_reaches_its_span_masked(server: ScriptedOpenAI) -> None:
         assert "sk-test-key" not in str(stopped._span.attributes)
     finally:
         tracing.turn_off()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_trace_ids() -> None:
+    """A process pool's forked workers trace runs too: each must start new traces, not repeat
+    its parent's ids (two runs' spans in one trace). Run in a fresh interpreter: forking this
+    test process, with its threads, is not safe."""
+    code = """
+import os
+from jupyter_agent.tracing import runs
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(w, b"%d" % runs._ids.getrandbits(64))
+    os._exit(0)
+os.waitpid(pid, 0)
+print(os.read(r, 64).decode(), runs._ids.getrandbits(64))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60, check=True).stdout.split()
+    assert len(out) == 2 and out[0] != out[1]
