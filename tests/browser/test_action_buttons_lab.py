@@ -44,7 +44,9 @@ CELLS = [
 PROPOSE, DENY, BATCH = 1, 2, 3
 
 LUMINANCE = """e => {
-    const rgb = s => (s.match(/[\\d.]+/g) || [0, 0, 0]).slice(0, 3).map(Number);
+    // rgb()/rgba() give channels 0-255; color(srgb ...) (what color-mix computes to) 0-1.
+    const rgb = s => (s.match(/[\\d.]+/g) || [0, 0, 0]).slice(0, 3)
+        .map(c => s.startsWith("color(") ? Number(c) * 255 : Number(c));
     const lin = c => (c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
     const lum = ([r, g, b]) => 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
     const s = getComputedStyle(e);
@@ -105,10 +107,27 @@ def _check_batch_buttons(nb: LabNotebook, theme: str) -> None:
     nb.model.default = None
 
 
+# Resolves once an element's colours read the same on two frames in a row.
+SETTLED = """e => new Promise(done => {
+    const look = () => { const s = getComputedStyle(e); return s.color + s.backgroundColor; };
+    let last = look();
+    const tick = () => requestAnimationFrame(() => {
+        const now = look();
+        if (now === last) { done(true); } else { last = now; tick(); }
+    });
+    tick();
+})"""
+
+
 def _check_proposal_buttons(nb: LabNotebook, theme: str) -> None:
     proposal = nb.ui.cell(PROPOSE).locator(".ja-proposal")
     insert, discard = proposal.locator(".ja-insert"), proposal.locator(".ja-discard")
     expect(insert).to_be_visible()
+    # The resting look: the pointer left where the theme menu or the last click put it (over
+    # a button, the hover colours were read once), and the theme's colours fully applied.
+    nb.ui.page.mouse.move(0, 0)
+    insert.evaluate(SETTLED)
+    discard.evaluate(SETTLED)
     i, d = insert.evaluate(LUMINANCE), discard.evaluate(LUMINANCE)
     default = nb.ui.page.evaluate("""() => {
         const b = document.createElement('button'); document.body.appendChild(b);
