@@ -3,8 +3,9 @@
 CPython 3.11 and 3.12 keep a thread's Python frames in 16 KiB chunks and free the top chunk
 each time the stack unwinds below it (python/cpython#142183, fixed upstream from 3.13). Code
 whose depth swings back and forth across a chunk boundary pays an ``mmap`` and a ``munmap`` per
-swing, and while another thread runs, every ``munmap`` also interrupts the other cores. Importing the SDK creates about a thousand classes, each a dozen frames deep, so where
-the boundary falls decides its cost, and that depends only on how deep the import starts:
+swing, and while another thread runs, every ``munmap`` also interrupts the other cores.
+Importing the SDK creates about a thousand classes, each a dozen frames deep, so where the
+boundary falls decides its cost, and that depends only on how deep the import starts:
 
 - from a notebook cell (``%%toolloop`` runs about 40 frames down): 8,200 swings in the first
   run, which took about 200 ms longer for it;

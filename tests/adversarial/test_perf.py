@@ -106,7 +106,8 @@ def test_values_that_are_not_json_fall_back_to_masking_string_by_string() -> Non
     clean = {"obj": odd, "text": "nothing here"}
     assert masked_field(clean) is clean
     # The same answers as the slow path, whatever the value.
-    for v in (value, clean, ["sk-live-abcdef123456", 1, None], {"t": ("x", "sk-live-abcdef123456")}):
+    for v in (value, clean, ["sk-live-abcdef123456", 1, None],
+              {"t": ("x", "sk-live-abcdef123456")}):
         assert masked_field(v) == mask_obj(v)
 
 
@@ -125,5 +126,5 @@ def test_an_event_looks_the_rules_up_once_and_masks_each_field(
     assert len(lookups) == 1
     assert out.output == f"key {MASK}" and out.error == f"failed with {MASK}" and out.name == "t"
     changes = mask_fields({"a": "sk-live-abcdef123456", "b": "clean", "n": 7,
-                                   "l": ["x", "sk-live-abcdef123456"], "d": {"k": "v"}})
+                           "l": ["x", "sk-live-abcdef123456"], "d": {"k": "v"}})
     assert changes == {"a": MASK, "l": ["x", MASK]}
