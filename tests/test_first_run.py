@@ -93,8 +93,9 @@ def subclasses(cls):
 builtin_factories = sorted({{f"{{m.__name__}}.{{name}}" for m in subclasses(BaseModel)
     if m.__module__.startswith("jupyter_agent") and m.__pydantic_complete__
     for name, field in m.model_fields.items() if field.default_factory in (list, dict, set)}})
+cjk = sys.modules["jupyter_agent.llm.tokens"]._piece.cache_info().currsize
 print(json.dumps({{"status": run.status, "run_id": run.run_id, "modules": sorted(sys.modules),
-                  "built": built, "builtin_factories": builtin_factories}}))
+                  "built": built, "builtin_factories": builtin_factories, "cjk": cjk}}))
 """
 
 
@@ -131,6 +132,8 @@ def test_a_plain_first_run_loads_none_of_the_rest(server: ScriptedOpenAI) -> Non
     # text signature with ``tokenize``, whose regex takes 3-5 ms to compile: the models a plain
     # run builds say ``= []`` instead (pydantic copies a mutable default for each instance).
     assert out["builtin_factories"] == []
+    # Token estimates of ASCII text never compile the CJK class (about 2.5 ms).
+    assert out["cjk"] == 0
 
 
 def test_a_run_that_waits_loads_the_schema_when_it_suspends(server: ScriptedOpenAI,

@@ -8,13 +8,24 @@ within about 10% of cl100k counts, which is all a budget needs.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Iterable
 
 __all__ = ["count_text_tokens", "count_message_tokens", "count_messages_tokens", "count_tools_tokens"]
 
-_PIECE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|\w+|[^\w\s]", re.UNICODE)
+_CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
+_WORD_OR_MARK = r"\w+|[^\w\s]"
+_ASCII_PIECE = re.compile(_WORD_OR_MARK)
+
+
+@functools.cache
+def _piece() -> re.Pattern[str]:
+    """The pattern for text that may hold CJK characters, compiled at the first such text: the
+    class of 39,000 code points takes about 2.5 ms to compile, and ASCII text never needs it."""
+    return re.compile(f"{_CJK}|{_WORD_OR_MARK}")
+
 
 # Per-message framing cost of the chat format (role markers), as the OpenAI cookbook counts it.
 _MESSAGE_OVERHEAD = 4
@@ -25,7 +36,8 @@ def count_text_tokens(text: str) -> int:
     if not text:
         return 0
     total = 0
-    for piece in _PIECE.findall(text):
+    pattern = _ASCII_PIECE if text.isascii() else _piece()
+    for piece in pattern.findall(text):
         n = len(piece)
         total += 1 if n <= 4 else (n + 3) // 4
     return total
