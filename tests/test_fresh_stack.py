@@ -281,3 +281,72 @@ def test_a_python_without_frame_chunks_imports_here(modules: Path,
     import fs_unchunked  # type: ignore[import-not-found]
 
     assert fs_unchunked.THREAD == threading.current_thread().name
+
+
+_COLLECTIONS = """
+import gc, json, sys
+from jupyter_agent._fresh_stack import preimport
+
+{before}
+runs = []
+gc.callbacks.append(lambda phase, info: runs.append(info["generation"]) if phase == "start"
+                    else None)
+preimport("fs_big")
+gc.callbacks.clear()
+import fs_big
+oldest = gc.get_objects(generation=2)
+print(json.dumps({{
+    "collections": runs, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
+    "in_oldest": any(o is fs_big.ROWS for o in oldest),
+    "found_by_referrers": any(r is fs_big.ROWS for r in gc.get_referrers(fs_big.ROWS[0])),
+}}))
+"""
+
+
+def _collections(modules: Path, before: str = "") -> dict[str, object]:
+    """Import a module that makes 60,000 tracked objects with ``preimport``, in a fresh
+    interpreter after ``before``; what the collector did and where the objects ended."""
+    _write(modules, "fs_big", """
+        ROWS = [[i, str(i)] for i in range(30_000)]
+        INDEX = {i: row for i, row in enumerate(ROWS)}
+        """)
+    proc = _script(_COLLECTIONS.format(before=textwrap.dedent(before)), modules)
+    assert proc.returncode == 0, proc.stderr
+    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def test_a_large_import_s_objects_go_to_the_oldest_generation_unexamined(
+        modules: Path) -> None:
+    # Left alone, the collector would run about 85 young collections over these objects.
+    out = _collections(modules)
+    assert out["collections"] == []
+    assert out["enabled"] is True and out["frozen"] == 0  # on again, nothing left frozen
+    assert out["in_oldest"] is True
+    assert out["found_by_referrers"] is True  # still visible to the collector's tools
+
+
+def test_a_collector_the_user_turned_off_stays_off(modules: Path) -> None:
+    out = _collections(modules, "gc.disable()")
+    assert out["enabled"] is False and out["collections"] == []
+    assert out["in_oldest"] is False  # nothing moved either
+
+
+def test_objects_the_user_froze_stay_frozen(modules: Path) -> None:
+    out = _collections(modules, "keep = [[i] for i in range(100)]\ngc.freeze()")
+    assert isinstance(out["frozen"], int) and out["frozen"] >= 100  # not thawed by us
+    assert out["collections"]  # and the import was collected as usual
+
+
+def test_a_failed_import_turns_the_collector_back_on(modules: Path) -> None:
+    _write(modules, "fs_fails", "ROWS = [[i] for i in range(5_000)]\nraise OSError('disk')\n")
+    proc = _script("""
+        import gc
+        from jupyter_agent._fresh_stack import preimport
+        try:
+            preimport("fs_fails")
+        except OSError:
+            print(gc.isenabled(), gc.get_freeze_count())
+        """, modules)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "0"]
