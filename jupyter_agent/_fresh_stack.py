@@ -25,29 +25,20 @@ made in a logging handler's constructor under ``dictConfig``), or when the inter
 shutting down (a new thread never runs then). On Python 3.10 (no frame chunks) and 3.13+
 (fixed) the thread would buy nothing, so the import always stays.
 
-On every version, the objects such an import makes (modules, classes, functions and their
-tables: about 70,000 for the SDK) live as long as the process, so the cyclic collector is
-paused while it runs (:func:`_long_lived`) and they go straight to the oldest generation
-afterwards (``gc.freeze()`` then ``gc.unfreeze()``, which moves every tracked object there
-without examining one). Left alone, about 165 young collections examined them, and their
-number set off a full collection of the whole heap before the first answer: 60–90 ms of a
-first run (``bench/bench_cold.py``), more in a kernel, whose heap is larger. They stay
-visible to ``gc.get_objects`` and ``gc.get_referrers``, and later full collections examine
-them as any old object. A collector the user turned off, or objects the user froze
-(``gc.get_freeze_count()``), are left as they are: unfreezing would thaw the user's.
+On every version, what such an import makes goes straight to the collector's oldest generation
+(:mod:`._long_lived`).
 """
 
 from __future__ import annotations
 
 import _imp
 import contextvars
-import gc
 import importlib
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType
+
+from ._long_lived import long_lived
 
 __all__ = ["preimport"]
 
@@ -69,7 +60,7 @@ def preimport(name: str) -> None:
     if name in sys.modules:
         importlib.import_module(name)  # waits for it if another thread is importing it now
         return
-    with _long_lived():
+    with long_lived(name):
         if not _CHUNKED or _must_stay():
             importlib.import_module(name)
         else:
@@ -97,23 +88,6 @@ def _import_on_a_thread(name: str) -> None:
     thread.join()  # Ctrl-C interrupts the wait; the import then finishes on its own
     if outcome and outcome[0] is not None:
         raise outcome[0]
-
-
-@contextmanager
-def _long_lived() -> Iterator[None]:
-    """No cyclic collection while the block runs; then every tracked object goes to the oldest
-    generation (see the module doc). Does nothing when the collector is off or objects are
-    frozen: unfreezing would thaw the user's."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.unfreeze()
-        gc.enable()
 
 
 def _must_stay() -> bool:
