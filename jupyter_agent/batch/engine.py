@@ -14,6 +14,7 @@ import secrets
 from collections import deque
 from typing import Any, Callable
 
+from .._short_lived import short_lived
 from ..errors import ParameterError
 from ..tracing import batch_span
 from .control import Controller
@@ -170,7 +171,8 @@ def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None
         raise
     fatal: BaseException | None = None
     try:
-        coordinator.run(on_progress, interval)
+        with short_lived():  # its objects die young: young collections spaced out
+            coordinator.run(on_progress, interval)
     except BaseException as exc:  # raised again below, once the batch's state is saved
         fatal = exc
     done = [o if o is not None else _skipped() for o in outcomes]
