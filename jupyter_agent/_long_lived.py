@@ -40,9 +40,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["long_lived"]
+__all__ = ["FREE_THREADED", "long_lived", "paused_over"]
 
-_FREE_THREADED = "t" in getattr(sys, "abiflags", "")
+FREE_THREADED = "t" in getattr(sys, "abiflags", "")
+"""A free-threaded build: its collector has no generations to spare work in."""
 
 
 class _Pause:
@@ -68,12 +69,21 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_resume_in_child)
 
 
+def paused_over(threshold: int, instead: int) -> bool:
+    """If an import's pause is over ``threshold`` now, have it restore ``instead`` when it ends
+    (whoever set ``threshold`` is done with it meanwhile); whether it was."""
+    if _Pause.threshold is not None and _Pause.threshold == threshold:
+        _Pause.threshold = instead
+        return True
+    return False
+
+
 @contextmanager
 def long_lived(name: str) -> Iterator[None]:
     """Import module ``name`` in the block with automatic collection paused; then move every
     tracked object to the oldest generation, if the import succeeded (see the module doc)."""
     threshold = gc.get_threshold()[0]
-    if (_FREE_THREADED or not gc.isenabled() or threshold == 0 or gc.get_freeze_count()
+    if (FREE_THREADED or not gc.isenabled() or threshold == 0 or gc.get_freeze_count()
             or _Pause.threshold is not None):
         yield
         return
@@ -89,5 +99,7 @@ def long_lived(name: str) -> Iterator[None]:
                 gc.freeze()
                 gc.unfreeze()
                 _Pause.frozen = False
-            gc.set_threshold(threshold)
+            # Read now, not before: a batch that ended meanwhile leaves the value it replaced
+            # here (_short_lived.py), not its own.
+            gc.set_threshold(_Pause.threshold or threshold)
         _Pause.threshold = None

@@ -5,16 +5,24 @@ garbage is still collected while a long batch runs (docs/architecture.md, "Batch
 from __future__ import annotations
 
 import gc
+import json
+import os
+import subprocess
+import sys
 import threading
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jupyter_agent import _short_lived, batch, tool
+from jupyter_agent._long_lived import long_lived
 from jupyter_agent._short_lived import SPACED, short_lived
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script(body: dict[str, Any]) -> Any:
@@ -160,3 +168,57 @@ def test_a_child_forked_during_a_batch_gets_the_threshold_back(threshold: int) -
         assert _short_lived._Raise.active == 0 and _short_lived._Raise.replaced is None
         _short_lived._Raise.active = 1  # back to the parent's state for the block's end
     assert gc.get_threshold()[0] == threshold
+
+
+def test_a_zero_threshold_is_left_alone(threshold: int) -> None:
+    gc.set_threshold(0)
+    with short_lived():
+        assert gc.get_threshold()[0] == 0
+    assert gc.get_threshold()[0] == 0
+
+
+def test_a_batch_that_ends_during_the_sdk_s_first_import_leaves_the_user_s_threshold(
+        threshold: int) -> None:
+    # Another thread's first import pauses collection (threshold 0) over ours, and the batch
+    # ends before the import does: the import must put back the user's value, not ours.
+    batch_block, import_block = short_lived(), long_lived("fs_not_a_module_here")
+    batch_block.__enter__()
+    import_block.__enter__()
+    assert gc.get_threshold()[0] == 0
+    batch_block.__exit__(None, None, None)
+    import_block.__exit__(None, None, None)
+    assert gc.get_threshold()[0] == threshold
+
+
+_FORKED = """
+import gc, json, os
+from jupyter_agent import _short_lived
+from jupyter_agent._short_lived import short_lived
+base = gc.get_threshold()[0]
+read, write = os.pipe()
+with short_lived():
+    pid = os.fork()  # from inside the block, as a tool or a progress callback could
+    if pid == 0:
+        after_fork = gc.get_threshold()[0]
+    else:
+        os.waitpid(pid, 0)
+if pid == 0:
+    with short_lived():  # the child's own batch still spaces its collections
+        inside = gc.get_threshold()[0]
+    os.write(write, json.dumps([after_fork, inside, gc.get_threshold()[0],
+                                _short_lived._Raise.active]).encode())
+    os._exit(0)
+print(json.dumps({"base": base, "child": json.loads(os.read(read, 1000)),
+                  "parent": gc.get_threshold()[0]}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_inside_a_batch_gets_the_threshold_back_and_its_own_count() -> None:
+    proc = subprocess.run([sys.executable, "-c", _FORKED], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    base = out["base"]
+    assert out["child"] == [base, SPACED, base, 0]
+    assert out["parent"] == base
