@@ -281,4 +281,3 @@ def test_a_python_without_frame_chunks_imports_here(modules: Path,
     import fs_unchunked  # type: ignore[import-not-found]
 
     assert fs_unchunked.THREAD == threading.current_thread().name
-
