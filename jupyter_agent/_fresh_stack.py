@@ -26,7 +26,7 @@ shutting down (a new thread never runs then). On Python 3.10 (no frame chunks) a
 (fixed) the thread would buy nothing, so the import always stays.
 
 On every version, what such an import makes goes straight to the collector's oldest generation
-(:mod:`._long_lived`).
+(:mod:`._collector`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import sys
 import threading
 from types import FrameType
 
-from ._long_lived import long_lived
+from ._collector import long_lived
 
 __all__ = ["preimport"]
 

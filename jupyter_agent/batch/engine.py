@@ -14,7 +14,7 @@ import secrets
 from collections import deque
 from typing import Any, Callable
 
-from .._short_lived import short_lived
+from .._collector import short_lived
 from ..errors import ParameterError
 from ..tracing import batch_span
 from .control import Controller
