@@ -128,9 +128,31 @@ def _watch_parent():
         pass
     os._exit(0)
 threading.Thread(target=_watch_parent, daemon=True).start()
+def _amx():
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and "amx_int8" in line.split() for line in info)
+    except OSError:
+        return False
+if _amx():  # see _BOOTSTRAP's doc
+    import llama_cpp.llama_cpp as _c
+    _defaults = _c.llama_model_default_params
+    def _params():
+        params = _defaults()
+        if hasattr(params, "use_extra_bufts"):
+            params.use_extra_bufts = False
+        return params
+    _c.llama_model_default_params = _params
 sys.argv = ["llama_cpp.server", *sys.argv[1:]]
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
+"""The child's program: llama.cpp's server, with a watchdog on the parent's pipe.
+
+On a CPU with AMX (Sapphire Rapids and later), llama.cpp repacks the weights into AMX tiles
+(an "extra buffer type") when built for that CPU, as ``pip`` builds it, and on some of these
+machines the first inference then dies with a segmentation fault (llama.cpp issue 20824, seen
+here: every local-model test failed). There the child turns the extra buffer types off (the
+plain CPU kernels answer); elsewhere nothing changes."""
 
 
 def _free_port() -> int:
