@@ -98,7 +98,7 @@ if TYPE_CHECKING:
     from .tools.registry import StopRun, Tool, tool
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, entry=True)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -27,6 +27,10 @@ shutting down (a new thread never runs then). On Python 3.10 (no frame chunks) a
 
 On every version, what such an import makes goes straight to the collector's oldest generation
 (:mod:`._collector`).
+
+Its callers: the SDK and its HTTP library (``llm/http.py``), and the agent layer at each entry
+(the package's names, ``_lazy.py``; a kind's entry point, ``agents/entries.py``; the widget
+libraries, ``ui/live.py`` and ``ui/batch.py``).
 """
 
 from __future__ import annotations

@@ -12,16 +12,22 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._fresh_stack import preimport
+
 __all__ = ["lazy_exports"]
 
 
 def lazy_exports(package: str, table: Mapping[str, str | tuple[str, str | None]],
-                 exported: Sequence[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+                 exported: Sequence[str], *, entry: bool = False,
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package``.
 
     Each entry of ``table`` names where an attribute lives: ``"submodule"`` (relative to the
     package, same attribute name) or ``("absolute.module", "attribute")``; attribute ``None``
     is the module itself. ``exported`` is what ``dir()`` lists (the package's ``__all__``).
+    ``entry`` marks the package users import: its first access to a name imports the agent
+    layer, so that import takes :func:`~._fresh_stack.preimport` (a fresh stack, its objects
+    straight to the collector's oldest generation); a subpackage's names stay plain imports.
     """
 
     def __getattr__(name: str) -> Any:
@@ -30,7 +36,9 @@ def lazy_exports(package: str, table: Mapping[str, str | tuple[str, str | None]]
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module_name, attr = ((f"{package}.{target}", name) if isinstance(target, str)
                              else target)
-        module = importlib.import_module(module_name)
+        if entry:
+            preimport(module_name)
+        module = importlib.import_module(module_name)  # a dictionary lookup after preimport
         value = getattr(module, attr) if attr else module
         setattr(sys.modules[package], name, value)
         return value

@@ -21,7 +21,7 @@ from IPython.core.error import UsageError
 
 from . import flags
 from .batch.spec import ENGINES, MATCH_MODES, MAX_CONCURRENCY
-from .cell_options import CellKind, CellOptions
+from .cell_options import CellKind, CellOptions, load_cell
 from .errors import JupyterAgentError
 from .flags import usage_message
 from .magic_args import argument
@@ -78,6 +78,7 @@ def run_batch_cell(magics: AgentMagics, kind: CellKind, args: Any, cell: str) ->
     The flags are read into the same :class:`~jupyter_agent.cell_options.CellOptions` a
     plain cell builds (``magics.cell_options``); one a batch cannot carry is refused by name.
     """
+    load_cell(kind, "jupyter_agent.batch.api", "jupyter_agent.ui.batch")
     from .batch.api import batch, split_models
     from .batch.engine import Controller
     from .ui.batch import BatchDisplay

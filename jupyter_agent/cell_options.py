@@ -20,7 +20,7 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 
 __all__ = ["CellKind", "CellOptions", "read_cell_options", "given_flags", "OVER_REFUSED",
-           "BATCH_ONLY"]
+           "BATCH_ONLY", "load_cell"]
 
 CellKind = Literal["chat", "toolloop", "plan"]
 
@@ -37,6 +37,22 @@ OVER_REFUSED: dict[str, str] = {
                 "this kernel or edit its cells; remove --notebook.",
 }
 """Flags a ``--over`` cell refuses, by parser destination, with the reason."""
+
+
+def load_cell(kind: CellKind, *modules: str) -> None:
+    """Import what a cell of ``kind`` runs: the agent layer (``agents/entries.py``: a fresh
+    stack, its objects straight to the collector's oldest generation), then ``modules`` the
+    same way; a kernel's first cell does it here, before its options import any of it. A part
+    that cannot be imported is one line (``%%plan is not available: ...``)."""
+    from ._fresh_stack import preimport
+    from .agents.entries import entry_point
+
+    try:
+        entry_point(kind)
+        for name in modules:
+            preimport(name)
+    except ImportError as exc:
+        raise UsageError(f"%%{kind} is not available: {exc}") from None
 
 
 def given_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:

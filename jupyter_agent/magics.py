@@ -15,7 +15,7 @@ from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
 from .batch_magic import batch_arguments, run_batch_cell
-from .cell_options import CellKind, CellOptions, read_cell_options
+from .cell_options import CellKind, CellOptions, load_cell, read_cell_options
 from .click_gate import GATE
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
@@ -214,6 +214,7 @@ class AgentMagics(Magics):
 
     def _entry(self, kind: CellKind, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
         """A plain cell's prompt and the keyword options of its entry point."""
+        load_cell(kind, "jupyter_agent.ui.live")
         from . import config
 
         options = self.cell_options(kind, args)
@@ -332,10 +333,7 @@ class AgentMagics(Magics):
         if args.over:
             return run_batch_cell(self, "plan", args, cell)
         prompt, opts = self._entry("plan", args, cell)
-        try:
-            from .agents.plan.agent import plan, resume_hint
-        except ImportError as exc:
-            raise UsageError(f"%%plan is not available: {exc}") from None
+        from .agents.plan.agent import plan, resume_hint
         run_box: dict[str, Any] = {}
 
         def start(listeners: list[Any]) -> Any:

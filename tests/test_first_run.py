@@ -153,3 +153,53 @@ def test_a_run_that_waits_loads_the_schema_when_it_suspends(server: ScriptedOpen
     assert isinstance(saved, ToolloopPending)
     assert saved.call_id == "b1" and saved.card.tool == "bash"
     assert saved.options.max_rounds > 0 and saved.turn.tools == ["bash"]
+
+
+# ---------------------------------------------------------------------------- the entry points
+# Every road into a first run imports the agent layer through ``preimport`` (a fresh stack, what
+# it makes straight to the collector's oldest generation): an audit hook reads the young
+# threshold as each module of the layer, pydantic and the widget libraries is imported. Zero
+# is the import's pause (10,000 a batch's spacing, for the engine's own modules); the
+# process's default (700) means the import took another road. ``agents.entries``, the road's
+# signpost, is imported before the pause.
+_ROADS = {
+    "python": "import jupyter_agent\njupyter_agent.toolloop('Say hello.', model='gpt-4.1-mini')",
+    "cell": "ip.run_cell('%%toolloop\\nSay hello.')",
+    "over": "ip.run_cell('rows = [1, 2]')\nip.run_cell('%%toolloop --over rows\\nItem {item}')",
+    "batch": "import jupyter_agent\njupyter_agent.batch('Item {item}', [1, 2], model='gpt-4.1-mini')",
+}
+
+_AUDITED = """
+import collections, gc, json, sys
+from IPython.core.interactiveshell import InteractiveShell
+ip = InteractiveShell.instance()
+ip.run_line_magic("load_ext", "jupyter_agent")
+LAYER = ("jupyter_agent.agents", "jupyter_agent.batch", "jupyter_agent.ui", "pydantic.",
+         "anywidget", "ipywidgets")
+SIGNPOST = ("jupyter_agent.agents", "jupyter_agent.agents.entries")
+default = gc.get_threshold()[0]
+seen = collections.defaultdict(set)
+def hook(event, args):
+    if event == "import" and args[0].startswith(LAYER) and args[0] not in SIGNPOST:
+        threshold = gc.get_threshold()[0]
+        seen["default" if threshold == default else threshold].add(args[0])
+sys.addaudithook(hook)
+{road}
+print(json.dumps({{str(k): sorted(v) for k, v in seen.items()}}))
+"""
+
+
+@pytest.mark.parametrize("road", sorted(_ROADS))
+def test_every_road_imports_the_agent_layer_with_collection_paused(
+        server: ScriptedOpenAI, road: str) -> None:
+    server.default = text("Hello.")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-c", _AUDITED.format(road=_ROADS[road])],
+                          capture_output=True, text=True, cwd=os.getcwd(), env=env, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(server.requests) >= 1  # a run did reach the model
+    assert len(seen.get("0", [])) > 50, seen  # the layer was imported here, paused
+    assert "default" not in seen, seen["default"]
+    assert set(seen) <= {"0", "10000"}, seen.keys()

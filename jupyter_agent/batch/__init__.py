@@ -16,6 +16,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from .._fresh_stack import preimport
 from .._lazy import lazy_exports
 
 __all__ = ["batch", "BatchResult", "BatchRun", "Controller", "run_card"]
@@ -39,6 +40,7 @@ class _CallableModule(types.ModuleType):
     """``jupyter_agent.batch`` is both this package and the function that runs a batch."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        preimport("jupyter_agent.batch.api")  # the engine, as the --over cell does
         from .api import batch as run
 
         if "namespace" not in kwargs:

@@ -44,11 +44,13 @@ def batch_options(kind: str) -> frozenset[str]:
     import dataclasses
     import inspect
 
+    from ..agents.entries import entry_point
+
+    entry = entry_point(kind)  # first: it imports the agent layer (agents/entries.py)
     from ..agents.turn.options import TurnOptions
-    from .item import entry_point
 
     names = {f.name for f in dataclasses.fields(TurnOptions)}
-    names |= {p.name for p in inspect.signature(entry_point(kind)).parameters.values()
+    names |= {p.name for p in inspect.signature(entry).parameters.values()
               if p.kind is inspect.Parameter.KEYWORD_ONLY}
     if kind == "chat":
         names -= {"agent", "auto_approve", "approve"}  # a chat calls no tools
@@ -201,15 +203,15 @@ def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | 
 
 def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[str, Any],
           options: dict[str, Any], **fields: Any) -> BatchSpec:
-    from ..clients.factory import resolve_model
-
     if kind not in _KINDS:
         raise ParameterError(f"kind must be chat, toolloop or plan, not {kind!r}.")
     for name in options:
         if name in PER_ITEM and options[name] not in (None, False):
             raise ParameterError(f"{name} is not an option of a batch: {PER_ITEM[name]}.",
                                  parameters=(name,))
-    allowed = batch_options(kind)
+    allowed = batch_options(kind)  # the agent layer's first import (agents/entries.py)
+    from ..clients.factory import resolve_model
+
     unknown = sorted(n for n in options if n not in allowed and n not in PER_ITEM)
     if unknown:
         raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "

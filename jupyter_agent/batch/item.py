@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..agents.entries import entry_point
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
-__all__ = ["ItemTask", "entry_point", "run_item", "run_remote", "outcome_of", "error_outcome",
+__all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome",
            "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
 
 FINISHED = frozenset({"done", "max_rounds", "incomplete"})
@@ -34,11 +35,6 @@ OUTCOME_FIELDS = ("answer", "status", "rounds", "input_tokens", "output_tokens",
 KEPT_FIELDS = (*OUTCOME_FIELDS, "cached", "saved")
 """What the coordinator keeps of an ended item: its columns, and for the card its rounds
 answered from the answer cache and what they saved."""
-_ENTRIES = {"chat": ("jupyter_agent.agents.chat", "chat"),
-            "toolloop": ("jupyter_agent.agents.toolloop", "toolloop"),
-            "plan": ("jupyter_agent.agents.plan.agent", "plan")}
-
-
 @dataclass
 class ItemTask:
     """What one worker needs to run one item (picklable: it travels to Dask workers)."""
@@ -76,15 +72,6 @@ def outcome_of(run: Any) -> dict[str, Any]:
             "cost": float(run.cost), "seconds": round(float(run.seconds), 3),
             "error": run.error, "run_id": run.run_id,
             "cached": int(footer.get("cached") or 0), "saved": float(footer.get("saved") or 0.0)}
-
-
-def entry_point(kind: str) -> Callable[..., Any]:
-    """The entry point an item of ``kind`` calls (``chat``, ``toolloop`` or ``plan``)."""
-    import importlib
-
-    module, name = _ENTRIES[kind]
-    entry: Callable[..., Any] = getattr(importlib.import_module(module), name)
-    return entry
 
 
 def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | None = None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .._fresh_stack import preimport
 from ..view.batch import batch_bundle
 
 __all__ = ["BatchDisplay"]
@@ -30,6 +31,7 @@ class BatchDisplay:
         self.updates = 0
         if widgets:
             try:
+                preimport("jupyter_agent.ui.batch_widget")  # anywidget, ipywidgets
                 from .batch_widget import BatchWidget
 
                 self.widget = BatchWidget(view, on_stop=on_stop)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any, Callable
 
+from .._fresh_stack import preimport
 from .._state import STATE
 from ..events import BaseEvent, ToolStarted
 from ..view.bundle import build_bundle, output_metadata
@@ -116,6 +117,7 @@ class LiveDisplay:
         self._interval = 1.0 / MAX_UPDATES_PER_SECOND
         if widgets:
             try:
+                preimport("jupyter_agent.ui.widget")  # anywidget, ipywidgets: see the module
                 from .widget import RunWidget
 
                 self.widget = RunWidget(run.view, on_answer=on_answer, on_stop=self.on_stop)

@@ -217,3 +217,22 @@ def test_agent_model(shell: InteractiveShell, server: ScriptedOpenAI) -> None:
 def test_agent_bad_subcommand(shell: InteractiveShell) -> None:
     result, cap = run(shell, "%agent frobnicate")
     assert_one_usage_error(result, cap, "frobnicate")
+
+
+@pytest.mark.parametrize("cell", ["%%plan\nPlan a trip.", "%%plan --over rows\nPlan {item}."])
+def test_a_cell_whose_agent_cannot_be_imported_says_so_in_one_line(
+        shell: InteractiveShell, server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch,
+        cell: str) -> None:
+    # Both roads of a cell load the agent layer through agents/entries.py first: a part that
+    # is missing (a broken install) is one line, and no request is made.
+    from jupyter_agent.agents import entries
+
+    monkeypatch.setitem(entries.ENTRIES, "plan", ("jupyter_agent.agents.no_such_module", "plan"))
+    shell.user_ns["rows"] = [1, 2]
+    try:
+        result, cap = run(shell, cell)
+    finally:
+        shell.user_ns.pop("rows", None)
+    assert_one_usage_error(result, cap, "%%plan is not available",
+                           "jupyter_agent.agents.no_such_module")
+    assert server.requests == []
