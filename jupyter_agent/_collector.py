@@ -41,7 +41,8 @@ the user's cells too, until it ends. The user's settings win:
   (``gc.get_freeze_count()``) mean no pause (unfreezing would thaw them);
 - a threshold that someone else changes while a block runs is theirs: it is kept, nothing is
   moved, and nothing is changed again until every block has ended (a threshold set to exactly
-  the value we set cannot be told from ours);
+  the value we set cannot be told from ours, and one another thread sets in the instant a
+  block starts or ends may be overwritten: the ``gc`` module has no compare-and-set);
 - a threshold of :data:`SPACED` or more needs no spacing.
 
 A child forked during a block (``os.register_at_fork``) gets the user's threshold back and
@@ -70,7 +71,10 @@ SPACED = 10_000
 class _Hold:
     """What jupyter-agent holds of the young threshold (see the module doc)."""
 
-    lock = threading.Lock()
+    lock = threading.RLock()
+    """Held while the state and the threshold change together, and across a fork (see
+    :func:`_reset_in_child`); reentrant, as a finalizer the collector runs meanwhile may start
+    a block on the same thread."""
     replaced: int | None = None
     """The threshold before we changed it (the user's); ``None`` when nothing is held."""
     ours = 0
@@ -125,7 +129,7 @@ def _settle() -> None:
 def _reset_in_child() -> None:
     """In a child forked during a block: no block runs there; the user's threshold comes back
     (if it is still ours), and objects frozen by an import's move are thawed."""
-    _Hold.lock = threading.Lock()  # the parent's may have been held by another thread
+    _Hold.lock = threading.RLock()  # held by the forking thread (os.register_at_fork below)
     if _Hold.frozen:
         gc.unfreeze()
     _Hold.importing, _Hold.frozen, _Hold.batches = False, False, 0
@@ -133,7 +137,12 @@ def _reset_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_in_child)
+    # A fork waits for the state and the threshold to agree: a child forked between another
+    # thread's gc.set_threshold and its record of it took the threshold for the user's and
+    # kept collection off (zero) for good.
+    os.register_at_fork(before=lambda: _Hold.lock.acquire(),
+                        after_in_parent=lambda: _Hold.lock.release(),
+                        after_in_child=_reset_in_child)
 
 
 def _pause(paused: list[bool]) -> None:
@@ -153,12 +162,16 @@ def _resume(name: str) -> None:
     ours, then set what the other blocks want."""
     with _Hold.lock:
         _Hold.importing = False
-        if _still_ours() and name in sys.modules and not gc.get_freeze_count():
-            _Hold.frozen = True
-            gc.freeze()
-            gc.unfreeze()
-            _Hold.frozen = False
-        _settle()
+        try:
+            if _still_ours() and name in sys.modules and not gc.get_freeze_count():
+                _Hold.frozen = True
+                try:
+                    gc.freeze()
+                finally:  # an interrupt here must not leave the process frozen
+                    gc.unfreeze()
+                    _Hold.frozen = False
+        finally:
+            _settle()
 
 
 @contextmanager

@@ -106,10 +106,15 @@ def _must_stay() -> bool:
 
 
 def _inside_an_import() -> bool:
-    """Whether a frame of the calling thread belongs to the import machinery."""
+    """Whether a frame of the calling thread belongs to the import machinery.
+
+    Not ``_handle_fromlist``: ``from jupyter_agent import toolloop`` reads the name through
+    it, holding no module lock, and is how a cell uses the package (a module being imported
+    further down the stack still counts, by its own frames)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_filename.startswith(_BOOTSTRAP):
+        code = frame.f_code
+        if code.co_filename.startswith(_BOOTSTRAP) and code.co_name != "_handle_fromlist":
             return True
         frame = frame.f_back
     return False

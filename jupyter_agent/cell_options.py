@@ -42,8 +42,10 @@ OVER_REFUSED: dict[str, str] = {
 def load_cell(kind: CellKind, *modules: str) -> None:
     """Import what a cell of ``kind`` runs: the agent layer (``agents/entries.py``: a fresh
     stack, its objects straight to the collector's oldest generation), then ``modules`` the
-    same way; a kernel's first cell does it here, before its options import any of it. A part
-    that cannot be imported is one line (``%%plan is not available: ...``)."""
+    same way; a kernel's first cell does it here, before its options import any of it. A
+    missing module (a broken install, an extra not installed) is one line (``%%plan is not
+    available: No module named ...``); any other import error keeps its traceback: it is a
+    bug to report, not a step the user missed."""
     from ._fresh_stack import preimport
     from .agents.entries import entry_point
 
@@ -51,7 +53,7 @@ def load_cell(kind: CellKind, *modules: str) -> None:
         entry_point(kind)
         for name in modules:
             preimport(name)
-    except ImportError as exc:
+    except ModuleNotFoundError as exc:
         raise UsageError(f"%%{kind} is not available: {exc}") from None
 
 

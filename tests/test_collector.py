@@ -401,3 +401,47 @@ def test_a_threshold_set_under_two_blocks_stays_theirs_until_both_have_ended(
     with short_lived():  # once every block has ended, the next batch spaces again
         assert gc.get_threshold()[0] == SPACED
     assert gc.get_threshold()[0] == 1_234
+
+
+_FORK_RACE = """
+import gc, json, os, sys, threading
+sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race shows at once
+from jupyter_agent._collector import long_lived, short_lived
+base = gc.get_threshold()[0]
+stop = []
+def churn():
+    while not stop:
+        with short_lived():
+            pass
+        with long_lived("os"):  # imported already: the pause and the move, quickly
+            pass
+worker = threading.Thread(target=churn, daemon=True)
+worker.start()
+seen = {}
+for _ in range(300):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write, str(gc.get_threshold()[0]).encode())
+        os._exit(0)
+    os.close(write)
+    value = int(os.read(read, 100))
+    os.close(read)
+    os.waitpid(pid, 0)
+    seen[value] = seen.get(value, 0) + 1
+stop.append(True)
+worker.join()
+print(json.dumps({"base": base, "seen": seen, "parent": gc.get_threshold()[0]}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_while_another_thread_changes_the_threshold_gets_the_user_s() -> None:
+    # Found by review: a fork between another thread's gc.set_threshold and its record of it
+    # left the child at 0 (collection off for good) about once in twenty forks.
+    proc = subprocess.run([sys.executable, "-c", _FORK_RACE], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["seen"] == {str(out["base"]): 300}
+    assert out["parent"] == out["base"]

@@ -118,6 +118,42 @@ def test_inside_an_import_it_imports_on_the_same_thread_and_a_cycle_does_not_han
     assert proc.stdout.split() == ["outer", "MainThread"]
 
 
+def _lazy_package(folder: Path) -> None:
+    """``fs_pkg``, whose name ``THREAD`` is exported lazily with ``entry=True``: its first
+    access imports ``fs_pkg.mod`` through preimport, as ``jupyter_agent``'s names do."""
+    (folder / "fs_pkg").mkdir()
+    _write(folder / "fs_pkg", "__init__", """
+        from jupyter_agent._lazy import lazy_exports
+        __getattr__, __dir__ = lazy_exports(__name__, {"THREAD": "mod"}, ["THREAD"], entry=True)
+        """)
+    _write(folder / "fs_pkg", "mod", """
+        import threading
+        THREAD = threading.current_thread().name
+        """)
+
+
+@on_a_thread
+def test_a_from_import_of_a_lazy_name_gets_the_fresh_stack(modules: Path) -> None:
+    # ``from jupyter_agent import toolloop`` in a cell reads the name through importlib's
+    # _handle_fromlist, which holds no module lock: not "inside an import".
+    _lazy_package(modules)
+    proc = _script("from fs_pkg import THREAD; print(THREAD)", modules)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["jupyter-agent-import"]
+
+
+def test_a_from_import_of_a_lazy_name_inside_an_import_stays_on_the_thread(
+        modules: Path) -> None:
+    # The same statement in a module's body: that module's lock is held, so it stays.
+    _lazy_package(modules)
+    _write(modules, "fs_user", """
+        from fs_pkg import THREAD
+        """)
+    proc = _script("import fs_user; print(fs_user.THREAD)", modules)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["MainThread"]
+
+
 _INTERRUPTED = """
 import os, signal, sys, threading, time
 from jupyter_agent._fresh_stack import preimport
