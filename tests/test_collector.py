@@ -68,15 +68,20 @@ print(json.dumps({{
 """
 
 
+def _report(code: str, *path: Path) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter that sees ``path`` and the repo; the JSON its last
+    line prints."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, path), str(ROOT)])})
+    assert proc.returncode == 0, proc.stderr
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
 def _import_big(tmp_path: Path, extra: str = "", before: str = "") -> dict[str, object]:
     (tmp_path / "fs_big.py").write_text(_MODULE.format(extra=textwrap.dedent(extra)))
-    proc = subprocess.run(
-        [sys.executable, "-c", _SCRIPT.format(before=textwrap.dedent(before))],
-        capture_output=True, text=True, timeout=60,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
-    assert proc.returncode == 0, proc.stderr
-    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out
+    return _report(_SCRIPT.format(before=textwrap.dedent(before)), tmp_path)
 
 
 def test_the_objects_go_to_the_oldest_generation_without_young_collections(
@@ -359,10 +364,7 @@ print(json.dumps({"base": base, "child": json.loads(os.read(read, 1000)),
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_child_forked_inside_a_batch_gets_the_threshold_back_and_its_own_count() -> None:
-    proc = subprocess.run([sys.executable, "-c", _FORKED], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _report(_FORKED)
     base = out["base"]
     assert out["child"] == [base, SPACED, base, 0]
     assert out["parent"] == base
@@ -439,9 +441,6 @@ print(json.dumps({"base": base, "seen": seen, "parent": gc.get_threshold()[0]}))
 def test_a_child_forked_while_another_thread_changes_the_threshold_gets_the_user_s() -> None:
     # Found by review: a fork between another thread's gc.set_threshold and its record of it
     # left the child at 0 (collection off for good) about once in twenty forks.
-    proc = subprocess.run([sys.executable, "-c", _FORK_RACE], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _report(_FORK_RACE)
     assert out["seen"] == {str(out["base"]): 300}
     assert out["parent"] == out["base"]

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,17 +100,22 @@ print(json.dumps({{"status": run.status, "run_id": run.run_id, "modules": sorted
 """
 
 
-def _first_run(prompt: str, extra: str = "") -> dict[str, object]:
-    """Run one ``toolloop`` in a fresh interpreter (the server fixture's environment, an empty
-    data folder from the autouse isolation); what it reports."""
+def _report(code: str) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter (the server fixture's environment, an empty data
+    folder from the autouse isolation); the JSON its last line prints."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-c", _CHILD.format(
-        prompt=prompt, extra=extra, models=UNBUILT_AFTER_THE_FIRST_RUN)],
-                          capture_output=True, text=True, cwd=os.getcwd(), env=env, timeout=100)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=os.getcwd(), env=env, timeout=100)
     assert proc.returncode == 0, proc.stderr
-    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
+
+
+def _first_run(prompt: str, extra: str = "") -> dict[str, object]:
+    """Run one ``toolloop`` in a fresh interpreter; what it reports."""
+    return _report(_CHILD.format(prompt=prompt, extra=extra,
+                                 models=UNBUILT_AFTER_THE_FIRST_RUN))
 
 
 def _loaded(modules: object, name: str) -> list[str]:
@@ -193,12 +199,7 @@ print(json.dumps({{str(k): sorted(v) for k, v in seen.items()}}))
 def test_every_road_imports_the_agent_layer_with_collection_paused(
         server: ScriptedOpenAI, road: str) -> None:
     server.default = text("Hello.")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-c", _AUDITED.format(road=_ROADS[road])],
-                          capture_output=True, text=True, cwd=os.getcwd(), env=env, timeout=100)
-    assert proc.returncode == 0, proc.stderr
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    seen = _report(_AUDITED.format(road=_ROADS[road]))
     assert len(server.requests) >= 1  # a run did reach the model
     assert len(seen.get("0", [])) > 50, seen  # the layer was imported here, paused
     assert "default" not in seen, seen["default"]

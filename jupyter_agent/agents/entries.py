@@ -10,7 +10,7 @@ imports the agent layer (pydantic, events, the turn driver: about 150 ms) throug
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +28,6 @@ def entry_point(kind: str) -> Callable[..., Any]:
     """The entry point a run of ``kind`` calls (``chat``, ``toolloop`` or ``plan``); its module
     is imported through ``preimport`` the first time (see the module doc)."""
     module, name = ENTRIES[kind]
-    preimport(module)
-    entry: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    preimport(module)  # imports it, or waits for another thread's import of it
+    entry: Callable[..., Any] = getattr(sys.modules[module], name)
     return entry

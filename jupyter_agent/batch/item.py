@@ -35,6 +35,8 @@ OUTCOME_FIELDS = ("answer", "status", "rounds", "input_tokens", "output_tokens",
 KEPT_FIELDS = (*OUTCOME_FIELDS, "cached", "saved")
 """What the coordinator keeps of an ended item: its columns, and for the card its rounds
 answered from the answer cache and what they saved."""
+
+
 @dataclass
 class ItemTask:
     """What one worker needs to run one item (picklable: it travels to Dask workers)."""

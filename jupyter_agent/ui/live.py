@@ -117,7 +117,7 @@ class LiveDisplay:
         self._interval = 1.0 / MAX_UPDATES_PER_SECOND
         if widgets:
             try:
-                preimport("jupyter_agent.ui.widget")  # anywidget, ipywidgets: see the module
+                preimport("jupyter_agent.ui.widget")  # anywidget, ipywidgets
                 from .widget import RunWidget
 
                 self.widget = RunWidget(run.view, on_answer=on_answer, on_stop=self.on_stop)
