@@ -1,0 +1,302 @@
+"""``%%toolloop --acp``: an ACP agent's prompt turned into one of our runs.
+
+The agent's session updates become the existing events (``events.py``), so the same card,
+plan widget, tool rows, saved bundle and traces show it (docs/acp.md has the mapping). A
+permission request ends the cell at ``ask`` with an approval card whose options are the
+agent's own; the JSON-RPC request stays open in this kernel (:data:`WAITING`) until
+:func:`answer` (a click, ``%agent resume``) picks an option, and the run then streams on into
+the card. Cancelling (an interrupt, Stop, ``--dismiss``) sends ``session/cancel``.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agents.run import Run, RunRecorder
+from ..answers import Answer
+from ..errors import ResumeError
+from ..events import (
+    AskAnswered,
+    AskPending,
+    BaseEvent,
+    PlanUpdated,
+    ReasoningDelta,
+    RoundStarted,
+    TextDelta,
+    ToolCalled,
+    ToolReturned,
+    ToolStarted,
+    UsageRecorded,
+)
+from .client import AcpAgent, FsCall, PermissionAsk, PromptFeed, agent_for
+
+__all__ = ["parse_command", "run_prompt", "answer", "WAITING", "Waiting", "CANCEL_WAIT"]
+
+CANCEL_WAIT = 10.0
+"""Seconds a cancelled prompt gets to answer ``cancelled`` before the run ends anyway."""
+_STEP = {"pending": "pending", "in_progress": "in_progress", "completed": "done"}
+
+
+def parse_command(value: Any) -> list[str]:
+    """``--acp``'s value: a command line (shlex-split) or a list of strings."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    if isinstance(value, str) and value.strip():
+        return shlex.split(value)
+    raise ValueError("--acp needs a command: --acp \"npx @zed-industries/claude-code-acp\".")
+
+
+@dataclass
+class _Turn:
+    """One prompt of an ACP session, as it streams into a run."""
+
+    agent: AcpAgent
+    session_id: str
+    feed: PromptFeed
+    run: Run
+    task: str
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    text: list[str] = field(default_factory=list)
+    ask: PermissionAsk | None = None
+    call_id: str = ""
+
+
+@dataclass
+class Waiting:
+    """A run waiting on an agent's permission request (this kernel only)."""
+
+    turn: _Turn
+    call_id: str
+
+
+WAITING: dict[str, Waiting] = {}
+"""Run id -> its open permission request."""
+
+
+def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Any,
+               listeners: Sequence[Callable[[BaseEvent], None]], origin: str | None = None) -> Run:
+    """Send ``prompt`` to the agent of ``argv`` (its session for ``session``) as a new run."""
+    agent = agent_for(argv)
+    sid = agent.session_id(session)
+    run = Run(agent="toolloop", model=f"acp:{agent.agent_name}", prompt=prompt, session=session)
+    if store is not None:
+        store.create_run(run.run_id, session, "toolloop", origin=origin)
+    recorder = RunRecorder(run, store, list(listeners))
+    recorder.start()
+    recorder.emit(RoundStarted(round=1, model=run.model))
+    run.rounds = 1
+    turn = _Turn(agent, sid, agent.prompt(sid, prompt), run,
+                 task=prompt.strip().splitlines()[0][:200] if prompt.strip() else "ACP task")
+    _drive(turn, recorder, store)
+    return run
+
+
+def _drive(turn: _Turn, recorder: RunRecorder, store: Any) -> None:
+    """Read the turn's feed until the prompt ends or a permission waits."""
+    run = turn.run
+    with recorder.finishing(), run.looping():
+        try:
+            while True:
+                try:
+                    item = turn.feed.items.get(timeout=0.1)
+                except queue.Empty:
+                    if run.abort_requested:
+                        raise KeyboardInterrupt from None
+                    continue
+                if _apply(turn, recorder, store, item):
+                    return
+        except KeyboardInterrupt:
+            _cancel(turn, recorder)
+
+
+def _cancel(turn: _Turn, recorder: RunRecorder) -> None:
+    """``session/cancel``, then up to :data:`CANCEL_WAIT` s for the prompt; ends ``aborted``."""
+    WAITING.pop(turn.run.run_id, None)
+    turn.agent.cancel(turn.session_id)
+    deadline = time.monotonic() + CANCEL_WAIT
+    while time.monotonic() < deadline:
+        try:
+            item = turn.feed.items.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        except KeyboardInterrupt:  # a second interrupt: the agent goes
+            turn.agent.close()
+            break
+        if item[0] in ("done", "failed"):
+            break
+        if item[0] == "permission":
+            item[1].answer(None)
+            continue
+        _apply(turn, recorder, None, item)
+    recorder.finish("aborted", answer="".join(turn.text), error="Interrupted by the user.")
+
+
+def _apply(turn: _Turn, recorder: RunRecorder, store: Any, item: tuple[Any, ...]) -> bool:
+    """One item of the feed; True when the cell's part of the run ends here."""
+    kind = item[0]
+    if kind == "update":
+        _update(turn, recorder, item[1])
+    elif kind == "fs":
+        _fs_row(recorder, item[1])
+    elif kind == "permission":
+        _suspend(turn, recorder, store, item[1])
+        return True
+    elif kind == "done":
+        stop, usage = item[1], item[2]
+        if usage:
+            recorder.emit(UsageRecorded(
+                model=turn.run.model, input_tokens=int(usage.get("inputTokens") or 0),
+                output_tokens=int(usage.get("outputTokens") or 0), priced=False))
+        status = "aborted" if stop == "cancelled" else "done"
+        recorder.finish(status, answer="".join(turn.text), finish_reason=stop)
+        return True
+    elif kind == "failed":
+        recorder.finish("error", answer="".join(turn.text), error=item[1])
+        return True
+    return False
+
+
+def _update(turn: _Turn, recorder: RunRecorder, u: dict[str, Any]) -> None:
+    kind = u.get("sessionUpdate")
+    if kind in ("agent_message_chunk", "agent_thought_chunk"):
+        text = (u.get("content") or {}).get("text")
+        if not isinstance(text, str) or not text:
+            return
+        if kind == "agent_message_chunk":
+            turn.text.append(text)
+            recorder.emit(TextDelta(round=1, text=text))
+        else:
+            recorder.emit(ReasoningDelta(round=1, text=text))
+    elif kind == "plan":
+        steps = [{"id": f"acp-{i}", "title": str(e.get("content", "")), "description": "",
+                  "status": _STEP.get(str(e.get("status")), "pending")}
+                 for i, e in enumerate(u.get("entries") or [], start=1)]
+        if steps:
+            recorder.emit(PlanUpdated(plan={"planId": "acp", "task": turn.task,
+                                            "description": "", "steps": steps}))
+    elif kind in ("tool_call", "tool_call_update"):
+        _tool(turn, recorder, u)
+    elif kind == "usage_update":
+        return  # a context-window gauge, not a request's tokens
+
+
+def _tool(turn: _Turn, recorder: RunRecorder, u: dict[str, Any]) -> None:
+    cid = str(u.get("toolCallId") or "")
+    known = turn.tools.get(cid)
+    if known is None or (known.get("returned") and u.get("sessionUpdate") == "tool_call"):
+        name = str(u.get("title") or u.get("kind") or "tool")
+        raw = u.get("rawInput")
+        args = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {})
+        known = turn.tools[cid] = {"name": name, "t": time.perf_counter()}
+        recorder.emit(ToolCalled(round=1, call_id=cid, name=name, arguments=args))
+        recorder.emit(ToolStarted(round=1, call_id=cid, name=name))
+    status = u.get("status")
+    if status in ("completed", "failed") and not known.get("returned"):
+        known["returned"] = True
+        out = _content_text(u.get("content") or [])
+        recorder.emit(ToolReturned(
+            round=1, call_id=cid, name=known["name"], output=out,
+            error=(out or "failed") if status == "failed" else None,
+            seconds=round(time.perf_counter() - known["t"], 3)))
+
+
+def _content_text(content: list[Any]) -> str:
+    """Tool call content as text: text blocks, diffs as ``path: -a +b``."""
+    parts: list[str] = []
+    for c in content:
+        if not isinstance(c, dict):
+            continue
+        if c.get("type") == "diff":
+            parts.append(f"{c.get('path')}: -{c.get('oldText') or ''} +{c.get('newText') or ''}")
+        elif c.get("type") == "content":
+            block = c.get("content") or {}
+            if isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        elif c.get("type") == "terminal":
+            parts.append(f"(terminal {c.get('terminalId')})")
+    return "\n".join(parts)
+
+
+def _fs_row(recorder: RunRecorder, call: FsCall) -> None:
+    recorder.emit(ToolCalled(round=1, call_id=call.call_id, name=call.name,
+                             arguments=json.dumps(call.arguments)))
+    recorder.emit(ToolStarted(round=1, call_id=call.call_id, name=call.name))
+    recorder.emit(ToolReturned(round=1, call_id=call.call_id, name=call.name,
+                               output=call.output or (call.error or ""), error=call.error))
+
+
+
+def _suspend(turn: _Turn, recorder: RunRecorder, store: Any, ask: PermissionAsk) -> None:
+    """The permission's approval card; the run ends the cell at ``ask``."""
+    tc = ask.tool_call
+    cid = str(tc.get("toolCallId") or f"acp-perm-{len(turn.tools)}")
+    card = AskPending(
+        call_id=cid, kind="approval", question=str(tc.get("title") or "The agent asks"),
+        options=[str(o.get("name")) for o in ask.options], allow_other=False,
+        detail={"acp": True, "tool": str(tc.get("title") or ""),
+                "kinds": [o.get("kind") for o in ask.options],
+                "arguments": tc.get("rawInput") or {}, "agent": turn.agent.agent_name})
+    turn.ask, turn.call_id = ask, cid
+    recorder.emit(card)
+    WAITING[turn.run.run_id] = Waiting(turn, cid)
+    if store is not None:
+        store.suspend(turn.run.run_id, {
+            "version": 1, "kind": "acp", "call_id": cid, "command": turn.agent.argv,
+            "card": card.model_dump(mode="json", exclude={"type", "t"})})
+    recorder.finish("ask", answer="".join(turn.text))
+
+
+def answer(run_id: str, given: Answer, *, store: Any,
+           listeners: Sequence[Callable[[BaseEvent], None]],
+           expected_call_id: str | None = None) -> Run:
+    """Answer the run's open permission and stream the rest of its prompt.
+
+    Raises:
+        ResumeError: the run waits on no permission of this kernel (answered already, the
+            agent ended with its kernel), or the answer does not fit.
+    """
+    waiting = WAITING.get(run_id)
+    if waiting is None:
+        raise ResumeError(f"Run {run_id} is not waiting for an answer any more; nothing "
+                          "changed.")
+    turn, ask = waiting.turn, waiting.turn.ask
+    if expected_call_id is not None and expected_call_id != waiting.call_id:
+        raise ResumeError(f"That card (call {expected_call_id}) is no longer waiting; "
+                          "nothing changed.")
+    assert ask is not None
+    names = [str(o.get("name")) for o in ask.options]
+    index: int | None = None
+    if given.how == "option":
+        index = given.option_index
+        if not index or not 1 <= index <= len(names):
+            raise ResumeError(f"option must be between 1 and {len(names)}; nothing changed.")
+    elif given.how == "other":
+        matches = [i for i, n in enumerate(names, start=1) if n.lower() == given.text.lower()]
+        if not matches:
+            raise ResumeError(f"No option named {given.text!r}: the options are "
+                              f"{', '.join(names)}; nothing changed.")
+        index = matches[0]
+    if WAITING.pop(run_id, None) is None:  # a second answer raced us
+        raise ResumeError(f"Run {run_id} is not waiting for an answer any more; nothing "
+                          "changed.")
+    if store is not None:
+        store.claim_pending(run_id, waiting.call_id)
+    run = turn.run
+    run.status = "running"
+    recorder = RunRecorder(run, store, list(listeners))
+    if index is None:  # dismissed: cancel the prompt
+        recorder.emit(AskAnswered(call_id=waiting.call_id, how="dismissed"))
+        with recorder.finishing():
+            _cancel(turn, recorder)
+        return run
+    recorder.emit(AskAnswered(call_id=waiting.call_id, how="option", answer=names[index - 1],
+                              option_index=index))
+    ask.answer(str(ask.options[index - 1].get("optionId")))
+    _drive(turn, recorder, store)
+    return run

@@ -1,0 +1,370 @@
+"""The client side of ``%%toolloop --acp "COMMAND"``: one ACP agent process per command and
+kernel, on a private asyncio loop in a background thread (as ``tools/mcp.py`` runs MCP), and
+one ACP session per jupyter-agent session.
+
+What the agent sends arrives on the loop thread and is put, in order, on the queue of the
+prompt that runs (:class:`PromptFeed`); the cell's thread reads it (``bridge.py``). A
+permission request parks its JSON-RPC request on an asyncio future until a person answers it
+(or a cancel answers it ``cancelled``). The client offers fs read/write confined to the
+kernel's cwd and no terminal (docs/acp.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections
+import os
+import queue
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["AcpError", "AcpAgent", "PromptFeed", "PermissionAsk", "FsCall", "agent_for",
+           "shutdown_all", "INSTALL_HINT"]
+
+INSTALL_HINT = 'ACP needs its SDK: pip install "jupyter-agent[acp]"'
+_STOP_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL when the agent is closed."""
+_INIT_TIMEOUT = 30.0
+
+
+class AcpError(Exception):
+    """The agent could not start, died, or refused a request (one line)."""
+
+
+@dataclass
+class PermissionAsk:
+    """An open ``session/request_permission``: answered by :meth:`answer` (thread-safe)."""
+
+    tool_call: dict[str, Any]
+    options: list[dict[str, Any]]
+    """``optionId``, ``name``, ``kind`` of each option, in the agent's order."""
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+    answered: bool = False
+
+    def answer(self, option_id: str | None) -> bool:
+        """Answer with ``option_id`` (``None``: ``cancelled``). False when answered already."""
+        if self.answered:
+            return False
+        self.answered = True
+
+        def settle() -> None:
+            if not self.future.done():
+                self.future.set_result(option_id)
+        self.loop.call_soon_threadsafe(settle)
+        return True
+
+
+@dataclass
+class FsCall:
+    """One fs call of the agent, shown as a tool row."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    output: str
+    error: str | None
+
+
+@dataclass
+class PromptFeed:
+    """What one ``session/prompt`` brings, in order: ``("update", dict)``,
+    ``("permission", PermissionAsk)``, ``("fs", FsCall)``, ``("done", stopReason, usage)``
+    or ``("failed", message)``."""
+
+    items: queue.Queue[tuple[Any, ...]] = field(default_factory=queue.Queue)
+    future: Future[Any] | None = None
+
+
+class _Client:
+    """The ACP client object the SDK calls (on the loop thread)."""
+
+    def __init__(self, owner: AcpAgent) -> None:
+        self.owner = owner
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    def _feed(self, session_id: str) -> PromptFeed | None:
+        return self.owner.feeds.get(session_id)
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        feed = self._feed(session_id)
+        if feed is not None:
+            feed.items.put(("update", update.model_dump(mode="json", by_alias=True,
+                                                        exclude_none=True)))
+
+    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
+                                 **kwargs: Any) -> Any:
+        from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+        loop = asyncio.get_running_loop()
+        ask = PermissionAsk(
+            tool_call=tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+            options=[o.model_dump(mode="json", by_alias=True, exclude_none=True)
+                     for o in options], future=loop.create_future(), loop=loop)
+        feed = self._feed(session_id)
+        if feed is None:  # no prompt of ours runs: nobody could answer it
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        self.owner.open_asks[session_id] = ask
+        feed.items.put(("permission", ask))
+        try:
+            chosen = await ask.future
+        finally:
+            self.owner.open_asks.pop(session_id, None)
+        if chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
+                                                                option_id=chosen))
+
+    def _confined(self, path: str) -> Path:
+        from acp import RequestError
+
+        root = Path(self.owner.cwd).resolve()
+        target = Path(path) if os.path.isabs(path) else root / path
+        resolved = target.resolve()
+        if resolved != root and root not in resolved.parents:
+            raise RequestError(-32602, f"{path} is outside the notebook's folder {root}; "
+                                       "this client reads and writes only there.")
+        return resolved
+
+    def _row(self, session_id: str, name: str, args: dict[str, Any], output: str,
+             error: str | None) -> None:
+        feed = self._feed(session_id)
+        self.owner.fs_calls += 1
+        if feed is not None:
+            feed.items.put(("fs", FsCall(f"acp-fs-{self.owner.fs_calls}", name, args, output,
+                                         error)))
+
+    async def read_text_file(self, path: str, session_id: str, limit: int | None = None,
+                             line: int | None = None, **kwargs: Any) -> Any:
+        from acp.schema import ReadTextFileResponse
+
+        args: dict[str, Any] = {"path": path}
+        try:
+            text = self._confined(path).read_text(encoding="utf-8")
+        except Exception as exc:
+            self._row(session_id, "fs/read_text_file", args, "", _line(exc))
+            raise _as_request_error(exc) from None
+        lines = text.splitlines(keepends=True)
+        start = max((line or 1) - 1, 0)
+        text = "".join(lines[start:start + limit] if limit else lines[start:])
+        self._row(session_id, "fs/read_text_file", args, text, None)
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(self, content: str, path: str, session_id: str,
+                              **kwargs: Any) -> Any:
+        from acp.schema import WriteTextFileResponse
+
+        args: dict[str, Any] = {"path": path, "chars": len(content)}
+        try:
+            target = self._confined(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+        except Exception as exc:
+            self._row(session_id, "fs/write_text_file", args, "", _line(exc))
+            raise _as_request_error(exc) from None
+        self._row(session_id, "fs/write_text_file", args, f"wrote {len(content)} characters",
+                  None)
+        return WriteTextFileResponse()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from acp import RequestError
+
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def _as_request_error(exc: Exception) -> Exception:
+    from acp import RequestError
+
+    return exc if isinstance(exc, RequestError) else RequestError(-32603, _line(exc))
+
+
+class AcpAgent:
+    """One running agent process (its command, the kernel's cwd and environment)."""
+
+    def __init__(self, argv: Sequence[str], cwd: str) -> None:
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.name = Path(self.argv[0]).name
+        self.feeds: dict[str, PromptFeed] = {}
+        self.open_asks: dict[str, PermissionAsk] = {}
+        self.sessions: dict[str, str] = {}
+        """Our session name -> the agent's session id."""
+        self.agent_name = self.name
+        self.fs_calls = 0
+        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self.pid: int | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                        name=f"acp-{self.name}")
+        self._stack: AsyncExitStack | None = None
+        self._conn: Any = None
+        self._proc: Any = None
+        self.closed = False
+
+    # ------------------------------------------------------------------ the loop thread
+    def _call(self, coro: Any, timeout: float | None = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def start(self) -> None:
+        """Spawn the process and initialize it; raises :class:`AcpError` with its stderr."""
+        self._thread.start()
+        try:
+            self._call(self._open(), _INIT_TIMEOUT)
+        except BaseException as exc:
+            self.close()
+            tail = "\n".join(self.stderr)
+            why = _line(exc) if not isinstance(exc, TimeoutError) else "no answer to initialize"
+            raise AcpError(f"The ACP agent `{' '.join(self.argv)}` did not start: {why}"
+                           + (f"\n{tail}" if tail else "")) from None
+
+    async def _open(self) -> None:
+        from acp import PROTOCOL_VERSION, spawn_agent_process
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+        self._stack = AsyncExitStack()
+        # The whole kernel environment: the SDK's default passes only HOME, PATH and a few,
+        # and a real agent needs its keys (spec: the trap jupyter-ai avoids the same way).
+        conn, proc = await self._stack.enter_async_context(spawn_agent_process(
+            _Client(self), self.argv[0], *self.argv[1:], env=dict(os.environ), cwd=self.cwd,
+            transport_kwargs={"shutdown_timeout": _STOP_GRACE}))
+        self._conn, self._proc, self.pid = conn, proc, proc.pid
+        if proc.stderr is not None:
+            self._loop.create_task(self._drain(proc.stderr))
+        reply = await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=False),
+            client_info=Implementation(name="jupyter-agent", version="1"))
+        info = getattr(reply, "agent_info", None)
+        if info is not None and getattr(info, "name", None):
+            self.agent_name = str(info.name)
+
+    async def _drain(self, stream: Any) -> None:
+        while True:
+            raw = await stream.readline()
+            if not raw:
+                return
+            self.stderr.append(raw.decode("utf-8", "replace").rstrip())
+
+    def alive(self) -> bool:
+        """Whether the process still runs."""
+        return not self.closed and self._proc is not None and self._proc.returncode is None
+
+    def session_id(self, session: str) -> str:
+        """The agent's session for our ``session`` (made with ``session/new`` the first time)."""
+        sid = self.sessions.get(session)
+        if sid is None:
+            async def new() -> str:
+                reply = await self._conn.new_session(cwd=self.cwd, mcp_servers=[])
+                return str(reply.session_id)
+            try:
+                sid = self._call(new(), _INIT_TIMEOUT)
+            except Exception as exc:
+                raise AcpError(f"The ACP agent `{self.name}` refused session/new: {_line(exc)}"
+                               + self._tail()) from None
+            self.sessions[session] = sid
+        return sid
+
+    def _tail(self) -> str:
+        return ("\n" + "\n".join(list(self.stderr)[-5:])) if self.stderr else ""
+
+    def prompt(self, session_id: str, text: str) -> PromptFeed:
+        """Send ``session/prompt``; what it brings arrives on the returned feed."""
+        from acp import text_block
+
+        feed = PromptFeed()
+        self.feeds[session_id] = feed
+
+        async def run() -> None:
+            try:
+                reply = await self._conn.prompt(session_id=session_id, prompt=[text_block(text)])
+                usage = getattr(reply, "usage", None)
+                feed.items.put(("done", str(reply.stop_reason),
+                                usage.model_dump(mode="json", by_alias=True) if usage else None))
+            except BaseException as exc:  # the process died, a JSON-RPC error
+                dead = self._proc is not None and self._proc.returncode is not None
+                msg = (f"The ACP agent `{self.name}` ended (exit {self._proc.returncode})"
+                       if dead else f"The ACP agent `{self.name}` failed: {_line(exc)}")
+                feed.items.put(("failed", msg + self._tail()))
+        feed.future = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        return feed
+
+    def cancel(self, session_id: str) -> None:
+        """``session/cancel``, and the open permission of that session answered ``cancelled``."""
+        ask = self.open_asks.get(session_id)
+        if ask is not None:
+            ask.answer(None)
+        if self.alive():
+            try:
+                self._call(self._conn.cancel(session_id=session_id), 5)
+            except Exception:  # a dead or hung agent: the caller's wait decides
+                pass
+
+    def close(self) -> None:
+        """Close stdin, SIGTERM, SIGKILL after 2 s (the SDK's transport does the steps)."""
+        if self.closed:
+            return
+        self.closed = True
+        for ask in list(self.open_asks.values()):
+            ask.answer(None)
+        if self._stack is not None and self._thread.is_alive():
+            try:
+                self._call(self._stack.aclose(), _STOP_GRACE * 3)
+            except BaseException:
+                pass
+        if self._proc is not None and self._proc.returncode is None:
+            try:  # the transport did not get to it: make sure
+                self._proc.kill()
+            except ProcessLookupError:
+                pass
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+_AGENTS: dict[tuple[tuple[str, ...], str], AcpAgent] = {}
+_LOCK = threading.Lock()
+
+
+def agent_for(argv: Sequence[str], cwd: str | None = None) -> AcpAgent:
+    """The running agent of ``argv`` in this kernel (started now if needed or dead)."""
+    cwd = cwd or os.getcwd()
+    key = (tuple(argv), cwd)
+    with _LOCK:
+        agent = _AGENTS.get(key)
+        if agent is not None and agent.alive():
+            return agent
+        if agent is not None:
+            agent.close()
+        agent = AcpAgent(argv, cwd)
+        agent.start()
+        _AGENTS[key] = agent
+        return agent
+
+
+def shutdown_all() -> None:
+    """Close every agent of this kernel (atexit: the agent never outlives its kernel)."""
+    with _LOCK:
+        agents = list(_AGENTS.values())
+        _AGENTS.clear()
+    for agent in agents:
+        agent.close()
+
+
+atexit.register(shutdown_all)

@@ -1,0 +1,164 @@
+"""A small scripted ACP agent, shipped for the tutorial and the tests of
+``%%toolloop --acp`` (``python -m jupyter_agent.acp.demo_agent``).
+
+It is written with the SDK's agent side and speaks real ACP over stdio. Per prompt it shows
+a plan, a tool call that reads a file through the client (``fs/read_text_file``), then asks
+a permission with three options before writing through the client
+(``fs/write_text_file``). Words in the prompt pick other scripts:
+
+* ``hello``: one answer, nothing else;
+* ``outside``: tries to write ``/tmp/acp-demo-outside.txt`` (a client confined to its cwd
+  refuses it);
+* ``slow``: streams a dot every 0.1 s until cancelled;
+* ``usage``: ends with a usage update.
+
+Each session remembers how many prompts it had, so a second cell can show it continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    Agent,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    run_agent,
+    text_block,
+    update_agent_message_text,
+)
+from acp.helpers import (
+    plan_entry,
+    start_tool_call,
+    tool_content,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+)
+from acp.schema import AgentCapabilities, Implementation, PermissionOption
+
+__all__ = ["DemoAgent", "main"]
+
+OPTIONS = [("allow", "Allow once", "allow_once"), ("always", "Always allow notes", "allow_always"),
+           ("reject", "Reject", "reject_once")]
+
+
+class DemoAgent(Agent):
+    """The scripted agent (one per process, any number of sessions)."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.cancelled: set[str] = set()
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION,
+                                  agent_capabilities=AgentCapabilities(load_session=False),
+                                  agent_info=Implementation(name="demo-acp", version="1.0"))
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any
+                          ) -> NewSessionResponse:
+        sid = f"demo-{len(self.sessions) + 1}"
+        self.sessions[sid] = {"cwd": cwd, "prompts": 0}
+        return NewSessionResponse(session_id=sid)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancelled.add(session_id)
+
+    async def _say(self, sid: str, text: str) -> None:
+        await self.conn.session_update(sid, update_agent_message_text(text))
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        sid = session_id
+        self.cancelled.discard(sid)
+        state = self.sessions[sid]
+        state["prompts"] += 1
+        text = " ".join(getattr(b, "text", "") for b in prompt).lower()
+        if "hello" in text:
+            await self._say(sid, f"Hello from demo-acp (prompt {state['prompts']} of this "
+                                 "session).")
+            return PromptResponse(stop_reason="end_turn")
+        if "slow" in text:
+            for _ in range(600):
+                if sid in self.cancelled:
+                    return PromptResponse(stop_reason="cancelled")
+                await self._say(sid, ".")
+                await asyncio.sleep(0.1)
+            return PromptResponse(stop_reason="end_turn")
+        if "outside" in text:
+            await self.conn.session_update(sid, start_tool_call(
+                "w1", "Write /tmp/acp-demo-outside.txt", kind="edit", status="in_progress",
+                raw_input={"path": "/tmp/acp-demo-outside.txt"}))
+            try:
+                await self.conn.write_text_file(content="escaped", path="/tmp/acp-demo-outside.txt",
+                                                session_id=sid)
+                result = "written"
+            except Exception as exc:  # the client refused: report it as the tool's failure
+                result = f"refused: {exc}"
+            await self.conn.session_update(sid, update_tool_call(
+                "w1", status="failed" if result != "written" else "completed",
+                content=[tool_content(text_block(result))]))
+            await self._say(sid, f"The write outside was {result}.")
+            return PromptResponse(stop_reason="end_turn")
+        return await self._script(sid, state)
+
+    async def _script(self, sid: str, state: dict[str, Any]) -> PromptResponse:
+        conn = self.conn
+        steps = ["Read notes.txt", "Write summary.txt"]
+        await conn.session_update(sid, update_plan([plan_entry(s) for s in steps]))
+        await conn.session_update(sid, update_agent_thought_text("The notes come first."))
+        await conn.session_update(sid, start_tool_call(
+            "read-1", "Read notes.txt", kind="read", status="in_progress",
+            raw_input={"path": "notes.txt"}))
+        try:
+            notes = (await conn.read_text_file(path=f"{state['cwd']}/notes.txt",
+                                               session_id=sid)).content
+        except Exception as exc:
+            notes = f"(no notes: {exc})"
+        await conn.session_update(sid, update_tool_call(
+            "read-1", status="completed", content=[tool_content(text_block(notes[:200]))]))
+        await conn.session_update(sid, update_plan([
+            plan_entry(steps[0], status="completed"), plan_entry(steps[1], status="in_progress")]))
+        summary = f"{len(notes.splitlines())} lines of notes."
+        tool_call = update_tool_call("write-1", title="Write summary.txt", kind="edit",
+                                     status="pending",
+                                     raw_input={"path": "summary.txt", "content": summary})
+        answer = await conn.request_permission(
+            options=[PermissionOption(option_id=i, name=n, kind=k) for i, n, k in OPTIONS],
+            session_id=sid, tool_call=tool_call)
+        outcome = answer.outcome
+        if getattr(outcome, "outcome", "") == "cancelled" or sid in self.cancelled:
+            return PromptResponse(stop_reason="cancelled")
+        chosen = getattr(outcome, "option_id", "")
+        if chosen == "reject":
+            await conn.session_update(sid, update_tool_call("write-1", status="failed",
+                                      content=[tool_content(text_block("rejected"))]))
+            await self._say(sid, "You rejected the write (option id reject); nothing written.")
+            return PromptResponse(stop_reason="end_turn")
+        await conn.session_update(sid, start_tool_call(
+            "write-1", "Write summary.txt", kind="edit", status="in_progress",
+            raw_input={"path": "summary.txt"}))
+        await conn.write_text_file(content=summary, path=f"{state['cwd']}/summary.txt",
+                                   session_id=sid)
+        await conn.session_update(sid, update_tool_call(
+            "write-1", status="completed", content=[tool_content(text_block("wrote summary.txt"))]))
+        await conn.session_update(sid, update_plan([plan_entry(s, status="completed")
+                                                    for s in steps]))
+        await self._say(sid, f"Wrote summary.txt (option id {chosen}): {summary}")
+        return PromptResponse(stop_reason="end_turn")
+
+
+def main() -> None:
+    """Serve the demo agent on stdio."""
+    asyncio.run(run_agent(DemoAgent()))
+
+
+if __name__ == "__main__":
+    main()
