@@ -15,7 +15,7 @@ from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import flags
 from .batch_magic import batch_arguments, run_batch_cell
-from .cell_options import CellKind, CellOptions, load_cell, read_cell_options
+from .cell_options import CellKind, CellOptions, given_flags, load_cell, read_cell_options
 from .click_gate import GATE
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
@@ -298,11 +298,16 @@ class AgentMagics(Magics):
     @argument("--parallel", action="store_true", help="Run batchable tool calls in parallel.")
     @argument("--tool-choice", type=flags.text,
               help="Force the first request: a tool name, auto, required or none.")
+    @argument("--acp", type=flags.text,
+              help="Run an ACP agent instead of the model: its command line, or a variable "
+                   "holding a list (\"npx @zed-industries/claude-code-acp\").")
     @batch_arguments
     @cell_magic
     def toolloop(self, line: str, cell: str) -> None:
         """Let the model call your @tool functions until it answers."""
         args = parse_argstring(self.toolloop, line)
+        if args.acp is not None:
+            return self._acp_cell(args, cell)
         if args.over:
             return run_batch_cell(self, "toolloop", args, cell)
         prompt, opts = self._entry("toolloop", args, cell)
@@ -315,6 +320,51 @@ class AgentMagics(Magics):
             from .ui.live import show_hint
 
             show_hint(run, approval_hint(run))
+
+    def _acp_cell(self, args: Any, cell: str) -> None:
+        """``%%toolloop --acp COMMAND``: the cell is the prompt of an external ACP agent
+        (``jupyter_agent/acp/bridge.py``, docs/acp.md)."""
+        import importlib.util
+
+        magic: Any = AgentMagics.toolloop
+        given = given_flags(args, magic.parser)
+        for dest, flag in given.items():
+            if dest not in ACP_ALLOWED:
+                raise UsageError(f"{flag} with --acp: the ACP agent brings its own model, tools "
+                                 f"and permissions; remove {flag} (--acp takes --session, --out "
+                                 "and --no-stream).")
+        if importlib.util.find_spec("acp") is None:
+            raise UsageError('--acp needs the ACP SDK: pip install "jupyter-agent[acp]"')
+        from . import config
+        from .acp.bridge import parse_command, run_prompt
+        from .acp.client import AcpError
+        from .session import default_store
+
+        value: Any = args.acp
+        ns = self.namespace()
+        if value.isidentifier() and isinstance(ns.get(value), (list, tuple)):
+            value = ns[value]  # a variable holding the command as a list
+        try:
+            argv = parse_command(value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        prompt = self.cell_prompt(cell, "toolloop")
+        session = args.session or config.settings.session
+
+        def start(listeners: list[Any]) -> Any:
+            try:
+                return run_prompt(argv, prompt, session=session, store=default_store(),
+                                  listeners=listeners, origin=self._origin())
+            except AcpError as exc:
+                raise UsageError(str(exc)) from None
+
+        self._run(args, start)
+        run = ns.get("_agent_run")
+        if run is not None and run.status == "ask":
+            from .ui.live import show_hint
+
+            show_hint(run, f"The ACP agent asks: click an option, or run `%agent resume "
+                           f"{run.run_id} --option N` (N from 1) or `--dismiss` to cancel.")
 
     @magic_arguments("%plan")  # usage line: %%plan
     @_shared_arguments
@@ -360,6 +410,10 @@ class AgentMagics(Magics):
         if line.split()[:1] in ([], ["help"]):
             print(cell_flags_help())
         return result
+
+
+ACP_ALLOWED = frozenset({"acp", "session", "out", "no_stream"})
+"""The flags ``%%toolloop --acp`` takes; any other given flag is refused naming ``--acp``."""
 
 
 def cell_flags_help() -> str:

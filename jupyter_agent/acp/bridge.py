@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agents.resume import register_external
 from ..agents.run import Run, RunRecorder
 from ..answers import Answer
 from ..errors import ResumeError
@@ -28,6 +29,7 @@ from ..events import (
     PlanUpdated,
     ReasoningDelta,
     RoundStarted,
+    RunStatus,
     TextDelta,
     ToolCalled,
     ToolReturned,
@@ -153,7 +155,7 @@ def _apply(turn: _Turn, recorder: RunRecorder, store: Any, item: tuple[Any, ...]
             recorder.emit(UsageRecorded(
                 model=turn.run.model, input_tokens=int(usage.get("inputTokens") or 0),
                 output_tokens=int(usage.get("outputTokens") or 0), priced=False))
-        status = "aborted" if stop == "cancelled" else "done"
+        status: RunStatus = "aborted" if stop == "cancelled" else "done"
         recorder.finish(status, answer="".join(turn.text), finish_reason=stop)
         return True
     elif kind == "failed":
@@ -254,17 +256,16 @@ def _suspend(turn: _Turn, recorder: RunRecorder, store: Any, ask: PermissionAsk)
 
 def answer(run_id: str, given: Answer, *, store: Any,
            listeners: Sequence[Callable[[BaseEvent], None]],
-           expected_call_id: str | None = None) -> Run:
-    """Answer the run's open permission and stream the rest of its prompt.
+           expected_call_id: str | None = None) -> Run | None:
+    """Answer the run's open permission and stream the rest of its prompt (``None``: no
+    permission of this kernel waits under that id, its agent ended with another kernel).
 
     Raises:
-        ResumeError: the run waits on no permission of this kernel (answered already, the
-            agent ended with its kernel), or the answer does not fit.
+        ResumeError: a second answer, or an answer that does not fit (nothing changed).
     """
     waiting = WAITING.get(run_id)
-    if waiting is None:
-        raise ResumeError(f"Run {run_id} is not waiting for an answer any more; nothing "
-                          "changed.")
+    if waiting is None:  # its request died with another kernel: the caller says so
+        return None
     turn, ask = waiting.turn, waiting.turn.ask
     if expected_call_id is not None and expected_call_id != waiting.call_id:
         raise ResumeError(f"That card (call {expected_call_id}) is no longer waiting; "
@@ -300,3 +301,6 @@ def answer(run_id: str, given: Answer, *, store: Any,
     ask.answer(str(ask.options[index - 1].get("optionId")))
     _drive(turn, recorder, store)
     return run
+
+
+register_external("acp", answer)

@@ -240,8 +240,9 @@ class AcpAgent:
         self._stack = AsyncExitStack()
         # The whole kernel environment: the SDK's default passes only HOME, PATH and a few,
         # and a real agent needs its keys (spec: the trap jupyter-ai avoids the same way).
+        client: Any = _Client(self)  # duck-typed: no terminal methods (we offer none)
         conn, proc = await self._stack.enter_async_context(spawn_agent_process(
-            _Client(self), self.argv[0], *self.argv[1:], env=dict(os.environ), cwd=self.cwd,
+            client, self.argv[0], *self.argv[1:], env=dict(os.environ), cwd=self.cwd,
             transport_kwargs={"shutdown_timeout": _STOP_GRACE}))
         self._conn, self._proc, self.pid = conn, proc, proc.pid
         if proc.stderr is not None:

@@ -22,7 +22,6 @@ from typing import Any
 
 from acp import (
     PROTOCOL_VERSION,
-    Agent,
     InitializeResponse,
     NewSessionResponse,
     PromptResponse,
@@ -42,11 +41,11 @@ from acp.schema import AgentCapabilities, Implementation, PermissionOption
 
 __all__ = ["DemoAgent", "main"]
 
-OPTIONS = [("allow", "Allow once", "allow_once"), ("always", "Always allow notes", "allow_always"),
+OPTIONS: list[tuple[str, str, Any]] = [("allow", "Allow once", "allow_once"), ("always", "Always allow notes", "allow_always"),
            ("reject", "Reject", "reject_once")]
 
 
-class DemoAgent(Agent):
+class DemoAgent:
     """The scripted agent (one per process, any number of sessions)."""
 
     def __init__(self) -> None:
@@ -75,7 +74,8 @@ class DemoAgent(Agent):
     async def _say(self, sid: str, text: str) -> None:
         await self.conn.session_update(sid, update_agent_message_text(text))
 
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any
+                     ) -> PromptResponse:
         sid = session_id
         self.cancelled.discard(sid)
         state = self.sessions[sid]
@@ -157,7 +157,8 @@ class DemoAgent(Agent):
 
 def main() -> None:
     """Serve the demo agent on stdio."""
-    asyncio.run(run_agent(DemoAgent()))
+    agent: Any = DemoAgent()  # duck-typed: the SDK answers what it does not define
+    asyncio.run(run_agent(agent))
 
 
 if __name__ == "__main__":

@@ -260,8 +260,10 @@ def card_of(data: Mapping[str, Any] | None) -> QuestionCard | ApprovalCard | Non
     if not data:
         return None
     try:
+        if data.get("kind") == "acp":  # an ACP agent's permission (acp/bridge.py)
+            return parse_card(data.get("card") or {})
         return load_pending(data).card
-    except ResumeError:
+    except (ResumeError, ValidationError):
         return None
 
 

@@ -38,7 +38,44 @@ from .turn.finish import finish_turn
 from .turn.open import TurnContext, open_turn
 from .turn.options import TurnOptions
 
-__all__ = ["Answer", "resume", "settle", "OptionOutOfRange"]
+__all__ = ["Answer", "resume", "settle", "OptionOutOfRange", "register_external",
+           "ExternalResumer"]
+
+ExternalResumer = Callable[..., "Run | None"]
+"""Answers a run whose waiting request lives outside our loop (an ACP agent's permission,
+``acp/bridge.py``): ``(run_id, answer, store=, listeners=, expected_call_id=) -> Run``."""
+_EXTERNAL: dict[str, ExternalResumer] = {}
+
+
+def register_external(kind: str, resumer: ExternalResumer) -> None:
+    """Route answers to runs saved with pending ``kind`` to ``resumer`` (registered by the
+    module that holds those requests, when it is imported: a kernel that never ran one has
+    none, so the run is answered as ended)."""
+    _EXTERNAL[kind] = resumer
+
+
+def _external(store: Any, run_id: str, answer: Answer,
+              listeners: Sequence[Callable[[BaseEvent], None]] | None,
+              expected_call_id: str | None) -> Run | None:
+    """The resumed run when ``run_id`` waits on an external request, else ``None``. Its
+    request died with the kernel that held it: the run is marked aborted and refused."""
+    record = store.get_run(run_id)
+    pending = record.pending if record is not None else None
+    kind = pending.get("kind") if isinstance(pending, dict) else None
+    if kind not in ("acp",):
+        return None
+    resumer = _EXTERNAL.get(kind)
+    if resumer is not None:
+        run: Run | None = resumer(run_id, answer, store=store, listeners=list(listeners or []),
+                                  expected_call_id=expected_call_id)
+        if run is not None:
+            return run
+    command = " ".join(str(a) for a in (pending or {}).get("command") or []) or "the agent"
+    message = (f"The ACP agent `{command}` ended with its kernel: run its cell again "
+               "(nothing was answered).")
+    if store.claim_pending(run_id) is not None:
+        store.set_status(run_id, "aborted", error=message)
+    raise ResumeError(message)
 
 
 class OptionOutOfRange(ResumeError, ParameterError):
@@ -156,6 +193,10 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
             answer does not fit the question, or the saved state cannot be read (saved by a
             newer jupyter-agent, damaged). Nothing changes in that case.
     """
+    found_store, found_id = _waiting_run(store, run_id)
+    outside = _external(found_store, found_id, answer, listeners, expected_call_id)
+    if outside is not None:  # never a cassette's answer: only a person answers an agent
+        return outside
     p, run = _resume(run_id, answer, run=run, store=store, listeners=listeners,
                      expected_call_id=expected_call_id, client=client, answers=answers)
     return settle(p, run)
