@@ -333,8 +333,10 @@ class AgentMagics(Magics):
                 raise UsageError(f"{flag} with --acp: the ACP agent brings its own model, tools "
                                  f"and permissions; remove {flag} (--acp takes --session, --out "
                                  "and --no-stream).")
-        if importlib.util.find_spec("acp") is None:
-            raise UsageError('--acp needs the ACP SDK: pip install "jupyter-agent[acp]"')
+        try:
+            import acp  # noqa: F401  (the SDK, an extra)
+        except ImportError:
+            raise UsageError('--acp needs the ACP SDK: pip install "jupyter-agent[acp]"') from None
         from . import config
         from .acp.bridge import parse_command, run_prompt
         from .acp.client import AcpError

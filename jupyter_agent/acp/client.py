@@ -19,7 +19,6 @@ import queue
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ INSTALL_HINT = 'ACP needs its SDK: pip install "jupyter-agent[acp]"'
 _STOP_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL when the agent is closed."""
 _INIT_TIMEOUT = 30.0
+_LINE_LIMIT = 50 * 1024 * 1024
+"""The longest JSON-RPC line read from the agent (a file's text can be long)."""
 
 
 class AcpError(Exception):
@@ -212,7 +213,6 @@ class AcpAgent:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name=f"acp-{self.name}")
-        self._stack: AsyncExitStack | None = None
         self._conn: Any = None
         self._proc: Any = None
         self.closed = False
@@ -234,19 +234,25 @@ class AcpAgent:
                            + (f"\n{tail}" if tail else "")) from None
 
     async def _open(self) -> None:
-        from acp import PROTOCOL_VERSION, spawn_agent_process
+        from acp import PROTOCOL_VERSION
+        from acp.client.connection import ClientSideConnection
         from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-        self._stack = AsyncExitStack()
-        # The whole kernel environment: the SDK's default passes only HOME, PATH and a few,
-        # and a real agent needs its keys (spec: the trap jupyter-ai avoids the same way).
-        client: Any = _Client(self)  # duck-typed: no terminal methods (we offer none)
-        conn, proc = await self._stack.enter_async_context(spawn_agent_process(
-            client, self.argv[0], *self.argv[1:], env=dict(os.environ), cwd=self.cwd,
-            transport_kwargs={"shutdown_timeout": _STOP_GRACE}))
-        self._conn, self._proc, self.pid = conn, proc, proc.pid
+        # The whole kernel environment: the SDK's spawn passes only HOME, PATH and a few,
+        # and a real agent needs its keys (jupyter-ai passes its server's the same way). Its
+        # own session: a kernel interrupt signals the kernel's process group, and must reach
+        # the agent as session/cancel, not as a SIGINT that kills it.
+        proc = await asyncio.create_subprocess_exec(
+            self.argv[0], *self.argv[1:], stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=dict(os.environ), cwd=self.cwd, start_new_session=True, limit=_LINE_LIMIT)
+        self._proc, self.pid = proc, proc.pid
         if proc.stderr is not None:
             self._loop.create_task(self._drain(proc.stderr))
+        client: Any = _Client(self)  # duck-typed: no terminal methods (we offer none)
+        assert proc.stdin is not None and proc.stdout is not None
+        conn = ClientSideConnection(client, proc.stdin, proc.stdout)
+        self._conn = conn
         reply = await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(
@@ -263,6 +269,29 @@ class AcpAgent:
             if not raw:
                 return
             self.stderr.append(raw.decode("utf-8", "replace").rstrip())
+
+    async def _stop(self) -> None:
+        """Close stdin, then SIGTERM, then SIGKILL after :data:`_STOP_GRACE` s."""
+        proc = self._proc
+        if self._conn is not None:
+            try:
+                await self._conn.close()
+            except Exception:
+                pass
+        if proc.stdin is not None:
+            proc.stdin.close()
+        for step in (None, proc.terminate, proc.kill):
+            if proc.returncode is not None:
+                return
+            if step is not None:
+                try:
+                    step()
+                except ProcessLookupError:
+                    return
+            try:
+                await asyncio.wait_for(proc.wait(), _STOP_GRACE if step else 0.5)
+            except asyncio.TimeoutError:
+                continue
 
     def alive(self) -> bool:
         """Whether the process still runs."""
@@ -325,13 +354,13 @@ class AcpAgent:
         self.closed = True
         for ask in list(self.open_asks.values()):
             ask.answer(None)
-        if self._stack is not None and self._thread.is_alive():
+        if self._proc is not None and self._thread.is_alive():
             try:
-                self._call(self._stack.aclose(), _STOP_GRACE * 3)
+                self._call(self._stop(), _STOP_GRACE * 3)
             except BaseException:
                 pass
         if self._proc is not None and self._proc.returncode is None:
-            try:  # the transport did not get to it: make sure
+            try:  # the loop did not get to it: make sure
                 self._proc.kill()
             except ProcessLookupError:
                 pass

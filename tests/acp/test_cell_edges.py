@@ -1,0 +1,88 @@
+"""``%%toolloop --acp`` at its edges, in a real kernel: an interrupt cancels and the agent
+serves the next cell, fs confinement, a command that cannot start, flags refused naming
+``--acp``, no SDK, kernel shutdown.
+
+Fails on the code before ``--acp`` existed (the flag was unknown)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.acp.conftest import DEMO, Kernel
+from tests.acp.test_cell_permissions import _alive
+
+pytestmark = [pytest.mark.timeout(300)]
+
+
+def test_interrupt_cancels_then_the_agent_serves_the_next_cell(kernel: Kernel) -> None:
+    kernel.ok(f"%%toolloop {DEMO}\nhello")  # the agent runs (its start is not timed here)
+    msg_id = kernel.send(f"%%toolloop {DEMO}\nslow please")
+    time.sleep(3)  # the agent streams a dot every 0.1 s meanwhile
+    kernel.km.interrupt_kernel()
+    kernel.collect(msg_id)
+    assert kernel.value("_agent_run.status") == "aborted"
+    assert kernel.value("_agent_run.answer").startswith(".")
+    pid = kernel.value("[a.pid for a in __import__('jupyter_agent.acp.client', "
+                       "fromlist=['x'])._AGENTS.values()]")
+    kernel.ok(f"%%toolloop {DEMO}\nhello")
+    assert "prompt 3 of this session" in kernel.value("_agent_run.answer")
+    assert kernel.value("[a.pid for a in __import__('jupyter_agent.acp.client', "
+                        "fromlist=['x'])._AGENTS.values()]") == pid
+    # Another session is another ACP session of the same process.
+    kernel.ok(f"%%toolloop {DEMO} --session other\nhello")
+    assert "prompt 1 of this session" in kernel.value("_agent_run.answer")
+
+
+def test_a_write_outside_the_cwd_is_refused(kernel: Kernel, tmp_path: Path) -> None:
+    target = Path("/tmp/acp-demo-outside.txt")
+    target.unlink(missing_ok=True)
+    kernel.ok(f"%%toolloop {DEMO}\nwrite outside")
+    rows = kernel.value("[(i['name'], i.get('error')) for i in _agent_run.view['items'] "
+                        "if i['kind'] == 'tool']")
+    fs = [r for r in rows if r[0] == "fs/write_text_file"]
+    assert fs and "outside the notebook's folder" in fs[0][1]
+    assert "refused" in kernel.value("_agent_run.answer")
+    assert not target.exists()
+
+
+def test_a_command_that_cannot_start(kernel: Kernel) -> None:
+    _, error = kernel.run('%%toolloop --acp "no-such-acp-agent --flag"\nhello')
+    assert error is not None and "no-such-acp-agent" in error
+    code = "import sys; print('acp: OPENAI_API_KEY is not set', file=sys.stderr); sys.exit(3)"
+    kernel.ok(f"cmd = [{sys.executable!r}, '-c', {code!r}]")
+    text, error = kernel.run("%%toolloop --acp cmd\nhello")
+    assert error is not None and "did not start" in error
+    assert "OPENAI_API_KEY is not set" in error + text
+
+
+@pytest.mark.parametrize("flag", ["--tools add", "--model gpt-4o", "--record", "--notebook",
+                                  "--over rows", "--agent coder", "--schema S"])
+def test_flags_refused_naming_acp(kernel: Kernel, flag: str) -> None:
+    _, error = kernel.run(f"%%toolloop {DEMO} {flag}\nhello")
+    assert error is not None and "with --acp" in error and flag.split()[0] in error
+
+
+def test_without_the_sdk_one_line_names_the_extra(kernel: Kernel) -> None:
+    kernel.ok("import sys; sys.modules['acp'] = None")
+    _, error = kernel.run(f"%%toolloop {DEMO}\nhello")
+    assert error is not None and 'pip install "jupyter-agent[acp]"' in error
+
+
+def test_kernel_shutdown_ends_the_agent(workdir: Path) -> None:
+    k = Kernel(workdir, workdir.parent / "home")
+    try:
+        k.ok(f"%%toolloop {DEMO}\nhello")
+        pid = k.value("[a.pid for a in __import__('jupyter_agent.acp.client', "
+                      "fromlist=['x'])._AGENTS.values()][0]")
+        assert _alive_now(pid)
+    finally:
+        k.close()
+    assert not _alive(pid)
+
+
+def _alive_now(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
