@@ -131,8 +131,8 @@ class _Client:
         target = Path(path) if os.path.isabs(path) else root / path
         resolved = target.resolve()
         if resolved != root and root not in resolved.parents:
-            raise RequestError(-32602, f"{path} is outside the notebook's folder {root}; "
-                                       "this client reads and writes only there.")
+            raise RequestError(-32602, f"{path} is outside the notebook's folder; this "
+                                       "client reads and writes only there.")
         return resolved
 
     def _row(self, session_id: str, name: str, args: dict[str, Any], output: str,

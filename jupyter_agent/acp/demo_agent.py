@@ -7,7 +7,7 @@ a permission with three options before writing through the client
 (``fs/write_text_file``). Words in the prompt pick other scripts:
 
 * ``hello``: one answer, nothing else;
-* ``outside``: tries to write ``/tmp/acp-demo-outside.txt`` (a client confined to its cwd
+* ``outside``: tries to write ``../acp-demo-outside.txt`` (beside its cwd) (a client confined to its cwd
   refuses it);
 * ``slow``: streams a dot every 0.1 s until cancelled;
 * ``usage``: ends with a usage update.
@@ -94,10 +94,10 @@ class DemoAgent:
             return PromptResponse(stop_reason="end_turn")
         if "outside" in text:
             await self.conn.session_update(sid, start_tool_call(
-                "w1", "Write /tmp/acp-demo-outside.txt", kind="edit", status="in_progress",
-                raw_input={"path": "/tmp/acp-demo-outside.txt"}))
+                "w1", "Write ../acp-demo-outside.txt", kind="edit", status="in_progress",
+                raw_input={"path": "../acp-demo-outside.txt"}))
             try:
-                await self.conn.write_text_file(content="escaped", path="/tmp/acp-demo-outside.txt",
+                await self.conn.write_text_file(content="escaped", path="../acp-demo-outside.txt",
                                                 session_id=sid)
                 result = "written"
             except Exception as exc:  # the client refused: report it as the tool's failure

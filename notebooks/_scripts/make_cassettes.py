@@ -257,6 +257,8 @@ SCRIPTS: dict[str, list[Any]] = {
     "04-sessions-permissions-workspace.ipynb": SESSIONS_04,
     "05-one-call-helpers.ipynb": HELPERS_05,
     "06-your-data-your-agent.ipynb": NOTEBOOK_06,
+    # the ACP cells run the shipped scripted ACP agent, not the model: one %%chat at the end
+    "09-acp-agents-in-cells.ipynb": [text("It says there are 3 lines of notes.")],
 }
 LOCAL = ("01-chat-basics.ipynb",)
 

@@ -37,9 +37,8 @@ def test_interrupt_cancels_then_the_agent_serves_the_next_cell(kernel: Kernel) -
     assert "prompt 1 of this session" in kernel.value("_agent_run.answer")
 
 
-def test_a_write_outside_the_cwd_is_refused(kernel: Kernel, tmp_path: Path) -> None:
-    target = Path("/tmp/acp-demo-outside.txt")
-    target.unlink(missing_ok=True)
+def test_a_write_outside_the_cwd_is_refused(kernel: Kernel, workdir: Path) -> None:
+    target = workdir.parent / "acp-demo-outside.txt"
     kernel.ok(f"%%toolloop {DEMO}\nwrite outside")
     rows = kernel.value("[(i['name'], i.get('error')) for i in _agent_run.view['items'] "
                         "if i['kind'] == 'tool']")
