@@ -324,7 +324,6 @@ class AgentMagics(Magics):
     def _acp_cell(self, args: Any, cell: str) -> None:
         """``%%toolloop --acp COMMAND``: the cell is the prompt of an external ACP agent
         (``jupyter_agent/acp/bridge.py``, docs/acp.md)."""
-        import importlib.util
 
         magic: Any = AgentMagics.toolloop
         given = given_flags(args, magic.parser)

@@ -10,7 +10,7 @@ a permission with three options before writing through the client
 * ``outside``: tries to write ``../acp-demo-outside.txt`` (beside its cwd) (a client confined to its cwd
   refuses it);
 * ``slow``: streams a dot every 0.1 s until cancelled;
-* ``usage``: ends with a usage update.
+* ``flood N``: N message chunks and N/10 tool calls, as fast as it can (the bench).
 
 Each session remembers how many prompts it had, so a second cell can show it continues.
 """
@@ -84,6 +84,16 @@ class DemoAgent:
         if "hello" in text:
             await self._say(sid, f"Hello from demo-acp (prompt {state['prompts']} of this "
                                  "session).")
+            return PromptResponse(stop_reason="end_turn")
+        if text.startswith("flood"):
+            n = int(text.split()[1]) if len(text.split()) > 1 else 1000
+            for i in range(n):
+                await self._say(sid, f"chunk {i} ")
+                if i % 10 == 0:
+                    await self.conn.session_update(sid, start_tool_call(
+                        f"t{i}", "Look", kind="read", status="in_progress", raw_input={"i": i}))
+                    await self.conn.session_update(sid, update_tool_call(
+                        f"t{i}", status="completed", content=[tool_content(text_block("ok"))]))
             return PromptResponse(stop_reason="end_turn")
         if "slow" in text:
             for _ in range(600):
