@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..secrets import mask
+
 __all__ = ["AcpError", "AcpAgent", "PromptFeed", "PermissionAsk", "FsCall", "agent_for",
            "shutdown_all", "INSTALL_HINT"]
 
@@ -268,7 +270,9 @@ class AcpAgent:
             raw = await stream.readline()
             if not raw:
                 return
-            self.stderr.append(raw.decode("utf-8", "replace").rstrip())
+            # Masked as it comes: the agent has the kernel's environment, keys included, and
+            # its stderr reaches the cell's error line (docs/security.md).
+            self.stderr.append(mask(raw.decode("utf-8", "replace").rstrip()[:500]))
 
     async def _stop(self) -> None:
         """Close stdin, then SIGTERM, then SIGKILL after :data:`_STOP_GRACE` s."""

@@ -58,6 +58,21 @@ def test_a_command_that_cannot_start(kernel: Kernel) -> None:
     assert "OPENAI_API_KEY is not set" in error + text
 
 
+def test_the_agents_stderr_never_shows_a_key(workdir: Path, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
+    key = "sk-acp-test-0123456789abcdefghij"
+    monkeypatch.setenv("OPENAI_API_KEY", key)  # the kernel's, so the agent's environment too
+    k = Kernel(workdir, workdir.parent / "home")
+    try:
+        code = "import os, sys; print('bad key', os.environ['OPENAI_API_KEY'], file=sys.stderr)"
+        k.ok(f"cmd = [{sys.executable!r}, '-c', {code!r}]")
+        text, error = k.run("%%toolloop --acp cmd\nhello")
+        assert error is not None and "bad key [redacted]" in error
+        assert key not in error + text
+    finally:
+        k.close()
+
+
 @pytest.mark.parametrize("flag", ["--tools add", "--model gpt-4o", "--record", "--notebook",
                                   "--over rows", "--agent coder", "--schema S"])
 def test_flags_refused_naming_acp(kernel: Kernel, flag: str) -> None:
