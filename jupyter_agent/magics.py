@@ -323,7 +323,7 @@ class AgentMagics(Magics):
 
     def _acp_cell(self, args: Any, cell: str) -> None:
         """``%%toolloop --acp COMMAND``: the cell is the prompt of an external ACP agent
-        (``jupyter_agent/acp/bridge.py``, docs/acp.md)."""
+        (``jupyter_agent/acp/bridge.py``, docs/acp-in-a-cell.md)."""
 
         magic: Any = AgentMagics.toolloop
         given = given_flags(args, magic.parser)

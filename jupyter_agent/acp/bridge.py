@@ -1,7 +1,7 @@
 """``%%toolloop --acp``: an ACP agent's prompt turned into one of our runs.
 
 The agent's session updates become the existing events (``events.py``), so the same card,
-plan widget, tool rows, saved bundle and traces show it (docs/acp.md has the mapping). A
+plan widget, tool rows, saved bundle and traces show it (docs/acp-in-a-cell.md has the mapping). A
 permission request ends the cell at ``ask`` with an approval card whose options are the
 agent's own; the JSON-RPC request stays open in this kernel (:data:`WAITING`) until
 :func:`answer` (a click, ``%agent resume``) picks an option, and the run then streams on into

@@ -6,7 +6,7 @@ What the agent sends arrives on the loop thread and is put, in order, on the que
 prompt that runs (:class:`PromptFeed`); the cell's thread reads it (``bridge.py``). A
 permission request parks its JSON-RPC request on an asyncio future until a person answers it
 (or a cancel answers it ``cancelled``). The client offers fs read/write confined to the
-kernel's cwd and no terminal (docs/acp.md).
+kernel's cwd and no terminal (docs/acp-in-a-cell.md).
 """
 
 from __future__ import annotations
