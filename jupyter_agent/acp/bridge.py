@@ -241,7 +241,7 @@ def _suspend(turn: _Turn, recorder: RunRecorder, store: Any, ask: PermissionAsk)
     card = AskPending(
         call_id=cid, kind="approval", question=str(tc.get("title") or "The agent asks"),
         options=[str(o.get("name")) for o in ask.options], allow_other=False,
-        detail={"acp": True, "tool": str(tc.get("title") or ""),
+        detail={"tool": str(tc.get("title") or ""),
                 "kinds": [o.get("kind") for o in ask.options],
                 "arguments": tc.get("rawInput") or {}, "agent": turn.agent.agent_name})
     turn.ask, turn.call_id = ask, cid
