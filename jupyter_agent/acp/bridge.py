@@ -86,6 +86,7 @@ def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Any,
     """Send ``prompt`` to the agent of ``argv`` (its session for ``session``) as a new run."""
     agent = agent_for(argv)
     sid = agent.session_id(session)
+    _supersede(agent, sid, store)
     run = Run(agent="toolloop", model=f"acp:{agent.agent_name}", prompt=prompt, session=session)
     if store is not None:
         store.create_run(run.run_id, session, "toolloop", origin=origin)
@@ -97,6 +98,33 @@ def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Any,
                  task=prompt.strip().splitlines()[0][:200] if prompt.strip() else "ACP task")
     _drive(turn, recorder, store)
     return run
+
+
+def _supersede(agent: AcpAgent, session_id: str, store: Any) -> None:
+    """A new prompt of a session whose earlier prompt still waits on a permission (its cell
+    run again, another cell): that prompt is cancelled first (``cancelled`` answered, then
+    ``session/cancel``) and its run ends ``aborted``; an ACP session runs one prompt at a
+    time."""
+    for run_id, waiting in list(WAITING.items()):
+        turn = waiting.turn
+        if turn.agent is not agent or turn.session_id != session_id:
+            continue
+        WAITING.pop(run_id, None)
+        if store is not None:
+            store.claim_pending(run_id, waiting.call_id)
+        listeners: list[Callable[[BaseEvent], None]] = []
+        try:
+            from ..ui.live import displays
+
+            live = displays.get(run_id)
+            if live is not None:
+                listeners.append(live.on_event)
+        except ImportError:  # no display layer (a script): the store still gets it
+            pass
+        recorder = RunRecorder(turn.run, store, listeners)
+        recorder.emit(AskAnswered(call_id=waiting.call_id, how="dismissed"))
+        with recorder.finishing():
+            _cancel(turn, recorder)
 
 
 def _drive(turn: _Turn, recorder: RunRecorder, store: Any) -> None:

@@ -333,6 +333,13 @@ class AcpAgent:
                 feed.items.put(("done", str(reply.stop_reason),
                                 usage.model_dump(mode="json", by_alias=True) if usage else None))
             except BaseException as exc:  # the process died, a JSON-RPC error
+                from acp import RequestError
+
+                if not isinstance(exc, RequestError):  # a closed pipe, not the agent's answer:
+                    try:  # its exit status comes just after; wait for it a little
+                        await asyncio.wait_for(self._proc.wait(), 1.0)
+                    except Exception:
+                        pass
                 dead = self._proc is not None and self._proc.returncode is not None
                 msg = (f"The ACP agent `{self.name}` ended (exit {self._proc.returncode})"
                        if dead else f"The ACP agent `{self.name}` failed: {_line(exc)}")

@@ -9,6 +9,7 @@ a permission with three options before writing through the client
 * ``hello``: one answer, nothing else;
 * ``outside``: tries to write ``../acp-demo-outside.txt`` (beside its cwd) (a client confined to its cwd
   refuses it);
+* ``crash``: one chunk, a line on stderr, then the process exits (status 5);
 * ``slow``: streams a dot every 0.1 s until cancelled;
 * ``flood N``: N message chunks and N/10 tool calls, as fast as it can (the bench).
 
@@ -18,6 +19,8 @@ Each session remembers how many prompts it had, so a second cell can show it con
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from typing import Any
 
 from acp import (
@@ -95,6 +98,10 @@ class DemoAgent:
                     await self.conn.session_update(sid, update_tool_call(
                         f"t{i}", status="completed", content=[tool_content(text_block("ok"))]))
             return PromptResponse(stop_reason="end_turn")
+        if "crash" in text:
+            await self._say(sid, "About to fail.")
+            print("demo-acp: crashing on purpose", file=sys.stderr, flush=True)
+            os._exit(5)
         if "slow" in text:
             for _ in range(600):
                 if sid in self.cancelled:

@@ -37,6 +37,28 @@ def test_interrupt_cancels_then_the_agent_serves_the_next_cell(kernel: Kernel) -
     assert "prompt 1 of this session" in kernel.value("_agent_run.answer")
 
 
+def test_an_agent_that_dies_mid_prompt_then_a_new_one(kernel: Kernel) -> None:
+    _, error = kernel.run(f"%%toolloop {DEMO}\ncrash now")
+    assert error is not None and "ended (exit 5)" in error and "crashing on purpose" in error
+    run = kernel.value("[_agent_run.status, _agent_run.answer]")
+    assert run == ["error", "About to fail."]
+    kernel.ok(f"%%toolloop {DEMO}\nhello")  # a new process, a new ACP session
+    assert "prompt 1 of this session" in kernel.value("_agent_run.answer")
+
+
+def test_a_rerun_while_a_permission_waits_cancels_it(kernel: Kernel, workdir: Path) -> None:
+    kernel.ok(f"%%toolloop {DEMO}\nSummarise the notes")
+    first = kernel.value("_agent_run.run_id")
+    kernel.ok(f"%%toolloop {DEMO}\nhello")
+    assert "prompt 2 of this session" in kernel.value("_agent_run.answer")
+    assert "No run is waiting" in kernel.ok("%agent pending")
+    runs = kernel.ok("%agent runs")
+    assert "aborted" in runs.split(first, 1)[1].splitlines()[0]
+    _, error = kernel.run(f"%agent resume {first} --option 1")
+    assert error is not None and "not waiting" in error
+    assert not (workdir / "summary.txt").exists()
+
+
 def test_a_write_outside_the_cwd_is_refused(kernel: Kernel, workdir: Path) -> None:
     target = workdir.parent / "acp-demo-outside.txt"
     kernel.ok(f"%%toolloop {DEMO}\nwrite outside")
