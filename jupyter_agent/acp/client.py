@@ -113,7 +113,7 @@ class _Client:
             options=[o.model_dump(mode="json", by_alias=True, exclude_none=True)
                      for o in options], future=loop.create_future(), loop=loop)
         feed = self._feed(session_id)
-        if feed is None:  # no prompt of ours runs: nobody could answer it
+        if feed is None or not options:  # nobody could answer it, or nothing to choose
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         self.owner.open_asks[session_id] = ask
         feed.items.put(("permission", ask))

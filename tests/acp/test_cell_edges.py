@@ -122,3 +122,16 @@ def test_kernel_shutdown_ends_the_agent(workdir: Path) -> None:
 
 def _alive_now(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
+
+
+def test_a_killed_kernel_leaves_no_agent(workdir: Path) -> None:
+    """SIGKILL skips atexit: the agent's stdin closes with its kernel, and it ends."""
+    k = Kernel(workdir, workdir.parent / "home")
+    try:
+        k.ok(f"%%toolloop {DEMO}\nhello")
+        pid = k.value("[a.pid for a in __import__('jupyter_agent.acp.client', "
+                      "fromlist=['x'])._AGENTS.values()][0]")
+        k.km.signal_kernel(9)  # SIGKILL, as an out-of-memory kill would
+    finally:
+        k.kc.stop_channels()
+    assert not _alive(pid)
