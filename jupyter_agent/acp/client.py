@@ -115,12 +115,13 @@ class _Client:
         feed = self._feed(session_id)
         if feed is None or not options:  # nobody could answer it, or nothing to choose
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        self.owner.open_asks[session_id] = ask
+        open_asks = self.owner.open_asks.setdefault(session_id, [])
+        open_asks.append(ask)  # an agent may ask several at once: each waits its turn
         feed.items.put(("permission", ask))
         try:
             chosen = await ask.future
         finally:
-            self.owner.open_asks.pop(session_id, None)
+            open_asks.remove(ask)
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
@@ -205,7 +206,7 @@ class AcpAgent:
         self.cwd = cwd
         self.name = Path(self.argv[0]).name
         self.feeds: dict[str, PromptFeed] = {}
-        self.open_asks: dict[str, PermissionAsk] = {}
+        self.open_asks: dict[str, list[PermissionAsk]] = {}
         self.sessions: dict[str, str] = {}
         """Our session name -> the agent's session id."""
         self.agent_name = self.name
@@ -349,8 +350,7 @@ class AcpAgent:
 
     def cancel(self, session_id: str) -> None:
         """``session/cancel``, and the open permission of that session answered ``cancelled``."""
-        ask = self.open_asks.get(session_id)
-        if ask is not None:
+        for ask in list(self.open_asks.get(session_id, [])):
             ask.answer(None)
         if self.alive():
             try:
@@ -363,8 +363,9 @@ class AcpAgent:
         if self.closed:
             return
         self.closed = True
-        for ask in list(self.open_asks.values()):
-            ask.answer(None)
+        for asks in list(self.open_asks.values()):
+            for ask in list(asks):
+                ask.answer(None)
         if self._proc is not None and self._thread.is_alive():
             try:
                 self._call(self._stop(), _STOP_GRACE * 3)

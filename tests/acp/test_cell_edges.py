@@ -96,7 +96,8 @@ def test_the_agents_stderr_never_shows_a_key(workdir: Path, monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("flag", ["--tools add", "--model gpt-4o", "--record", "--notebook",
-                                  "--over rows", "--agent coder", "--schema S"])
+                                  "--over rows", "--agent coder", "--schema S", "--approve add",
+                                  "--replay", "--max-rounds 3"])
 def test_flags_refused_naming_acp(kernel: Kernel, flag: str) -> None:
     _, error = kernel.run(f"%%toolloop {DEMO} {flag}\nhello")
     assert error is not None and "with --acp" in error and flag.split()[0] in error
