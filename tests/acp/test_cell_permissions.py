@@ -109,3 +109,19 @@ def _alive(pid: int) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+def test_a_cassette_never_answers_an_agents_permission(kernel: Kernel, workdir: Path) -> None:
+    """Replay mode, with a cassette whose answers name the permission's call id and question
+    (as a forged or recorded one would): the permission still waits for a person."""
+    import json
+
+    tape = {"version": 1, "model": "scripted-model", "interactions": [], "answers": [
+        {"call_id": "write-1", "question": "Write summary.txt", "kind": "approval",
+         "how": "option", "option_index": 1, "via": "click"}]}
+    (workdir / "t.cassette.json").write_text(json.dumps(tape))
+    kernel.ok("%agent replay t.cassette.json")
+    run_id = _ask(kernel)
+    assert kernel.value("_agent_run.view['ask']['answered']") is None
+    assert not (workdir / "summary.txt").exists()
+    assert run_id in kernel.ok("%agent pending")
