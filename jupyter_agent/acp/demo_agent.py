@@ -9,6 +9,7 @@ a permission with three options before writing through the client
 * ``hello``: one answer, nothing else;
 * ``outside``: tries to write ``../acp-demo-outside.txt`` (beside its cwd) (a client confined to its cwd
   refuses it);
+* ``capabilities``: what the client offered, the cwd and ``$ACP_DEMO_MARKER`` (the tests);
 * ``crash``: one chunk, a line on stderr, then the process exits (status 5);
 * ``slow``: streams a dot every 0.1 s until cancelled;
 * ``flood N``: N message chunks and N/10 tool calls, as fast as it can (the bench).
@@ -55,12 +56,14 @@ class DemoAgent:
         self.conn: Any = None
         self.sessions: dict[str, dict[str, Any]] = {}
         self.cancelled: set[str] = set()
+        self.caps: Any = None
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None,
                          client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+        self.caps = client_capabilities
         return InitializeResponse(protocol_version=PROTOCOL_VERSION,
                                   agent_capabilities=AgentCapabilities(load_session=False),
                                   agent_info=Implementation(name="demo-acp", version="1.0"))
@@ -84,6 +87,14 @@ class DemoAgent:
         state = self.sessions[sid]
         state["prompts"] += 1
         text = " ".join(getattr(b, "text", "") for b in prompt).lower()
+        if "capabilities" in text:
+            fs = getattr(self.caps, "fs", None)
+            await self._say(sid, f"fs read={getattr(fs, 'read_text_file', None)} "
+                                 f"write={getattr(fs, 'write_text_file', None)} "
+                                 f"terminal={getattr(self.caps, 'terminal', None)} "
+                                 f"cwd={os.getcwd()} "
+                                 f"env={os.environ.get('ACP_DEMO_MARKER', '(missing)')}")
+            return PromptResponse(stop_reason="end_turn")
         if "hello" in text:
             await self._say(sid, f"Hello from demo-acp (prompt {state['prompts']} of this "
                                  "session).")

@@ -59,6 +59,15 @@ def test_a_rerun_while_a_permission_waits_cancels_it(kernel: Kernel, workdir: Pa
     assert not (workdir / "summary.txt").exists()
 
 
+def test_the_agent_gets_the_kernels_environment_cwd_and_no_terminal(kernel: Kernel,
+                                                                     workdir: Path) -> None:
+    kernel.ok("import os; os.environ['ACP_DEMO_MARKER'] = 'from-the-kernel'")
+    kernel.ok(f"%%toolloop {DEMO}\nyour capabilities?")
+    said = kernel.value("_agent_run.answer")
+    assert "fs read=True write=True terminal=False" in said
+    assert f"cwd={workdir}" in said and "env=from-the-kernel" in said
+
+
 def test_a_write_outside_the_cwd_is_refused(kernel: Kernel, workdir: Path) -> None:
     target = workdir.parent / "acp-demo-outside.txt"
     kernel.ok(f"%%toolloop {DEMO}\nwrite outside")
