@@ -232,7 +232,9 @@ class AcpAgent:
         except BaseException as exc:
             self.close()
             tail = "\n".join(self.stderr)
-            why = _line(exc) if not isinstance(exc, TimeoutError) else "no answer to initialize"
+            why = ("no answer to initialize" if isinstance(exc, TimeoutError) else
+                   "interrupted while it started" if isinstance(exc, KeyboardInterrupt) else
+                   _line(exc))
             raise AcpError(f"The ACP agent `{' '.join(self.argv)}` did not start: {why}"
                            + (f"\n{tail}" if tail else "")) from None
 
