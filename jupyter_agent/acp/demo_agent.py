@@ -11,6 +11,7 @@ a permission with three options before writing through the client
   refuses it);
 * ``capabilities``: what the client offered, the cwd and ``$ACP_DEMO_MARKER`` (the tests);
 * ``crash``: one chunk, a line on stderr, then the process exits (status 5);
+* ``stubborn``: like ``slow``, but ignores ``session/cancel`` (a hung agent);
 * ``slow``: streams a dot every 0.1 s until cancelled;
 * ``flood N``: N message chunks and N/10 tool calls, as fast as it can (the bench).
 
@@ -113,6 +114,11 @@ class DemoAgent:
             await self._say(sid, "About to fail.")
             print("demo-acp: crashing on purpose", file=sys.stderr, flush=True)
             os._exit(5)
+        if "stubborn" in text:  # ignores session/cancel (a hung agent)
+            for _ in range(600):
+                await self._say(sid, ".")
+                await asyncio.sleep(0.1)
+            return PromptResponse(stop_reason="end_turn")
         if "slow" in text:
             for _ in range(600):
                 if sid in self.cancelled:

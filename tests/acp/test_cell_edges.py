@@ -37,6 +37,22 @@ def test_interrupt_cancels_then_the_agent_serves_the_next_cell(kernel: Kernel) -
     assert "prompt 1 of this session" in kernel.value("_agent_run.answer")
 
 
+def test_a_second_interrupt_ends_an_agent_that_ignores_cancel(kernel: Kernel) -> None:
+    kernel.ok(f"%%toolloop {DEMO}\nhello")
+    pid = kernel.value("[a.pid for a in __import__('jupyter_agent.acp.client', "
+                       "fromlist=['x'])._AGENTS.values()][0]")
+    msg_id = kernel.send(f"%%toolloop {DEMO}\nstubborn")
+    time.sleep(2)
+    kernel.km.interrupt_kernel()  # session/cancel: this agent ignores it
+    time.sleep(1)
+    kernel.km.interrupt_kernel()  # the second one ends the process
+    kernel.collect(msg_id)
+    assert kernel.value("_agent_run.status") == "aborted"
+    assert not _alive(pid)
+    kernel.ok(f"%%toolloop {DEMO}\nhello")  # a new process serves the next cell
+    assert "prompt 1 of this session" in kernel.value("_agent_run.answer")
+
+
 def test_an_agent_that_dies_mid_prompt_then_a_new_one(kernel: Kernel) -> None:
     _, error = kernel.run(f"%%toolloop {DEMO}\ncrash now")
     assert error is not None and "ended (exit 5)" in error and "crashing on purpose" in error
