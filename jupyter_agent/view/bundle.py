@@ -114,12 +114,25 @@ def _output_md(view: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+ROLE_SOURCES = {"session": " (this session's agent)", "intent": " (chosen for the request)"}
+"""What the card adds to a named agent it did not get from the cell (``static/tools_line.js``)."""
+
+
+def role_text(view: dict[str, Any]) -> str:
+    """``Agent sh · `` when a named agent ran (why, when the cell did not name it); else ``""``."""
+    role = view.get("role")
+    if not isinstance(role, dict) or not role.get("name"):
+        return ""
+    return f"Agent {role['name']}{ROLE_SOURCES.get(str(role.get('source')), '')} · "
+
+
 def tools_text(view: dict[str, Any]) -> str | None:
-    """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools; ``None`` otherwise."""
+    """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools, after the agent that
+    ran (``Agent sh · Tools: bash``); ``None`` otherwise."""
     tools = view.get("tools")
     if tools is None:
         return None
-    return "Tools: " + (", ".join(tools) if tools else "none")
+    return role_text(view) + "Tools: " + (", ".join(tools) if tools else "none")
 
 
 def render_markdown(view: dict[str, Any]) -> str:
