@@ -135,11 +135,29 @@ def tools_text(view: dict[str, Any]) -> str | None:
     return role_text(view) + "Tools: " + (", ".join(tools) if tools else "none")
 
 
+def typed_answer_json(view: dict[str, Any], text: str) -> bool:
+    """Whether ``text`` is the valid typed answer's JSON (bare or fenced), which the output
+    table shows already: drawn once, not twice (``static/render.js`` isTypedAnswerJson)."""
+    out = view.get("output") or {}
+    if not out.get("valid"):
+        return False
+    bare = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        return bool(json.loads(bare) == out.get("data"))
+    except ValueError:
+        return False
+
+
 def render_markdown(view: dict[str, Any]) -> str:
     """A readable markdown transcript of the run (GitHub, nbconvert, VS Code)."""
     out: list[str] = []
+    texts = [i for i in view["items"] if i["kind"] == "text" and not i.get("withdrawn")
+             and i.get("text")]
+    typed = texts[-1] if texts and typed_answer_json(view, texts[-1]["text"]) else None
     for item in view["items"]:
         kind = item["kind"]
+        if item is typed:
+            continue
         if kind == "reasoning" and item["text"].strip():
             out.append("<details><summary>Reasoning</summary>\n\n" + _fence(item["text"]) +
                        "\n\n</details>")
