@@ -74,7 +74,7 @@ def test_a_sync_tool_that_sleeps_shows_its_row_within_2_s(nb: LabNotebook) -> No
     nb.model.enqueue(tool_calls([call("slow", {"seconds": SLEEP}, id="c1")]), text("Slept."))
     nb.ui.start(SLOW)
     live = nb.ui.cell(SLOW).locator(LIVE)
-    row = live.locator(".ja-tool", has=nb.page.locator(".ja-tool-name", has_text="slow"))
+    row = live.locator(".ja-tool", has=nb.ui.page.locator(".ja-tool-name", has_text="slow"))
     end = time.monotonic() + 30
     while not nb.model.answer_times:  # the model's answer (the call) is sent: the tool starts
         assert time.monotonic() < end, "the model was never asked"
@@ -114,7 +114,7 @@ def test_a_60_row_batch_says_40_more_and_where(nb: LabNotebook) -> None:
 
 
 def _dark(nb: LabNotebook) -> None:
-    page = nb.page
+    page = nb.ui.page
     page.locator(".lm-MenuBar-item", has_text="Settings").click()
     page.locator(".lm-Menu-item", has_text="Theme").first.hover()
     page.locator(".lm-Menu-item", has_text="JupyterLab Dark").first.click()
