@@ -2,13 +2,15 @@
 
 A synchronous ``@tool`` that sleeps 20 s shows its row (name, arguments, a ticking time) within
 2 s of starting, with the round counter; a 60-row batch says "40 more" and where the rest are;
-the comparison chart and the batch tables read in the dark theme. Screenshots of each state go
+the comparison chart and the batch tables read in the dark theme; "Stop now" with requests the
+server holds 30 s ends the batch within 2 s and the server sees the connections closed. Screenshots of each state go
 to ``test-artifacts/`` (and to ``JA_SCREENS`` when set: the before/after pictures of the issue).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.fakes.openai_server import call, text, tool_calls
+from tests.fakes.openai_server import call, hang, text, tool_calls
 
 from .lab_harness import LabNotebook, lab_marks, lab_notebook
 from .render_harness import ARTIFACTS_DIR
@@ -42,6 +44,7 @@ def slow(seconds: int) -> str:
 
 rows = [f"ticket {n} about an invoice" for n in range(60)]
 small = rows[:4]
+held = rows[:6]
 '''
 CELLS = [
     SETUP,
@@ -49,8 +52,9 @@ CELLS = [
     "%%chat --over rows --concurrency 4\nClassify: {item}",
     "%%chat --over small --model gpt-4.1-mini,some-unpriced-model --expect item\nRepeat: {item}",
     "from IPython.display import Image\nImage(_agent_batch.chart())",
+    "%%chat --over held --concurrency 3\nHold on: {item}",
 ]
-SLOW, SIXTY, COMPARE, CHART = 1, 2, 3, 4
+SLOW, SIXTY, COMPARE, CHART, HELD = 1, 2, 3, 4, 5
 
 
 @pytest.fixture(scope="module", params=["lab", "notebook"])
@@ -167,3 +171,27 @@ def test_the_comparison_and_its_chart_read_in_the_dark_theme(nb: LabNotebook) ->
         return {bg: lum(rgb(bg)), td: lum(rgb(getComputedStyle(cell).color))};
     }""")
     assert colours["bg"] < 0.3 and colours["td"] > 0.6, colours
+
+
+def test_stop_now_closes_requests_held_30_s_and_ends_within_2_s(nb: LabNotebook) -> None:
+    nb.model.reset()
+    nb.model.default = hang(30, then=text("too late"))
+    nb.ui.start(HELD)
+    card = nb.ui.cell(HELD).locator(".ja-run.ja-batch")
+    button = card.locator("text=Stop now (abort running items)")
+    expect(button).to_be_enabled(timeout=30_000)
+    end = time.monotonic() + 30
+    while len(nb.model.requests) < 3:
+        assert time.monotonic() < end, "the batch never started"
+        time.sleep(0.02)
+    t0 = time.monotonic()
+    button.click()
+    nb.ui.wait_ran(HELD, timeout=60_000)
+    took = time.monotonic() - t0
+    _shot(nb, "stop-now", HELD)
+    print(f"\nstop now: the cell ended {took:.2f} s after the click")
+    assert took < 2.0, took
+    assert len(nb.model.hung_up) == 3 and max(nb.model.hung_up) - t0 < 2.0, nb.model.hung_up
+    done = nb.ui.cell(HELD).locator(".ja-run.ja-batch")
+    expect(done).to_contain_text(re.compile("stopped now", re.IGNORECASE))
+    expect(done).to_contain_text("3 model requests in flight closed, not awaited")
