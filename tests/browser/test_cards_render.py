@@ -153,6 +153,10 @@ def test_clock_skew_and_static_mode_never_claim_a_running_time(open_run: OpenRun
                                ToolStarted(round=1, call_id="c1", name="bash")), live=False)
     assert static.locator(".ja-elapsed, .ja-stop").count() == 0
     assert static.inner_text('.ja-tool[data-call-id="c1"] .ja-tool-time') == "running…"
+    # Nor a "Waiting for the model…" line: nothing waits in a saved card, and a card whose
+    # kernel is gone says it no longer updates (issue 37: the two lines contradicted).
+    idle = open_run(_running(600), live=False)
+    assert idle.locator(".ja-waiting").count() == 0
 
 
 def test_waiting_line_follows_rounds_and_tools(open_run: OpenRun) -> None:

@@ -268,7 +268,9 @@ function draw(el, view, opts, state) {
     );
     seen.add("answer");
   }
-  if (waitingForModel(view, items, toolStates)) {
+  // Only a live card waits: a saved card, or one whose kernel is gone ("this card no longer
+  // updates"), would contradict the line drawn above it.
+  if (live && waitingForModel(view, items, toolStates)) {
     seen.add("waiting");
     itemNodes.push(cached(state, "waiting", "", waitingNode));
   }
