@@ -45,6 +45,8 @@ def slow(seconds: int) -> str:
 rows = [f"ticket {n} about an invoice" for n in range(60)]
 small = rows[:4]
 held = rows[:6]
+from jupyter_agent import Agent
+Agent("sh", instructions="You run shell commands.", tools=["bash"])
 '''
 CELLS = [
     SETUP,
@@ -53,8 +55,11 @@ CELLS = [
     "%%chat --over small --model gpt-4.1-mini,some-unpriced-model --expect item\nRepeat: {item}",
     "from IPython.display import Image\nImage(_agent_batch.chart())",
     "%%chat --over held --concurrency 3\nHold on: {item}",
+    "%agent permissions",
+    "%%toolloop --agent sh\nList the files.",
+    "%%toolloop\nHow long should I sleep?",
 ]
-SLOW, SIXTY, COMPARE, CHART, HELD = 1, 2, 3, 4, 5
+SLOW, SIXTY, COMPARE, CHART, HELD, PERMISSIONS, AGENT, NEXT = 1, 2, 3, 4, 5, 6, 7, 8
 
 
 @pytest.fixture(scope="module", params=["lab", "notebook"])
@@ -195,3 +200,23 @@ def test_stop_now_closes_requests_held_30_s_and_ends_within_2_s(nb: LabNotebook)
     done = nb.ui.cell(HELD).locator(".ja-run.ja-batch")
     expect(done).to_contain_text(re.compile("stopped now", re.IGNORECASE))
     expect(done).to_contain_text("3 model requests in flight closed, not awaited")
+
+
+def test_permissions_print_once_and_the_card_names_the_agent(nb: LabNotebook) -> None:
+    nb.ui.run(PERMISSIONS)
+    out = nb.ui.cell(PERMISSIONS).locator(".jp-OutputArea")
+    _shot(nb, "permissions", PERMISSIONS)
+    assert "No tool is allowed or denied" in out.inner_text()
+    assert out.locator(".jp-OutputArea-executeResult").count() == 0  # no Out[]: [] under it
+    nb.model.reset()
+    nb.model.default = text("Done.")
+    nb.ui.run(AGENT)
+    nb.ui.run(NEXT)
+    _shot(nb, "agent-named", AGENT)
+    _shot(nb, "agent-next-cell", NEXT)
+    first = nb.ui.cell(AGENT).locator(".ja-tools-line")
+    expect(first).to_have_text("Agent sh · Tools: bash")
+    expect(nb.ui.cell(NEXT).locator(".ja-tools-line")).to_have_text(
+        "Agent sh (this session's agent) · Tools: slow")
+    offered = [t["function"]["name"] for t in nb.model.requests[-1].get("tools") or []]
+    assert offered == ["slow"], offered
