@@ -234,17 +234,19 @@ KeyboardInterrupt, which the loop reads as a stop (docs/behaviour.md §2)."""
 _CUT_LOCK = threading.Lock()
 
 
-def cut_requests(threads: Iterable[int]) -> int:
+def cut_requests(threads: Iterable[int], *, only_reading: bool = False) -> int:
     """Close the connection of the model request each of ``threads`` is making (a batch's
     "Stop now"): the request is not awaited; the thread's blocked read returns at once and
     raises KeyboardInterrupt, so its run ends ``aborted``. Returns how many requests were in
     flight (and are now closed). A thread not in a request now is marked: its next socket
-    operation stops it the same way (until :func:`forget_cut`)."""
+    operation stops it the same way (until :func:`forget_cut`), unless ``only_reading``."""
     cut = 0
     with _CUT_LOCK:
         for ident in threads:
-            _CUT.add(ident)
             sock = _READING.get(ident)
+            if sock is None and only_reading:
+                continue
+            _CUT.add(ident)
             if sock is None:
                 continue
             cut += 1
