@@ -95,6 +95,10 @@ class ToolsOffered(BaseEvent):
     """The names of the tools the turn offers the model (``%%toolloop``, ``%%plan``: the
     runtime's set, without the plan's own ``update_plan``/``ask_agent``); sent as a turn
     starts or resumes."""
+    agent: str | None = None
+    """The named agent whose role the turn plays (``None``: the default role)."""
+    agent_source: Literal["user", "session", "intent"] | None = None
+    """Why that agent: the cell named it, the session is bound to it, or the intent chose it."""
 
 
 class RoundStarted(BaseEvent):

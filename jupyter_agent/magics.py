@@ -402,7 +402,7 @@ class AgentMagics(Magics):
     @line_magic
     def agent(self, line: str) -> Any:
         """Sessions, models, usage, pending questions: `%agent help` lists the commands."""
-        from .commands import run_command
+        from .commands import run_command, shows_result
 
         try:
             result = run_command(line, self.namespace())
@@ -410,7 +410,7 @@ class AgentMagics(Magics):
             raise UsageError(usage_message(exc)) from None
         if line.split()[:1] in ([], ["help"]):
             print(cell_flags_help())
-        return result
+        return result if shows_result(line) else None
 
 
 ACP_ALLOWED = frozenset({"acp", "session", "out", "no_stream"})

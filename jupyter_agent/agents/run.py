@@ -181,6 +181,12 @@ def _interrupt_thread(ident: int) -> None:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.pthread_kill(ident, signal.SIGINT)
         return
+    from ..llm.http import cut_requests
+
+    # A worker blocked on a model request would get the exception only when the server
+    # answers: its connection is closed instead (not awaited), which raises it at once.
+    if cut_requests([ident], only_reading=True):
+        return
     import ctypes  # only to interrupt a thread: no run start pays for it
 
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),

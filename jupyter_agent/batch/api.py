@@ -88,7 +88,8 @@ class BatchResult:
             extra.update(judge_score=judged.scores, judge_reason=judged.reasons)
             self.view["judge"] = self.judge
             if self.view.get("cost") is not None:  # unknown stays unknown (docs/security.md)
-                self.view["cost"] = self.view["cost"] + judged.cost
+                self.view["cost"] = (self.view["cost"] + judged.cost if judged.priced
+                                     else None)
             self.view["input_tokens"] = self.view.get("input_tokens", 0) + judged.input_tokens
             self.view["output_tokens"] = (self.view.get("output_tokens", 0)
                                           + judged.output_tokens)
@@ -111,6 +112,8 @@ class BatchResult:
              "score": None if self.scores is None else self.scores[i.position],
              **({"judge": judged.scores[i.position]} if judged is not None else {})}
             for i, o in zip(ex.items[:PREVIEW_ROWS], ex.outcomes[:PREVIEW_ROWS])]
+        # Every result, so the card can say how many the preview leaves out (never silently).
+        self.view["results_total"] = len(ex.items)
 
     def card(self, run_id: str) -> Any:
         """The full card of one item's run (see :func:`jupyter_agent.batch.cards.run_card`)."""

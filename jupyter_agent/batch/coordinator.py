@@ -261,8 +261,10 @@ class Coordinator:
     def _interrupted(self, count: int) -> bool:
         """A kernel interrupt: the first lets running items finish, the second aborts them,
         the third stops waiting for them (they are recorded as aborted). True: stop now."""
-        self.ctl.stop("finish" if count == 1 else "abort", "Interrupted: running items were "
-                      + ("allowed to finish." if count == 1 else "aborted."))
+        self.ctl.stop("finish" if count == 1 else "abort",
+                      "Interrupted, stopped after this step: running items were allowed to "
+                      "finish." if count == 1 else
+                      "Interrupted, stopped now: running items were aborted.")
         if count < 3:
             return False
         self._stop_writer()  # the items that did end keep their outcomes
@@ -300,6 +302,7 @@ class Coordinator:
 
         pool = ThreadPool(self.spec.concurrency, is_aborted=self.ctl.aborting.is_set,
                           on_event=self.on_event)
+        self.ctl.on_abort(pool.cut)
         workers = min(self.spec.concurrency, len(self.todo))
         pool.start(self.next_item, self.done, workers, on_exit=self._exit)
         interrupts, last = 0, 0.0

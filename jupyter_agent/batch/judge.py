@@ -89,6 +89,10 @@ class JudgeSummary:
     failed: int = 0
     """Judge calls that got no answer (the judge's server down, a key refused)."""
     pairwise: dict[str, Any] | None = None
+    cached: int = 0
+    """Judge calls answered by the response cache (counted in ``calls``; nothing was sent)."""
+    priced: bool = True
+    """False once a judge call's model has no price: the cost is unknown, never 0."""
 
     def view(self) -> dict[str, Any]:
         """The card's part: mean score, counts, cost, and the win rate with two models."""
@@ -96,7 +100,8 @@ class JudgeSummary:
         return {"criteria": self.criteria, "model": self.model, "scale": SCALE,
                 "judged": len(got), "mean": (sum(got) / len(got)) if got else None,
                 "invalid": self.invalid, "failed": self.failed, "calls": self.calls,
-                "cost": self.cost,
+                "cost": self.cost if self.priced else None, "priced": self.priced,
+                "cached": self.cached,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "pairwise": self.pairwise}
 
@@ -106,6 +111,10 @@ Call = Callable[[str, type[BaseModel]], Any]
 
 
 def _count(summary: JudgeSummary, run: Any) -> None:
+    footer = (getattr(run, "view", None) or {}).get("footer") or {}
+    summary.cached += int(footer.get("cached") or 0)
+    if footer.get("unpriced"):
+        summary.priced = False
     summary.calls += run.rounds
     summary.cost += float(run.cost)
     summary.input_tokens += run.input_tokens

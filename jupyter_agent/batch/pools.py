@@ -31,6 +31,16 @@ class ThreadPool:
         self.concurrency = concurrency
         self._is_aborted = is_aborted
         self._on_event = on_event
+        self._threads: set[int] = set()
+        self._lock = threading.Lock()
+
+    def cut(self) -> int:
+        """Close the model requests the workers are waiting on ("Stop now"); how many."""
+        from ..llm.http import cut_requests
+
+        with self._lock:
+            threads = list(self._threads)
+        return cut_requests(threads)
 
     def start(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
               on_done: Callable[[Any, Any], None], workers: int,
@@ -47,6 +57,9 @@ class ThreadPool:
 
     def _work(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
               on_done: Callable[[Any, Any], None], on_exit: Callable[[], None]) -> None:
+        ident = threading.get_ident()
+        with self._lock:
+            self._threads.add(ident)
         try:
             while (nxt := next_item()) is not None:
                 item, task = nxt
@@ -61,4 +74,9 @@ class ThreadPool:
                     value = exc
                 on_done(item, value)
         finally:
+            from ..llm.http import forget_cut
+
+            with self._lock:
+                self._threads.discard(ident)
+            forget_cut(ident)
             on_exit()

@@ -170,7 +170,7 @@ class Progress:
                 "lost_held": self.lost_held, "input_tokens": self.tokens[0] + live_in,
                 "output_tokens": self.tokens[1] + live_out,
                 "cost": None if self.unpriced else self.cost + live_cost,
-                "cached": self.cached, "saved": self.saved,
+                "cached": self.cached, "saved": None if self.unpriced else self.saved,
                 "elapsed": round(self.elapsed, 3), "rate": round(rate, 2),
                 "eta": None if eta is None else round(eta, 1),
                 "latest": [{**x, "answer": preview(x["answer"]), "error": preview(x["error"])}

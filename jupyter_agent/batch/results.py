@@ -117,9 +117,27 @@ def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[st
     return out
 
 
+_INK = "#8a8a8a"
+"""Text and axes: mid-grey, legible on a white and on a near-black background."""
+_BARS = ("#3b8fd9", "#e0803a")
+"""Bar colours of middle lightness (blue, orange): visible on both themes."""
+
+
+def _theme_neutral(ax: Any) -> None:
+    """Axes, ticks and frame in :data:`_INK` on a transparent background."""
+    ax.set_facecolor("none")
+    ax.tick_params(colors=_INK)
+    for spine in ax.spines.values():
+        spine.set_color(_INK)
+
+
 def chart_png(board: list[dict[str, Any]]) -> bytes | None:
     """A PNG bar chart of the comparison (accuracy, cost, p50/p95 seconds), or ``None`` when
-    matplotlib is not installed or there is nothing to draw. No pyplot state is touched."""
+    matplotlib is not installed or there is nothing to draw. No pyplot state is touched.
+
+    The background is transparent and text, axes and bars use mid-tone colours, so the chart
+    reads on a light and a dark notebook theme alike. A model without a price gets no cost
+    bar but the words "unknown: set a price in the profile" (never a bar of 0)."""
     if not board:
         return None
     try:
@@ -128,29 +146,36 @@ def chart_png(board: list[dict[str, Any]]) -> bytes | None:
     except ImportError:
         return None
     names = [str(r["model"]) for r in board]
-    panels: list[tuple[str, list[float], list[float] | None]] = []
+    panels: list[tuple[str, list[float | None], list[float] | None]] = []
     if "accuracy" in board[0]:
         panels.append(("Accuracy", [r["accuracy"] or 0.0 for r in board], None))
-    panels.append(("Cost", [r["cost"] or 0.0 for r in board], None))
+    panels.append(("Cost", [r["cost"] for r in board], None))
     panels.append(("Seconds per item (p50, p95)", [r["p50_seconds"] or 0.0 for r in board],
                    [r["p95_seconds"] or 0.0 for r in board]))
     fig = Figure(figsize=(3.2 * len(panels), 2.8), dpi=100)
+    fig.patch.set_alpha(0.0)
     FigureCanvasAgg(fig)
     for n, (title, values, second) in enumerate(panels, start=1):
         ax = fig.add_subplot(1, len(panels), n)
+        _theme_neutral(ax)
         xs = range(len(names))
         width = 0.4 if second else 0.6
-        ax.bar([x - (width / 2 if second else 0) for x in xs], values, width=width,
-               label="p50" if second else None)
+        ax.bar([x - (width / 2 if second else 0) for x in xs], [v or 0.0 for v in values],
+               width=width, label="p50" if second else None, color=_BARS[0])
         if second:
-            ax.bar([x + width / 2 for x in xs], second, width=width, label="p95")
-            ax.legend(fontsize=7)
+            ax.bar([x + width / 2 for x in xs], second, width=width, label="p95",
+                   color=_BARS[1])
+            ax.legend(fontsize=7, frameon=False, labelcolor=_INK)
+        for x, v in zip(xs, values):
+            if v is None:  # no price known: say so where the bar would be
+                ax.text(x, 0.5, "unknown:\nset a price\nin the profile", ha="center",
+                        va="center", fontsize=7, color=_INK, transform=ax.get_xaxis_transform())
         ax.set_xticks(list(xs), names, rotation=20, fontsize=8)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=9, color=_INK)
         ax.tick_params(axis="y", labelsize=7)
         if title == "Accuracy":
             ax.set_ylim(0, 1)
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", transparent=True)
     return buf.getvalue()

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import MagicUsageError
 from ._table import Command, CommandTable, Parser
 
-__all__ = ["run_command", "all_commands"]
+__all__ = ["run_command", "all_commands", "shows_result"]
 
 
 def _tables() -> list[CommandTable]:
@@ -33,6 +33,16 @@ def all_commands() -> dict[str, tuple[Command, str]]:
     for table in _tables():
         out.update(table.commands)
     return out
+
+
+def shows_result(line: str) -> bool:
+    """Whether the ``%agent`` magic shows what ``line``'s command returned (False for a
+    command whose printed table is its output: the value would be printed under it again)."""
+    try:
+        name = (shlex.split(line) or ["help"])[0]
+    except ValueError:
+        return True
+    return not any(name in table.printed for table in _tables())
 
 
 def _parser() -> Parser:

@@ -31,12 +31,18 @@ class CommandTable:
     def __init__(self) -> None:
         self.commands: dict[str, tuple[Command, str]] = {}
         self.parser_builders: list[Callable[[Any], None]] = []
+        self.printed: set[str] = set()
+        """Commands whose printed lines are their whole output in a cell: the value they
+        return is for Python callers, and the magic does not show it again."""
 
-    def command(self, name: str, help: str) -> Callable[[Command], Command]:
-        """Decorator: ``fn`` runs ``%agent name``."""
+    def command(self, name: str, help: str, *, printed: bool = False
+                ) -> Callable[[Command], Command]:
+        """Decorator: ``fn`` runs ``%agent name`` (``printed``: see :attr:`printed`)."""
 
         def wrap(fn: Command) -> Command:
             self.commands[name] = (fn, help)
+            if printed:
+                self.printed.add(name)
             return fn
 
         return wrap

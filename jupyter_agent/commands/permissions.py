@@ -30,7 +30,8 @@ def _parsers(sub: Any) -> None:
 
 
 @TABLE.command("permissions", "The tools allowed or denied for a session in this kernel; "
-                              "permissions revoke NAME [--session S] takes one back.")
+                              "permissions revoke NAME [--session S] takes one back.",
+               printed=True)
 def _cmd_permissions(args: argparse.Namespace, ns: dict[str, Any]) -> list[Any]:
     from ..runtime.grants import GRANTS
 

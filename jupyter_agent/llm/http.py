@@ -10,8 +10,9 @@ Body bytes are read by us, never by the SDK, so the call's total deadline applie
 
 from __future__ import annotations
 
+import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
@@ -30,7 +31,8 @@ from ._sse import (
 )
 from .protocol import Reply, TransportError
 
-__all__ = ["DEFAULT_DEADLINE", "Fatal", "HttpTransport", "call_deadline"]
+__all__ = ["DEFAULT_DEADLINE", "Fatal", "HttpTransport", "call_deadline", "cut_requests",
+           "forget_cut"]
 
 DEFAULT_DEADLINE = 900.0
 """Seconds one call may take in all, retries included (``%config AgentMagics.request_deadline``)."""
@@ -213,11 +215,137 @@ _MAX_BODY_BYTES = 64 * 1024 * 1024
 
 def _http_client(oa: ModuleType, httpx: ModuleType) -> Any:
     """The SDK's default HTTP client (its timeouts, limits and redirects) over the shared TLS
-    context (:mod:`.tls`); ``None`` (the SDK builds its own) when there is none."""
+    context (:mod:`.tls`), its connections tracked so a stop can cut them
+    (:func:`cut_requests`); ``None`` (the SDK builds its own) when there is no context."""
     context = tls.shared_context(httpx)
     if context is None:
         return None
-    return _closing_client_class(oa)(verify=context)
+    client = _closing_client_class(oa)(verify=context)
+    _track_connections(client)
+    return client
+
+
+# ---------------------------------------------------------------- "Stop now": cut a request
+_READING: dict[int, socket.socket] = {}
+"""Thread id -> the socket its model request is blocked on (sending, or waiting for bytes)."""
+_CUT: set[int] = set()
+"""Threads whose request was cut: their next (or current) socket operation raises
+KeyboardInterrupt, which the loop reads as a stop (docs/behaviour.md §2)."""
+_CUT_LOCK = threading.Lock()
+
+
+def cut_requests(threads: Iterable[int], *, only_reading: bool = False) -> int:
+    """Close the connection of the model request each of ``threads`` is making (a batch's
+    "Stop now"): the request is not awaited; the thread's blocked read returns at once and
+    raises KeyboardInterrupt, so its run ends ``aborted``. Returns how many requests were in
+    flight (and are now closed). A thread not in a request now is marked: its next socket
+    operation stops it the same way (until :func:`forget_cut`), unless ``only_reading``."""
+    cut = 0
+    with _CUT_LOCK:
+        for ident in threads:
+            sock = _READING.get(ident)
+            if sock is None and only_reading:
+                continue
+            _CUT.add(ident)
+            if sock is None:
+                continue
+            cut += 1
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked recv; close() would not
+            except OSError:
+                pass  # already closed: nothing is blocked on it
+    return cut
+
+
+def forget_cut(ident: int) -> None:
+    """Thread ``ident`` ends (or starts afresh): a cut marked for it no longer applies (a
+    later thread may get the same id)."""
+    with _CUT_LOCK:
+        _CUT.discard(ident)
+
+
+def _consume_cut(ident: int) -> bool:
+    with _CUT_LOCK:
+        cut = ident in _CUT
+        _CUT.discard(ident)
+    return cut
+
+
+def _watched(op: Callable[[], Any], sock: Any) -> Any:
+    """Run one socket operation of this thread's request where :func:`cut_requests` can cut
+    it; a cut one raises KeyboardInterrupt (whatever the cut socket made the operation do)."""
+    ident = threading.get_ident()
+    if _consume_cut(ident):
+        raise KeyboardInterrupt
+    if isinstance(sock, socket.socket):
+        with _CUT_LOCK:
+            _READING[ident] = sock
+    try:
+        out = op()
+    except Exception:
+        if _consume_cut(ident):
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        with _CUT_LOCK:
+            _READING.pop(ident, None)
+    if _consume_cut(ident):
+        raise KeyboardInterrupt
+    return out
+
+
+class _TrackedStream:
+    """An httpcore network stream whose reads and writes :func:`cut_requests` can cut."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def _sock(self) -> Any:
+        try:
+            return self._inner.get_extra_info("socket")
+        except Exception:  # noqa: BLE001 - a stream without one: not cuttable
+            return None
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return bytes(_watched(lambda: self._inner.read(max_bytes, timeout), self._sock()))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        _watched(lambda: self._inner.write(buffer, timeout), self._sock())
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+        return _TrackedStream(self._inner.start_tls(*args, **kwargs))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _TrackingBackend:
+    """httpcore's network backend, each connection a :class:`_TrackedStream`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+        return _TrackedStream(self._inner.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+        return _TrackedStream(self._inner.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _track_connections(client: Any) -> None:
+    """Give ``client``'s connection pool the tracking backend. httpx builds the pool and its
+    backend itself and offers no parameter for it, so this reaches into the pool; another
+    version that moved them keeps working untracked (a stop then waits for the request)."""
+    pool: Any = getattr(getattr(client, "_transport", None), "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is not None and not isinstance(backend, _TrackingBackend):
+        pool._network_backend = _TrackingBackend(backend)
 
 
 _CLOSING: dict[type, type] = {}

@@ -114,6 +114,7 @@ class LiveDisplay:
         self.updates = 0
         self._dirty = False
         self._timer: threading.Timer | None = None
+        self._recovery: threading.Timer | None = None
         self._interval = 1.0 / MAX_UPDATES_PER_SECOND
         if widgets:
             try:
@@ -132,6 +133,7 @@ class LiveDisplay:
         # The display just drew the whole view: the throttle counts from here.
         self._last = time.monotonic()
         displays[run.run_id] = self
+        self._schedule_recovery()
 
     def _watch_cell_end(self) -> bool:
         """Call :meth:`_cell_ended` once the running cell ends (IPython's ``post_run_cell``);
@@ -232,6 +234,35 @@ class LiveDisplay:
                 self._timer = None
                 self.flush()
 
+    def _schedule_recovery(self) -> None:
+        """Push when the widget's next unasked snapshot is due (``RunWidget.recovery_in``),
+        whether or not an event comes: while a slow synchronous tool runs, no event comes,
+        and a front end that dropped the first patches (its module was still loading) would
+        show "Waiting for the model…" and no tool row until the tool returned. Same context
+        and lock as :meth:`_defer`."""
+        widget = self.widget
+        if widget is None or self._recovery is not None:
+            return
+        delay = widget.recovery_in()
+        if delay is None:
+            return
+        ctx = contextvars.copy_context()
+        timer = threading.Timer(delay + 0.01, ctx.run, (self._recover,))
+        timer.daemon = True
+        self._recovery = timer
+        timer.start()
+
+    def _recover(self) -> None:
+        lock = getattr(self.run, "event_lock", None)
+        with lock if lock is not None else contextlib.nullcontext():
+            if self._recovery is not threading.current_thread():
+                return  # cancelled (the run ended) while this waited for the lock
+            self._recovery = None
+            if self.widget is None or self.run.view.get("status") != "running":
+                return
+            self.widget.push()  # a snapshot when due (patches otherwise)
+            self._schedule_recovery()
+
     def _cancel_timer(self) -> None:
         """Drop the pending deferred flush (not from the timer's own thread: it is running)."""
         timer, self._timer = self._timer, None
@@ -259,6 +290,9 @@ class LiveDisplay:
 
     def finish(self) -> None:
         """Replace the output with the complete bundle (what a saved notebook keeps)."""
+        recovery, self._recovery = self._recovery, None
+        if recovery is not None and recovery is not threading.current_thread():
+            recovery.cancel()
         if self.handle is None:
             self.flush()
         else:

@@ -88,6 +88,15 @@ class RunWidget(anywidget.AnyWidget):
             self._seq += 1
             self.send({"type": "patch", "seq": self._seq, "ops": ops})
 
+    def recovery_in(self) -> float | None:
+        """Seconds until the next unasked snapshot is due (0: now), ``None`` when the widget
+        is past :data:`RECOVERY_AGES`. The live display pushes then even if no event comes
+        (a slow tool or model call): a front end that missed the first patches would otherwise
+        show none of them until the next event, maybe the end of the run."""
+        if self._recovery >= len(RECOVERY_AGES):
+            return None
+        return max(0.0, RECOVERY_AGES[self._recovery] - (time.monotonic() - self._born))
+
     def snapshot(self) -> None:
         """Make the synced ``view`` the whole current view (sent only if it changed)."""
         self._differ.reset(self._source)

@@ -13,7 +13,14 @@ from typing import Any
 
 from .._inert import inert_inline
 
-__all__ = ["BATCH_MIME_TYPE", "judge_line", "batch_markdown", "batch_plain", "batch_bundle", "summary_line"]
+__all__ = ["BATCH_MIME_TYPE", "judge_line", "batch_markdown", "batch_plain", "batch_bundle",
+           "more_line", "summary_line", "plural", "COST_UNKNOWN"]
+
+COST_UNKNOWN = "cost unknown: set a price in the profile"
+"""What a cost that depends on a price the project does not know says (never 0)."""
+WHERE_ALL = ("every row is in the batch's results DataFrame: `_agent_batch.results` after a "
+             "`--over` cell, or the table named by `--out`")
+"""Where a finished batch's rows that the card leaves out are (the card says so)."""
 
 BATCH_MIME_TYPE = "application/vnd.jupyter-agent.batch+json"
 _COUNTS = (("done", "done"), ("failed", "failed"), ("running", "running"),
@@ -41,6 +48,20 @@ def _fmt(key: str, value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 loss``, ``2 losses``, ``0 calls``: the count and the right form of ``word``."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def more_line(view: dict[str, Any], shown: int) -> str | None:
+    """``… 40 more not shown: <where>`` when the finished card's table holds fewer rows than the
+    batch has (``None`` when it shows them all)."""
+    total = view.get("results_total")
+    if view.get("status") == "running" or not isinstance(total, int) or total <= shown:
+        return None
+    return f"… {total - shown:,} more not shown: {WHERE_ALL}"
+
+
 def _title(view: dict[str, Any]) -> str:
     models = view.get("models") or []
     over = f"{view.get('rows', 0):,} row{'s' if view.get('rows') != 1 else ''}"
@@ -55,8 +76,19 @@ def _cost(view: dict[str, Any]) -> str:
     0)."""
     cost = view.get("cost")
     if isinstance(cost, bool) or not isinstance(cost, (int, float)):
-        return "cost unknown"
+        return COST_UNKNOWN
     return f"cost {cost:.4f}"
+
+
+def cache_line(view: dict[str, Any]) -> str:
+    """``3 answers from the cache, none sent (saved 0.0120)``; the saving is unknown when a
+    model has no price (``saved unknown: set a price in the profile``), never 0."""
+    n = int(view.get("cached") or 0)
+    saved = view.get("saved")
+    worth = (f"saved {saved:.4f}" if isinstance(saved, (int, float))
+             and not isinstance(saved, bool) and view.get("cost") is not None
+             else "saved unknown: set a price in the profile")
+    return f"{plural(n, 'answer')} from the cache, not sent ({worth})"
 
 
 def summary_line(view: dict[str, Any]) -> str:
@@ -75,7 +107,7 @@ def summary_line(view: dict[str, Any]) -> str:
              + (f" · {rate:.1f} items/min" if isinstance(rate, (int, float)) and rate > 0 else "")
              + f" · {view.get('elapsed', 0.0):.1f} s")
     if view.get("cached"):
-        speed += f" · {view['cached']:,} cached (saved {float(view.get('saved') or 0.0):.4f})"
+        speed += f" · {cache_line(view)}"
     if view.get("status") == "running" and view.get("eta") is not None:
         speed += f" · about {view['eta']:.1f} s left"
     return f"{counts}\n{speed}"
@@ -99,17 +131,38 @@ def judge_line(view: dict[str, Any]) -> str | None:
     if not j:
         return None
     mean = "–" if j.get("mean") is None else f"{j['mean']:.2f}/{j.get('scale', 5)}"
-    line = (f"Judge ({j.get('model', '')}): mean {mean} over {j.get('judged', 0):,} answers"
-            f" · {j.get('invalid', 0):,} off-scale · {j.get('calls', 0):,} calls"
-            f" · cost {float(j.get('cost') or 0.0):.4f}")
+    line = (f"Judge ({j.get('model', '')}): mean {mean} over "
+            f"{plural(int(j.get('judged', 0)), 'answer')} · {j.get('invalid', 0):,} off-scale"
+            f" · {judge_calls(j)} · {judge_cost(j)}")
     if j.get("failed"):
         line += f" · {j['failed']:,} failed"
     pw = j.get("pairwise")
     if pw and pw.get("compared"):
         rate = pw.get("win_rate_a")
-        line += (f" · {pw['a']} vs {pw['b']}: {pw['wins_a']} wins, {pw['wins_b']} losses, "
-                 f"{pw['ties']} ties (win rate {rate:.0%})")
+        line += (f" · {pw['a']} vs {pw['b']}: {plural(int(pw['wins_a']), 'win')}, "
+                 f"{plural(int(pw['wins_b']), 'loss', 'losses')}, "
+                 f"{plural(int(pw['ties']), 'tie')} (win rate {rate:.0%})")
     return line
+
+
+def judge_calls(j: dict[str, Any]) -> str:
+    """The judge's calls, those sent apart from those answered by the response cache (a fully
+    cached judge sent nothing: ``5 calls from the cache``, never ``5 calls``)."""
+    calls, cached = int(j.get("calls") or 0), int(j.get("cached") or 0)
+    sent = max(0, calls - cached)
+    if not cached:
+        return f"{plural(sent, 'call')} sent"
+    if not sent:
+        return f"{plural(cached, 'call')} from the cache, none sent"
+    return f"{plural(sent, 'call')} sent, {cached:,} from the cache"
+
+
+def judge_cost(j: dict[str, Any]) -> str:
+    """``cost 0.0123``; :data:`COST_UNKNOWN` when the judge's model has no price."""
+    cost = j.get("cost")
+    if j.get("priced") is False or isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return COST_UNKNOWN
+    return f"cost {cost:.4f}"
 
 
 def batch_markdown(view: dict[str, Any]) -> str:
@@ -135,7 +188,8 @@ def batch_markdown(view: dict[str, Any]) -> str:
             if judged:
                 line += f" {_fmt('score', r.get('judge'))} |"
             lines.append(line)
-        out.append("\n".join(lines))
+        more = more_line(view, len(rows))
+        out.append("\n".join(lines) + (f"\n\n{_cell(more)}" if more else ""))
     board = view.get("board") or []
     if board:
         keys = [(k, h) for k, h in _BOARD if k in board[0]]
@@ -163,7 +217,8 @@ def batch_plain(view: dict[str, Any]) -> str:
             if r.get("judge") is not None:
                 score += f" (judge {_fmt('score', r['judge'])})"
             lines.append(f"  {r['row']:>4} {r['model']} [{r['status']}] {text[:100]}{score}")
-        out.append("\n".join(lines))
+        more = more_line(view, len(rows))
+        out.append("\n".join(lines + ([f"  {more}"] if more else [])))
     board = view.get("board") or []
     if board:
         keys = [(k, h) for k, h in _BOARD if k in board[0]]

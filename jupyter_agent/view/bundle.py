@@ -114,19 +114,50 @@ def _output_md(view: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+ROLE_SOURCES = {"session": " (this session's agent)", "intent": " (chosen for the request)"}
+"""What the card adds to a named agent it did not get from the cell (``static/tools_line.js``)."""
+
+
+def role_text(view: dict[str, Any]) -> str:
+    """``Agent sh · `` when a named agent ran (why, when the cell did not name it); else ``""``."""
+    role = view.get("role")
+    if not isinstance(role, dict) or not role.get("name"):
+        return ""
+    return f"Agent {role['name']}{ROLE_SOURCES.get(str(role.get('source')), '')} · "
+
+
 def tools_text(view: dict[str, Any]) -> str | None:
-    """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools; ``None`` otherwise."""
+    """``Tools: a, b, c`` (``Tools: none``) for a run that offered tools, after the agent that
+    ran (``Agent sh · Tools: bash``); ``None`` otherwise."""
     tools = view.get("tools")
     if tools is None:
         return None
-    return "Tools: " + (", ".join(tools) if tools else "none")
+    return role_text(view) + "Tools: " + (", ".join(tools) if tools else "none")
+
+
+def typed_answer_json(view: dict[str, Any], text: str) -> bool:
+    """Whether ``text`` is the valid typed answer's JSON (bare or fenced), which the output
+    table shows already: drawn once, not twice (``static/render.js`` isTypedAnswerJson)."""
+    out = view.get("output") or {}
+    if not out.get("valid"):
+        return False
+    bare = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        return bool(json.loads(bare) == out.get("data"))
+    except ValueError:
+        return False
 
 
 def render_markdown(view: dict[str, Any]) -> str:
     """A readable markdown transcript of the run (GitHub, nbconvert, VS Code)."""
     out: list[str] = []
+    texts = [i for i in view["items"] if i["kind"] == "text" and not i.get("withdrawn")
+             and i.get("text")]
+    typed = texts[-1] if texts and typed_answer_json(view, texts[-1]["text"]) else None
     for item in view["items"]:
         kind = item["kind"]
+        if item is typed:
+            continue
         if kind == "reasoning" and item["text"].strip():
             out.append("<details><summary>Reasoning</summary>\n\n" + _fence(item["text"]) +
                        "\n\n</details>")

@@ -26,6 +26,8 @@ Shape::
         {"kind": "ask"|"approval", ...}   # an answered ask: a copy of "ask" below
       ],
       "tools": [str] | None,     # the tools offered (tools_offered); None: none were offered
+      "role": {"name", "source"},  # only when a named agent ran (tools_offered): its name and
+                                 # why (user: the cell named it; session: bound; intent)
                                  # (%%chat)
       "plan_status": "generating"|"updating"|None,  # an update_plan call is on its way
                                  # (plan_status); cleared when it returns or the run ends
@@ -204,6 +206,8 @@ def _plan_updated(view: dict[str, Any], d: dict[str, Any]) -> None:
 
 def _tools_offered(view: dict[str, Any], d: dict[str, Any]) -> None:
     view["tools"] = list(d["tools"])
+    if d.get("agent"):  # the card names the agent that ran (events saved before lack it)
+        view["role"] = {"name": str(d["agent"]), "source": d.get("agent_source")}
 
 
 def _plan_status(view: dict[str, Any], d: dict[str, Any]) -> None:

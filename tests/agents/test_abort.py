@@ -39,3 +39,36 @@ def test_abort_between_rounds_answers_every_call_and_stops(server: ScriptedOpenA
     # the next run works normally
     server.enqueue(text("fine"))
     assert toolloop("Again.").answer == "fine"
+
+
+def test_abort_of_a_run_waiting_on_a_held_request_closes_it_at_once(
+        server: ScriptedOpenAI) -> None:
+    """Issue 37: a run on a worker thread (not the kernel's main thread, which a SIGINT
+    wakes) waited for the server to answer before the abort took effect. Its connection is
+    now closed: the run ends within 2 s of the abort and the server sees the close."""
+    import threading
+    import time
+
+    from jupyter_agent.agents.run import last_run
+    from tests.fakes.openai_server import hang
+
+    server.enqueue(hang(30, then=text("too late")))
+    box: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: box.update(run=toolloop("Wait.")), daemon=True)
+    worker.start()
+    end = time.monotonic() + 10
+    while not server.requests:
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    time.sleep(0.2)  # the request is out: the worker reads its answer
+    t0 = time.monotonic()
+    last_run().abort()  # type: ignore[union-attr]
+    worker.join(5)
+    assert not worker.is_alive() and time.monotonic() - t0 < 2.0
+    assert box["run"].status == "aborted"
+    end = time.monotonic() + 5
+    while not server.hung_up:
+        assert time.monotonic() < end, "the server never saw the connection closed"
+        time.sleep(0.01)
+    server.enqueue(text("fine"))  # the client is fine afterwards
+    assert toolloop("Again.").answer == "fine"

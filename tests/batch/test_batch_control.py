@@ -139,6 +139,47 @@ def test_stop_abort_ends_running_items_at_their_next_round(srv: ScriptedOpenAI) 
     assert res.view["counts"]["failed"] == 4
 
 
+def test_stop_now_closes_requests_in_flight_and_ends_at_once(srv: ScriptedOpenAI) -> None:
+    """Issue 37: "Stop now" waited for the model calls in flight (3.95 s in the browser) and
+    said they were "allowed to finish". A request the server holds 30 s is now closed: the
+    batch ends within 2 s (generous: the cut itself takes milliseconds), the server sees the
+    connection closed, the card says what was cut, and each item's history is whole."""
+    srv.default = hang(30, then=text("too late"))
+    run = batch("Classify: {item}", ITEMS[:6], kind="chat", concurrency=3, wait=False)
+    _wait_for(lambda: len(srv.requests) == 3)
+    t0 = time.monotonic()
+    run.stop("abort")
+    res = run.wait(10)
+    took = time.monotonic() - t0
+    assert took < 2.0, took
+    _wait_for(lambda: len(srv.hung_up) == 3)  # every held request's connection was closed
+    assert max(srv.hung_up) - t0 < 2.0
+    out = res.results
+    assert list(out["status"]) == ["aborted"] * 3 + ["skipped"] * 3
+    assert res.status == "stopped"
+    reason = res.view["stop_reason"]
+    assert reason.startswith("Stopped now") and "3 model requests in flight closed" in reason
+    assert "allowed to finish" not in reason
+    for run_id in out["run_id"][:3]:  # no dangling call: nothing was called, nothing is open
+        stored = default_store().get_run(run_id)
+        assert stored.status == "aborted"
+    # The client is usable again: the same batch re-runs and answers.
+    srv.default = text("billing")
+    again = batch("Classify: {item}", ITEMS[:6], kind="chat", concurrency=3, rerun=True)
+    assert list(again.results["status"]) == ["done"] * 6
+
+
+def test_stop_after_this_step_still_waits_and_says_so(srv: ScriptedOpenAI) -> None:
+    srv.default = hang(0.5, then=text("billing"))
+    run = batch("Classify: {item}", ITEMS[:4], kind="chat", concurrency=2, wait=False)
+    _wait_for(lambda: len(srv.requests) == 2)
+    run.stop("finish")
+    res = run.wait(30)
+    assert list(res.results["status"]) == ["done"] * 2 + ["skipped"] * 2
+    assert res.view["stop_reason"].startswith("Stopped after this step")
+    assert not srv.hung_up
+
+
 def test_the_cards_stop_button_reaches_the_batch(srv: ScriptedOpenAI) -> None:
     """The widget's message, as the front end sends it, stops the batch (abort wins over a
     finish; an unknown mode is ignored)."""

@@ -201,7 +201,7 @@ def test_a_rerun_with_the_cache_sends_nothing(srv: ScriptedOpenAI) -> None:
     assert again.results["urgency"].tolist() == first.results["urgency"].tolist()
     assert float(again.results["cost"].sum()) == 0.0
     assert again.view["cached"] == 3 and first.view["cached"] == 0
-    assert "3 cached (saved" in again.bundle()["text/plain"]
+    assert "3 answers from the cache, not sent (saved" in again.bundle()["text/plain"]
 
 
 @pytest.fixture

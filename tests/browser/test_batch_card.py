@@ -196,9 +196,23 @@ def test_the_card_shows_the_judge_and_the_cached_rounds(browser: Any, tmp_path: 
     judge = page.inner_text(".ja-batch-judge")
     assert "mean 4.50/5 over 2 answers" in judge and "1 off-scale" in judge
     assert "· 2 failed" in judge  # judge calls that got no answer are not called off-scale
-    assert "m1 vs m2: 2 wins, 1 losses, 1 ties (win rate 63%)" in judge
+    # Plurals right (issue 37: "1 losses"); calls sent apart from cached ones.
+    assert "m1 vs m2: 2 wins, 1 loss, 1 tie (win rate 63%)" in judge
+    assert "4 calls sent" in judge
     assert INJECTION in judge and page.locator("img").count() == 0  # a name stays text
-    assert "3 cached (saved" in page.inner_text(".ja-footer")
+    assert "3 answers from the cache, not sent (saved 0.0123)" in page.inner_text(".ja-footer")
+    page.close()
+    page._server.__exit__(None, None, None)
+    # A fully cached, unpriced judge: nothing sent, cost unknown (not "4 calls", not 0).
+    view["judge"].update(cached=4, priced=False, cost=None)
+    view["cost"], view["saved"] = None, None
+    (tmp_path / "unpriced").mkdir()
+    page = _open(browser, tmp_path / "unpriced", view)
+    judge = page.inner_text(".ja-batch-judge")
+    assert "4 calls from the cache, none sent" in judge and "4 calls sent" not in judge
+    assert "cost unknown: set a price in the profile" in judge and "0.0000" not in judge
+    footer = page.inner_text(".ja-footer")
+    assert "saved unknown: set a price in the profile" in footer and "saved 0" not in footer
     page.close()
     page._server.__exit__(None, None, None)
 

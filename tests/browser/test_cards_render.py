@@ -153,6 +153,10 @@ def test_clock_skew_and_static_mode_never_claim_a_running_time(open_run: OpenRun
                                ToolStarted(round=1, call_id="c1", name="bash")), live=False)
     assert static.locator(".ja-elapsed, .ja-stop").count() == 0
     assert static.inner_text('.ja-tool[data-call-id="c1"] .ja-tool-time') == "running…"
+    # Nor a "Waiting for the model…" line: nothing waits in a saved card, and a card whose
+    # kernel is gone says it no longer updates (issue 37: the two lines contradicted).
+    idle = open_run(_running(600), live=False)
+    assert idle.locator(".ja-waiting").count() == 0
 
 
 def test_waiting_line_follows_rounds_and_tools(open_run: OpenRun) -> None:
@@ -563,3 +567,33 @@ def test_a_waiting_card_shows_its_run_ended_in_another_card_and_no_other_run_cha
     kept = page.locator("#other")
     assert kept.locator(".ja-ended-elsewhere").count() == 0
     assert kept.locator(".ja-option:enabled").count() == 3
+
+
+def test_a_typed_answer_is_drawn_once_and_the_agent_is_named(open_run: OpenRun) -> None:
+    """Issue 37: the typed answer's JSON showed as text and again as the field table; the
+    card did not say which agent ran."""
+    from jupyter_agent.events import OutputChecked, ToolsOffered
+    from jupyter_agent.view.bundle import render_markdown
+
+    answer = '{"label": "billing", "urgency": 2}'
+    view = reduce_events([
+        RunStarted(run_id="run-t", agent="toolloop", model="gpt-test"),
+        ToolsOffered(tools=["bash"], agent="sh", agent_source="session"),
+        RoundStarted(round=1), TextDelta(round=1, text=answer),
+        OutputChecked(schema_name="Ticket", valid=True,
+                      data={"label": "billing", "urgency": 2}, errors=[], attempts=1),
+        RunFinished(status="done", answer=answer),
+    ])
+    page = open_run(view, live=False)
+    expect(page.locator(".ja-output-table")).to_contain_text("billing")
+    assert page.locator(".ja-text").count() == 0  # no second, raw JSON rendering
+    assert page.locator(".ja-run").inner_text().count("billing") == 1
+    expect(page.locator(".ja-tools-line")).to_have_text(
+        "Agent sh (this session's agent) · Tools: bash")
+    md = render_markdown(view)
+    assert md.count("billing") == 1 and "Agent sh (this session's agent) · Tools: bash" in md
+    # An invalid answer keeps its text: the table cannot stand for it.
+    bad = copy.deepcopy(view)
+    bad["output"]["valid"] = False
+    page = open_run(bad, live=False)
+    assert page.locator(".ja-text").count() == 1

@@ -30,6 +30,7 @@ import argparse
 import itertools
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -97,6 +98,15 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
              429: "rate_limit_error"}
     kind = kinds.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _peer_closed(conn: socket.socket) -> bool:
+    """Whether the client closed ``conn`` (readable with nothing to read, or reset)."""
+    try:
+        ready, _, _ = select.select([conn], [], [], 0)
+        return bool(ready) and conn.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 class _Dropped(Exception):
@@ -189,8 +199,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send_json(500, _error_body(500, NO_TURN_MESSAGE))
             return self._answer(picked, body)
         if isinstance(turn, HangTurn):
-            if self.server.owner._hang(turn.seconds):
-                raise _Dropped  # shutting down: don't keep the thread waiting
+            if self.server.owner._hang(turn.seconds, self.connection):
+                raise _Dropped  # shutting down, or the client hung up: nothing more to send
             turn = turn.then or empty()
             return self._answer(turn, body)
         if isinstance(turn, ErrorTurn):
@@ -371,6 +381,9 @@ class ScriptedOpenAI:
             self.request_headers: list[dict[str, str]] = []
             self.auth_present: list[bool] = []
             self.connections = 0
+            self.hung_up: list[float] = []
+            """``time.monotonic()`` each time a client closed the connection of a request
+            the server was holding (a ``hang`` turn): a client that cancels does."""
 
     def enqueue(self, *turns: TurnLike) -> None:
         """Queue turns; each chat-completions request consumes one, in order."""
@@ -406,12 +419,21 @@ class ScriptedOpenAI:
             self._releases += 1
             self._woken.notify_all()
 
-    def _hang(self, seconds: float) -> bool:
-        """Wait ``seconds``, or until :meth:`release_hangs` or a stop; ``True`` when stopping."""
+    def _hang(self, seconds: float, conn: socket.socket | None = None) -> bool:
+        """Wait ``seconds``, or until :meth:`release_hangs`, a stop, or the client closing
+        ``conn`` (recorded in :attr:`hung_up`); ``True`` when stopping or hung up."""
+        end = time.monotonic() + seconds
         with self._woken:
             seen = self._releases
-            self._woken.wait_for(lambda: self._stopping.is_set() or self._releases != seen,
-                                 timeout=seconds)
+            while not (self._stopping.is_set() or self._releases != seen):
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                if conn is not None and _peer_closed(conn):
+                    with self._lock:
+                        self.hung_up.append(time.monotonic())
+                    return True
+                self._woken.wait(timeout=min(left, 0.02))
         return self._stopping.is_set()
 
     def stop(self) -> None:

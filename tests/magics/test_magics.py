@@ -203,6 +203,24 @@ def test_agent_help(shell: InteractiveShell) -> None:
     assert cap.stdout.startswith("%agent commands:")
 
 
+def test_agent_permissions_prints_its_table_once(shell: InteractiveShell) -> None:
+    """The table is the output: the list it returns (for Python callers) is not echoed under
+    it as ``Out[n]`` (issue 37: it was)."""
+    from jupyter_agent.runtime.grants import GRANTS
+
+    GRANTS.clear()
+    tool = type("T", (), {"name": "bash"})()
+    GRANTS.remember("s1", tool, "allow")
+    try:
+        result, cap = run(shell, "%agent permissions")
+    finally:
+        GRANTS.clear()
+    assert result.success and result.result is None
+    assert len(cap.stdout.splitlines()) == 1 and cap.stdout.startswith("allow bash")
+    assert "Grant(" not in cap.stdout
+    assert not cap.outputs
+
+
 def test_agent_model(shell: InteractiveShell, server: ScriptedOpenAI) -> None:
     result, cap = run(shell, "%agent model gpt-4o-mini")
     assert result.success

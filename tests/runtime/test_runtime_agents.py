@@ -147,3 +147,34 @@ def test_agent_flag_takes_a_variable_or_a_name(shell: InteractiveShell, server: 
     with capture_output() as cap:
         bad = shell.run_cell("%%toolloop --agent nobody\nhi")
     assert not bad.success and "Unknown agent 'nobody'" in cap.stderr
+
+
+def test_the_next_cell_offers_what_it_asks_and_the_card_names_the_agent(
+        server: ScriptedOpenAI, workspace: Path) -> None:
+    """Issue 37: after a ``--agent sh`` cell, a plain cell offered only ``bash`` and no card
+    said which agent ran. The cell's own request decides the offer; the card names the agent
+    and why (the cell named it, or it is the session's)."""
+    from jupyter_agent import tool
+    from jupyter_agent.view.bundle import render_markdown
+
+    Agent("sh", instructions="You run shell commands.", tools=["bash"])
+
+    @tool
+    def count_rows(name: str) -> int:
+        """Rows of a table."""
+        return 3
+
+    server.enqueue(text("one"), text("two"), text("three"))
+    first = toolloop("list files", agent="sh", session="s37")
+    assert first.view["tools"] == ["bash"]
+    assert first.view["role"] == {"name": "sh", "source": "user"}
+    assert "Agent sh · Tools: bash" in render_markdown(first.view)
+    plain = toolloop("count the rows", session="s37")  # names no agent, no tools
+    offered = [t["function"]["name"] for t in server.requests[1].get("tools") or []]
+    assert "count_rows" in offered and offered != ["bash"]
+    assert "You run shell commands." in _system(server.requests[1])  # the role is kept
+    assert plain.view["role"] == {"name": "sh", "source": "session"}
+    assert "Agent sh (this session's agent) · Tools:" in render_markdown(plain.view)
+    named = toolloop("just bash", tools=["bash"], session="s37")
+    assert named.view["tools"] == ["bash"]
+    assert [t["function"]["name"] for t in server.requests[2]["tools"]] == ["bash"]

@@ -103,7 +103,8 @@ class TurnSetup:
                 self.notices.append(approval_notice(approvals))
         if self.spawn is not None:
             self.spawn.client = p.client
-        p.recorder.emit(ToolsOffered(tools=self.offered_names(p.run.agent)))  # the card's line
+        p.recorder.emit(ToolsOffered(tools=self.offered_names(p.run.agent),  # the card's line
+                                     agent=self.agent_name, agent_source=self.agent_source))
         for message in self.notices:
             p.recorder.emit(Warning_(message=message))
         self.notices.clear()
@@ -296,7 +297,10 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         read_only=workspace.read_only, cwd=str(workspace.root),
         auto_approve=bool(getattr(opt, "auto_approve", False)),
         approve=frozenset(getattr(opt, "approve", None) or ()))
-    specs = tools if tools is not None else default_specs(agent)
+    # The tool offer follows this cell: the agent it names (or the intent picked), else the
+    # default set. A session's bound agent keeps its role and workspace, not its tools: after
+    # a `--agent sh` cell, a plain cell offering only `bash` surprised (issue 37).
+    specs = tools if tools is not None else default_specs(agent if source != "session" else None)
     with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
     paths = [*(agent.skills if agent is not None else []),
              *_skill_paths(getattr(opt, "skills", None))]

@@ -88,7 +88,7 @@ function usage(view) {
   // A null cost is an unpriced model's: "cost unknown", never 0. A rate of 0 is no rate
   // (under a second, or nothing finished in this run): left out, not "0.0 items/min".
   const cost = typeof view.cost === "number" && Number.isFinite(view.cost)
-    ? `cost ${formatCost(view.cost)}` : "cost unknown";
+    ? `cost ${formatCost(view.cost)}` : COST_UNKNOWN;
   const rate = num(view.rate) > 0 ? ` · ${num(view.rate).toFixed(1)} items/min` : "";
   let text = `${formatInt(view.input_tokens)} in / ${formatInt(view.output_tokens)} out tokens`
     + ` · ${cost}${rate} · ${formatSeconds(view.elapsed)}`;
@@ -102,10 +102,25 @@ function usage(view) {
   if (num(view.lost_held)) {
     text += ` · not re-run (side effects), check them: ${formatInt(num(view.lost_held))}`;
   }
-  if (num(view.cached)) {
-    text += ` · ${formatInt(num(view.cached))} cached (saved ${formatCost(num(view.saved))})`;
-  }
+  if (num(view.cached)) text += ` · ${cacheLine(view)}`;
   return h("div", "ja-footer", text);
+}
+
+/** `1 loss`, `2 losses`: the count and the right form of the word. */
+export function plural(n, word, words) {
+  return `${formatInt(n)} ${n === 1 ? word : (words || `${word}s`)}`;
+}
+
+/** What a cost needing a price the project does not know says (view/batch.py's twin). */
+const COST_UNKNOWN = "cost unknown: set a price in the profile";
+
+/** Answers from the cache are not sent; their saving is unknown without a price, never 0. */
+function cacheLine(view) {
+  const priced = typeof view.saved === "number" && Number.isFinite(view.saved) &&
+    typeof view.cost === "number";
+  const worth = priced ? `saved ${formatCost(view.saved)}`
+    : "saved unknown: set a price in the profile";
+  return `${plural(num(view.cached), "answer")} from the cache, not sent (${worth})`;
 }
 
 /** An item's score (any scale a score function chose); "–" when it has none. */
@@ -113,14 +128,19 @@ function score(x) {
   return typeof x === "number" && Number.isFinite(x) ? String(Number(x.toFixed(3))) : "–";
 }
 
-function more(t, shown, all, columns) {
+/** Where a finished batch's rows the card leaves out are (view/batch.py's WHERE_ALL). */
+const WHERE_ALL = "every row is in the batch's results DataFrame: `_agent_batch.results` " +
+  "after a `--over` cell, or the table named by `--out`";
+
+function more(t, shown, all, columns, where) {
   if (all <= shown) return;
-  const td = h("td", "ja-batch-more", `… ${formatInt(all - shown)} more not shown`);
+  const td = h("td", "ja-batch-more",
+    `… ${formatInt(all - shown)} more not shown${where ? `: ${where}` : ""}`);
   td.colSpan = columns;
   t.appendChild(append(h("tr", ""), td));
 }
 
-function table(title, rows) {
+function table(title, rows, total) {
   if (!Array.isArray(rows) || !rows.length) return null;
   const items = rows.filter(isObject);
   if (!items.length) return null;
@@ -140,7 +160,10 @@ function table(title, rows) {
       h("td", "", str(r.answer) || str(r.error)), scored && h("td", "", score(r.score)),
       judged && h("td", "ja-batch-judge-score", score(r.judge))));
   }
-  more(t, shown.length, items.length, 4 + (scored ? 1 : 0) + (judged ? 1 : 0));
+  // A finished batch's preview holds the first rows only: `total` says how many there are.
+  const all = Math.max(items.length, Number.isInteger(total) ? total : 0);
+  more(t, shown.length, all, 4 + (scored ? 1 : 0) + (judged ? 1 : 0),
+    all > items.length ? WHERE_ALL : "");
   return append(h("div", ""), h("div", "ja-batch-label", title), t);
 }
 
@@ -149,6 +172,9 @@ const BOARD_KEYS = ["model", "items", "done", "failed", "accuracy", "cost", "p50
 
 function boardCell(k, v) {
   if (k === "model") return h("td", "", str(v, 80));
+  if (k === "cost" && (typeof v !== "number" || !Number.isFinite(v))) {
+    return h("td", "ja-batch-unknown", "unknown: set a price in the profile");
+  }
   if (typeof v !== "number" || !Number.isFinite(v)) return h("td", "", "–");
   if (k === "accuracy") return h("td", "", `${(100 * v).toFixed(1)}%`);
   if (k === "cost") return h("td", "", formatCost(v));
@@ -207,14 +233,24 @@ function stopButtons(view, onAction, sent) {
 function judgeLine(j) {
   if (!isObject(j)) return null;
   const mean = typeof j.mean === "number" ? `${j.mean.toFixed(2)}/${j.scale}` : "–";
-  let text = `Judge (${str(j.model, 100)}): mean ${mean} over ${Number(j.judged) || 0} answers` +
-    ` · ${Number(j.invalid) || 0} off-scale · ${Number(j.calls) || 0} calls` +
-    ` · cost ${(Number(j.cost) || 0).toFixed(4)}`;
+  const calls = Number(j.calls) || 0;
+  const cached = Number(j.cached) || 0;
+  const sent = Math.max(0, calls - cached);
+  // Sent apart from cached: a fully cached judge sent nothing (view/batch.py judge_calls).
+  const callText = !cached ? `${plural(sent, "call")} sent`
+    : !sent ? `${plural(cached, "call")} from the cache, none sent`
+      : `${plural(sent, "call")} sent, ${formatInt(cached)} from the cache`;
+  const cost = j.priced === false || typeof j.cost !== "number" || !Number.isFinite(j.cost)
+    ? COST_UNKNOWN : `cost ${j.cost.toFixed(4)}`;
+  let text = `Judge (${str(j.model, 100)}): mean ${mean} over ` +
+    `${plural(Number(j.judged) || 0, "answer")} · ${Number(j.invalid) || 0} off-scale` +
+    ` · ${callText} · ${cost}`;
   if (Number(j.failed) > 0) text += ` · ${Number(j.failed)} failed`;
   const pw = j.pairwise;
   if (isObject(pw) && Number(pw.compared) > 0) {
-    text += ` · ${str(pw.a, 100)} vs ${str(pw.b, 100)}: ${pw.wins_a} wins, ${pw.wins_b} losses,` +
-      ` ${pw.ties} ties (win rate ${Math.round(Number(pw.win_rate_a) * 100)}%)`;
+    text += ` · ${str(pw.a, 100)} vs ${str(pw.b, 100)}: ${plural(Number(pw.wins_a) || 0, "win")},` +
+      ` ${plural(Number(pw.wins_b) || 0, "loss", "losses")}, ${plural(Number(pw.ties) || 0, "tie")}` +
+      ` (win rate ${Math.round(Number(pw.win_rate_a) * 100)}%)`;
   }
   return h("div", "ja-batch-judge", text);
 }
@@ -228,7 +264,8 @@ export function renderBatch(el, view, opts, sent = {}) {
   const parts = [header(v), counts(v), usage(v),
     str(v.stop_reason) ? h("div", "ja-warning", str(v.stop_reason, 1000)) : null,
     judgeLine(v.judge),
-    table(live ? "Latest results" : "Results", live ? v.latest : done),
+    table(live ? "Latest results" : "Results", live ? v.latest : done,
+      live ? 0 : v.results_total),
     board(v.board)].filter(Boolean);
   const onAction = opts && opts.onAction;
   const kept = live && onAction && sent.row && el.contains(sent.row) ? sent.row : null;

@@ -188,6 +188,21 @@ function lastAnswerIndex(items) {
   return -1;
 }
 
+/**
+ * Whether the answer text is the typed answer's JSON, which the output table shows already
+ * (a valid typed run: the same data twice, once as raw JSON, was noise). Fenced or bare.
+ */
+export function isTypedAnswerJson(view, text) {
+  const out = view.output;
+  if (!out || !out.valid || typeof text !== "string") return false;
+  const bare = text.trim().replace(/^```(?:json)?\s*/, "").replace(/\s*```$/, "");
+  try {
+    return JSON.stringify(JSON.parse(bare)) === JSON.stringify(out.data);
+  } catch (_) {
+    return false;
+  }
+}
+
 function draw(el, view, opts, state) {
   view = view || {};
   const onAction = opts && typeof opts.onAction === "function" ? opts.onAction : null;
@@ -219,9 +234,12 @@ function draw(el, view, opts, state) {
   const items = Array.isArray(view.items) ? view.items : [];
   const waitingOn = view.ask && !view.ask.answered ? view.ask.call_id : null;
   const answerAt = lastAnswerIndex(items);
+  // A typed answer is drawn once: its field table (output.js), not also its JSON text.
+  const typedAt = answerAt >= 0 && isTypedAnswerJson(view, items[answerAt].text) ? answerAt : -1;
   const seen = new Set();
   const toolStates = [];
   const itemNodes = items.map((item, i) => {
+    if (i === typedAt) return null;
     const key = itemKey(item, i);
     seen.add(key);
     const ctx = {
@@ -250,7 +268,9 @@ function draw(el, view, opts, state) {
     );
     seen.add("answer");
   }
-  if (waitingForModel(view, items, toolStates)) {
+  // Only a live card waits: a saved card, or one whose kernel is gone ("this card no longer
+  // updates"), would contradict the line drawn above it.
+  if (live && waitingForModel(view, items, toolStates)) {
     seen.add("waiting");
     itemNodes.push(cached(state, "waiting", "", waitingNode));
   }
@@ -289,7 +309,7 @@ function draw(el, view, opts, state) {
   top.push(renderError(view, !items.length && !view.answer), renderHint(view), renderFooter(view));
 
   for (const key of state.cache.keys()) if (!seen.has(key)) state.cache.delete(key);
-  reconcile(itemsBox, itemNodes);
+  reconcile(itemsBox, itemNodes.filter(Boolean));
   reconcile(root, top.filter(Boolean));
   if (fresh) el.appendChild(root);
   syncTicker(state, live && running);

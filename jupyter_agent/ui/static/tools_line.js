@@ -6,11 +6,22 @@ import { h } from "./dom.js";
 
 const PLAN_STATUS = { generating: "Generating the plan…", updating: "Updating the plan…" };
 
-/** The "Tools: ..." line, or null when the run offered no tool set. */
+/** Why a named agent ran when the cell did not name it (view/bundle.py ROLE_SOURCES). */
+const ROLE_SOURCES = { session: " (this session's agent)", intent: " (chosen for the request)" };
+
+/** "Agent sh · " when a named agent ran (view.role), else "". */
+function roleText(view) {
+  const role = view.role;
+  if (!role || typeof role !== "object" || typeof role.name !== "string" || !role.name) return "";
+  return `Agent ${role.name.slice(0, 80)}${ROLE_SOURCES[role.source] || ""} · `;
+}
+
+/** The "Agent x · Tools: ..." line, or null when the run offered no tool set. */
 export function renderToolsLine(view) {
   const tools = view.tools;
   if (!Array.isArray(tools)) return null;
-  const line = h("div", "ja-tools-line", `Tools: ${tools.length ? tools.join(", ") : "none"}`);
+  const line = h("div", "ja-tools-line",
+    `${roleText(view)}Tools: ${tools.length ? tools.join(", ") : "none"}`);
   line.dataset.part = "tools";
   const doing = view.status === "running" && PLAN_STATUS[view.plan_status];
   if (doing) {
