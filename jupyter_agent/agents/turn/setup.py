@@ -301,6 +301,9 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     paths = [*(agent.skills if agent is not None else []),
              *_skill_paths(getattr(opt, "skills", None))]
     skills = skill_folders.load_skills(paths) if paths else []
+    left_out = skill_folders.skills_left_out_notice(skills) if skills else None
+    if left_out:
+        notices.append(left_out)
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),
                                    with_notebook=with_notebook)
