@@ -21,6 +21,7 @@ from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.replay import go_live
 from jupyter_agent.secrets import MASK, mask, scrub_env
+from tests.adversarial.test_secrets import store_bytes
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(120)
@@ -99,6 +100,9 @@ def test_a_tool_result_with_a_url_password_is_masked(server: ScriptedOpenAI,
     assert sent == [f"postgresql://app:{MASK}@db:5432/prod host=db user=app password={MASK} "
                     "dbname=prod"]
     assert PASSWORD not in run.answer + str(run.view) and "kw-pass-9913" not in str(run.view)
+    stored = store_bytes()  # the store's files, WAL included
+    assert MASK.encode() in stored
+    assert PASSWORD.encode() not in stored and b"kw-pass-9913" not in stored
     assert mask(f"x {PASSWORD} y") == f"x {MASK} y"
 
 
