@@ -47,6 +47,7 @@ __all__ = [
     "masked_stdio",
     "register_secret",
     "scrub_env",
+    "url_passwords",
 ]
 
 #: What a secret is replaced with, everywhere.
@@ -75,7 +76,43 @@ _CHILD_ENV_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS", "GCP_
 # Names that match the words above but carry no secret and that programs need.
 _NEVER_SECRET = frozenset({"PWD", "OLDPWD", "XAUTHORITY", "SSH_AUTH_SOCK", "KEYMAP"})
 # ``scheme://user:password@host``: the password is a secret whatever the variable is called.
-_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@", re.IGNORECASE)
+# The authority runs to the first ``/``, ``?``, ``#`` or space after ``://``; its user part to
+# the LAST ``@`` in it (a password may hold an unescaped ``@``, as libpq and urllib read it).
+_URL_AUTHORITY = re.compile(r"[a-z][a-z0-9+.-]*://([^/?#\s]*)", re.IGNORECASE)
+# ``password=...`` in a libpq keyword string or a query (``host=db password=x``, ``?pwd=x``).
+_KEYWORD_PASSWORD = re.compile(r"(?<![a-z0-9_])(?:password|passwd|pwd)=([^\s&;'\"]+)",
+                               re.IGNORECASE)
+
+
+def _url_password_spans(value: str) -> list[tuple[int, int]]:
+    """Where ``value`` holds a password: of a URL's ``user:password@`` part, or of a
+    ``password=`` keyword (start and end of each)."""
+    spans = []
+    for m in _URL_AUTHORITY.finditer(value):
+        authority = m.group(1)
+        at = authority.rfind("@")
+        colon = authority.find(":", 0, at) if at > 0 else -1
+        if colon >= 0 and at > colon + 1:
+            spans.append((m.start(1) + colon + 1, m.start(1) + at))
+    spans += [m.span(1) for m in _KEYWORD_PASSWORD.finditer(value)]
+    return spans
+
+
+def url_passwords(value: str) -> list[str]:
+    """The passwords ``value`` carries in URLs (``postgresql://app:PASSWORD@db/prod``) or in
+    ``password=`` keywords, whatever their length."""
+    return [value[a:b] for a, b in _url_password_spans(value)]
+
+
+def _without_url_passwords(value: str) -> str:
+    """``value`` with each URL or keyword password replaced by :data:`MASK`."""
+    spans = sorted(_url_password_spans(value))
+    out, last = [], 0
+    for a, b in spans:
+        if a >= last:  # a keyword inside a URL's password is covered by the URL's span
+            out += [value[last:a], MASK]
+            last = b
+    return "".join(out) + value[last:]
 
 _lock = threading.Lock()
 # A slot of the process state: resetting it forgets registered values and drops every cache
@@ -139,8 +176,8 @@ def _secrets_in(env: Mapping[str, str]) -> tuple[list[str], frozenset[str]]:
         if len(v) >= MIN_SECRET_LENGTH and is_secret_name(k):
             names.append(k)
             found.add(v)
-        elif "://" in v and "@" in v:
-            passwords = [p for p in _URL_PASSWORD.findall(v) if len(p) >= MIN_SECRET_LENGTH]
+        elif ("://" in v and "@" in v) or "=" in v:
+            passwords = [p for p in url_passwords(v) if len(p) >= MIN_SECRET_LENGTH]
             if passwords:
                 names.append(k)
                 found.update(passwords)
@@ -528,13 +565,18 @@ class masked_stdio:  # noqa: N801 - used like a function: ``with masked_stdio():
 def scrub_env(env: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
     """``env`` without secret-looking variables (and cloud-credential ones such as
     ``AWS_PROFILE``), except names in ``allow`` or in the ``JUPYTER_AGENT_ENV_ALLOW``
-    setting."""
+    setting. A kept variable that holds a password in a URL or a ``password=`` keyword
+    (``DATABASE_URL=postgresql://app:PASSWORD@db/prod``) keeps its URL with the password
+    replaced by ``[redacted]``, whatever its length: a child that does not have the password
+    cannot send it back reversed or encoded, which masking would not recognise."""
     allowed = _allowed_names() | {a.upper() for a in allow}
-    return {
-        k: v for k, v in env.items()
-        if k.upper() in allowed
-        or not (is_secret_name(k) or k.upper().startswith(_CHILD_ENV_PREFIXES))
-    }
+    out = {}
+    for k, v in env.items():
+        if k.upper() in allowed:
+            out[k] = v
+        elif not (is_secret_name(k) or k.upper().startswith(_CHILD_ENV_PREFIXES)):
+            out[k] = _without_url_passwords(v) if ("@" in v or "=" in v) else v
+    return out
 
 
 def _reset_for_tests() -> None:

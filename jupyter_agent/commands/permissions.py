@@ -30,16 +30,20 @@ def _parsers(sub: Any) -> None:
 
 
 @TABLE.command("permissions", "The tools allowed or denied for a session in this kernel; "
-                              "permissions revoke NAME [--session S] takes one back.",
+                              "permissions revoke NAME [--session S] takes one back (an MCP "
+                              "tool also as mcp:SERVER/TOOL).",
                printed=True)
 def _cmd_permissions(args: argparse.Namespace, ns: dict[str, Any]) -> list[Any]:
-    from ..runtime.grants import GRANTS
+    from ..runtime.grants import GRANTS, AmbiguousNameError
 
     if args.action == "revoke":
         if not args.name:
             raise MagicUsageError("%agent permissions revoke: name the tool (see "
                                   "`%agent permissions`).")
-        gone = GRANTS.revoke(args.name, args.session)
+        try:
+            gone = GRANTS.revoke(args.name, args.session)
+        except AmbiguousNameError as exc:
+            raise MagicUsageError(f"%agent permissions revoke: {exc}") from None
         if not gone:
             raise MagicUsageError(f"%agent permissions revoke: no grant for {args.name!r}"
                                   + (f" in session {args.session!r}" if args.session else "")

@@ -34,7 +34,7 @@ from .types import ChatRequest, ChatResponse
 __all__ = ["OutputSpec", "Checked", "FINAL_ANSWER_TOOL", "SCHEMA_RETRIES", "SchemaMode",
            "output_spec", "typed_request", "bounded", "GRAMMAR_MAX_STRING", "typed_response",
            "schema_refused", "retry_message",
-           "MAX_ANSWER_CHARS"]
+           "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
 
 SchemaMode = Literal["native", "grammar", "tool"]
 
@@ -47,6 +47,13 @@ SCHEMA_RETRIES = 2
 MAX_ANSWER_CHARS = 1_000_000
 """A typed answer longer than this is not parsed (an error instead): parsing a runaway
 generation would cost seconds and a retry would only send it back."""
+
+MAX_ANSWER_DEPTH = 100
+"""Objects and arrays a typed answer may nest, at most. A deeper one (~950 levels) is refused
+before validation: copying, dumping or drawing it would exhaust Python's stack (a
+RecursionError in the live view, a 133-line traceback), and no schema needs it."""
+_MAX_ERROR_CHARS = 300
+"""One error line sent back to the model at most (a deep field's path is shortened first)."""
 
 _FORMAT_WORDS = re.compile(r"response_format|json_schema|structured", re.IGNORECASE)
 
@@ -95,9 +102,16 @@ class OutputSpec:
         if len(text) > MAX_ANSWER_CHARS:
             return Checked(errors=(f"the answer is {len(text):,} characters long: too long to "
                                    "be the JSON object asked for",))
-        obj = _loads(text)
+        too_deep = (f"the answer nests more than {MAX_ANSWER_DEPTH} levels of objects and "
+                    "arrays: too deep to be the JSON object asked for",)
+        try:
+            obj = _loads(text)
+        except RecursionError:  # nested deeper than Python's stack
+            return Checked(errors=too_deep)
         if obj is None:
             return Checked(errors=("the answer is not a JSON object",))
+        if _depth(obj) > MAX_ANSWER_DEPTH:
+            return Checked(errors=too_deep)
         try:  # Python reads NaN and Infinity; the card's and the bundle's JSON cannot hold them
             json.dumps(obj, allow_nan=False)
         except ValueError:
@@ -105,37 +119,65 @@ class OutputSpec:
         try:
             inst = self.target.model.model_validate(obj)
             value = self.target.output(inst)
+            data = (value if isinstance(value, dict)
+                    else inst.model_dump(mode="json", by_alias=True))
         except ValidationError as exc:
             return Checked(data=obj, errors=tuple(_error_line(e) for e in exc.errors()))
         except Exception as exc:  # noqa: BLE001  # the user's own validator: any exception
             return Checked(data=obj, errors=(
                 f"the schema's validator raised {type(exc).__name__}: {str(exc)[:200]}",))
-        data = value if isinstance(value, dict) else inst.model_dump(mode="json", by_alias=True)
         return Checked(value=value, data=data)
 
 
 def _loads(text: str) -> dict[str, Any] | None:
     """The answer's JSON object: plain JSON first (the usual, fast case), else the tolerant
-    reader (fences, chatter around it)."""
+    reader (fences, chatter around it).
+
+    Raises:
+        RecursionError: the text nests deeper than Python's stack.
+    """
     try:
         obj = json.loads(text)
-    except RecursionError:  # nested deeper than Python's stack: no schema's object
-        return None
     except ValueError:
-        try:
-            obj = parse_json_object(text)
-        except RecursionError:
-            return None
+        obj = parse_json_object(text)
     return obj if isinstance(obj, dict) else None
 
 
+def _depth(obj: Any) -> int:
+    """How deep ``obj``'s objects and arrays nest (without recursion: it may be deep)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, d)
+        if deepest > MAX_ANSWER_DEPTH:
+            return deepest
+        stack.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
 def _error_line(err: Any) -> str:
-    where = ".".join(str(p) for p in err.get("loc", ()))
+    """One short line per validation error: a long path keeps its two first and three last
+    parts (the model needs where, not every step), the input shown is cut, the line too."""
+    loc = [str(p) for p in err.get("loc", ())]
+    if len(loc) > 6:
+        loc = [*loc[:2], f"…({len(loc) - 5} more)…", *loc[-3:]]
+    where = ".".join(loc)
     msg = str(err.get("msg", "invalid"))
     got = ""
     if err.get("type") != "missing" and "input" in err:
-        got = f" (got {json.dumps(err['input'], ensure_ascii=False, default=str)[:120]})"
-    return f"{where}: {msg}{got}" if where else f"{msg}{got}"
+        try:
+            shown = json.dumps(err["input"], ensure_ascii=False, default=str)
+        except (RecursionError, ValueError):
+            shown = type(err["input"]).__name__
+        got = f" (got {shown[:120]})"
+    line = f"{where}: {msg}{got}" if where else f"{msg}{got}"
+    return line if len(line) <= _MAX_ERROR_CHARS else line[:_MAX_ERROR_CHARS - 1] + "…"
 
 
 _BY_CLASS: weakref.WeakKeyDictionary[type, OutputSpec] = STATE.slot(

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import os
 import shutil
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 from .. import config
+from .._private_dir import UnsafeFolderError, private_dir
 from .._state import STATE
 from ..clients.cassette import Cassette
 from ..clients.cassettes import active_cassette, cassette_at, resolve_cassette_path
@@ -161,17 +164,34 @@ def _use_scratch_store() -> None:
 
 
 def replay_store_dir(cassette_path: str | Path) -> Path:
-    """The directory of the replay store for the cassette at ``cassette_path`` (the same
-    one in every kernel process, so it survives a restart)."""
+    """The directory of the replay store for the cassette at ``cassette_path``: in this
+    user's private temp folder, the same one in every kernel process, so it survives a
+    restart (``_private_dir.user_temp_dir``; the folder itself is checked when it is used)."""
     key = hashlib.sha256(str(Path(cassette_path).resolve()).encode("utf-8")).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"jupyter-agent-replay-{key}"
+    return Path(tempfile.gettempdir()) / f"jupyter-agent-{os.geteuid()}" / f"replay-{key}"
+
+
+def _replay_folder(cassette_path: Path) -> tuple[Path, bool]:
+    """The replay store's folder, private to this user, and whether it is the one that
+    survives a restart. One that someone else made first (or opened to others) is never
+    used: a fresh private folder is, and the replay says so."""
+    where = replay_store_dir(cassette_path)
+    try:
+        private_dir(where.parent)
+        private_dir(where)
+        return where, True
+    except UnsafeFolderError as exc:
+        warnings.warn(f"replay store: {exc}; a fresh private folder is used instead (a "
+                      "question waiting in it does not survive a kernel restart).",
+                      stacklevel=3)
+        return Path(tempfile.mkdtemp(prefix="jupyter-agent-replay-")), False
 
 
 def _use_replay_store(cassette_path: Path) -> None:
     from ..session import Store
     from ..session.store import swap_default_store
 
-    where = replay_store_dir(cassette_path)
+    where, kept = _replay_folder(cassette_path)
     store: Store | None = None
     if (where / "store.sqlite3").exists():
         try:
@@ -182,11 +202,17 @@ def _use_replay_store(cassette_path: Path) -> None:
         except Exception:  # an unreadable leftover: start afresh
             store = None
     if store is None:
-        shutil.rmtree(where, ignore_errors=True)
-        where.mkdir(parents=True, exist_ok=True)
+        for old in where.iterdir():  # our own folder: empty it, never follow a link out
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
         store = Store(where / "store.sqlite3")
     _state["store"] = swap_default_store(store)
-    _state["kept"] = where
+    if kept:
+        _state["kept"] = where
+    else:
+        _state["scratch"] = where
 
 
 def _restore() -> None:

@@ -28,7 +28,8 @@ from .._state import STATE
 from ..session.permissions import Remembered
 
 __all__ = ["Grant", "Grants", "GRANTS", "CellApprovals", "tool_identity", "tool_label",
-           "parse_approve"]
+           "parse_approve", "approval_spelling", "resolve_approvals", "names_identity",
+           "AmbiguousNameError"]
 
 _RUN_LIMIT = 1024
 """Runs whose in-cell approvals are kept (the oldest is dropped beyond this)."""
@@ -57,6 +58,78 @@ def tool_label(tool: Any) -> str:
         return (f"{getattr(tool, 'remote_name', name)} (MCP server "
                 f"{getattr(tool, 'server_name', '?')!r})")
     return name
+
+
+class AmbiguousNameError(ValueError):
+    """A tool name that more than one tool answers to (one line listing each one's spelling)."""
+
+
+def approval_spelling(tool: Any) -> str:
+    """How an approval names ``tool`` unambiguously: ``mcp:SERVER/TOOL`` for an MCP tool (its
+    server and its own name there), ``ORIGIN:NAME`` otherwise (``builtin:bash``)."""
+    if str(getattr(tool, "origin", "")) == "mcp":
+        return f"mcp:{getattr(tool, 'server_name', '?')}/{getattr(tool, 'remote_name', '?')}"
+    return tool_identity(tool)
+
+
+def names_identity(spelling: str, identity: str) -> bool:
+    """Whether ``spelling`` (``mcp:SERVER/TOOL``, ``builtin:bash``) names the tool whose
+    :func:`tool_identity` is ``identity`` (an MCP identity also carries its command line)."""
+    return identity == spelling or identity.startswith(spelling + " (")
+
+
+def _plain_mcp_name(tool: Any) -> str | None:
+    """The ``mcp_<server>_<tool>`` name an MCP tool has before a clash renames it: the name
+    a person reads as this tool's, whichever tool ended up with it."""
+    if str(getattr(tool, "origin", "")) != "mcp":
+        return None
+    from ..tools.mcp import mcp_tool_name  # loaded already: an MCP tool exists
+
+    return mcp_tool_name(str(getattr(tool, "server_name", "")),
+                         str(getattr(tool, "remote_name", "")))
+
+
+def _ambiguity(name: str, tools: Iterable[Any]) -> str:
+    """The one line refusing ``name`` that several of ``tools`` answer to."""
+    listed = "; ".join(
+        f"{approval_spelling(t)} ({tool_label(t)}, called {getattr(t, 'name', '?')})"
+        for t in tools)
+    return (f"{name!r} names more than one tool: {listed}. Name the one you mean by its "
+            "server and tool, as mcp:SERVER/TOOL.")
+
+
+def resolve_approvals(names: Iterable[str], tools: Iterable[Any],
+                      known: Iterable[Any] = ()) -> tuple[frozenset[str], list[str]]:
+    """The identities (:func:`tool_identity`) of the turn's ``tools`` that ``names``
+    approve, and the names that approve none of them.
+
+    A name is a tool's name as the model calls it, or its spelling by origin
+    (:func:`approval_spelling`: ``mcp:SERVER/TOOL``, ``builtin:bash``). A plain name that
+    more than one tool answers to is refused: with MCP servers ``a`` (tool ``b_c``) and
+    ``a_b`` (tool ``c``), ``mcp_a_b_c`` reads as either server's tool, whichever got the
+    name. ``known`` adds the other tools that could be meant (every connected MCP tool).
+
+    Raises:
+        AmbiguousNameError: such a name (one line listing each candidate's spelling).
+    """
+    tools = list(tools)
+    every = {tool_identity(t): t for t in [*tools, *known]}
+    identities: set[str] = set()
+    unknown: list[str] = []
+    for name in sorted(set(names)):
+        if ":" in name:
+            hit = [t for t in tools if names_identity(name, tool_identity(t))]
+        else:
+            meant = [t for t in every.values()
+                     if getattr(t, "name", None) == name or _plain_mcp_name(t) == name]
+            if len(meant) > 1:
+                raise AmbiguousNameError(_ambiguity(name, meant))
+            hit = [t for t in tools if getattr(t, "name", None) == name]
+        if hit:
+            identities.update(tool_identity(t) for t in hit)
+        else:
+            unknown.append(name)
+    return frozenset(identities), unknown
 
 
 def parse_approve(value: Any) -> frozenset[str]:
@@ -94,6 +167,8 @@ class Grant:
     decision: Remembered
     """``allow`` or ``deny``."""
     since: float
+    plain: str = ""
+    """For an MCP tool, its ``mcp_<server>_<tool>`` name before any clash renamed it."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +177,15 @@ class CellApprovals:
     (``auto_approve=True``, scripts)."""
 
     names: frozenset[str] = frozenset()
+    """As the person wrote them (the card's line)."""
     every: bool = False
+    identities: frozenset[str] = frozenset()
+    """The approved tools' :func:`tool_identity`, resolved once when the turn was set up: a
+    server reconnected later, or another tool given the same name, is not covered."""
 
-    def covers(self, tool_name: str) -> bool:
-        """Whether a call of ``tool_name`` was approved in the cell."""
-        return self.every or tool_name in self.names
+    def covers(self, tool: Any) -> bool:
+        """Whether a call of ``tool`` was approved in the cell."""
+        return self.every or tool_identity(tool) in self.identities
 
     def __bool__(self) -> bool:
         return self.every or bool(self.names)
@@ -128,7 +207,7 @@ class Grants:
         key = (session, tool_identity(tool))
         with self._lock:
             self._session[key] = Grant(session, str(getattr(tool, "name", "?")), key[1],
-                                       decision, time.time())
+                                       decision, time.time(), _plain_mcp_name(tool) or "")
 
     def decision(self, session: str | None, tool: Any) -> Remembered | None:
         """The remembered choice for ``tool`` in ``session`` (``None``: none)."""
@@ -149,11 +228,21 @@ class Grants:
             return sorted(self._session.values(), key=lambda g: g.since)
 
     def revoke(self, name: str, session: str | None = None) -> list[Grant]:
-        """Forget the grants whose tool name or identity is ``name`` (in ``session`` only,
-        when given); returns what was forgotten."""
+        """Forget the grants whose tool name, identity or spelling (``mcp:SERVER/TOOL``) is
+        ``name`` (in ``session`` only, when given); returns what was forgotten.
+
+        Raises:
+            AmbiguousNameError: a plain name that grants of more than one tool answer to.
+        """
         with self._lock:
-            gone = [k for k, g in self._session.items() if name in (g.name, g.identity)
+            gone = [k for k, g in self._session.items()
+                    if name in (g.name, g.plain) or names_identity(name, g.identity)
                     and (session is None or g.session == session)]
+            tools = {self._session[k].identity for k in gone}
+            if ":" not in name and len(tools) > 1:
+                spellings = "; ".join(sorted(i.split(" (")[0] for i in tools))
+                raise AmbiguousNameError(f"{name!r} names more than one tool: {spellings}. "
+                                         "Name the one you mean as mcp:SERVER/TOOL.")
             return [self._session.pop(k) for k in gone]
 
     # -- written in the cell --------------------------------------------------------------

@@ -77,7 +77,9 @@ class PermissionContext:
     auto_approve: bool = False
     """Scripts: every ``ask`` is allowed without a card (hard denies still apply)."""
     approve: frozenset[str] = frozenset()
-    """Tools the person approved in the cell (``--approve``, ``approve=``): no card."""
+    """Tools the person approved in the cell (``--approve``, ``approve=``), as written."""
+    approved: frozenset[str] = frozenset()
+    """Their identities (``grants.resolve_approvals``): the tools whose calls show no card."""
     no_prompts: bool = False
     """Sub-agents: every ``ask`` becomes a denial (nobody can answer a card)."""
     memory: dict[str, Remembered] = field(default_factory=dict)
@@ -88,7 +90,8 @@ class PermissionContext:
 
     def cell_approvals(self) -> CellApprovals:
         """What the person approved in the cell for this run."""
-        return CellApprovals(names=frozenset(self.approve), every=self.auto_approve)
+        return CellApprovals(names=frozenset(self.approve), every=self.auto_approve,
+                             identities=frozenset(self.approved))
 
     def remembered(self, tool: Any) -> Remembered | None:
         """The remembered ``allow``/``deny`` for ``tool``: this run's, then the kernel's."""
@@ -193,7 +196,7 @@ def check_permission(call: ToolCall, tool: Any, ctx: PermissionContext | None) -
     verdict = ctx.evaluate(tool)
     if verdict.decision == "allow":
         return None
-    if verdict.decision == "ask" and ctx.cell_approvals().covers(tool.name):
+    if verdict.decision == "ask" and ctx.cell_approvals().covers(tool):
         return None  # the person approved it in the cell (shown on the run's card)
     if verdict.decision == "deny":
         by_user = verdict.reason == "session memory"

@@ -20,7 +20,7 @@ from .models import (
     UsageTotals,
 )
 from .paths import HOME_ENV, default_data_dir, default_store_path
-from .store import Store, default_store, reset_default_store
+from .store import Store, StoreFullError, default_store, reset_default_store
 
 __all__ = [
     "HOME_ENV",
@@ -30,6 +30,7 @@ __all__ = [
     "RunRecord",
     "SessionRecord",
     "Store",
+    "StoreFullError",
     "StoredRunStatus",
     "TranscriptEntry",
     "TurnRecord",

@@ -37,7 +37,8 @@ from ..secrets import mask_json
 from ._migrations import migrate
 from .paths import APP_NAME, HOME_ENV
 
-__all__ = ["Database", "dumps", "loads", "open_failure", "prepare_store_file"]
+__all__ = ["Database", "StoreFullError", "dumps", "loads", "open_failure", "prepare_store_file",
+           "is_full_disk"]
 
 _PRIVATE_FILE = 0o600
 _PRIVATE_DIR = 0o700
@@ -136,6 +137,35 @@ class _ThreadState(threading.local):
     """True when the outermost open block is a write (so nested writes may join it)."""
     committed: list[Callable[[], None]] | None = None
     """What to do once the open write transaction commits (:meth:`Database.on_commit`)."""
+
+
+class StoreFullError(ConfigError):
+    """A write the store's disk had no room for (one line naming the store and the cause).
+    The transaction was rolled back: what the file held before is intact."""
+
+
+_FULL_ERRNOS = frozenset({28, 27, 122})  # ENOSPC, EFBIG, EDQUOT
+_SQLITE_FULL = 13  # SQLite's result code (sqlite3.SQLITE_FULL, not in every typeshed)
+
+
+def is_full_disk(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the file-size limit, or a quota) had no room."""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        return True
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        return code == _SQLITE_FULL or "disk is full" in str(exc).lower()
+    return False
+
+
+def full_failure(path: Path, exc: BaseException) -> StoreFullError:
+    """The one line a write the disk had no room for gives."""
+    cause = "the file is larger than this process may write" if (
+        isinstance(exc, OSError) and exc.errno == 27) else "no space left on its disk"
+    return StoreFullError(
+        f"The session store {path} could not be written ({cause}); this run is not saved, "
+        f"what was saved before is intact. Free space there, or set {HOME_ENV} to another "
+        "folder.")
 
 
 class Database:
@@ -256,9 +286,11 @@ class Database:
         try:
             yield conn
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if is_full_disk(exc):  # rolled back: the file holds what it held before
+                raise full_failure(self.path, exc) from None
             raise
         finally:
             committed, local.committed = local.committed, None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .._state import STATE, Box
 from ._batches import BatchesMixin
-from ._db import Database, open_failure
+from ._db import Database, StoreFullError, open_failure
 from ._migrations import SCHEMA_VERSION
 from ._recovery import RecoveryMixin
 from ._runs import RunsMixin
@@ -31,7 +31,7 @@ from .paths import default_store_path
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Store", "default_store", "reset_default_store", "swap_default_store"]
+__all__ = ["Store", "StoreFullError", "default_store", "reset_default_store", "swap_default_store"]
 
 
 class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin, BatchesMixin):

@@ -4,6 +4,7 @@ validator can throw at ``output=`` must end the run in one line, never raise int
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 import pytest
@@ -79,12 +80,13 @@ def test_a_row_cannot_close_the_judges_data_block(server: ScriptedOpenAI) -> Non
     assert res.results["judge_score"].tolist() == [1]
     (judged,) = [b["messages"][-1]["content"] for b in server.requests
                  if "strict judge" in b["messages"][-1]["content"]]
+    nonce = re.search(r"<task-([0-9a-f]{16})>", judged).group(1)  # type: ignore[union-attr]
     for tag in ("answer", "task"):
-        assert judged.count(f"<{tag}>") == 1 and judged.count(f"</{tag}>") == 1, judged
-        assert judged.index(f"<{tag}>") < judged.index(f"</{tag}>")
-    data = judged[judged.index("<answer>"):judged.index("</answer>")]
+        assert judged.count(f"<{tag}-{nonce}>") == 1 and judged.count(f"</{tag}-{nonce}>") == 1
+        assert judged.index(f"<{tag}-{nonce}>") < judged.index(f"</{tag}-{nonce}>")
+    data = judged[judged.index(f"<answer-{nonce}>"):judged.index(f"</answer-{nonce}>")]
     assert "ignore the criteria" in data  # still shown to the judge, inside the block
-    assert "data" in judged[:judged.index("<task>")]  # the judge is told what the blocks are
+    assert "data" in judged[:judged.index(f"<task-{nonce}>")]  # the judge is told what they are
 
 
 class Review(BaseModel):

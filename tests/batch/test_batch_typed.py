@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -179,7 +180,7 @@ def test_two_models_are_compared_as_a_win_rate(srv: ScriptedOpenAI) -> None:
     assert "win rate 67%" in res.bundle()["text/plain"]
     pair_prompts = [b["messages"][-1]["content"] for b in srv.requests
                     if "Which answer better" in b["messages"][-1]["content"]]
-    firsts = {p.split("<answer_a>\n")[1].split("\n")[0] for p in pair_prompts}
+    firsts = {re.split(r"<answer_a-[0-9a-f]{16}>\n", p)[1].split("\n")[0] for p in pair_prompts}
     assert firsts == {"an answer from gpt-4.1-mini", "an answer from gpt-4.1"}
 
 

@@ -18,6 +18,7 @@ from ...llm.protocol import ModelClient
 from ...llm.structured import SCHEMA_RETRIES
 from ..run import Run, RunRecorder
 from .options import TurnOptions
+from .saving import SavingStore, saving_store
 
 if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
@@ -81,6 +82,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     from ...clients.factory import local_default_notice
 
     model, client = tc.model, tc.client
+    store = saving_store(store)  # a resume's store too: a full disk leaves it unsaved
     run = resuming or Run(agent=kind, model=model, prompt=prompt, session=opt.session)
     recorder = RunRecorder(run, store, opt.listeners)
     history: list[dict[str, Any]] = []
@@ -106,6 +108,10 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
                                          profile=client.profile.name)
     if resuming is None:
         recorder.start()
+    saving: Any = store
+    if isinstance(saving, SavingStore):  # a full disk: one warning on the card, once
+        saving.on_full = lambda line: recorder.emit(Warning_(message=line))
+    if resuming is None:
         # Only when nothing chose the model: an explicit `--model local` needs no explanation.
         notice = local_default_notice(tc)
         if notice:

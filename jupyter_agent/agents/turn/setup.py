@@ -15,6 +15,7 @@ suspended run.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
@@ -30,7 +31,7 @@ from ...runtime.catalog import (
     resolve_tool_specs,
     workspace_agent_specs,
 )
-from ...runtime.grants import GRANTS, CellApprovals
+from ...runtime.grants import GRANTS, AmbiguousNameError, CellApprovals, resolve_approvals
 from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ...runtime.policy import PermissionContext
 from ...tools import skills as skill_folders  # its modules load when a turn has skills
@@ -305,10 +306,17 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     paths = [*(agent.skills if agent is not None else []),
              *_skill_paths(getattr(opt, "skills", None))]
     skills = skill_folders.load_skills(paths) if paths else []
+    left_out = skill_folders.skills_left_out_notice(skills) if skills else None
+    if left_out:
+        notices.append(left_out)
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),
                                    with_notebook=with_notebook)
-    unknown = sorted(permissions.approve - {t.name for t in selected})
+    try:
+        permissions.approved, unknown = resolve_approvals(permissions.approve, selected,
+                                                          known=_connected_mcp_tools())
+    except AmbiguousNameError as exc:
+        raise ParameterError(f"approve: {exc}", parameters=("approve",)) from None
     if unknown:  # a typo would leave every card in place: say so before anything runs
         raise ParameterError(f"approve: no tool {unknown[0]!r} in this turn (its tools: "
                              f"{', '.join(t.name for t in selected) or 'none'}); offer it "
@@ -358,7 +366,8 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
     cell = GRANTS.cell(run_id)
     permissions = PermissionContext(overrides=restored_overrides(state, agent),
                                     read_only=workspace.read_only, cwd=str(workspace.root),
-                                    auto_approve=cell.every, approve=cell.names)
+                                    auto_approve=cell.every, approve=cell.names,
+                                    approved=cell.identities)
     parent: SpawnParent | None = None
     if tools is not None:
         selected = list(tools)
@@ -381,6 +390,15 @@ def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
     return TurnSetup(mode=state.mode, agent=agent, agent_source=state.agent_source,
                      intent=state.intent, workspace=workspace, permissions=permissions,
                      tools=selected, spawn=parent, skills=skills, _approvals_shown=True)
+
+
+def _connected_mcp_tools() -> list[Any]:
+    """Every connected MCP tool (the other tools an approval's name could mean); none when
+    the MCP module was never loaded, so a turn without MCP does not load it."""
+    mcp = sys.modules.get("jupyter_agent.tools.mcp")
+    if mcp is None:
+        return []
+    return [t for server in mcp.mcp_servers() for t in server.tools]
 
 
 def restored_overrides(state: TurnState, agent: Agent | None) -> dict[str, Any]:

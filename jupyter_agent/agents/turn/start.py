@@ -47,6 +47,7 @@ from .drive import calling_abort_check, drive
 from .open import TurnContext, open_turn
 from .options import TurnOptions, client_of, profile_of, store_of
 from .recognize import recognize_intent
+from .saving import saving_store
 from .setup import TurnSetup, restore_turn, setup_turn
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         ParameterError: an empty prompt or a value outside its range.
     """
     opt = _checked_options(kind, prompt, options, checks)
-    store = store_of(opt)
+    store = saving_store(store_of(opt))  # a full disk: the run goes on unsaved, in one line
     if kind == "plan":
         _refuse_unfit_for_planning(profile_of(opt, store))
     setup: TurnSetup | None = None

@@ -28,15 +28,20 @@ if TYPE_CHECKING:
     from .folders import (
         MAX_SKILL_FILE_CHARS,
         MAX_SKILL_FILES_LISTED,
+        MAX_SKILLS_LISTED,
+        MAX_SKILLS_PROMPT_CHARS,
         Skill,
+        listed_skills,
         load_skills,
         read_skill_tool,
+        skills_left_out_notice,
         skills_prompt,
     )
     from .names import READ_SKILL_TOOL, SKILL_FILE
 
 __all__ = ["Skill", "load_skills", "skills_prompt", "read_skill_tool", "READ_SKILL_TOOL",
-           "MAX_SKILL_FILE_CHARS", "MAX_SKILL_FILES_LISTED", "SKILL_FILE"]
+           "MAX_SKILL_FILE_CHARS", "MAX_SKILL_FILES_LISTED", "SKILL_FILE", "MAX_SKILLS_LISTED",
+           "MAX_SKILLS_PROMPT_CHARS", "listed_skills", "skills_left_out_notice"]
 
 _LAZY = {
     "MAX_SKILL_FILE_CHARS": "folders",
@@ -45,6 +50,10 @@ _LAZY = {
     "load_skills": "folders",
     "read_skill_tool": "folders",
     "skills_prompt": "folders",
+    "MAX_SKILLS_LISTED": "folders",
+    "MAX_SKILLS_PROMPT_CHARS": "folders",
+    "listed_skills": "folders",
+    "skills_left_out_notice": "folders",
     "READ_SKILL_TOOL": "names",
     "SKILL_FILE": "names",
 }

@@ -18,12 +18,18 @@ from ..registry import Tool
 from .names import READ_SKILL_TOOL, SKILL_FILE
 
 __all__ = ["Skill", "load_skills", "skills_prompt", "read_skill_tool", "MAX_SKILL_FILE_CHARS",
-           "MAX_SKILL_FILES_LISTED"]
+           "MAX_SKILL_FILES_LISTED", "MAX_SKILLS_LISTED", "MAX_SKILLS_PROMPT_CHARS",
+           "listed_skills", "skills_left_out_notice"]
 
 MAX_SKILL_FILE_CHARS = 60_000
 """Characters of one skill file the agent gets (the rest is cut, and it is told so)."""
 MAX_SKILL_FILES_LISTED = 200
 """Files of one skill listed with its text."""
+MAX_SKILLS_LISTED = 100
+"""Skills named in the system prompt at most (the others can still be read by name)."""
+MAX_SKILLS_PROMPT_CHARS = 20_000
+"""Characters of the system prompt's skill listing at most (3,000 skills made 3.1 MB)."""
+_NAMES_SHOWN = 5
 _MAX_FRONT_MATTER_BYTES = 16_384
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _MAX_NAME = 64
@@ -37,6 +43,8 @@ class Skill:
     name: str
     description: str
     folder: Path
+    explicit: bool = False
+    """Named by its own folder (not found inside a folder of skills): listed first."""
 
 
 def _bad(path: Path, why: str) -> ParameterError:
@@ -117,6 +125,8 @@ def load_skills(paths: Iterable[str | os.PathLike[str]] | str | None) -> list[Sk
             raise _bad(root, "no such folder.")
         for folder in _folders(root):
             skill = _skill(folder)
+            if folder == root:
+                skill = Skill(skill.name, skill.description, skill.folder, explicit=True)
             other = skills.get(skill.name)
             if other is not None and other.folder != skill.folder:
                 raise _bad(folder, f"the name {skill.name!r} is taken by {other.folder} too; "
@@ -125,14 +135,52 @@ def load_skills(paths: Iterable[str | os.PathLike[str]] | str | None) -> list[Sk
     return list(skills.values())
 
 
+def _entry(skill: Skill) -> str:
+    return f"- {skill.name}: {skill.description}"
+
+
+def listed_skills(skills: Sequence[Skill]) -> tuple[list[Skill], list[Skill]]:
+    """The skills the system prompt lists and those it leaves out: skills named by their own
+    folder first, then the others in order, up to :data:`MAX_SKILLS_LISTED` skills and
+    :data:`MAX_SKILLS_PROMPT_CHARS` characters."""
+    ordered = [s for s in skills if s.explicit] + [s for s in skills if not s.explicit]
+    listed: list[Skill] = []
+    chars = 0
+    for i, skill in enumerate(ordered):
+        size = len(_entry(skill)) + 1
+        if len(listed) >= MAX_SKILLS_LISTED or chars + size > MAX_SKILLS_PROMPT_CHARS:
+            return listed, ordered[i:]
+        listed.append(skill)
+        chars += size
+    return listed, []
+
+
 def skills_prompt(skills: Sequence[Skill]) -> str:
-    """The system prompt part: each skill's name and description, and how to read one."""
+    """The system prompt part: each listed skill's name and description, how to read one,
+    and how many were left out (:func:`listed_skills`)."""
     if not skills:
         return ""
+    listed, left = listed_skills(skills)
     lines = [f"Skills you can use (call {READ_SKILL_TOOL}(name) to read a skill's "
              "instructions before you use it; read_skill(name, path) reads one of its files):"]
-    lines += [f"- {s.name}: {s.description}" for s in skills]
+    lines += [_entry(s) for s in listed]
+    if left:
+        lines.append(f"({len(left)} more skills are installed but not listed; "
+                     f"{READ_SKILL_TOOL}(name) reads one the user names.)")
     return "\n".join(lines)
+
+
+def skills_left_out_notice(skills: Sequence[Skill]) -> str | None:
+    """The run's one line when the listing left skills out, or ``None``."""
+    listed, left = listed_skills(skills)
+    if not left:
+        return None
+    names = ", ".join(s.name for s in left[:_NAMES_SHOWN]) + (", …" if len(left) > _NAMES_SHOWN
+                                                               else "")
+    return (f"skills: {len(left)} of {len(skills)} skills are not listed to the model (the "
+            f"listing holds at most {MAX_SKILLS_LISTED} skills and {MAX_SKILLS_PROMPT_CHARS:,} "
+            f"characters); left out: {names}. Name one by its own folder in --skills (listed "
+            f"first), or tell the agent its name ({READ_SKILL_TOOL} reads any of them).")
 
 
 def _files(folder: Path) -> list[str]:
@@ -178,7 +226,10 @@ def read_skill_tool(skills: Sequence[Skill]) -> Tool[Any]:
         """
         skill = by_name.get(name.strip())
         if skill is None:
-            raise ToolError(f"No skill named {name!r}; skills: {', '.join(by_name) or 'none'}.")
+            names = list(by_name)
+            shown = ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20
+                                             else "")
+            raise ToolError(f"No skill named {name!r}; skills: {shown or 'none'}.")
         if path is None or not path.strip() or path.strip() in (SKILL_FILE, "./" + SKILL_FILE):
             files = [f for f in _files(skill.folder) if f != SKILL_FILE]
             text = _read(skill, SKILL_FILE)
