@@ -1,0 +1,14 @@
+"""ACP (Agent Client Protocol): jupyter-agent as an agent for ACP clients (docs/acp.md).
+
+``python -m jupyter_agent.acp`` (or ``jupyter-agent-acp``) speaks ACP over stdio, so Zed,
+jupyter-ai 3 and any ACP client can pick this project's agent. Importing this package needs
+nothing beyond the project: the SDK (``pip install "jupyter-agent[acp]"``) loads only when the
+command runs.
+"""
+
+from __future__ import annotations
+
+INSTALL_HINT = 'ACP needs its SDK: pip install "jupyter-agent[acp]"'
+"""The one line shown when ``agent-client-protocol`` is missing."""
+
+__all__ = ["INSTALL_HINT"]

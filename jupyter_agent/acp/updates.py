@@ -1,0 +1,140 @@
+"""Run events as ACP session updates (docs/acp.md, "jupyter-agent as an ACP agent").
+
+One pure function per direction, so the mapping is tested without a process: every text that
+leaves goes through :func:`jupyter_agent.secrets.mask` here, whatever the caller did before.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from acp import (
+    plan_entry,
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.schema import PermissionOption, ToolCallUpdate
+
+from ..events import (
+    BaseEvent,
+    PlanUpdated,
+    ReasoningDelta,
+    TextDelta,
+    ToolCalled,
+    ToolReturned,
+    ToolStarted,
+)
+from ..secrets import mask, mask_obj
+
+__all__ = ["KINDS", "event_updates", "permission_options", "permission_call", "option_index",
+           "history_updates", "tool_kind"]
+
+KINDS: dict[str, str] = {
+    "read_file": "read", "write_file": "edit", "bash": "execute", "web_fetch": "fetch",
+    "search": "search", "glob": "search",
+}
+"""The ACP tool kind of our tools; any other tool is ``other``."""
+
+_OPTIONS = (("allow_once", "Allow once"), ("allow_always", "Allow for this session"),
+            ("reject_once", "Deny"))
+_PLAN_STATUS = {"done": "completed", "skipped": "completed", "in_progress": "in_progress"}
+
+
+def tool_kind(name: str) -> Any:
+    """The ACP ``kind`` of the tool ``name``."""
+    return KINDS.get(name, "other")
+
+
+def _arguments(text: str) -> Any:
+    """The model's raw arguments text as JSON when it parses (rawInput), else the text."""
+    try:
+        return mask_obj(json.loads(text)) if text else {}
+    except ValueError:
+        return mask(text)
+
+
+def _plan(plan: dict[str, Any]) -> Any:
+    steps = plan.get("steps") or []
+    return update_plan([
+        plan_entry(mask(str(s.get("title") or s.get("description") or "")),
+                   status=_PLAN_STATUS.get(str(s.get("status")), "pending"))  # type: ignore[arg-type]
+        for s in steps if isinstance(s, dict)])
+
+
+def event_updates(event: BaseEvent) -> list[Any]:
+    """The session updates one run event becomes (none for most bookkeeping events).
+
+    Internal tools (``update_plan``, ``ask_agent``) are not shown as tool calls: their effect
+    arrives as a ``plan`` update or as the question that ends the turn.
+    """
+    if isinstance(event, TextDelta):
+        return [update_agent_message_text(mask(event.text))] if event.text else []
+    if isinstance(event, ReasoningDelta):
+        return [update_agent_thought_text(mask(event.text))] if event.text else []
+    if isinstance(event, ToolCalled):
+        if event.name in ("update_plan", "ask_agent"):
+            return []
+        return [start_tool_call(event.call_id, mask(event.name), kind=tool_kind(event.name),
+                                status="pending", raw_input=_arguments(event.arguments))]
+    if isinstance(event, ToolStarted):
+        if event.name in ("update_plan", "ask_agent"):
+            return []
+        return [update_tool_call(event.call_id, status="in_progress")]
+    if isinstance(event, ToolReturned):
+        if event.internal:
+            return []
+        text = mask(event.output if event.error is None else (event.output or event.error))
+        return [update_tool_call(event.call_id, status="failed" if event.error else "completed",
+                                 content=[tool_content(text_block(text))])]
+    if isinstance(event, PlanUpdated):
+        return [_plan(event.plan)]
+    return []
+
+
+def permission_options() -> list[PermissionOption]:
+    """The approval card's three choices, in the card's order (option 1, 2, 3)."""
+    return [PermissionOption(option_id=oid, name=name, kind=oid)  # type: ignore[arg-type]
+            for oid, name in _OPTIONS]
+
+
+def option_index(option_id: str) -> int | None:
+    """The card's 1-based option for the client's ``optionId`` (``None``: not one of ours)."""
+    for i, (oid, _name) in enumerate(_OPTIONS, start=1):
+        if oid == option_id:
+            return i
+    return None
+
+
+def permission_call(call_id: str, question: str, detail: dict[str, Any]) -> ToolCallUpdate:
+    """The waiting call as the ``toolCall`` of a permission request (a diff for write_file)."""
+    tool = str(detail.get("tool") or "")
+    args = mask_obj(detail.get("arguments"))
+    content = None
+    if tool == "write_file" and isinstance(args, dict) and isinstance(args.get("path"), str):
+        content = [tool_diff_content(args["path"], str(args.get("content") or ""))]
+    return ToolCallUpdate(tool_call_id=call_id, title=mask(question), kind=tool_kind(tool),
+                          status="pending", raw_input=args, content=content)
+
+
+def history_updates(messages: list[dict[str, Any]]) -> list[Any]:
+    """A stored conversation as chunks: the user's turns and the assistant's answers."""
+    out: list[Any] = []
+    for msg in messages:
+        content = msg.get("content")
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+        if not isinstance(content, str) or not content:
+            continue
+        if msg.get("role") == "user":
+            out.append(update_user_message_text(mask(content)))
+        elif msg.get("role") == "assistant":
+            out.append(update_agent_message_text(mask(content)))
+    return out
