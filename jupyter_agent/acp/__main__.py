@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,15 +62,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout = sys.stderr
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="jupyter-agent-acp: %(levelname)s %(message)s")
-    from .agent import DEFAULT_TOOLS, AgentConfig, JupyterAcpAgent
+    from .agent import DEFAULT_TOOLS, AgentConfig, JupyterAcpAgent, MainThreadRunner
 
     tools = tuple(t.strip() for t in args.tools.split(",") if t.strip()) if args.tools \
         else DEFAULT_TOOLS
-    agent = JupyterAcpAgent(AgentConfig(model=args.model, tools=tools, mode=args.mode))
-    try:
-        asyncio.run(_serve(agent, proto_fd))
-    except KeyboardInterrupt:
-        return 130
+    runner = MainThreadRunner()
+    agent = JupyterAcpAgent(AgentConfig(model=args.model, tools=tools, mode=args.mode), runner)
+
+    def protocol() -> None:
+        try:
+            asyncio.run(_serve(agent, proto_fd))
+        except Exception as exc:  # logged: stdout must stay protocol-only
+            logging.getLogger("jupyter_agent.acp").error("protocol loop ended: %s", exc)
+        finally:
+            runner.stop()
+
+    # The protocol loop in a thread, the turns on the main thread (see MainThreadRunner).
+    thread = threading.Thread(target=protocol, name="acp-protocol", daemon=True)
+    thread.start()
+    runner.serve()
+    thread.join(5)
     return 0
 
 

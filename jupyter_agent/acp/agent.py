@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import queue
 import re
 import secrets as _random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +38,15 @@ from .. import __version__
 from ..answers import Answer
 from ..events import AskPending, BaseEvent, RunStarted
 from ..secrets import mask
-from .updates import event_updates, history_updates, option_index, permission_call, permission_options
+from .updates import (
+    UpdateMapper,
+    history_updates,
+    option_index,
+    permission_call,
+    permission_options,
+)
 
-__all__ = ["AgentConfig", "JupyterAcpAgent", "MODES", "DEFAULT_TOOLS"]
+__all__ = ["AgentConfig", "JupyterAcpAgent", "MainThreadRunner", "MODES", "DEFAULT_TOOLS"]
 
 log = logging.getLogger("jupyter_agent.acp")
 
@@ -94,11 +102,62 @@ def _prompt_text(blocks: list[Any]) -> str:
     return "\n".join(parts).strip()
 
 
+class MainThreadRunner:
+    """Runs the turns on the process's main thread while the protocol loop runs in another.
+
+    Why: stopping a run (``session/cancel``) interrupts the thread running it, and only the
+    main thread can be woken from a blocking read (a model holding its reply) by a signal;
+    another thread would notice only when the next byte arrives (docs/acp.md).
+    """
+
+    def __init__(self) -> None:
+        self.jobs: queue.Queue[Any] = queue.Queue()
+
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the main thread and wait for its result (or exception)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        self.jobs.put((fn, loop, fut))
+        return await fut
+
+    def stop(self) -> None:
+        """Let :meth:`serve` return after the job it runs."""
+        self.jobs.put(None)
+
+    def serve(self) -> None:
+        """The main thread's loop: one job at a time until :meth:`stop`."""
+        while True:
+            try:
+                item = self.jobs.get()
+                if item is None:
+                    return
+                fn, loop, fut = item
+                outcome: tuple[bool, Any]
+                try:
+                    outcome = (True, fn())
+                except BaseException as exc:  # an interrupted run included: the caller decides
+                    outcome = (False, exc)
+                loop.call_soon_threadsafe(_settle, fut, outcome)
+            except KeyboardInterrupt:  # a stop that arrived after its run ended
+                continue
+
+
+def _settle(fut: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if fut.done():
+        return
+    if outcome[0]:
+        fut.set_result(outcome[1])
+    else:
+        fut.set_exception(outcome[1])
+
+
 class JupyterAcpAgent:
     """The ``acp.Agent`` implementation; one per process (``python -m jupyter_agent.acp``)."""
 
-    def __init__(self, config: AgentConfig | None = None) -> None:
+    def __init__(self, config: AgentConfig | None = None,
+                 runner: MainThreadRunner | None = None) -> None:
         self.config = config or AgentConfig()
+        self.runner = runner
         self.conn: Any = None
         self.sessions: dict[str, _Session] = {}
         self.closed = False
@@ -196,6 +255,7 @@ class JupyterAcpAgent:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         pump = asyncio.create_task(self._pump(session_id, queue))
+        mapper = UpdateMapper()
 
         def listen(event: BaseEvent) -> None:
             if isinstance(event, RunStarted):
@@ -208,7 +268,7 @@ class JupyterAcpAgent:
                         run.abort()
             if isinstance(event, AskPending):
                 sess.asks.append(event)
-            for update in event_updates(event):
+            for update in mapper.updates(event):
                 loop.call_soon_threadsafe(queue.put_nowait, update)
 
         try:
@@ -267,7 +327,12 @@ class JupyterAcpAgent:
             return await self._resume(sess, run_id, _typed_answer(ask, text), ask.call_id, listen)
         if not text:
             raise RequestError.invalid_params({"message": "The prompt is empty."})
-        return await asyncio.to_thread(self._run_turn, sess, text, listen)
+        return await self._call(lambda: self._run_turn(sess, text, listen))
+
+    async def _call(self, fn: Callable[[], Any]) -> Any:
+        if self.runner is not None:
+            return await self.runner.call(fn)
+        return await asyncio.to_thread(fn)
 
     def _run_turn(self, sess: _Session, text: str, listen: Any) -> Any:
         with _RUN_LOCK:
@@ -301,7 +366,7 @@ class JupyterAcpAgent:
                 except Exception as exc:
                     raise RequestError(-32603, _one_line(exc)) from None
 
-        return await asyncio.to_thread(go)
+        return await self._call(go)
 
 
 def _numbered(ask: AskPending) -> str:

@@ -24,17 +24,19 @@ from acp import (
 from acp.schema import PermissionOption, ToolCallUpdate
 
 from ..events import (
+    AskPending,
     BaseEvent,
     PlanUpdated,
     ReasoningDelta,
     TextDelta,
+    ToolArgsDelta,
     ToolCalled,
     ToolReturned,
     ToolStarted,
 )
 from ..secrets import mask, mask_obj
 
-__all__ = ["KINDS", "event_updates", "permission_options", "permission_call", "option_index",
+__all__ = ["KINDS", "UpdateMapper", "event_updates", "permission_options", "permission_call", "option_index",
            "history_updates", "tool_kind"]
 
 KINDS: dict[str, str] = {
@@ -69,8 +71,40 @@ def _plan(plan: dict[str, Any]) -> Any:
         for s in steps if isinstance(s, dict)])
 
 
+_INTERNAL = ("update_plan", "ask_agent")
+
+
+class UpdateMapper:
+    """The session updates a run's events become, one event at a time.
+
+    A streamed call is announced (``tool_called``) before its arguments arrive in
+    ``tool_args_delta`` pieces; its ``tool_call`` is held until the call starts, returns or
+    waits for approval, so ``rawInput`` is always the whole arguments.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[str, list[str]]] = {}
+
+    def updates(self, event: BaseEvent) -> list[Any]:
+        """The updates for ``event`` (none for most bookkeeping events)."""
+        if isinstance(event, ToolCalled) and event.name not in _INTERNAL and not event.arguments:
+            self._held[event.call_id] = (event.name, [])
+            return []
+        if isinstance(event, ToolArgsDelta):
+            if event.call_id in self._held:
+                self._held[event.call_id][1].append(event.delta)
+            return []
+        call_id = getattr(event, "call_id", None)
+        first: list[Any] = []
+        if isinstance(event, (ToolStarted, ToolReturned, AskPending)) and call_id in self._held:
+            name, parts = self._held.pop(call_id)
+            first = event_updates(ToolCalled(round=0, call_id=call_id, name=name,
+                                             arguments="".join(parts)))
+        return first + event_updates(event)
+
+
 def event_updates(event: BaseEvent) -> list[Any]:
-    """The session updates one run event becomes (none for most bookkeeping events).
+    """The session updates one complete event becomes (stateless: see :class:`UpdateMapper`).
 
     Internal tools (``update_plan``, ``ask_agent``) are not shown as tool calls: their effect
     arrives as a ``plan`` update or as the question that ends the turn.
@@ -80,12 +114,12 @@ def event_updates(event: BaseEvent) -> list[Any]:
     if isinstance(event, ReasoningDelta):
         return [update_agent_thought_text(mask(event.text))] if event.text else []
     if isinstance(event, ToolCalled):
-        if event.name in ("update_plan", "ask_agent"):
+        if event.name in _INTERNAL:
             return []
         return [start_tool_call(event.call_id, mask(event.name), kind=tool_kind(event.name),
                                 status="pending", raw_input=_arguments(event.arguments))]
     if isinstance(event, ToolStarted):
-        if event.name in ("update_plan", "ask_agent"):
+        if event.name in _INTERNAL:
             return []
         return [update_tool_call(event.call_id, status="in_progress")]
     if isinstance(event, ToolReturned):
@@ -117,7 +151,7 @@ def permission_call(call_id: str, question: str, detail: dict[str, Any]) -> Tool
     """The waiting call as the ``toolCall`` of a permission request (a diff for write_file)."""
     tool = str(detail.get("tool") or "")
     args = mask_obj(detail.get("arguments"))
-    content = None
+    content: list[Any] | None = None
     if tool == "write_file" and isinstance(args, dict) and isinstance(args.get("path"), str):
         content = [tool_diff_content(args["path"], str(args.get("content") or ""))]
     return ToolCallUpdate(tool_call_id=call_id, title=mask(question), kind=tool_kind(tool),
