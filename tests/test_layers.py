@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "live_comm.py",         # the live notebook comm, opened at %load_ext
         "click_gate.py",        # a card's click waits for the running cell to end
     ]),
+    ("acp", ["acp/"]),          # ACP over stdio: the project as an agent (docs/acp.md)
     ("batch", ["batch/"]),      # one agent over many inputs: runs agents, no IPython
     ("agents", ["agents/"]),    # chat, toolloop, plan, helpers, sub-agents; the turn driver
     ("ui", ["ui/"]),            # widgets and the live display; draw what view/ computes

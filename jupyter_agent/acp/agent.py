@@ -34,7 +34,6 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
-from .. import __version__
 from ..answers import Answer
 from ..events import AskPending, BaseEvent, RunStarted
 from ..secrets import mask
@@ -80,6 +79,15 @@ class _Session:
     question_run: str | None = None
     """A plan question that ended the last turn: the next prompt answers it."""
     asks: list[AskPending] = field(default_factory=list)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jupyter-agent")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "0"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -175,7 +183,7 @@ class JupyterAcpAgent:
                 load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=False, sse=False)),
             agent_info=Implementation(name="jupyter-agent", title="Jupyter Agent",
-                                      version=__version__),
+                                      version=_version()),
             auth_methods=[])
 
     def _modes(self, current: str) -> SessionModeState:
