@@ -145,7 +145,10 @@ class MainThreadRunner:
                     outcome = (True, fn())
                 except BaseException as exc:  # an interrupted run included: the caller decides
                     outcome = (False, exc)
-                loop.call_soon_threadsafe(_settle, fut, outcome)
+                try:
+                    loop.call_soon_threadsafe(_settle, fut, outcome)
+                except RuntimeError:  # the protocol loop has ended (client EOF): no one waits
+                    log.debug("a turn ended after its client left")
             except KeyboardInterrupt:  # a stop that arrived after its run ended
                 continue
 
@@ -287,8 +290,7 @@ class JupyterAcpAgent:
                     break
                 if ask.kind != "approval":  # a plan question: the next prompt answers it
                     sess.question, sess.question_run = ask, run.run_id
-                    loop.call_soon_threadsafe(queue.put_nowait, update_agent_message_text(
-                        _numbered(ask)))
+                    queue.put_nowait(update_agent_message_text(_numbered(ask)))
                     break
                 answer = await self._permission(sess, ask)
                 sess.asks.clear()
@@ -319,6 +321,8 @@ class JupyterAcpAgent:
                 sess.id, permission_call(ask.call_id, ask.question, ask.detail),
                 permission_options())
         except Exception as exc:
+            if self.closed or isinstance(exc, ConnectionError):
+                raise  # the client is gone: the card stays open in the store, never allowed
             log.info("permission request failed, denied: %s", _one_line(exc))
             return Answer("dismissed")
         outcome = reply.outcome

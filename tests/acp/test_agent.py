@@ -369,3 +369,65 @@ def test_without_the_sdk_one_line_and_exit_2(tmp_path: Path) -> None:
                           text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == 'ACP needs its SDK: pip install "jupyter-agent[acp]"'
+
+
+def test_a_plan_question_ends_the_turn_and_the_next_prompt_answers_it(home: Path,
+                                                                       ws: Path) -> None:
+    """ask_agent: the turn ends as a numbered message; "2" picks option 2 for the model."""
+    ask = {"reason": "need it", "blockerType": "ambiguous_goal", "question": "Which format?",
+           "options": ["CSV", "JSON", "Parquet"]}
+    with ScriptedOpenAI() as srv:
+        srv.enqueue(tool_calls([call("ask_agent", ask)]), text("Going with JSON."))
+        client = Recorder()
+
+        async def body(conn: Any, proc: Any) -> Any:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            first = await prompt(conn, sid, "export the data")
+            shown = client.text()
+            second = await prompt(conn, sid, "2")
+            return first, shown, second
+
+        first, shown, second = asyncio.run(session(client, agent_env(srv, home), ws, body,
+                                                   "--mode", "plan"))
+        answered = srv.requests[-1]["messages"][-1]
+    assert first.stop_reason == "end_turn" and second.stop_reason == "end_turn"
+    assert "Which format?" in shown and "1. CSV" in shown and "2. JSON" in shown
+    assert answered["role"] == "tool" and "JSON" in answered["content"]
+    assert client.text().endswith("Going with JSON.")
+    assert not client.permissions
+
+
+def test_client_eof_with_a_permission_open_never_allows(home: Path, ws: Path) -> None:
+    """The client dies while the agent waits on its permission: the process ends, and the
+    write is never made (nor later, by a new process loading the session)."""
+    with ScriptedOpenAI() as srv:
+        srv.enqueue(tool_calls([call("write_file", {"path": "gone.txt", "content": "1"})]),
+                    text("never"))
+        env = agent_env(srv, home)
+        client = Recorder()
+        holder: dict[str, Any] = {}
+
+        async def hang_up() -> None:
+            holder["proc"].stdin.close()  # EOF to the agent, the request still open
+            await asyncio.wait_for(holder["proc"].wait(), 30)
+
+        client.on_permission = hang_up
+
+        async def body(conn: Any, proc: Any) -> Any:
+            holder["proc"] = proc
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            task = asyncio.create_task(prompt(conn, sid, "write"))
+            await asyncio.wait_for(proc.wait(), 60)
+            task.cancel()
+            return sid, proc.returncode
+
+        sid, code = asyncio.run(session(client, env, ws, body))
+        again = Recorder()
+
+        async def reload(conn: Any, proc: Any) -> Any:
+            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+
+        asyncio.run(session(again, env, ws, reload))
+    assert code == 0
+    assert not (ws / "gone.txt").exists()
+    assert "never" not in client.text() + again.text()
