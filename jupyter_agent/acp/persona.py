@@ -8,6 +8,7 @@ raises ``ImportError`` when imported on its own, and nothing else in the package
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 try:
@@ -38,6 +39,6 @@ class JupyterAgentPersona(BaseAcpPersona):  # type: ignore[misc]
         return PersonaDefaults(
             name="Jupyter Agent",
             description="jupyter-agent: tools in a bubblewrap sandbox, plans, a session store.",
-            avatar_path="",
-            system_prompt="",
+            avatar_path=str(Path(__file__).with_name("avatar.svg")),
+            system_prompt="unused",  # our own prompts are used, in the agent process
         )

@@ -431,3 +431,18 @@ def test_client_eof_with_a_permission_open_never_allows(home: Path, ws: Path) ->
     assert code == 0
     assert not (ws / "gone.txt").exists()
     assert "never" not in client.text() + again.text()
+
+
+def test_the_persona_module_without_jupyter_ai_is_one_import_error() -> None:
+    """jupyter-ai's loader skips it; nothing else imports it, so the package is unaffected."""
+    pytest.importorskip("acp")
+    if any(m in sys.modules or _importable(m) for m in ("jupyter_ai_persona_manager",)):
+        pytest.skip("jupyter-ai is installed here")
+    with pytest.raises(ImportError, match=r'pip install "jupyter-agent\[acp\]" jupyter-ai'):
+        import jupyter_agent.acp.persona  # noqa: F401
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
