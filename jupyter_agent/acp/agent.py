@@ -79,6 +79,7 @@ class _Session:
     question_run: str | None = None
     """A plan question that ended the last turn: the next prompt answers it."""
     asks: list[AskPending] = field(default_factory=list)
+    busy: bool = False
 
 
 def _version() -> str:
@@ -262,7 +263,17 @@ class JupyterAcpAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         """Run one turn; approvals become permission requests; a question ends the turn."""
         sess = self._session(session_id)
-        sess.cancelled = False
+        if sess.busy:  # a second prompt while the first runs: refused, the first goes on
+            raise RequestError.invalid_request({"message": "A turn is already running in this "
+                                                "session; wait for it or cancel it."})
+        sess.busy, sess.cancelled = True, False
+        try:
+            return await self._prompt(sess, prompt)
+        finally:
+            sess.busy = False
+
+    async def _prompt(self, sess: _Session, prompt: list[Any]) -> PromptResponse:
+        session_id = sess.id
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         pump = asyncio.create_task(self._pump(session_id, queue))

@@ -446,3 +446,54 @@ def _importable(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
+
+
+def test_bash_runs_sandboxed_in_the_workspace_and_broken_arguments_fail_cleanly(
+        home: Path, ws: Path) -> None:
+    """An allowed bash call runs in cwd (execute kind, output as content); a call whose
+    arguments are not JSON is a failed tool call with its raw text, and the run goes on."""
+    with ScriptedOpenAI() as srv:
+        srv.enqueue(tool_calls([call("bash", {"command": "pwd"}, id="call_b1")]),
+                    tool_calls([call("read_file", '{"path": "a.txt"', id="call_r1")]),
+                    text("ok"))
+        client = Recorder(["allow_once"])
+
+        async def body(conn: Any, proc: Any) -> Any:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            return await prompt(conn, sid, "where am I?")
+
+        res = asyncio.run(session(client, agent_env(srv, home), ws, body))
+    assert res.stop_reason == "end_turn"
+    by_id: dict[str, list[Any]] = {}
+    for u in client.updates:
+        if u.session_update in ("tool_call", "tool_call_update"):
+            by_id.setdefault(u.tool_call_id, []).append(u)
+    bash, read = by_id["call_b1"], by_id["call_r1"]
+    assert bash[0].kind == "execute" and bash[0].raw_input == {"command": "pwd"}
+    assert bash[-1].status == "completed" and str(ws) in bash[-1].content[0].content.text
+    assert read[0].kind == "read" and read[0].raw_input == '{"path": "a.txt"'
+    assert read[-1].status == "failed"
+    assert client.text() == "ok"
+
+
+def test_a_second_prompt_while_one_runs_is_refused(home: Path, ws: Path) -> None:
+    with ScriptedOpenAI() as srv:
+        srv.enqueue(hang(60, then=text("first")))
+        client = Recorder()
+
+        async def body(conn: Any, proc: Any) -> Any:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            first = asyncio.create_task(prompt(conn, sid, "one"))
+            for _ in range(300):
+                if srv.requests:
+                    break
+                await asyncio.sleep(0.05)
+            with pytest.raises(acp.RequestError) as err:
+                await prompt(conn, sid, "two")
+            await conn.cancel(session_id=sid)
+            return err.value, await asyncio.wait_for(first, 30)
+
+        err, first = asyncio.run(session(client, agent_env(srv, home), ws, body))
+        srv.release_hangs()
+    assert "already running" in str(err.data)
+    assert first.stop_reason == "cancelled"
