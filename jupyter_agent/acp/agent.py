@@ -221,10 +221,37 @@ class JupyterAcpAgent:
         if await asyncio.to_thread(store.get_session, session_id) is None:
             raise RequestError.invalid_params({"message": f"No session {mask(session_id)!r}."})
         sess = self._open(session_id, cwd)
+        await self._settle_left_open(sess, store)
         messages = await asyncio.to_thread(store.history_messages, session_id, None)
         for update in history_updates(messages):
             await self.conn.session_update(session_id, update)
         return LoadSessionResponse(modes=self._modes(sess.mode))
+
+    async def _settle_left_open(self, sess: _Session, store: Any) -> None:
+        """What the last process left waiting: an approval is dismissed (denied: its client is
+        gone, nobody saw the request answered), a question waits for the next prompt."""
+        for record in await asyncio.to_thread(store.list_pending, sess.id):
+            events = await asyncio.to_thread(store.get_events, record.run_id)
+            asks = [e for e in events if e.get("type") == "ask_pending"]
+            if not asks:
+                continue
+            ask = AskPending.model_validate(asks[-1])
+            if ask.kind != "approval":
+                sess.question, sess.question_run = ask, record.run_id
+                continue
+
+            def deny(run_id: str = record.run_id, call_id: str = ask.call_id) -> Any:
+                from ..agents.resume import resume
+
+                with _RUN_LOCK:
+                    os.chdir(sess.cwd)
+                    return resume(run_id, Answer("dismissed"), expected_call_id=call_id)
+
+            try:
+                await self._call(deny)
+            except Exception as exc:  # superseded meanwhile, or its model is gone: say why
+                log.warning("open approval of %s not dismissed: %s", record.run_id,
+                            _one_line(exc))
 
     async def set_session_mode(self, session_id: str, mode_id: str,
                                **kwargs: Any) -> SetSessionModeResponse:

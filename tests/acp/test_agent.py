@@ -398,11 +398,11 @@ def test_a_plan_question_ends_the_turn_and_the_next_prompt_answers_it(home: Path
 
 
 def test_client_eof_with_a_permission_open_never_allows(home: Path, ws: Path) -> None:
-    """The client dies while the agent waits on its permission: the process ends, and the
-    write is never made (nor later, by a new process loading the session)."""
+    """The client dies while the agent waits on its permission: the process ends without
+    going on; a new process loading the session dismisses that approval (denied)."""
     with ScriptedOpenAI() as srv:
         srv.enqueue(tool_calls([call("write_file", {"path": "gone.txt", "content": "1"})]),
-                    text("never"))
+                    text("Understood, not written."))
         env = agent_env(srv, home)
         client = Recorder()
         holder: dict[str, Any] = {}
@@ -428,9 +428,13 @@ def test_client_eof_with_a_permission_open_never_allows(home: Path, ws: Path) ->
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
 
         asyncio.run(session(again, env, ws, reload))
+        denied = srv.requests[-1]["messages"][-1]
     assert code == 0
     assert not (ws / "gone.txt").exists()
-    assert "never" not in client.text() + again.text()
+    assert "Understood" not in client.text()  # the first process never went on
+    # the new process dismissed the approval left open: the model was told it was denied
+    assert denied["role"] == "tool" and "den" in denied["content"].lower()
+    assert again.text().endswith("Understood, not written.")
 
 
 def test_the_persona_module_without_jupyter_ai_is_one_import_error() -> None:
@@ -497,3 +501,31 @@ def test_a_second_prompt_while_one_runs_is_refused(home: Path, ws: Path) -> None
         srv.release_hangs()
     assert "already running" in str(err.data)
     assert first.stop_reason == "cancelled"
+
+
+def test_a_question_left_open_is_answered_after_load_in_a_new_process(home: Path,
+                                                                      ws: Path) -> None:
+    ask = {"reason": "need it", "blockerType": "ambiguous_goal", "question": "Which format?",
+           "options": ["CSV", "JSON", "Parquet"]}
+    with ScriptedOpenAI() as srv:
+        srv.enqueue(tool_calls([call("ask_agent", ask)]), text("Parquet it is."))
+        env = agent_env(srv, home)
+        first = Recorder()
+
+        async def one(conn: Any, proc: Any) -> Any:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            await prompt(conn, sid, "export")
+            return sid
+
+        sid = asyncio.run(session(first, env, ws, one, "--mode", "plan"))
+        second = Recorder()
+
+        async def two(conn: Any, proc: Any) -> Any:
+            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+            return await prompt(conn, sid, "3")
+
+        res = asyncio.run(session(second, env, ws, two, "--mode", "plan"))
+        answered = srv.requests[-1]["messages"][-1]
+    assert res.stop_reason == "end_turn"
+    assert answered["role"] == "tool" and "Parquet" in answered["content"]
+    assert second.text().endswith("Parquet it is.")
