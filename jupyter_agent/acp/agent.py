@@ -32,6 +32,7 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
+    StopReason,
 )
 
 from ..answers import Answer
@@ -51,7 +52,7 @@ log = logging.getLogger("jupyter_agent.acp")
 
 MODES = ("toolloop", "plan", "chat")
 DEFAULT_TOOLS = ("bash", "read_file", "write_file")
-_STOP = {"done": "end_turn", "incomplete": "end_turn", "invalid": "end_turn",
+_STOP: dict[str, StopReason] = {"done": "end_turn", "incomplete": "end_turn", "invalid": "end_turn",
          "max_rounds": "max_turn_requests", "aborted": "cancelled"}
 # One turn at a time in this process: the tools are confined to the workspace through the
 # process's current directory (docs/acp.md), which two sessions cannot share at once.
@@ -341,7 +342,7 @@ class JupyterAcpAgent:
             return PromptResponse(stop_reason="cancelled")
         if run.status == "error":
             raise RequestError(-32603, _one_line(Exception(run.error or "The run failed.")))
-        return PromptResponse(stop_reason=_STOP.get(run.status, "end_turn"))  # type: ignore[arg-type]
+        return PromptResponse(stop_reason=_STOP.get(run.status, "end_turn"))
 
     async def _pump(self, session_id: str, queue: asyncio.Queue[Any]) -> None:
         while (update := await queue.get()) is not None:

@@ -27,6 +27,7 @@ except ImportError as exc:
 __all__ = ["JupyterAgentPersona"]
 
 
+# jupyter-ai ships no type hints: its base class is Any to mypy, so subclassing it is allowed.
 class JupyterAgentPersona(BaseAcpPersona):  # type: ignore[misc]
     """jupyter-agent in jupyter-ai's chat: our tools, sandbox and session store, over ACP."""
 

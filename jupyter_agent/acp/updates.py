@@ -21,7 +21,13 @@ from acp import (
     update_tool_call,
     update_user_message_text,
 )
-from acp.schema import PermissionOption, ToolCallUpdate
+from acp.schema import (
+    PermissionOption,
+    PermissionOptionKind,
+    PlanEntryStatus,
+    ToolCallUpdate,
+    ToolKind,
+)
 
 from ..events import (
     AskPending,
@@ -39,18 +45,18 @@ from ..secrets import mask, mask_obj
 __all__ = ["KINDS", "UpdateMapper", "event_updates", "permission_options", "permission_call", "option_index",
            "history_updates", "tool_kind"]
 
-KINDS: dict[str, str] = {
+KINDS: dict[str, ToolKind] = {
     "read_file": "read", "write_file": "edit", "bash": "execute", "web_fetch": "fetch",
     "search": "search", "glob": "search",
 }
 """The ACP tool kind of our tools; any other tool is ``other``."""
 
-_OPTIONS = (("allow_once", "Allow once"), ("allow_always", "Allow for this session"),
+_OPTIONS: tuple[tuple[PermissionOptionKind, str], ...] = (("allow_once", "Allow once"), ("allow_always", "Allow for this session"),
             ("reject_once", "Deny"))
-_PLAN_STATUS = {"done": "completed", "skipped": "completed", "in_progress": "in_progress"}
+_PLAN_STATUS: dict[str, PlanEntryStatus] = {"done": "completed", "skipped": "completed", "in_progress": "in_progress"}
 
 
-def tool_kind(name: str) -> Any:
+def tool_kind(name: str) -> ToolKind:
     """The ACP ``kind`` of the tool ``name``."""
     return KINDS.get(name, "other")
 
@@ -67,7 +73,7 @@ def _plan(plan: dict[str, Any]) -> Any:
     steps = plan.get("steps") or []
     return update_plan([
         plan_entry(mask(str(s.get("title") or s.get("description") or "")),
-                   status=_PLAN_STATUS.get(str(s.get("status")), "pending"))  # type: ignore[arg-type]
+                   status=_PLAN_STATUS.get(str(s.get("status")), "pending"))
         for s in steps if isinstance(s, dict)])
 
 
@@ -135,7 +141,7 @@ def event_updates(event: BaseEvent) -> list[Any]:
 
 def permission_options() -> list[PermissionOption]:
     """The approval card's three choices, in the card's order (option 1, 2, 3)."""
-    return [PermissionOption(option_id=oid, name=name, kind=oid)  # type: ignore[arg-type]
+    return [PermissionOption(option_id=oid, name=name, kind=oid)
             for oid, name in _OPTIONS]
 
 
