@@ -529,3 +529,20 @@ def test_a_question_left_open_is_answered_after_load_in_a_new_process(home: Path
     assert res.stop_reason == "end_turn"
     assert answered["role"] == "tool" and "Parquet" in answered["content"]
     assert second.text().endswith("Parquet it is.")
+
+
+def test_the_command_the_extra_and_the_persona_are_declared() -> None:
+    """``jupyter-agent-acp`` and the ``jupyter_ai.personas`` entry point name real objects;
+    the SDK pin admits jupyter-ai's 0.11 and the 0.12 line."""
+    import importlib
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert meta["optional-dependencies"]["acp"] == ["agent-client-protocol>=0.11,<0.13"]
+    assert "agent-client-protocol>=0.11,<0.13" in meta["optional-dependencies"]["test"]
+    module, _, attr = meta["scripts"]["jupyter-agent-acp"].partition(":")
+    assert callable(getattr(importlib.import_module(module), attr))
+    persona = meta["entry-points"]["jupyter_ai.personas"]["jupyter-agent-acp"]
+    assert persona == "jupyter_agent.acp.persona:JupyterAgentPersona"
+    assert (REPO / "jupyter_agent/acp/persona.py").exists()
+    assert (REPO / "jupyter_agent/acp/avatar.svg").exists()
