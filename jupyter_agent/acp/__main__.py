@@ -52,14 +52,16 @@ async def _serve(agent: Any, proto_fd: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the agent until the client closes stdin; 2 when the SDK or an argument is missing."""
     args = _parser().parse_args(argv)
+    # First, before the imports that take time: everything but the protocol goes to stderr.
+    sys.stdout.flush()
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     try:
         import acp  # noqa: F401
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
-    proto_fd = os.dup(1)
-    os.dup2(2, 1)  # everything but the protocol goes to stderr
-    sys.stdout = sys.stderr
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="jupyter-agent-acp: %(levelname)s %(message)s")
     from .agent import DEFAULT_TOOLS, AgentConfig, JupyterAcpAgent, MainThreadRunner

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -341,7 +342,10 @@ def test_stdout_is_protocol_only_and_eof_ends_the_process(home: Path, ws: Path) 
             {"jsonrpc": "2.0", "id": 1, "method": "session/new",
              "params": {"cwd": str(ws), "mcpServers": []}},
         ]
-        proc = subprocess.Popen([sys.executable, "-m", "jupyter_agent.acp"], cwd=ws,
+        # A stray print from another thread once the agent runs, and a chatty log level.
+        stray = ("import runpy, threading; threading.Timer(0.5, print, ['stray print']).start();"
+                 " runpy.run_module('jupyter_agent.acp', run_name='__main__', alter_sys=True)")
+        proc = subprocess.Popen([sys.executable, "-c", stray, "--log-level", "DEBUG"], cwd=ws,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=agent_env(srv, home))
         assert proc.stdin is not None and proc.stdout is not None
@@ -349,12 +353,15 @@ def test_stdout_is_protocol_only_and_eof_ends_the_process(home: Path, ws: Path) 
             proc.stdin.write(json.dumps(x) + "\n")
         proc.stdin.flush()
         out = [json.loads(proc.stdout.readline()) for _ in lines]
+        time.sleep(1.5)  # the stray print has happened
         proc.stdin.close()  # EOF: the agent ends
         rest = proc.stdout.read()
         proc.wait(60)
         assert proc.stderr is not None
+        err = proc.stderr.read()
         proc.stderr.close()
         proc.stdout.close()
+    assert "stray print" in err
     assert [m.get("id") for m in out] == [0, 1] and all(m["jsonrpc"] == "2.0" for m in out)
     assert rest == "" and proc.returncode == 0
 
