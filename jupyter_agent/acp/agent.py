@@ -333,7 +333,7 @@ class JupyterAcpAgent:
                     break
                 answer = await self._permission(sess, ask)
                 sess.asks.clear()
-                run = await self._resume(sess, run.run_id, answer, ask.call_id, listen)
+                run = await self._resume(sess, run.run_id, answer, ask.call_id, listen, live=run)
         finally:
             queue.put_nowait(None)
             await pump
@@ -406,14 +406,19 @@ class JupyterAcpAgent:
                 raise RequestError(-32603, _one_line(exc)) from None
 
     async def _resume(self, sess: _Session, run_id: str, answer: Answer, call_id: str,
-                      listen: Any) -> Any:
+                      listen: Any, live: Any = None) -> Any:
+        """Answer the run through resume(), as a click does; ``live``: the Run this process
+        still holds, so a cancel during the resumed part aborts the run that goes on."""
+        sess.run = live
+
         def go() -> Any:
             from ..agents.resume import resume
 
             with _RUN_LOCK:
                 os.chdir(sess.cwd)
                 try:
-                    return resume(run_id, answer, listeners=[listen], expected_call_id=call_id)
+                    return resume(run_id, answer, run=live, listeners=[listen],
+                                  expected_call_id=call_id)
                 except Exception as exc:
                     raise RequestError(-32603, _one_line(exc)) from None
 

@@ -553,3 +553,28 @@ def test_the_command_the_extra_and_the_persona_are_declared() -> None:
     assert persona == "jupyter_agent.acp.persona:JupyterAgentPersona"
     assert (REPO / "jupyter_agent/acp/persona.py").exists()
     assert (REPO / "jupyter_agent/acp/avatar.svg").exists()
+
+
+def test_cancel_after_an_allow_stops_the_resumed_run(home: Path, ws: Path) -> None:
+    """The run goes on after "Allow once" (a resume); a cancel while the model then holds its
+    reply stops that run: the prompt ends cancelled, the allowed write was made."""
+    with ScriptedOpenAI() as srv:
+        srv.enqueue(tool_calls([call("write_file", {"path": "a.txt", "content": "1"})]),
+                    hang(60, then=text("too late")))
+        client = Recorder(["allow_once"])
+
+        async def body(conn: Any, proc: Any) -> Any:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            task = asyncio.create_task(prompt(conn, sid, "write then think"))
+            for _ in range(600):  # the second model request (after the write) has started
+                if len(srv.requests) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
+            await conn.cancel(session_id=sid)
+            return await asyncio.wait_for(task, 30)
+
+        res = asyncio.run(session(client, agent_env(srv, home), ws, body))
+        srv.release_hangs()
+    assert res.stop_reason == "cancelled"
+    assert (ws / "a.txt").read_text() == "1" and "too late" not in client.text()
