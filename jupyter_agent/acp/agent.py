@@ -308,11 +308,14 @@ class JupyterAcpAgent:
         mapper = UpdateMapper()
 
         def listen(event: BaseEvent) -> None:
-            if isinstance(event, RunStarted):
+            if isinstance(event, RunStarted) or sess.run is None:
                 from ..agents.run import last_run
 
-                run = last_run()  # the Run announcing itself, on this very thread
-                if run is not None and run.run_id == event.run_id:
+                # The Run announcing itself, or one resume() rebuilt from the store: the
+                # newest Run made, as turns run one at a time (_RUN_LOCK).
+                run = last_run()
+                if run is not None and (not isinstance(event, RunStarted)
+                                        or run.run_id == event.run_id):
                     sess.run = run
                     if sess.cancelled:
                         run.abort()
