@@ -39,7 +39,7 @@ def test_persona_and_jupyter_ai_sdk_drive_our_agent(tmp_path: Path) -> None:
         proc = subprocess.run([str(JAI_PYTHON), "-m", "tests.acp.jai_side", sys.executable,
                                str(ws), json.dumps(env)], cwd=REPO, env={
                                    "PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO),
-                                   "HOME": os.environ.get("HOME", "/tmp")},
+                                   "HOME": os.environ.get("HOME", str(tmp_path))},
                               capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
