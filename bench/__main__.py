@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
+    bench_acp,
     bench_batch,
     bench_cold,
     bench_history,
@@ -58,6 +59,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_structured.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_trace.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_acp.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_saved.main(["--cards", "5"] if args.quick else [])
 

@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "live_comm.py",         # the live notebook comm, opened at %load_ext
         "click_gate.py",        # a card's click waits for the running cell to end
     ]),
-    ("acp", ["acp/"]),          # the Agent Client Protocol: our agent served, external agents in a cell
+    ("acp", ["acp/"]),          # ACP both ways: our agent served over stdio, external agents in a cell
     ("batch", ["batch/"]),      # one agent over many inputs: runs agents, no IPython
     ("agents", ["agents/"]),    # chat, toolloop, plan, helpers, sub-agents; the turn driver
     ("ui", ["ui/"]),            # widgets and the live display; draw what view/ computes
