@@ -1,0 +1,150 @@
+"""A person's decisions on a command's changes: Keep, Discard, Undo; and the list of them.
+
+Only a person decides: these functions are called by ``%agent keep|discard|undo`` typed in a
+cell and by a click on a card's button (which goes through the same commands); no tool calls
+them, so a model, a replay or an auto-answer cannot. Each returns one line for the person.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+from .ledger import Entry, Record, load, new_id, records, save, state_dir
+from .settle import Settler, ws_dir, ws_lstat, ws_remove
+
+__all__ = ["DecisionError", "changes_text", "discard", "keep", "summary", "undo"]
+
+
+class DecisionError(Exception):
+    """A decision that cannot be made (unknown id, already decided, changed since)."""
+
+
+def _find(root: str, rec_id: str) -> tuple[str, Record]:
+    state = state_dir(root)
+    rec = load(state, rec_id)
+    if rec is None:
+        raise DecisionError(f"No sandboxed command {rec_id!r} in this workspace "
+                            "(see %agent changes).")
+    return state, rec
+
+
+def _names(entries: list[Entry], most: int = 3) -> str:
+    names = [f"`{e.path}`" for e in entries[:most]]
+    more = len(entries) - most
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+def summary(rec: Record) -> list[str]:
+    """The lines a tool result and a card show for one command's changes."""
+    lines: list[str] = []
+    if rec.applied:
+        counts = []
+        for kind in ("added", "changed", "removed"):
+            n = sum(1 for e in rec.applied if e.kind == kind and not e.is_dir)
+            if n:
+                counts.append(f"{n} {kind}")
+        files = [e for e in rec.applied if not e.is_dir] or rec.applied
+        lines.append(f"[{rec.tool} changed the workspace: {', '.join(counts) or 'folders'} "
+                     f"({_names(files)}); undo: %agent undo {rec.id}]")
+    if rec.undo_note:
+        lines.append(f"[{rec.undo_note}]")
+    by_reason: dict[str, list[Entry]] = {}
+    for e in rec.held:
+        by_reason.setdefault(e.reason, []).append(e)
+    for reason, entries in by_reason.items():
+        verb = {"added": "wrote", "changed": "replaced", "removed": "removed"}[entries[0].kind]
+        lines.append(f"[{rec.tool} {verb} {_names(entries)}, {reason}: held until a person "
+                     f"keeps it (%agent keep {rec.id} | %agent discard {rec.id})]")
+    if rec.skipped:
+        lines.append(f"[special files not applied: {', '.join(rec.skipped[:3])}]")
+    return lines
+
+
+def keep(root: str, rec_id: str) -> str:
+    """Apply the held changes of command ``rec_id`` to the workspace (Undo-able)."""
+    state, rec = _find(root, rec_id)
+    if rec.held_state != "held":
+        raise DecisionError(f"Command {rec.id} has no held changes to keep ({rec.held_state}).")
+    held = os.path.join(state, "held", rec.id)
+    kept = Record(id=new_id(), tool="keep", label=f"keep {rec.id}", time=rec.time)
+    Settler(held, root, None, os.path.join(state, "held", kept.id),
+            os.path.join(state, "undo", kept.id), kept).run()
+    shutil.rmtree(held, ignore_errors=True)
+    rec.held_state = "kept"
+    save(state, rec)
+    save(state, kept)
+    return (f"Kept {len(rec.held)} held change(s) of {rec.id} ({_names(rec.held)}); "
+            f"undo: %agent undo {kept.id}")
+
+
+def discard(root: str, rec_id: str) -> str:
+    """Delete the held changes of command ``rec_id``: the workspace was never touched."""
+    state, rec = _find(root, rec_id)
+    if rec.held_state != "held":
+        raise DecisionError(f"Command {rec.id} has no held changes to discard "
+                            f"({rec.held_state}).")
+    shutil.rmtree(os.path.join(state, "held", rec.id), ignore_errors=True)
+    rec.held_state = "discarded"
+    save(state, rec)
+    return f"Discarded {len(rec.held)} held change(s) of {rec.id} ({_names(rec.held)})."
+
+
+def _same(root: str, e: Entry) -> bool:
+    st = ws_lstat(root, e.path)
+    if e.after is None:
+        return st is None
+    if st is None:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return st.st_ino == e.after[0]
+    return (st.st_ino, st.st_mtime_ns, st.st_size) == tuple(e.after)
+
+
+def undo(root: str, rec_id: str) -> str:
+    """Restore what command ``rec_id`` overwrote or removed and remove what it added;
+    refused as a whole when one of its paths changed since."""
+    state, rec = _find(root, rec_id)
+    if rec.undone:
+        raise DecisionError(f"Command {rec.id} was already undone.")
+    for e in rec.applied:
+        if not _same(root, e):
+            raise DecisionError(f"Undo of {rec.id} refused: `{e.path}` changed since "
+                                "(by you or a later command); nothing was undone.")
+    prev_root = os.path.join(state, "undo", rec.id)
+    for e in reversed(rec.applied):
+        parent, _, name = e.path.rpartition("/")
+        with ws_dir(root, parent or ".") as fd:
+            if e.after is not None:
+                if e.is_dir:
+                    try:
+                        os.rmdir(name, dir_fd=fd)
+                    except OSError:
+                        ws_remove(fd, name)
+                else:
+                    os.unlink(name, dir_fd=fd)
+            if e.prev:
+                os.rename(os.path.join(prev_root, e.path), name, dst_dir_fd=fd)
+    shutil.rmtree(prev_root, ignore_errors=True)
+    rec.undone = True
+    save(state, rec)
+    lost = f" ({rec.undo_note})" if rec.undo_note else ""
+    return f"Undid {rec.id}: {len(rec.applied)} change(s) reverted{lost}."
+
+
+def changes_text(root: str, most: int = 20) -> str:
+    """The recent commands' changes and the held ones, one line each."""
+    recs = records(state_dir(root))[-most:]
+    if not recs:
+        return "No sandboxed command has changed this workspace."
+    lines = [f"Changes in {root} (newest last):"]
+    for r in recs:
+        bits = []
+        if r.applied:
+            bits.append(f"{len(r.applied)} applied" + (" (undone)" if r.undone else ""))
+        if r.held:
+            bits.append(f"{len(r.held)} {r.held_state}: {_names(r.held)}")
+        lines.append(f"  {r.id}  {r.tool:<6} {'; '.join(bits) or 'nothing'}  "
+                     f"{r.label.splitlines()[0][:60] if r.label else ''}")
+    return "\n".join(lines)
