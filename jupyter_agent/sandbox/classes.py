@@ -23,7 +23,6 @@ import importlib.machinery
 import os
 import stat
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .layers import final_lstat

@@ -11,7 +11,7 @@ import os
 import shutil
 import stat
 
-from .ledger import Entry, Record, load, new_id, records, save, state_dir
+from .ledger import Entry, Record, all_states, load, new_id, records, save, state_dir
 from .settle import Settler, ws_dir, ws_lstat, ws_remove
 
 __all__ = ["DecisionError", "changes_text", "discard", "keep", "summary", "undo"]
@@ -21,13 +21,14 @@ class DecisionError(Exception):
     """A decision that cannot be made (unknown id, already decided, changed since)."""
 
 
-def _find(root: str, rec_id: str) -> tuple[str, Record]:
-    state = state_dir(root)
-    rec = load(state, rec_id)
-    if rec is None:
-        raise DecisionError(f"No sandboxed command {rec_id!r} in this workspace "
-                            "(see %agent changes).")
-    return state, rec
+def _find(rec_id: str) -> tuple[str, str, Record]:
+    """(private folder, workspace, record) of the command ``rec_id`` (a unique prefix)."""
+    found = [(state, rec) for state in all_states()
+             if (rec := load(state, rec_id.strip())) is not None]
+    if len(found) != 1 or not found[0][1].root:
+        raise DecisionError(f"No sandboxed command {rec_id!r} (see %agent changes).")
+    state, rec = found[0]
+    return state, rec.root, rec
 
 
 def _names(entries: list[Entry], most: int = 3) -> str:
@@ -50,10 +51,10 @@ def summary(rec: Record) -> list[str]:
                      f"({_names(files)}); undo: %agent undo {rec.id}]")
     if rec.undo_note:
         lines.append(f"[{rec.undo_note}]")
-    by_reason: dict[str, list[Entry]] = {}
+    by_reason: dict[tuple[str, str], list[Entry]] = {}
     for e in rec.held:
-        by_reason.setdefault(e.reason, []).append(e)
-    for reason, entries in by_reason.items():
+        by_reason.setdefault((e.reason, e.kind), []).append(e)
+    for (reason, _kind), entries in by_reason.items():
         verb = {"added": "wrote", "changed": "replaced", "removed": "removed"}[entries[0].kind]
         lines.append(f"[{rec.tool} {verb} {_names(entries)}, {reason}: held until a person "
                      f"keeps it (%agent keep {rec.id} | %agent discard {rec.id})]")
@@ -62,26 +63,28 @@ def summary(rec: Record) -> list[str]:
     return lines
 
 
-def keep(root: str, rec_id: str) -> str:
+def keep(rec_id: str) -> str:
     """Apply the held changes of command ``rec_id`` to the workspace (Undo-able)."""
-    state, rec = _find(root, rec_id)
+    state, root, rec = _find(rec_id)
     if rec.held_state != "held":
         raise DecisionError(f"Command {rec.id} has no held changes to keep ({rec.held_state}).")
     held = os.path.join(state, "held", rec.id)
-    kept = Record(id=new_id(), tool="keep", label=f"keep {rec.id}", time=rec.time)
+    kept = Record(id=new_id(), root=root, tool="keep", label=f"keep {rec.id}", time=rec.time)
     Settler(held, root, None, os.path.join(state, "held", kept.id),
             os.path.join(state, "undo", kept.id), kept).run()
     shutil.rmtree(held, ignore_errors=True)
     rec.held_state = "kept"
     save(state, rec)
+    if kept.held:
+        kept.held_state = "held"
     save(state, kept)
     return (f"Kept {len(rec.held)} held change(s) of {rec.id} ({_names(rec.held)}); "
             f"undo: %agent undo {kept.id}")
 
 
-def discard(root: str, rec_id: str) -> str:
+def discard(rec_id: str) -> str:
     """Delete the held changes of command ``rec_id``: the workspace was never touched."""
-    state, rec = _find(root, rec_id)
+    state, root, rec = _find(rec_id)
     if rec.held_state != "held":
         raise DecisionError(f"Command {rec.id} has no held changes to discard "
                             f"({rec.held_state}).")
@@ -102,10 +105,10 @@ def _same(root: str, e: Entry) -> bool:
     return (st.st_ino, st.st_mtime_ns, st.st_size) == tuple(e.after)
 
 
-def undo(root: str, rec_id: str) -> str:
+def undo(rec_id: str) -> str:
     """Restore what command ``rec_id`` overwrote or removed and remove what it added;
     refused as a whole when one of its paths changed since."""
-    state, rec = _find(root, rec_id)
+    state, root, rec = _find(rec_id)
     if rec.undone:
         raise DecisionError(f"Command {rec.id} was already undone.")
     for e in rec.applied:

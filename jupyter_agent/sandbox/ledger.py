@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-__all__ = ["Entry", "Record", "held_layers", "load", "new_id", "records", "save", "state_dir"]
+__all__ = ["Entry", "Record", "all_states", "held_layers", "load", "new_id", "records", "save", "state_dir"]
 
 KEEP_RECORDS = 50
 """Records (and their undo data) kept per workspace; older ones are pruned."""
@@ -44,6 +44,8 @@ class Record(BaseModel):
     """One sandboxed command's changes."""
 
     id: str
+    root: str = ""
+    """The workspace (canonical)."""
     tool: str
     label: str
     time: float
@@ -63,6 +65,17 @@ def _private(path: str) -> str:
     if st.st_uid != os.geteuid() or st.st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
+
+
+def all_states() -> list[str]:
+    """The private folders of every workspace that has one."""
+    from ..session.paths import default_data_dir
+
+    base = os.path.join(os.path.realpath(default_data_dir()), "sandbox")
+    try:
+        return sorted(os.path.join(base, n) for n in os.listdir(base))
+    except OSError:
+        return []
 
 
 def state_dir(root: str) -> str:

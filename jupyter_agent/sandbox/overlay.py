@@ -169,7 +169,7 @@ class OverlayRun:
 
     def finish(self, tool: str, label: str) -> Record:
         """Settle the upper layer (apply, hold, keep previous versions) and save the record."""
-        rec = Record(id=self.id, tool=tool, label=label[:200], time=time.time())
+        rec = Record(id=self.id, root=self.root, tool=tool, label=label[:200], time=time.time())
         classifier = Classifier(layers=(self.upper, *self.lowers), imports=self.imports,
                                 agent=_agent_folders(self.root))
         held = os.path.join(self.state, "held", self.id)

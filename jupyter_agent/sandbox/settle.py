@@ -19,6 +19,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .classes import Classifier
 from .layers import is_opaque, is_whiteout
@@ -68,7 +69,8 @@ def ws_remove(fd: int, name: str) -> None:
     """Remove ``name`` in the folder ``fd`` (a whole tree for a folder, no symlink followed)."""
     st = os.lstat(name, dir_fd=fd)
     if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(name, dir_fd=fd)
+        # rmtree never follows a symlink; ``dir_fd`` needs 3.11, so the descriptor's path
+        shutil.rmtree(f"/proc/self/fd/{fd}/{name}")
     else:
         os.unlink(name, dir_fd=fd)
 
@@ -271,6 +273,7 @@ class Settler:
         os.rename(src, dst)
         st = os.lstat(dst)
         old = ws_lstat(self.root, rel)
-        kind = "removed" if is_whiteout(st) else ("changed" if old is not None else "added")
+        kind: Literal["added", "changed", "removed"] = (
+            "removed" if is_whiteout(st) else ("changed" if old is not None else "added"))
         self.record.held.append(Entry(path=rel, kind=kind, reason=why,
                                       is_dir=stat.S_ISDIR(st.st_mode)))

@@ -289,18 +289,28 @@ def _make_coverable(b: Boundary) -> None:
                 pass
 
 
-def _workspace_binds(ws: str) -> list[str]:
+def _workspace_binds(ws: str, merged: str | None = None) -> list[str]:
     """The workspace read-write, then what inside it stays read-only or hidden (``_boundary``).
 
     The home folder's own level (when it is the workspace or inside it) is read-only with its
     visible entries read-write again, so no new dotfile can be created there; read-only parts
     come before hidden ones, so a hidden folder inside a read-only one stays hidden.
+
+    With ``merged`` (the command runs over an overlay, docs/sandbox.md) the overlay's merged
+    folder is bound at the workspace's path and nothing inside it is bound read-only: every
+    write lands in the overlay and is checked on its final state afterwards. What is hidden
+    stays hidden (reads are not checked afterwards).
     """
     b = boundary_for(ws)
-    _make_coverable(b)
-    args = ["--bind", ws, ws]
+    if merged is None:
+        _make_coverable(b)
+
+    def src(path: str) -> str:  # the same path seen through the overlay
+        return path if merged is None else merged + path[len(ws):]
+
+    args = ["--bind", ws if merged is None else merged, ws]
     for home in b.homes:
-        args += ["--ro-bind", home, home]
+        args += ["--ro-bind", src(home), home]
         try:
             with os.scandir(home) as it:
                 visible = sorted(e.path for e in it
@@ -308,8 +318,8 @@ def _workspace_binds(ws: str) -> list[str]:
         except OSError:
             visible = []
         for path in visible:
-            args += ["--bind", path, path]
-    for path in b.read_only_mounts():
+            args += ["--bind", src(path), path]
+    for path in b.read_only_mounts() if merged is None else ():
         args += ["--ro-bind", path, path]
     for path, is_dir in b.hidden_mounts():
         args += (["--tmpfs", path, "--remount-ro", path] if is_dir
@@ -343,9 +353,11 @@ def _tmpfs(bwrap: str, path: str, tmp_mb: int | None) -> list[str]:
 
 def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
                   userns: bool = True, seccomp_fd: int | None = None,
-                  tmp_mb: int | None = None, extra_ro: Sequence[str] = ()) -> list[str]:
+                  tmp_mb: int | None = None, extra_ro: Sequence[str] = (),
+                  merged: str | None = None) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
 
+    ``merged``: the overlay folder to bind at the workspace's path (``OverlayRun``).
     ``tmp_mb`` caps each of the two memory-backed folders (``/tmp``, ``/dev/shm``; ``/dev``
     itself is read-only), when bubblewrap can.
 
@@ -378,7 +390,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
             args += ["--ro-bind", target, target]
     for d in [*_python_dirs(ws), *extra_ro]:
         args += ["--ro-bind", d, d]
-    args += _workspace_binds(ws)
+    args += _workspace_binds(ws, merged)
     args += _system_binds(only_under=ws)
     # /proc read-only as a whole (an allow-list, not only /proc/sys): to the host a root
     # kernel's command is uid 0, and proc files that check only the file mode would take its

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from jupyter_agent.errors import ToolError
+from jupyter_agent.sandbox import OverlayRun, summary
 from jupyter_agent.secrets import scrub_env
 from jupyter_agent.tools.builtin._bwrap import SandboxStatus, bwrap_command, sandbox_status
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
@@ -83,6 +84,11 @@ class CommandResult(BaseModel):
     """Processes still running when the command ended that were stopped."""
     confined: bool = False
     """True when the command ran inside the bubblewrap sandbox."""
+    changes: list[str] = []
+    """What the command changed in the workspace, what was held (``jupyter_agent.sandbox``),
+    or why its changes were not checked."""
+    checked: bool = False
+    """True when the command ran over an overlay and its changes were checked."""
 
     def to_text(self) -> str:
         """The tool result shown to the model."""
@@ -97,7 +103,7 @@ class CommandResult(BaseModel):
                          f"{_raise_hint(self.timeout, MAX_TIMEOUT)})")
         else:
             parts.append(f"[exit code {self.exit_code}]")
-        return "\n".join(parts)
+        return "\n".join([*parts, *self.changes])
 
 
 def _seconds(value: float) -> str:
@@ -124,7 +130,7 @@ def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT,
                 limit: int = DEFAULT_LIMIT, env: Mapping[str, str] | None = None,
                 sandbox: SandboxStatus | None = None,
-                allow_network: bool = False) -> CommandResult:
+                allow_network: bool = False, tool: str = "bash") -> CommandResult:
     """Run ``bash -c command`` and stop every process it started before returning.
 
     Args:
@@ -136,8 +142,13 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         sandbox: Where to run it; a confined status runs it inside bubblewrap. Default:
             unconfined (callers that want the sandbox pass :func:`sandbox_status`).
         allow_network: Inside the sandbox, keep the network (it is cut off otherwise).
+        tool: The tool's name, in the record of the command's changes.
+
+    In the sandbox the command runs over an overlay of the workspace: its changes are applied
+    afterwards, those that would take effect outside held for a person (docs/sandbox.md).
 
     Raises:
+        ToolError: ``JUPYTER_AGENT_SANDBOX=require`` and no overlay can be had here.
         KeyboardInterrupt: re-raised after all processes of the command were stopped.
 
     Long: one command's life in order (start it in its own process group, read, time out,
@@ -151,18 +162,24 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
     count_read = count_write = -1
     seccomp_fd: int | None = None
     group: PidsGroup | None = None
+    run: OverlayRun | None = None
+    changes: list[str] = []
     if confined:
         assert sandbox is not None and sandbox.bwrap is not None
         root = os.path.realpath(os.fspath(cwd))
+        run, changes = _overlay(root, sandbox)
         # No home folder in the sandbox: HOME and TMPDIR point at its private /tmp.
         child_env["HOME"] = child_env["TMPDIR"] = "/tmp"
         memory_mb, processes = limits()
         seccomp_fd = None if allow_network else filter_fd()
         argv = [*bwrap_command(sandbox.bwrap, root, allow_network=allow_network,
                                userns=sandbox.userns, seccomp_fd=seccomp_fd,
-                               tmp_mb=memory_mb),
+                               tmp_mb=memory_mb, merged=run.merged if run else None),
                 "bash", "-c", ulimit_prefix(memory_mb, processes) + _COUNTING_WRAPPER, "bash",
                 command]
+        if run is not None:
+            argv = run.wrap(argv)
+            child_env["PYTHONDONTWRITEBYTECODE"] = "1"  # a cached module would be held
         group = PidsGroup.create(processes)
         if group is not None:
             argv = group.wrap(argv)
@@ -183,6 +200,8 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
             os.close(count_read)
         if group is not None:
             group.remove()
+        if run is not None:
+            run.abandon()
         raise
     finally:
         if confined:
@@ -208,6 +227,8 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
             os.close(count_read)
         if group is not None:
             group.remove()
+        if run is not None:
+            run.finish(tool, command)  # what it wrote before the interrupt is checked too
         raise
     proc.stdout.close()
     exit_code = proc.wait()
@@ -218,10 +239,27 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         # (already-doomed processes) when bwrap has exited.
         counted = _read_count(count_read)
         leftovers = 0 if timed_out else counted
+    if run is not None:
+        changes = summary(run.finish(tool, command))
     return CommandResult(
         output=buffer.render(limit), exit_code=None if timed_out else exit_code,
         timed_out=timed_out, timeout=timeout, stopped_leftovers=leftovers, confined=confined,
+        changes=changes, checked=run is not None,
     )
+
+
+def _overlay(root: str, sandbox: SandboxStatus) -> tuple[OverlayRun | None, list[str]]:
+    """The overlay a command runs over, or a note why there is none (refused when the
+    sandbox is required: without it a command's files take effect unchecked)."""
+    run = OverlayRun.start(root)
+    if run is not None:
+        return run, []
+    why = OverlayRun.why_not(root) or "unknown"
+    if sandbox.mode == "require":
+        raise ToolError(f"The command was not run: its changes cannot be checked here ({why}) "
+                        "and the sandbox is required.")
+    return None, [f"[changes were not checked ({why}): files the command wrote took effect "
+                  "directly]"]
 
 
 def _read_count(fd: int) -> int:
@@ -269,7 +307,7 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
     imports = ImportFolders(str(workspace.root))
     result = run_command(command, cwd=workspace.root, timeout=min(timeout, MAX_TIMEOUT),
                          sandbox=status, allow_network=workspace.allow_network)
-    # A new module in the kernel's import folder that shadows an installed one would run in
-    # the kernel, unsandboxed, at its next import (``_shadow``).
-    notes = imports.block_new_shadows()
+    # Without the overlay's check, a new module in the kernel's import folder that shadows an
+    # installed one would run in the kernel, unsandboxed, at its next import (``_shadow``).
+    notes = [] if result.checked else imports.block_new_shadows()
     return result.to_text() + "".join(f"\n{note}" for note in notes)
