@@ -14,7 +14,8 @@ ancestor, a copy-back, a hard link, a symlink swap):
 * IPython and Jupyter configuration and start-up files (``.ipython``, ``.jupyter``,
   ``ipython_*config*``, ``jupyter_*config*``);
 * direnv's ``.envrc``;
-* the agent's store and cache folder, cassettes, skills (a folder with ``SKILL.md``).
+* the agent's store and cache folder, cassettes, skills (a folder with ``SKILL.md``);
+* programs in a folder on the kernel's ``PATH`` inside the workspace (run by name).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 from .layers import final_lstat
 
-__all__ = ["CASSETTE_SUFFIX", "Classifier", "import_folders"]
+__all__ = ["CASSETTE_SUFFIX", "Classifier", "import_folders", "path_folders"]
 
 CASSETTE_SUFFIX = ".cassette.json"
 """Recorded model answers: trusted by a replay."""
@@ -43,6 +44,7 @@ GIT = "git metadata"
 CONFIG = "IPython/Jupyter configuration"
 ENVRC = "direnv's .envrc"
 AGENT = "the agent's store, cache, cassettes or skills"
+PROGRAM = "a program on PATH"
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -65,6 +67,18 @@ def import_folders(root: str) -> list[str]:
     return found
 
 
+def path_folders(root: str) -> list[str]:
+    """The folders of the kernel's ``PATH`` inside the workspace ``root``, relative."""
+    found: list[str] = []
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        real = os.path.realpath(entry)
+        if _inside(real, root) and real != root:
+            found.append(os.path.relpath(real, root))
+    return found
+
+
 def _module_stem(name: str) -> str | None:
     for suffix in _SUFFIXES:
         if name.endswith(suffix):
@@ -84,6 +98,8 @@ class Classifier:
     layers: tuple[str, ...]
     imports: tuple[str, ...]
     agent: tuple[str, ...] = ()
+    programs: tuple[str, ...] = ()
+    """Folders on ``PATH`` inside the workspace (relative)."""
 
     def _has(self, rel: str, name: str) -> bool:
         return final_lstat(self.layers, f"{rel}/{name}" if rel != "." else name) is not None
@@ -130,6 +146,8 @@ class Classifier:
         if name.endswith(CASSETTE_SUFFIX) or name == "SKILL.md" \
                 or any(_inside(rel, a) for a in self.agent):
             return AGENT
+        if any(_inside(rel, p) for p in self.programs):
+            return PROGRAM
         for folder in self.imports:
             if folder != "." and not _inside(rel, folder):
                 continue

@@ -38,7 +38,8 @@ def _names(entries: list[Entry], most: int = 3) -> str:
 
 
 def summary(rec: Record) -> list[str]:
-    """The lines a tool result and a card show for one command's changes."""
+    """The lines a tool result shows for one command's changes. No id: the model cannot
+    decide, and a replayed result must not differ by one; ``%agent changes`` shows ids."""
     lines: list[str] = []
     if rec.applied:
         counts = []
@@ -48,7 +49,7 @@ def summary(rec: Record) -> list[str]:
                 counts.append(f"{n} {kind}")
         files = [e for e in rec.applied if not e.is_dir] or rec.applied
         lines.append(f"[{rec.tool} changed the workspace: {', '.join(counts) or 'folders'} "
-                     f"({_names(files)}); undo: %agent undo {rec.id}]")
+                     f"({_names(files)}); a person can undo it]")
     if rec.undo_note:
         lines.append(f"[{rec.undo_note}]")
     by_reason: dict[tuple[str, str], list[Entry]] = {}
@@ -57,7 +58,7 @@ def summary(rec: Record) -> list[str]:
     for (reason, _kind), entries in by_reason.items():
         verb = {"added": "wrote", "changed": "replaced", "removed": "removed"}[entries[0].kind]
         lines.append(f"[{rec.tool} {verb} {_names(entries)}, {reason}: held until a person "
-                     f"keeps it (%agent keep {rec.id} | %agent discard {rec.id})]")
+                     "keeps it; later commands see it, nothing outside does]")
     if rec.skipped:
         lines.append(f"[special files not applied: {', '.join(rec.skipped[:3])}]")
     return lines

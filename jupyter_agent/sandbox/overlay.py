@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._state import STATE
-from .classes import Classifier, import_folders
+from .classes import Classifier, import_folders, path_folders
 from .ledger import Record, held_layers, new_id, save, state_dir
 from .settle import Settler
 
@@ -171,7 +171,8 @@ class OverlayRun:
         """Settle the upper layer (apply, hold, keep previous versions) and save the record."""
         rec = Record(id=self.id, root=self.root, tool=tool, label=label[:200], time=time.time())
         classifier = Classifier(layers=(self.upper, *self.lowers), imports=self.imports,
-                                agent=_agent_folders(self.root))
+                                agent=_agent_folders(self.root),
+                                programs=tuple(path_folders(self.root)))
         held = os.path.join(self.state, "held", self.id)
         undo = os.path.join(self.state, "undo", self.id)
         try:

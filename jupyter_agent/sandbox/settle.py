@@ -191,7 +191,7 @@ class Settler:
         if why is None and stat.S_ISDIR(st.st_mode):
             why = c.folder_reason(rel)
         if why is None and gone and self._was_dir(rel):
-            why = Classifier(c.layers[1:], c.imports, c.agent).folder_reason(rel)
+            why = Classifier(c.layers[1:], c.imports, c.agent, c.programs).folder_reason(rel)
         return why
 
     def _was_dir(self, rel: str) -> bool:
