@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
+import tempfile
 import time
 import uuid
 from typing import Literal
@@ -67,22 +69,57 @@ def _private(path: str) -> str:
     return path
 
 
-def all_states() -> list[str]:
-    """The private folders of every workspace that has one."""
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _bases() -> list[str]:
+    """Where private folders live: beside the store, and (for a workspace that holds the
+    store) a private folder of this user in the system's temp folder."""
     from ..session.paths import default_data_dir
 
-    base = os.path.join(os.path.realpath(default_data_dir()), "sandbox")
+    return [os.path.join(os.path.realpath(default_data_dir()), "sandbox"),
+            os.path.join(os.path.realpath(tempfile.gettempdir()),
+                         f"jupyter-agent-sandbox-{os.geteuid()}")]
+
+
+def _owned_private(path: str) -> str:
+    """``path`` created 0700 atomically, or an existing one that is ours, a real folder and
+    closed to others; anything else is refused (another user could have planted it)."""
     try:
-        return sorted(os.path.join(base, n) for n in os.listdir(base))
-    except OSError:
-        return []
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise OSError(f"{path} is not a private folder of this user; it is not used")
+    return path
+
+
+def all_states() -> list[str]:
+    """The private folders of every workspace that has one."""
+    out: list[str] = []
+    for base in _bases():
+        try:
+            out += sorted(os.path.join(base, n) for n in os.listdir(base))
+        except OSError:
+            continue
+    return out
 
 
 def state_dir(root: str) -> str:
-    """The private folder of the workspace ``root`` (canonical), created 0700."""
-    from ..session.paths import default_data_dir
+    """The private folder of the workspace ``root`` (canonical), created 0700: beside the
+    store, or in this user's private temp folder when the store lies in the workspace (the
+    command's overlay must not contain its own upper folder).
 
-    base = _private(os.path.join(os.path.realpath(default_data_dir()), "sandbox"))
+    Raises:
+        OSError: the private folder cannot be made or is not ours.
+    """
+    beside, in_tmp = _bases()
+    if _inside(beside, root) or _inside(root, beside):
+        base = _owned_private(in_tmp)
+    else:
+        base = _private(beside)
     digest = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return _private(os.path.join(base, digest))
 

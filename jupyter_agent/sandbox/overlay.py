@@ -7,7 +7,7 @@ folder at the workspace's path. The command's writes land in the upper folder on
 has ended, :meth:`OverlayRun.finish` reads the upper folder and settles it (``settle``).
 
 Layers, top first: the command's upper folder, then the layers held from earlier commands
-(newest first), then the workspace. ``redirect_dir=off`` makes a folder rename a copy (every
+(newest first), then the workspace. ``redirect_dir=nofollow`` makes a folder rename a copy (every
 file shows in the upper folder under its final path) and ``metacopy=off`` keeps whole files in
 the upper folder (never a metadata-only copy whose data stays below).
 """
@@ -31,7 +31,12 @@ __all__ = ["OverlayRun", "OverlaySupport", "overlay_support"]
 
 _PROBE_TIMEOUT = 10.0
 _MOUNT = 'mount -t overlay overlay -o "$1" "$2" || exit 125; shift 2; exec "$@"'
-_EXTRA = ("redirect_dir=off", "metacopy=off", "index=off")
+# A folder rename must be a copy (no redirect is made or followed) and a copied-up file whole
+# (no metadata-only copy): without both the upper folder does not show the final state, so no
+# overlay is used at all. ``redirect_dir=off`` is refused with ``userxattr`` on some kernels.
+_OPTION_SETS = (("redirect_dir=nofollow", "metacopy=off", "index=off"),
+                ("redirect_dir=nofollow", "metacopy=off"),
+                ("redirect_dir=off", "metacopy=off"))
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ def _probe(state: str) -> OverlaySupport:
         return OverlaySupport(False, "the agent's folder has a ',' or ':' in its path")
     rootless = os.geteuid() != 0
     why = ""
-    for extra in (_EXTRA, ("redirect_dir=off",), ()):
+    for extra in _OPTION_SETS:
         probe = os.path.join(state, f".probe-{new_id()}")
         try:
             dirs = [os.path.join(probe, d) for d in ("low", "up", "work", "m")]
@@ -145,7 +150,10 @@ class OverlayRun:
         """Why no overlay can be had for ``root``, or None."""
         if _bad_path(root):
             return "the workspace path has a ',' or ':'"
-        state = state_dir(root)
+        try:
+            state = state_dir(root)
+        except OSError as exc:
+            return str(exc)
         if state == root or state.startswith(root.rstrip("/") + "/"):
             return "the agent's folder lies inside the workspace"
         support = overlay_support(state)
