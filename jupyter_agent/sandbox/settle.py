@@ -30,6 +30,9 @@ __all__ = ["UNDO_LIMIT", "Settler", "ws_dir", "ws_lstat", "ws_remove"]
 UNDO_LIMIT = 256 * 1024 * 1024
 """Bytes of previous versions copied (not renamed) for Undo per command: the bound that
 applies when the private folder is on another file system than the workspace."""
+_LOWER_BUDGET = 20000
+"""Entries of a replaced or removed workspace folder looked through for a class; beyond it
+the change is held (it is a change of that size: the cost still follows what changed)."""
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -194,6 +197,55 @@ class Settler:
             why = Classifier(c.layers[1:], c.imports, c.agent, c.programs).folder_reason(rel)
         return why
 
+    def _replaces(self, rel: str, up: str, st: os.stat_result) -> bool:
+        """Whether this entry replaces or removes a folder of the workspace as a whole, or
+        is a new folder right in an import folder (a package, even a namespace one)."""
+        old = ws_lstat(self.root, rel)
+        if stat.S_ISDIR(st.st_mode):
+            if old is None:
+                return self._top_of_import(rel)
+            return not stat.S_ISDIR(old.st_mode) or is_opaque(up)
+        return old is not None and stat.S_ISDIR(old.st_mode)
+
+    def _top_of_import(self, rel: str) -> bool:
+        c = self.classifier
+        assert c is not None
+        parent, name = _split(rel)
+        return name.isidentifier() and parent in c.imports
+
+    def _inner_reason(self, rel: str, st: os.stat_result) -> str | None:
+        """The first class found inside the folder ``rel``: in what the command left (the
+        upper layer) and in what it replaces (the workspace's folder)."""
+        c = self.classifier
+        assert c is not None
+        if stat.S_ISDIR(st.st_mode):
+            for dirpath, dirs, files in os.walk(os.path.join(self.upper, rel)):
+                sub = os.path.relpath(dirpath, self.upper)
+                if sub != rel and (why := c.folder_reason(sub)):
+                    return why
+                for n in [*dirs, *files]:
+                    path = os.path.join(dirpath, n)
+                    est = os.lstat(path)
+                    why = c.name_reason(f"{sub}/{n}", is_link=stat.S_ISLNK(est.st_mode),
+                                        removed=is_whiteout(est))
+                    if why:
+                        return why
+            if self._top_of_import(rel) and ws_lstat(self.root, rel) is None:
+                return None  # a new folder without modules: data, not a package
+        below = Classifier(c.layers[-1:], c.imports, c.agent, c.programs)
+        seen = 0
+        for dirpath, dirs, files in os.walk(os.path.join(self.root, rel)):
+            sub = os.path.relpath(dirpath, self.root)
+            if sub != rel and (why := below.folder_reason(sub)):
+                return why
+            for n in [*dirs, *files]:
+                seen += 1
+                if seen > _LOWER_BUDGET:
+                    return f"too large to check (over {_LOWER_BUDGET} entries)"
+                if why := below.name_reason(f"{sub}/{n}"):
+                    return why
+        return None
+
     def _was_dir(self, rel: str) -> bool:
         st = ws_lstat(self.root, rel)
         return st is not None and stat.S_ISDIR(st.st_mode)
@@ -205,6 +257,10 @@ class Settler:
             up = os.path.join(self.upper, rel)
             st = os.lstat(up)
             why = self._why(rel, st)
+            if why is None and self.classifier is not None and self._replaces(rel, up, st):
+                # a folder replaced or removed as a whole: held as a whole when anything in
+                # it, before or after, is in a class (its old content must stay in place)
+                why = self._inner_reason(rel, st)
             if why is not None:
                 self._hold(rel, why)
                 continue
