@@ -199,9 +199,13 @@ class OverlayRun:
 
 
 def _agent_folders(root: str) -> tuple[str, ...]:
-    from ..session.paths import default_data_dir
+    """The agent's own paths inside the workspace (relative): its store folder; when that
+    folder is the workspace itself, the store's files and the answer cache."""
+    from ..session.paths import STORE_FILENAME, default_data_dir
 
     store = os.path.realpath(default_data_dir())
-    if store == root or not store.startswith(root.rstrip("/") + "/"):
+    if store == root:
+        return (*(STORE_FILENAME + s for s in ("", "-wal", "-shm", "-journal")), "cache")
+    if not store.startswith(root.rstrip("/") + "/"):
         return ()
     return (os.path.relpath(store, root),)

@@ -254,11 +254,12 @@ def test_the_stores_parent_renamed_shows_no_transcript_and_changes_nothing(
     store.close() if hasattr(store, "close") else None
     (home / "store.sqlite3").write_bytes((home / "store.sqlite3").read_bytes()
                                          + b"TRANSCRIPT-SECRET")
-    before = tree(home)
+    before = (home / "store.sqlite3").read_bytes()
     out = bash(ws, "mv data d2; cat d2/agent/store.sqlite3 2>&1 | grep -a -c TRANSCRIPT; "
                "mkdir -p data/agent; echo junk > data/agent/store.sqlite3; ls d2/agent | wc -l")
     assert "TRANSCRIPT-SECRET" not in out
-    assert tree(home) == before, out
+    assert (home / "store.sqlite3").read_bytes() == before, out
+    assert all(p.stat().st_size == 0 for p in home.glob("store.sqlite3-*")), out
 
 
 # ------------------------------------------------------------------ undo

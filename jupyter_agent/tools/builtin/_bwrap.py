@@ -301,9 +301,8 @@ def _workspace_binds(ws: str, merged: str | None = None) -> list[str]:
     write lands in the overlay and is checked on its final state afterwards. What is hidden
     stays hidden (reads are not checked afterwards).
     """
-    b = boundary_for(ws)
-    if merged is None:
-        _make_coverable(b)
+    b = boundary_for(ws, scan=merged is None)
+    _make_coverable(b)  # the store's files stay hidden, so unwritable, over the overlay too
 
     def src(path: str) -> str:  # the same path seen through the overlay
         return path if merged is None else merged + path[len(ws):]

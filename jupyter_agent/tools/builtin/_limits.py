@@ -19,6 +19,7 @@ Two mechanisms, because one does not cover every kernel:
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 
@@ -149,6 +150,18 @@ class PidsGroup:
         """``argv`` run by a shell that first moves itself into the group (its children,
         bubblewrap and everything in the sandbox, are then counted)."""
         return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self.procs, *argv]
+
+    def remove_soon(self) -> None:
+        """Remove the group now if it is empty, else from a background thread: the sandbox's
+        namespace takes a few milliseconds to end after the command, which the caller need
+        not wait for (an empty group holds nothing)."""
+        try:
+            os.rmdir(self.path)
+            return
+        except OSError:
+            pass
+        threading.Thread(target=self.remove, name="jupyter-agent-pids-group",
+                         daemon=True).start()
 
     def remove(self, wait: float = 2.0) -> None:
         """Remove the group once its last process is gone (the namespace ends shortly after
