@@ -332,7 +332,7 @@ def boundary_for(root: str | os.PathLike[str], *, scan: bool = True) -> Boundary
     """The hidden and read-only parts of the workspace at ``root`` (canonical).
 
     ``scan=False`` leaves out the search for git folders and Python environments below the
-    root (a walk of up to a few thousand folders): a command over an overlay needs no
+    root (a walk of up to a few thousand folders) and for cassettes: a command over an overlay needs no
     read-only parts, its changes are checked on their final state (docs/sandbox.md)."""
     ws = _real(root)
     all_homes, state_dirs, python_dirs, store_dir, store_files = _process_wide(
@@ -354,4 +354,4 @@ def boundary_for(root: str | os.PathLike[str], *, scan: bool = True) -> Boundary
     return Boundary(root=ws, homes=homes, hidden=tuple(sorted(hidden)),
                     hidden_files=tuple(store_files), store_dir=store_dir,
                     read_only=tuple(read_only),
-                    cassettes=tuple(sorted(set(_cassettes(ws)))))
+                    cassettes=tuple(sorted(set(_cassettes(ws)))) if scan else ())

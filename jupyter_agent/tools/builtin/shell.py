@@ -306,10 +306,12 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
     if status.mode == "require" and not status.confined:
         raise ToolError(f"bash was not run: the sandbox is required but unavailable "
                         f"({status.reason}).")
-    imports = ImportFolders(str(workspace.root))
+    # The snapshot lists the import folders: only needed when no overlay checks the changes.
+    checked = status.confined and OverlayRun.why_not(str(workspace.root)) is None
+    imports = None if checked else ImportFolders(str(workspace.root))
     result = run_command(command, cwd=workspace.root, timeout=min(timeout, MAX_TIMEOUT),
                          sandbox=status, allow_network=workspace.allow_network)
     # Without the overlay's check, a new module in the kernel's import folder that shadows an
     # installed one would run in the kernel, unsandboxed, at its next import (``_shadow``).
-    notes = [] if result.checked else imports.block_new_shadows()
+    notes = imports.block_new_shadows() if imports is not None and not result.checked else []
     return result.to_text() + "".join(f"\n{note}" for note in notes)
