@@ -204,7 +204,7 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         if run is not None:
             argv = run.wrap(argv)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # a cached module would be held
-        group = PidsGroup.create(processes)
+        group = PidsGroup.create(processes, memory_mb)
         if group is not None:
             argv = group.wrap(argv)
     try:

@@ -332,3 +332,30 @@ def test_sandbox_python_is_checked_the_same_way(ws: Path) -> None:
     assert "a module the kernel could import: held" in r.stderr, r
     assert (ws / "out.txt").read_text() == "ok"
     assert not (ws / "pyarrow.py").exists()
+
+
+# ------------------------------------------------------------------ memory of the whole tree
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="control groups are made for a root kernel only")
+def test_the_memory_of_a_whole_process_tree_is_bounded(
+        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory was capped per process only (256 processes x 2 GiB). Eight processes of 150 MB
+    each pass a per-process cap of 256 MB; together they pass the whole tree's cap (3 x 256
+    MB: one process and the two memory-backed folders), where the kernel lets a memory group
+    be made (docs/sandbox.md, "Limits")."""
+    from jupyter_agent.tools.builtin._limits import PidsGroup
+
+    probe = PidsGroup.create(8, 256)
+    if probe is None or not probe.memory_bound:
+        if probe is not None:
+            probe.remove()
+        pytest.skip("no memory control group can be made here")
+    probe.remove()
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX_MEMORY_MB", "256")
+    hog = ("python3 -c 'import time; b = bytearray(150 * 2**20); b[::4096] = b\"x\" * "
+           "len(b[::4096]); time.sleep(2); print(\"SURVIVED\")'")
+    out = bash(ws, " & ".join([hog] * 8) + " & wait")
+    assert out.splitlines().count("SURVIVED") < 8, out
+    one = bash(ws, hog)  # one alone fits
+    assert "SURVIVED" in one.splitlines(), one

@@ -180,7 +180,7 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         if run is not None:
             argv = run.wrap(argv)
             child_env["PYTHONDONTWRITEBYTECODE"] = "1"  # a cached module would be held
-        group = PidsGroup.create(processes)
+        group = PidsGroup.create(processes, memory_mb)
         if group is not None:
             argv = group.wrap(argv)
         count_read, count_write = os.pipe()
