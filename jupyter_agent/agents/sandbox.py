@@ -35,12 +35,12 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, ToolError
 from ..sandbox import OverlayRun, summary
-from ..tools.builtin._bwrap import bwrap_command, python_binds, sandbox_status
+from ..sandbox.bwrap import bwrap_command, python_binds, sandbox_status
+from ..sandbox.limits import PidsGroup, limits
+from ..sandbox.pipes import Sink, drain, pump
+from ..sandbox.procs import ProcessTracker
+from ..sandbox.seccomp import filter_fd
 from ..tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
-from ..tools.builtin._limits import PidsGroup, limits
-from ..tools.builtin._pipes import Sink, drain, pump
-from ..tools.builtin._procs import ProcessTracker
-from ..tools.builtin._seccomp import filter_fd
 from ..tools.builtin._shadow import ImportFolders
 from ..tools.builtin.shell import MARKER_VAR, child_environment
 from ..tools.registry import Tool, ToolResult

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.errors import ConfigError
+from jupyter_agent.sandbox.boundary import boundary_for
 from jupyter_agent.session.store import Store
 from jupyter_agent.tools.builtin import (
     Workspace,
@@ -34,7 +35,6 @@ from jupyter_agent.tools.builtin import (
     make_builtin_functions,
     sandbox_status,
 )
-from jupyter_agent.tools.builtin._boundary import boundary_for
 from jupyter_agent.tools.builtin.shell import run_command
 
 REPO = Path(__file__).resolve().parents[2]

@@ -344,7 +344,7 @@ def test_the_memory_of_a_whole_process_tree_is_bounded(
     each pass a per-process cap of 256 MB; together they pass the whole tree's cap (3 x 256
     MB: one process and the two memory-backed folders), where the kernel lets a memory group
     be made (docs/sandbox.md, "Limits")."""
-    from jupyter_agent.tools.builtin._limits import PidsGroup
+    from jupyter_agent.sandbox.limits import PidsGroup
 
     probe = PidsGroup.create(8, 256)
     if probe is None or not probe.memory_bound:

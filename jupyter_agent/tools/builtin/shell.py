@@ -1,6 +1,6 @@
 """The built-in ``bash`` tool: run a shell command in the workspace, bounded in time and output.
 
-When bubblewrap works here (see ``_bwrap`` and docs/sandbox.md) the command runs inside it:
+When bubblewrap works here (see ``jupyter_agent.sandbox.bwrap`` and docs/sandbox.md) the command runs inside it:
 the workspace read-write (minus its protected parts), the system read-only, no home folder, its
 own PID and user namespaces, process and memory limits and, unless the workspace allows it, no
 network. Otherwise it runs unconfined, and the tool description and
@@ -11,7 +11,7 @@ it and its process group can be signalled as a whole), with the workspace root a
 directory, stdin closed and an environment without secret-looking variables
 (:func:`jupyter_agent.secrets.scrub_env`). Nothing it started outlives the call: in the sandbox
 the PID namespace ends with the command; unconfined, every process it left behind is found and
-stopped (see ``_procs``).
+stopped (see ``jupyter_agent.sandbox.procs``).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from pydantic import BaseModel
 
 from jupyter_agent.errors import ToolError
 from jupyter_agent.sandbox import OverlayRun, summary
+from jupyter_agent.sandbox.bwrap import SandboxStatus, bwrap_command, sandbox_status
+from jupyter_agent.sandbox.limits import PidsGroup, limits, ulimit_prefix
+from jupyter_agent.sandbox.pipes import drain, pump
+from jupyter_agent.sandbox.procs import ProcessTracker
+from jupyter_agent.sandbox.seccomp import filter_fd
 from jupyter_agent.secrets import scrub_env
-from jupyter_agent.tools.builtin._bwrap import SandboxStatus, bwrap_command, sandbox_status
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
-from jupyter_agent.tools.builtin._limits import PidsGroup, limits, ulimit_prefix
-from jupyter_agent.tools.builtin._pipes import drain, pump
-from jupyter_agent.tools.builtin._procs import ProcessTracker
-from jupyter_agent.tools.builtin._seccomp import filter_fd
 from jupyter_agent.tools.builtin._shadow import ImportFolders
 from jupyter_agent.tools.builtin.workspace import Workspace
 
@@ -50,7 +50,7 @@ DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
 """Upper bound on any requested timeout, so a model cannot block a cell for hours."""
 MARKER_VAR = "JUPYTER_AGENT_COMMAND"
-"""Environment variable that tags every process of one command (see ``_procs``)."""
+"""Environment variable that tags every process of one command (see ``jupyter_agent.sandbox.procs``)."""
 _DRAIN_GRACE = 2.0  # seconds to keep reading output after everything was stopped
 
 # Inside the sandbox: run the command in a child shell (without our counting pipe), then count
@@ -215,9 +215,7 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
     try:
         deadline = time.monotonic() + timeout
         timed_out = not pump(proc, {fd: buffer}, tracker, deadline)
-        # In the sandbox nothing outlives its PID namespace, which ended with the command: the
-        # scan of every process of the machine is only needed to stop a command still running.
-        leftovers = tracker.kill_all() if timed_out or not confined else 0
+        leftovers = tracker.kill_all()
         # Everything that held the pipe is gone now, so the rest is already in it.
         drain({fd: buffer}, time.monotonic() + _DRAIN_GRACE)
     except BaseException:

@@ -4,12 +4,12 @@ Inside the sandbox (docs/sandbox.md) exists only what is listed: the system fold
 ``/etc``, ``/opt``, the ``/bin`` and ``/lib`` links) and the kernel's Python environment (unless
 it lives in the home folder) read-only; the workspace read-write at its own path (so the paths a
 command prints are the paths ``read_file`` takes), minus what inside it stays read-only or
-hidden (``_boundary``); a private tmpfs ``/tmp``; the sandbox's own ``/proc`` with ``/proc/sys``
+hidden (``boundary``); a private tmpfs ``/tmp``; the sandbox's own ``/proc`` with ``/proc/sys``
 read-only; a minimal ``/dev``. There is no home folder and no ``/sys``. The command gets a new
 PID namespace (the kernel's ``/proc`` is invisible and nothing outlives the call), a user
 namespace in which it is not root (where the kernel allows one), process and memory limits
-(``_limits``) and, unless the workspace allows it, no network and no Unix sockets
-(``_seccomp``). When the kernel runs as root, files of ``/etc`` that only root may read
+(``limits``) and, unless the workspace allows it, no network and no Unix sockets
+(``seccomp``). When the kernel runs as root, files of ``/etc`` that only root may read
 (``shadow``, private keys) are hidden too, since root would read them through the read-only
 bind.
 
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from jupyter_agent.errors import ConfigError, ToolError
 
-from ..._state import STATE
-from ._boundary import Boundary, boundary_for, system_workspace_reason
+from .._state import STATE
+from .boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "python_binds", "sandbox_status"]
 
@@ -290,7 +290,7 @@ def _make_coverable(b: Boundary) -> None:
 
 
 def _workspace_binds(ws: str, merged: str | None = None) -> list[str]:
-    """The workspace read-write, then what inside it stays read-only or hidden (``_boundary``).
+    """The workspace read-write, then what inside it stays read-only or hidden (``boundary``).
 
     The home folder's own level (when it is the workspace or inside it) is read-only with its
     visible entries read-write again, so no new dotfile can be created there; read-only parts
@@ -362,7 +362,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
     workspace under ``/tmp`` is bound on top of it; after the workspace come the parts of it
-    that stay read-only or hidden (``_boundary``), then system folders inside the workspace (a
+    that stay read-only or hidden (``boundary``), then system folders inside the workspace (a
     workspace of ``/``) read-only again.
     """
     ws = str(root)
@@ -377,7 +377,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         args.append("--disable-userns")
     if not allow_network:
         args.append("--unshare-net")
-        if seccomp_fd is not None:  # no Unix sockets either (``_seccomp``)
+        if seccomp_fd is not None:  # no Unix sockets either (``seccomp``)
             args += ["--seccomp", str(seccomp_fd)]
     args += _tmpfs(bwrap, "/tmp", tmp_mb)
     args += _system_binds()
