@@ -37,11 +37,12 @@ def _names(entries: list[Entry], most: int = 3) -> str:
     return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
-def summary(rec: Record) -> list[str]:
-    """The lines a tool result shows for one command's changes. No id: the model cannot
-    decide, and a replayed result must not differ by one; ``%agent changes`` shows ids."""
+def summary(rec: Record, *, applied: bool = False) -> list[str]:
+    """The lines a tool result shows for one command's changes: what was held, and (with
+    ``applied``) what was applied. No id: the model cannot decide, and a replayed result must
+    not differ by one; ``%agent changes`` shows ids and every applied change."""
     lines: list[str] = []
-    if rec.applied:
+    if rec.applied and applied:
         counts = []
         for kind in ("added", "changed", "removed"):
             n = sum(1 for e in rec.applied if e.kind == kind and not e.is_dir)
@@ -50,7 +51,7 @@ def summary(rec: Record) -> list[str]:
         files = [e for e in rec.applied if not e.is_dir] or rec.applied
         lines.append(f"[{rec.tool} changed the workspace: {', '.join(counts) or 'folders'} "
                      f"({_names(files)}); a person can undo it]")
-    if rec.undo_note:
+    if rec.undo_note and applied:
         lines.append(f"[{rec.undo_note}]")
     by_reason: dict[tuple[str, str], list[Entry]] = {}
     for e in rec.held:
