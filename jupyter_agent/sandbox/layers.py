@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Sequence
 
-__all__ = ["OPAQUE_XATTRS", "final_lstat", "is_opaque", "is_whiteout"]
+__all__ = ["OPAQUE_XATTRS", "final_lstat", "is_incomplete", "is_opaque", "is_whiteout"]
 
 OPAQUE_XATTRS = ("trusted.overlay.opaque", "user.overlay.opaque")
 """The attribute that marks an opaque folder: ``trusted.`` as root, ``user.`` in a user
@@ -35,6 +35,21 @@ def is_opaque(path: str) -> bool:
         except OSError:
             continue
     return False
+
+
+_INCOMPLETE = tuple(f"{ns}.overlay.{name}" for ns in ("trusted", "user")
+                    for name in ("redirect", "metacopy"))
+
+
+def is_incomplete(path: str) -> bool:
+    """An upper entry whose content lies elsewhere (a folder redirect, a metadata-only copy):
+    the mount options forbid both, so one means the upper folder does not show the final
+    state, and the entry is held, never applied."""
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return any(n in _INCOMPLETE for n in names)
 
 
 def _lstat(path: str) -> os.stat_result | None:

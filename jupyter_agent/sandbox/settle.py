@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .classes import Classifier
-from .layers import is_opaque, is_whiteout
+from .layers import is_incomplete, is_opaque, is_whiteout
 from .ledger import Entry, Record
 
 __all__ = ["UNDO_LIMIT", "Settler", "ws_dir", "ws_lstat", "ws_remove"]
@@ -188,6 +188,8 @@ class Settler:
         c = self.classifier
         if c is None:
             return None
+        if is_incomplete(os.path.join(self.upper, rel)):
+            return "an overlay entry whose content is not in the upper folder"
         gone = is_whiteout(st)
         why = c.name_reason(rel, is_link=stat.S_ISLNK(st.st_mode), removed=gone,
                             is_dir=gone and self._was_dir(rel))

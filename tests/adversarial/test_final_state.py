@@ -361,3 +361,49 @@ def test_the_memory_of_a_whole_process_tree_is_bounded(
     assert out.splitlines().count("SURVIVED") < 8, out
     one = bash(ws, hog)  # one alone fits
     assert "SURVIVED" in one.splitlines(), one
+
+
+# ------------------------------------------------------------------ fallback, parallel calls
+
+
+def test_without_an_overlay_the_result_says_so_and_require_refuses(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workspace whose path cannot be given to the overlay (a ',' in it) runs with the
+    read-only binds and every result says its changes were not checked; under
+    ``JUPYTER_AGENT_SANDBOX=require`` the command is refused in one line instead."""
+    odd = (tmp_path / "a,b").resolve()
+    odd.mkdir()
+    monkeypatch.chdir(odd)
+    monkeypatch.delenv("JUPYTER_AGENT_SANDBOX", raising=False)
+    assert sandbox_status().confined
+    out = bash(odd, "echo x > f.txt")
+    assert "[changes were not checked (the workspace path has a ',' or ':')" in out, out
+    monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "require")
+    from jupyter_agent.errors import ToolError
+
+    with pytest.raises(ToolError, match="its changes cannot be checked here") as err:
+        make_builtin_functions(Workspace(odd))["bash"]("echo y > g.txt")
+    assert "\n" not in str(err.value)
+    assert not (odd / "g.txt").exists()
+
+
+def test_parallel_commands_each_apply_their_own_changes(ws: Path) -> None:
+    """Tool calls of one round run in parallel: two commands over two overlays of the same
+    workspace each apply their own files, and each is held or undone on its own."""
+    import threading
+
+    outs: dict[int, str] = {}
+
+    def go(n: int) -> None:
+        outs[n] = bash(ws, f"for i in $(seq 50); do echo {n} > f{n}_$i.txt; done; "
+                           f"echo m > mod{n}.py")
+
+    threads = [threading.Thread(target=go, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n in range(3):
+        assert "held" in outs[n], outs[n]
+        assert len(list(ws.glob(f"f{n}_*.txt"))) == 50
+        assert not (ws / f"mod{n}.py").exists()
