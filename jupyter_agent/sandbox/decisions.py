@@ -45,10 +45,10 @@ def summary(rec: Record, *, applied: bool = False) -> list[str]:
     if rec.applied and applied:
         counts = []
         for kind in ("added", "changed", "removed"):
-            n = sum(1 for e in rec.applied if e.kind == kind and not e.is_dir)
+            n = sum(e.files for e in rec.applied if e.kind == kind and (e.tree or not e.is_dir))
             if n:
                 counts.append(f"{n} {kind}")
-        files = [e for e in rec.applied if not e.is_dir] or rec.applied
+        files = [e for e in rec.applied if e.tree or not e.is_dir] or rec.applied
         lines.append(f"[{rec.tool} changed the workspace: {', '.join(counts) or 'folders'} "
                      f"({_names(files)}); a person can undo it]")
     if rec.undo_note and applied:
@@ -96,8 +96,23 @@ def discard(rec_id: str) -> str:
     return f"Discarded {len(rec.held)} held change(s) of {rec.id} ({_names(rec.held)})."
 
 
+def _tree_unchanged(root: str, e: Entry) -> bool:
+    """Nothing in the folder applied whole changed since (no change time after it)."""
+    top = os.path.join(root, e.path)
+    for dirpath, dirs, files in os.walk(top):
+        for n in [".", *dirs, *files]:
+            try:
+                if os.lstat(os.path.join(dirpath, n)).st_ctime_ns > e.applied_ns:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
 def _same(root: str, e: Entry) -> bool:
     st = ws_lstat(root, e.path)
+    if e.tree and st is not None and stat.S_ISDIR(st.st_mode) and e.after is not None:
+        return st.st_ino == e.after[0] and _tree_unchanged(root, e)
     if e.after is None:
         return st is None
     if st is None:
@@ -135,7 +150,8 @@ def undo(rec_id: str) -> str:
     rec.undone = True
     save(state, rec)
     lost = f" ({rec.undo_note})" if rec.undo_note else ""
-    return f"Undid {rec.id}: {len(rec.applied)} change(s) reverted{lost}."
+    n = sum(e.files if e.tree else 1 for e in rec.applied)
+    return f"Undid {rec.id}: {n} change(s) reverted{lost}."
 
 
 def changes_text(root: str, most: int = 20) -> str:
@@ -147,7 +163,8 @@ def changes_text(root: str, most: int = 20) -> str:
     for r in recs:
         bits = []
         if r.applied:
-            bits.append(f"{len(r.applied)} applied" + (" (undone)" if r.undone else ""))
+            n = sum(e.files if e.tree else 1 for e in r.applied)
+            bits.append(f"{n} applied" + (" (undone)" if r.undone else ""))
         if r.held:
             bits.append(f"{len(r.held)} {r.held_state}: {_names(r.held)}")
         lines.append(f"  {r.id}  {r.tool:<6} {'; '.join(bits) or 'nothing'}  "

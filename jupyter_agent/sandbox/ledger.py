@@ -40,6 +40,12 @@ class Entry(BaseModel):
     """A previous version was moved aside and Undo can restore it."""
     after: tuple[int, int, int] | None = None
     """(inode, mtime ns, size) of what was applied: Undo refuses when it changed since."""
+    tree: bool = False
+    """A new folder applied whole (one rename); Undo refuses when anything in it has a change
+    time after ``applied_ns``."""
+    files: int = 1
+    """Entries this change stands for (a whole new folder: everything in it)."""
+    applied_ns: int = 0
 
 
 class Record(BaseModel):

@@ -16,6 +16,7 @@ import errno
 import os
 import shutil
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -248,6 +249,31 @@ class Settler:
                     return why
         return None
 
+    def _plain_tree(self, up: str, rel: str) -> int | None:
+        """The number of entries in the new upper folder ``up`` when none is held, special or
+        incomplete (setuid bits cleared on the way), else None."""
+        c = self.classifier
+        assert c is not None
+        if c.name_reason(rel) or c.folder_reason(rel) or is_incomplete(up):
+            return None
+        count = 0
+        for dirpath, dirs, files in os.walk(up):
+            sub = os.path.relpath(dirpath, self.upper)
+            if sub != rel and c.folder_reason(sub):
+                return None
+            for n in [*dirs, *files]:
+                path = os.path.join(dirpath, n)
+                est = os.lstat(path)
+                mode = est.st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)) \
+                        or is_incomplete(path) or (stat.S_ISDIR(mode) and is_opaque(path)) \
+                        or c.name_reason(f"{sub}/{n}", is_link=stat.S_ISLNK(mode)):
+                    return None
+                if stat.S_ISREG(mode) and mode & 0o6000:
+                    os.chmod(path, stat.S_IMODE(mode) & ~0o6000)
+                count += 1
+        return count
+
     def _was_dir(self, rel: str) -> bool:
         st = ws_lstat(self.root, rel)
         return st is not None and stat.S_ISDIR(st.st_mode)
@@ -305,6 +331,14 @@ class Settler:
                     self.record.applied.append(Entry(path=rel, kind="removed", prev=prev,
                                                      is_dir=stat.S_ISDIR(old.st_mode)))
                 return
+            if stat.S_ISDIR(st.st_mode) and old is None and self.classifier is not None:
+                count = self._plain_tree(up, rel)
+                if count is not None:  # a new folder with nothing held inside: one rename
+                    _move_in(up, fd, name)
+                    self.record.applied.append(Entry(
+                        path=rel, kind="added", is_dir=True, tree=True, files=count,
+                        after=_after(fd, name), applied_ns=time.time_ns()))
+                    return
             if stat.S_ISDIR(st.st_mode):
                 same = old is not None and stat.S_ISDIR(old.st_mode) and not is_opaque(up)
                 if not same:

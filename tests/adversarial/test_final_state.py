@@ -407,3 +407,19 @@ def test_parallel_commands_each_apply_their_own_changes(ws: Path) -> None:
         assert "held" in outs[n], outs[n]
         assert len(list(ws.glob(f"f{n}_*.txt"))) == 50
         assert not (ws / f"mod{n}.py").exists()
+
+
+def test_a_new_folder_is_applied_whole_and_its_undo_sees_later_edits(ws: Path) -> None:
+    """A new folder with nothing held inside moves into the workspace in one rename (the
+    check's cost follows what changed); Undo of it refuses once a person edited a file in it."""
+    bash(ws, "mkdir -p out/deep && for i in $(seq 200); do echo $i > out/deep/$i.txt; done")
+    rid = last_id(ws)
+    assert len(list((ws / "out" / "deep").iterdir())) == 200
+    assert "201 applied" in sandbox.changes_text(str(ws))
+    (ws / "out" / "deep" / "7.txt").write_text("edited by the person\n")
+    with pytest.raises(sandbox.DecisionError, match="changed since"):
+        sandbox.undo(rid)
+    assert (ws / "out" / "deep" / "7.txt").read_text() == "edited by the person\n"
+    bash(ws, "mkdir -p fresh && echo 1 > fresh/a.txt")
+    assert sandbox.undo(last_id(ws)).startswith("Undid")
+    assert not (ws / "fresh").exists()
