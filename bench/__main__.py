@@ -24,6 +24,7 @@ from bench import (  # noqa: E402
     bench_loop,
     bench_notebook,
     bench_plan,
+    bench_sandbox,
     bench_saved,
     bench_stream,
     bench_structured,
@@ -33,7 +34,7 @@ from bench import (  # noqa: E402
 
 def main(argv: list[str] | None = None) -> None:
     """Run the import, loop, streaming, planning, notebook-tool, live-view, batch,
-    typed-answer/cache and trace benchmarks."""
+    typed-answer/cache, trace and sandbox benchmarks."""
     parser = argparse.ArgumentParser(description="jupyter_agent benchmarks")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats, fewer tokens.")
     args = parser.parse_args(argv)
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_trace.main(["--quick"] if args.quick else [])
     print("=" * 78)
     bench_acp.main(["--quick"] if args.quick else [])
+    print("=" * 78)
+    bench_sandbox.main(["--files", "20000", "--runs", "5"] if args.quick else [])
     print("=" * 78)
     bench_saved.main(["--cards", "5"] if args.quick else [])
 

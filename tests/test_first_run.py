@@ -45,7 +45,7 @@ OFF_THE_FIRST_RUN = (
     "jupyter_agent.tools.builtin.shell",
     "jupyter_agent.tools.builtin.files",
     "jupyter_agent.tools.builtin.web",
-    "jupyter_agent.tools.builtin._bwrap",
+    "jupyter_agent.sandbox.bwrap",
     "jupyter_agent.clients.cassettes",
     "jupyter_agent.clients.cassette",
     "jupyter_agent.clients.record",

@@ -65,6 +65,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ]),
     ("loop", ["loop/"]),        # the kernel, its hooks, compression
     ("tools", ["tools/"]),      # @tool registry, schemas, built-ins, MCP
+    ("sandbox", ["sandbox/"]),  # overlay runs, final-state check, held changes, undo
     ("llm", ["llm/"]),          # the OpenAI-compatible client, streaming, usage, tool protocols
     ("session", ["session/"]),  # the SQLite store
     ("ground", ["events.py", "errors.py", "secrets.py", "answers.py", "config.py", "_*.py"]),

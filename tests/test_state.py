@@ -68,9 +68,9 @@ def _dirty_everything(tmp_path: Path) -> None:
     from jupyter_agent.replay import mode
     from jupyter_agent.runtime.agents import Agent
     from jupyter_agent.runtime.intent import INTENT_RULES
+    from jupyter_agent.sandbox import bwrap, overlay  # noqa: F401  (their probe caches)
     from jupyter_agent.session import default_store
     from jupyter_agent.tools import mcp  # noqa: F401  (its servers: tests/runtime connect one)
-    from jupyter_agent.tools.builtin import _bwrap  # noqa: F401  (its probe cache)
     from jupyter_agent.tools.registry import tool
     from jupyter_agent.ui.live import LiveDisplay
 

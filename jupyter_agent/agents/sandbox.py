@@ -34,12 +34,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import ConfigError, ToolError
-from ..tools.builtin._bwrap import bwrap_command, python_binds, sandbox_status
+from ..sandbox import OverlayRun, summary
+from ..sandbox.bwrap import bwrap_command, python_binds, sandbox_status
+from ..sandbox.limits import PidsGroup, limits
+from ..sandbox.pipes import Sink, drain, pump
+from ..sandbox.procs import ProcessTracker
+from ..sandbox.seccomp import filter_fd
 from ..tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
-from ..tools.builtin._limits import PidsGroup, limits
-from ..tools.builtin._pipes import Sink, drain, pump
-from ..tools.builtin._procs import ProcessTracker
-from ..tools.builtin._seccomp import filter_fd
 from ..tools.builtin._shadow import ImportFolders
 from ..tools.builtin.shell import MARKER_VAR, child_environment
 from ..tools.registry import Tool, ToolResult
@@ -118,9 +119,11 @@ def _workspace(workspace: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(raw))
 
 
-def _confinement(cwd: Path, allow_network: bool) -> tuple[list[str], int | None]:
+def _confinement(cwd: Path, allow_network: bool,
+                 merged: str | None = None) -> tuple[list[str], int | None]:
     """The bubblewrap prefix for the code's process (empty when it runs unconfined) and the
-    seccomp filter's descriptor to pass (closed by the caller)."""
+    seccomp filter's descriptor to pass (closed by the caller); ``merged``: the overlay to
+    bind at the workspace's path."""
     status = sandbox_status()
     if status.mode == "require" and not status.confined:
         raise ToolError(f"The code was not run: the sandbox is required but unavailable "
@@ -131,7 +134,23 @@ def _confinement(cwd: Path, allow_network: bool) -> tuple[list[str], int | None]
     assert status.bwrap is not None
     fd = None if allow_network else filter_fd()
     return bwrap_command(status.bwrap, cwd, allow_network=allow_network, userns=status.userns,
-                         seccomp_fd=fd, extra_ro=extra, tmp_mb=limits()[0]), fd
+                         seccomp_fd=fd, extra_ro=extra, tmp_mb=limits()[0], merged=merged), fd
+
+
+def _overlay(cwd: Path) -> tuple[OverlayRun | None, list[str]]:
+    """The overlay the code runs over (docs/sandbox.md), or a note why there is none."""
+    status = sandbox_status()
+    if not status.confined:
+        return None, []
+    run = OverlayRun.start(str(cwd))
+    if run is not None:
+        return run, []
+    why = OverlayRun.why_not(str(cwd)) or "unknown"
+    if status.mode == "require":
+        raise ToolError(f"The code was not run: its changes cannot be checked here ({why}) "
+                        "and the sandbox is required.")
+    return None, [f"[changes were not checked ({why}): files the code wrote took effect "
+                  "directly]"]
 
 
 def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
@@ -164,8 +183,13 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         for var in _THREAD_VARS:
             env.setdefault(var, "1")
         env.setdefault("MALLOC_ARENA_MAX", "2")
-    prefix, seccomp_fd = _confinement(cwd, allow_network)
-    imports = ImportFolders(str(cwd))  # a module planted for the kernel to import (``_shadow``)
+    run, change_notes = _overlay(cwd)
+    prefix, seccomp_fd = _confinement(cwd, allow_network, run.merged if run else None)
+    if not prefix and run is not None:
+        run.abandon()
+        run, change_notes = None, []
+    # Without the overlay's check: a module planted for the kernel to import (``_shadow``).
+    imports = ImportFolders(str(cwd)) if run is None else None
     if prefix:
         env["HOME"] = env["TMPDIR"] = "/tmp"  # no home folder in the sandbox
     result_read, result_write = os.pipe()
@@ -177,7 +201,10 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
     if prefix:  # the same process limit as bash (a pids cgroup too when the kernel is root)
         processes = limits()[1]
         argv = [*prefix, *argv, str(processes)]
-        group = PidsGroup.create(processes)
+        if run is not None:
+            argv = run.wrap(argv)
+            env["PYTHONDONTWRITEBYTECODE"] = "1"  # a cached module would be held
+        group = PidsGroup.create(processes, memory_mb)
         if group is not None:
             argv = group.wrap(argv)
     try:
@@ -189,6 +216,8 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         os.close(result_read)
         if group is not None:
             group.remove()
+        if run is not None:
+            run.abandon()
         raise
     finally:
         os.close(result_write)  # the child holds its own copy; EOF comes when it exits
@@ -214,7 +243,10 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         exit_code = proc.wait()
         if group is not None:
             group.remove()
-    notes = "".join(f"\n{note}" for note in imports.block_new_shadows())
+        if run is not None:  # also after an interrupt: what it wrote is checked
+            change_notes = summary(run.finish("sandbox_python", code))
+    lines = [*change_notes, *(imports.block_new_shadows() if imports is not None else [])]
+    notes = "".join(f"\n{note}" for note in lines)
     return _result(out.render(limit), err.render(limit) + notes, bytes(res),
                    timed_out=not finished, exit_code=exit_code, timeout=timeout,
                    memory_mb=memory_mb)

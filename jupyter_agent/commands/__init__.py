@@ -3,7 +3,7 @@
 Each module holds one topic's :class:`~jupyter_agent.commands._table.CommandTable`:
 ``runs`` (pending, resume, model), ``session`` (sessions, agents, history, export…),
 ``permissions`` (permissions, clear), ``replay`` (record, replay, live, cassette) and
-``batch`` (batches, show). Add a subcommand
+``batch`` (batches, show), ``changes`` (changes, keep, discard, undo). Add a subcommand
 to a table; this module joins them.
 """
 
@@ -21,10 +21,10 @@ __all__ = ["run_command", "all_commands", "shows_result"]
 
 def _tables() -> list[CommandTable]:
     # Imported on the first %agent line, not with the magics: %load_ext stays cheap.
-    from . import batch, cache, permissions, replay, runs, session, trace
+    from . import batch, cache, changes, permissions, replay, runs, session, trace
 
     return [runs.TABLE, session.TABLE, permissions.TABLE, replay.TABLE, batch.TABLE, cache.TABLE,
-            trace.TABLE]
+            trace.TABLE, changes.TABLE]
 
 
 def all_commands() -> dict[str, tuple[Command, str]]:

@@ -160,7 +160,8 @@ def test_submodule_and_deeper_git_folders_envs_and_path_folders_are_read_only(
     submodule's hooks and config in ``.git/modules/NAME`` (git runs them, and a submodule's
     ``core.fsmonitor``, when the parent repository is used); a conda installation has no
     ``pyvenv.cfg``; and a folder on ``PATH`` (``~/bin``) holds programs run by name. A command
-    wrote all of them; now they are read-only to ``bash`` and ``write_file``."""
+    wrote all of them; now ``write_file`` refuses them and what ``bash`` writes there is held
+    (the final-state check, docs/sandbox.md): the real files are unchanged."""
     ws = tmp_path / "ws"
     planted = {
         "submodule hook": ".git/modules/lib/hooks/post-checkout",
@@ -184,8 +185,12 @@ def test_submodule_and_deeper_git_folders_envs_and_path_folders_are_read_only(
     monkeypatch.setenv("PATH", f"{ws / 'tools/bin'}{os.pathsep}{os.environ['PATH']}")
     workspace = Workspace(ws)
     script = "; ".join(f"echo x >> {p} && echo 'WROTE {what}'" for what, p in planted.items())
+    before = {p: (ws / p).read_bytes() if (ws / p).exists() else None
+              for p in planted.values()}
     out = bash(workspace, script)
-    assert "WROTE" not in out, out
+    assert "held until a person keeps it" in out, out
+    assert {p: (ws / p).read_bytes() if (ws / p).exists() else None
+            for p in planted.values()} == before, out
     for p in planted.values():
         with pytest.raises(WorkspaceError, match="read-only"):
             write_file(workspace, p, "x")
@@ -294,16 +299,18 @@ def test_a_module_planted_in_the_kernels_folder_never_shadows_an_installed_one(
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     # The next kernel start imports the real modules.
-    nxt = subprocess.run([sys.executable, "-c", "import colorsys, httpx, helpers; "
+    nxt = subprocess.run([sys.executable, "-c", "import colorsys, httpx; "
                           "print(colorsys.__file__)"], cwd=ws, env=env,
                          capture_output=True, text=True, timeout=60, check=False)
     assert not list(ws.glob("MARKER-*")), "a planted module ran at the next import"
     assert nxt.returncode == 0, nxt.stderr
     assert str(ws) not in nxt.stdout
     assert "planted" in done.stdout
-    assert "would shadow the module 'colorsys'" in done.stdout, done.stdout
+    # Every module the command wrote is held, shadowing or not (docs/sandbox.md), until a
+    # person keeps it; write_file still refuses a shadowing name.
+    assert "a module the kernel could import: held" in done.stdout, done.stdout
     assert done.stdout.count("REFUSED") == 2, done.stdout
-    assert (ws / "helpers.py").exists() and (ws / "colorsys.py.blocked").exists()
+    assert not (ws / "helpers.py").exists() and not (ws / "colorsys.py").exists()
 
 
 # ------------------------------------------------------------------ memory through tmpfs
@@ -355,7 +362,7 @@ def test_sandbox_python_gets_the_same_memory_cap_and_import_folder_check(
     assert done.returncode == 0, done.stderr
     subprocess.run([sys.executable, "-c", "import colorsys"], cwd=ws, timeout=60, check=False)
     assert not (ws / "MARKER").exists()
-    assert "would shadow the module 'colorsys'" in done.stdout, done.stdout
+    assert "a module the kernel could import: held" in done.stdout, done.stdout
 
 
 # ------------------------------------------------------------------ nested user namespaces
@@ -418,7 +425,7 @@ def test_a_hostile_model_gets_none_of_it_end_to_end(
     results = {m["tool_call_id"]: m["content"]
                for m in server.requests[1]["messages"]  # type: ignore[attr-defined]
                if m["role"] == "tool"}
-    assert "would shadow the module 'colorsys'" in results["b1"], results
+    assert "a module the kernel could import: held" in results["b1"], results
     assert "SHM-CAPPED" in results["b1"] and "NESTED" not in results["b1"]
     assert "\n0\n" in results["b1"] and "sk-test-key" not in results["b1"]
     assert "No such file or directory" in results["b1"]  # no /sys

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.errors import ConfigError
+from jupyter_agent.sandbox.boundary import boundary_for
 from jupyter_agent.session.store import Store
 from jupyter_agent.tools.builtin import (
     Workspace,
@@ -34,7 +35,6 @@ from jupyter_agent.tools.builtin import (
     make_builtin_functions,
     sandbox_status,
 )
-from jupyter_agent.tools.builtin._boundary import boundary_for
 from jupyter_agent.tools.builtin.shell import run_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -488,9 +488,12 @@ def test_a_unix_socket_in_the_workspace_is_unreachable_without_network(
     out = sandboxed_bash(ws, "python3 -c \"import socket; socket.socketpair(); print('PAIR')\"",
                          "self")
     assert "PAIR" in out
-    # With the network allowed, the socket is reachable, as the network is.
+    # With the network allowed, a socket of the workspace is still unreachable: the command
+    # sees the workspace through an overlay, which does not pass a connect on to the socket
+    # below it (docs/sandbox.md); the network itself is reachable.
     r = run_command(_CONNECT, cwd=ws, sandbox=sandbox_status(), allow_network=True)
-    assert "CONNECTED" in r.output
+    assert "CONNECTED" in r.output if not r.checked else "REFUSED" in r.output, r
+    assert r.checked or not accepted
 
 
 # ------------------------------------------------------------------ 6. the store file itself

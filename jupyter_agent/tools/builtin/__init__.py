@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from jupyter_agent.sandbox.bwrap import SANDBOX_ENV, SandboxStatus, sandbox_status
+
     from ._bound import BUILTIN_TIMEOUTS, make_builtin_functions
-    from ._bwrap import SANDBOX_ENV, SandboxStatus, sandbox_status
     from ._cap import cap_output
     from .names import BUILTIN_TOOL_NAMES
     from .workspace import Workspace, WorkspaceError
@@ -33,13 +34,13 @@ __all__ = [
     "sandbox_status",
 ]
 
-_LAZY = {
+_LAZY: dict[str, str | tuple[str, str | None]] = {
     "BUILTIN_TIMEOUTS": "_bound",
     "BUILTIN_TOOL_NAMES": "names",
     "make_builtin_functions": "_bound",
-    "SANDBOX_ENV": "_bwrap",
-    "SandboxStatus": "_bwrap",
-    "sandbox_status": "_bwrap",
+    "SANDBOX_ENV": ("jupyter_agent.sandbox.bwrap", "SANDBOX_ENV"),
+    "SandboxStatus": ("jupyter_agent.sandbox.bwrap", "SandboxStatus"),
+    "sandbox_status": ("jupyter_agent.sandbox.bwrap", "sandbox_status"),
     "cap_output": "_cap",
     "Workspace": "workspace",
     "WorkspaceError": "workspace",

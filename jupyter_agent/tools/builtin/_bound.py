@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from jupyter_agent.sandbox.bwrap import sandbox_status
 from jupyter_agent.tools.builtin import files as _files
 from jupyter_agent.tools.builtin import shell as _shell
 from jupyter_agent.tools.builtin import web as _web
-from jupyter_agent.tools.builtin._bwrap import sandbox_status
 from jupyter_agent.tools.builtin.names import BUILTIN_TOOL_NAMES
 from jupyter_agent.tools.builtin.workspace import Workspace
 

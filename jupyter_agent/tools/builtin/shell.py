@@ -1,6 +1,6 @@
 """The built-in ``bash`` tool: run a shell command in the workspace, bounded in time and output.
 
-When bubblewrap works here (see ``_bwrap`` and docs/sandbox.md) the command runs inside it:
+When bubblewrap works here (see ``jupyter_agent.sandbox.bwrap`` and docs/sandbox.md) the command runs inside it:
 the workspace read-write (minus its protected parts), the system read-only, no home folder, its
 own PID and user namespaces, process and memory limits and, unless the workspace allows it, no
 network. Otherwise it runs unconfined, and the tool description and
@@ -11,7 +11,7 @@ it and its process group can be signalled as a whole), with the workspace root a
 directory, stdin closed and an environment without secret-looking variables
 (:func:`jupyter_agent.secrets.scrub_env`). Nothing it started outlives the call: in the sandbox
 the PID namespace ends with the command; unconfined, every process it left behind is found and
-stopped (see ``_procs``).
+stopped (see ``jupyter_agent.sandbox.procs``).
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from jupyter_agent.errors import ToolError
+from jupyter_agent.sandbox import OverlayRun, summary
+from jupyter_agent.sandbox.bwrap import SandboxStatus, bwrap_command, sandbox_status
+from jupyter_agent.sandbox.limits import PidsGroup, limits, ulimit_prefix
+from jupyter_agent.sandbox.pipes import drain, pump
+from jupyter_agent.sandbox.procs import ProcessTracker
+from jupyter_agent.sandbox.seccomp import filter_fd
 from jupyter_agent.secrets import scrub_env
-from jupyter_agent.tools.builtin._bwrap import SandboxStatus, bwrap_command, sandbox_status
 from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
-from jupyter_agent.tools.builtin._limits import PidsGroup, limits, ulimit_prefix
-from jupyter_agent.tools.builtin._pipes import drain, pump
-from jupyter_agent.tools.builtin._procs import ProcessTracker
-from jupyter_agent.tools.builtin._seccomp import filter_fd
 from jupyter_agent.tools.builtin._shadow import ImportFolders
 from jupyter_agent.tools.builtin.workspace import Workspace
 
@@ -49,7 +50,7 @@ DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
 """Upper bound on any requested timeout, so a model cannot block a cell for hours."""
 MARKER_VAR = "JUPYTER_AGENT_COMMAND"
-"""Environment variable that tags every process of one command (see ``_procs``)."""
+"""Environment variable that tags every process of one command (see ``jupyter_agent.sandbox.procs``)."""
 _DRAIN_GRACE = 2.0  # seconds to keep reading output after everything was stopped
 
 # Inside the sandbox: run the command in a child shell (without our counting pipe), then count
@@ -83,6 +84,11 @@ class CommandResult(BaseModel):
     """Processes still running when the command ended that were stopped."""
     confined: bool = False
     """True when the command ran inside the bubblewrap sandbox."""
+    changes: list[str] = []
+    """What the command changed in the workspace, what was held (``jupyter_agent.sandbox``),
+    or why its changes were not checked."""
+    checked: bool = False
+    """True when the command ran over an overlay and its changes were checked."""
 
     def to_text(self) -> str:
         """The tool result shown to the model."""
@@ -97,7 +103,7 @@ class CommandResult(BaseModel):
                          f"{_raise_hint(self.timeout, MAX_TIMEOUT)})")
         else:
             parts.append(f"[exit code {self.exit_code}]")
-        return "\n".join(parts)
+        return "\n".join([*parts, *self.changes])
 
 
 def _seconds(value: float) -> str:
@@ -124,7 +130,7 @@ def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT,
                 limit: int = DEFAULT_LIMIT, env: Mapping[str, str] | None = None,
                 sandbox: SandboxStatus | None = None,
-                allow_network: bool = False) -> CommandResult:
+                allow_network: bool = False, tool: str = "bash") -> CommandResult:
     """Run ``bash -c command`` and stop every process it started before returning.
 
     Args:
@@ -136,8 +142,13 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         sandbox: Where to run it; a confined status runs it inside bubblewrap. Default:
             unconfined (callers that want the sandbox pass :func:`sandbox_status`).
         allow_network: Inside the sandbox, keep the network (it is cut off otherwise).
+        tool: The tool's name, in the record of the command's changes.
+
+    In the sandbox the command runs over an overlay of the workspace: its changes are applied
+    afterwards, those that would take effect outside held for a person (docs/sandbox.md).
 
     Raises:
+        ToolError: ``JUPYTER_AGENT_SANDBOX=require`` and no overlay can be had here.
         KeyboardInterrupt: re-raised after all processes of the command were stopped.
 
     Long: one command's life in order (start it in its own process group, read, time out,
@@ -151,19 +162,25 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
     count_read = count_write = -1
     seccomp_fd: int | None = None
     group: PidsGroup | None = None
+    run: OverlayRun | None = None
+    changes: list[str] = []
     if confined:
         assert sandbox is not None and sandbox.bwrap is not None
         root = os.path.realpath(os.fspath(cwd))
+        run, changes = _overlay(root, sandbox)
         # No home folder in the sandbox: HOME and TMPDIR point at its private /tmp.
         child_env["HOME"] = child_env["TMPDIR"] = "/tmp"
         memory_mb, processes = limits()
         seccomp_fd = None if allow_network else filter_fd()
         argv = [*bwrap_command(sandbox.bwrap, root, allow_network=allow_network,
                                userns=sandbox.userns, seccomp_fd=seccomp_fd,
-                               tmp_mb=memory_mb),
+                               tmp_mb=memory_mb, merged=run.merged if run else None),
                 "bash", "-c", ulimit_prefix(memory_mb, processes) + _COUNTING_WRAPPER, "bash",
                 command]
-        group = PidsGroup.create(processes)
+        if run is not None:
+            argv = run.wrap(argv)
+            child_env["PYTHONDONTWRITEBYTECODE"] = "1"  # a cached module would be held
+        group = PidsGroup.create(processes, memory_mb)
         if group is not None:
             argv = group.wrap(argv)
         count_read, count_write = os.pipe()
@@ -183,6 +200,8 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
             os.close(count_read)
         if group is not None:
             group.remove()
+        if run is not None:
+            run.abandon()
         raise
     finally:
         if confined:
@@ -208,20 +227,39 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
             os.close(count_read)
         if group is not None:
             group.remove()
+        if run is not None:
+            run.finish(tool, command)  # what it wrote before the interrupt is checked too
         raise
     proc.stdout.close()
     exit_code = proc.wait()
     if group is not None:
-        group.remove()
+        group.remove_soon()
     if confined:
         # The wrapper's count, not the tracker's: the namespace may still be tearing down
         # (already-doomed processes) when bwrap has exited.
         counted = _read_count(count_read)
         leftovers = 0 if timed_out else counted
+    if run is not None:
+        changes = summary(run.finish(tool, command))
     return CommandResult(
         output=buffer.render(limit), exit_code=None if timed_out else exit_code,
         timed_out=timed_out, timeout=timeout, stopped_leftovers=leftovers, confined=confined,
+        changes=changes, checked=run is not None,
     )
+
+
+def _overlay(root: str, sandbox: SandboxStatus) -> tuple[OverlayRun | None, list[str]]:
+    """The overlay a command runs over, or a note why there is none (refused when the
+    sandbox is required: without it a command's files take effect unchecked)."""
+    run = OverlayRun.start(root)
+    if run is not None:
+        return run, []
+    why = OverlayRun.why_not(root) or "unknown"
+    if sandbox.mode == "require":
+        raise ToolError(f"The command was not run: its changes cannot be checked here ({why}) "
+                        "and the sandbox is required.")
+    return None, [f"[changes were not checked ({why}): files the command wrote took effect "
+                  "directly]"]
 
 
 def _read_count(fd: int) -> int:
@@ -266,10 +304,12 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
     if status.mode == "require" and not status.confined:
         raise ToolError(f"bash was not run: the sandbox is required but unavailable "
                         f"({status.reason}).")
-    imports = ImportFolders(str(workspace.root))
+    # The snapshot lists the import folders: only needed when no overlay checks the changes.
+    checked = status.confined and OverlayRun.why_not(str(workspace.root)) is None
+    imports = None if checked else ImportFolders(str(workspace.root))
     result = run_command(command, cwd=workspace.root, timeout=min(timeout, MAX_TIMEOUT),
                          sandbox=status, allow_network=workspace.allow_network)
-    # A new module in the kernel's import folder that shadows an installed one would run in
-    # the kernel, unsandboxed, at its next import (``_shadow``).
-    notes = imports.block_new_shadows()
+    # Without the overlay's check, a new module in the kernel's import folder that shadows an
+    # installed one would run in the kernel, unsandboxed, at its next import (``_shadow``).
+    notes = imports.block_new_shadows() if imports is not None and not result.checked else []
     return result.to_text() + "".join(f"\n{note}" for note in notes)

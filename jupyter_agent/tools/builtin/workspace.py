@@ -3,7 +3,7 @@
 Every path a model passes to a file tool goes through :meth:`Workspace.resolve`, which refuses
 anything that would land outside the root: ``..`` escapes, absolute paths elsewhere, ``~``,
 NUL bytes, and symlinks (at any component) that point out of the workspace; and what the
-sandbox hides inside it (``_boundary``: the home folder's dotfiles, the store, Jupyter and
+sandbox hides inside it (``jupyter_agent.sandbox.boundary``: the home folder's dotfiles, the store, Jupyter and
 IPython configuration). :meth:`Workspace.check_write` refuses what stays read-only (Python
 packages, git hooks and config, cassettes).
 """
@@ -14,8 +14,7 @@ import os
 from pathlib import Path
 
 from jupyter_agent.errors import ConfigError, ToolError
-
-from ._boundary import Boundary, boundary_for, system_workspace_reason
+from jupyter_agent.sandbox.boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["Workspace", "WorkspaceError"]
 

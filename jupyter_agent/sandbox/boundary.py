@@ -328,8 +328,12 @@ def _process_wide(_env: tuple[str | None, ...]) -> tuple[tuple[str, ...], tuple[
             tuple(store_files))
 
 
-def boundary_for(root: str | os.PathLike[str]) -> Boundary:
-    """The hidden and read-only parts of the workspace at ``root`` (canonical)."""
+def boundary_for(root: str | os.PathLike[str], *, scan: bool = True) -> Boundary:
+    """The hidden and read-only parts of the workspace at ``root`` (canonical).
+
+    ``scan=False`` leaves out the search for git folders and Python environments below the
+    root (a walk of up to a few thousand folders) and for cassettes: a command over an overlay needs no
+    read-only parts, its changes are checked on their final state (docs/sandbox.md)."""
     ws = _real(root)
     all_homes, state_dirs, python_dirs, store_dir, store_files = _process_wide(
         tuple(os.environ.get(k) for k in _ENV_KEYS))
@@ -340,7 +344,7 @@ def boundary_for(root: str | os.PathLike[str]) -> Boundary:
     # The answer cache beside the store (clients/cache.py): hidden even when the store folder
     # is the workspace, as the store's files are (a planted entry would be a model's answer).
     hidden.add(os.path.join(store_dir, "cache"))
-    projects, envs = _scan(ws)
+    projects, envs = _scan(ws) if scan else ([ws], [])
     read_only = sorted({*python_dirs, *(_real(p) for p in _git_paths(projects)),
                         *(_real(v) for v in envs), *(_real(p) for p in _path_dirs(homes))})
     # A folder that holds the workspace cannot be read-only inside it: that would make the
@@ -350,4 +354,4 @@ def boundary_for(root: str | os.PathLike[str]) -> Boundary:
     return Boundary(root=ws, homes=homes, hidden=tuple(sorted(hidden)),
                     hidden_files=tuple(store_files), store_dir=store_dir,
                     read_only=tuple(read_only),
-                    cassettes=tuple(sorted(set(_cassettes(ws)))))
+                    cassettes=tuple(sorted(set(_cassettes(ws)))) if scan else ())

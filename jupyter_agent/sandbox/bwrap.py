@@ -4,12 +4,12 @@ Inside the sandbox (docs/sandbox.md) exists only what is listed: the system fold
 ``/etc``, ``/opt``, the ``/bin`` and ``/lib`` links) and the kernel's Python environment (unless
 it lives in the home folder) read-only; the workspace read-write at its own path (so the paths a
 command prints are the paths ``read_file`` takes), minus what inside it stays read-only or
-hidden (``_boundary``); a private tmpfs ``/tmp``; the sandbox's own ``/proc`` with ``/proc/sys``
+hidden (``boundary``); a private tmpfs ``/tmp``; the sandbox's own ``/proc`` with ``/proc/sys``
 read-only; a minimal ``/dev``. There is no home folder and no ``/sys``. The command gets a new
 PID namespace (the kernel's ``/proc`` is invisible and nothing outlives the call), a user
 namespace in which it is not root (where the kernel allows one), process and memory limits
-(``_limits``) and, unless the workspace allows it, no network and no Unix sockets
-(``_seccomp``). When the kernel runs as root, files of ``/etc`` that only root may read
+(``limits``) and, unless the workspace allows it, no network and no Unix sockets
+(``seccomp``). When the kernel runs as root, files of ``/etc`` that only root may read
 (``shadow``, private keys) are hidden too, since root would read them through the read-only
 bind.
 
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from jupyter_agent.errors import ConfigError, ToolError
 
-from ..._state import STATE
-from ._boundary import Boundary, boundary_for, system_workspace_reason
+from .._state import STATE
+from .boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "python_binds", "sandbox_status"]
 
@@ -289,18 +289,27 @@ def _make_coverable(b: Boundary) -> None:
                 pass
 
 
-def _workspace_binds(ws: str) -> list[str]:
-    """The workspace read-write, then what inside it stays read-only or hidden (``_boundary``).
+def _workspace_binds(ws: str, merged: str | None = None) -> list[str]:
+    """The workspace read-write, then what inside it stays read-only or hidden (``boundary``).
 
     The home folder's own level (when it is the workspace or inside it) is read-only with its
     visible entries read-write again, so no new dotfile can be created there; read-only parts
     come before hidden ones, so a hidden folder inside a read-only one stays hidden.
+
+    With ``merged`` (the command runs over an overlay, docs/sandbox.md) the overlay's merged
+    folder is bound at the workspace's path and nothing inside it is bound read-only: every
+    write lands in the overlay and is checked on its final state afterwards. What is hidden
+    stays hidden (reads are not checked afterwards).
     """
-    b = boundary_for(ws)
-    _make_coverable(b)
-    args = ["--bind", ws, ws]
+    b = boundary_for(ws, scan=merged is None)
+    _make_coverable(b)  # the store's files stay hidden, so unwritable, over the overlay too
+
+    def src(path: str) -> str:  # the same path seen through the overlay
+        return path if merged is None else merged + path[len(ws):]
+
+    args = ["--bind", ws if merged is None else merged, ws]
     for home in b.homes:
-        args += ["--ro-bind", home, home]
+        args += ["--ro-bind", src(home), home]
         try:
             with os.scandir(home) as it:
                 visible = sorted(e.path for e in it
@@ -308,8 +317,8 @@ def _workspace_binds(ws: str) -> list[str]:
         except OSError:
             visible = []
         for path in visible:
-            args += ["--bind", path, path]
-    for path in b.read_only_mounts():
+            args += ["--bind", src(path), path]
+    for path in b.read_only_mounts() if merged is None else ():
         args += ["--ro-bind", path, path]
     for path, is_dir in b.hidden_mounts():
         args += (["--tmpfs", path, "--remount-ro", path] if is_dir
@@ -343,15 +352,17 @@ def _tmpfs(bwrap: str, path: str, tmp_mb: int | None) -> list[str]:
 
 def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
                   userns: bool = True, seccomp_fd: int | None = None,
-                  tmp_mb: int | None = None, extra_ro: Sequence[str] = ()) -> list[str]:
+                  tmp_mb: int | None = None, extra_ro: Sequence[str] = (),
+                  merged: str | None = None) -> list[str]:
     """The ``bwrap`` argument list (without the command) confining a command to ``root``.
 
+    ``merged``: the overlay folder to bind at the workspace's path (``OverlayRun``).
     ``tmp_mb`` caps each of the two memory-backed folders (``/tmp``, ``/dev/shm``; ``/dev``
     itself is read-only), when bubblewrap can.
 
     Mount order matters: a later mount covers an earlier one. ``/tmp`` comes first so a
     workspace under ``/tmp`` is bound on top of it; after the workspace come the parts of it
-    that stay read-only or hidden (``_boundary``), then system folders inside the workspace (a
+    that stay read-only or hidden (``boundary``), then system folders inside the workspace (a
     workspace of ``/``) read-only again.
     """
     ws = str(root)
@@ -366,7 +377,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
         args.append("--disable-userns")
     if not allow_network:
         args.append("--unshare-net")
-        if seccomp_fd is not None:  # no Unix sockets either (``_seccomp``)
+        if seccomp_fd is not None:  # no Unix sockets either (``seccomp``)
             args += ["--seccomp", str(seccomp_fd)]
     args += _tmpfs(bwrap, "/tmp", tmp_mb)
     args += _system_binds()
@@ -378,7 +389,7 @@ def bwrap_command(bwrap: str, root: str | Path, *, allow_network: bool,
             args += ["--ro-bind", target, target]
     for d in [*_python_dirs(ws), *extra_ro]:
         args += ["--ro-bind", d, d]
-    args += _workspace_binds(ws)
+    args += _workspace_binds(ws, merged)
     args += _system_binds(only_under=ws)
     # /proc read-only as a whole (an allow-list, not only /proc/sys): to the host a root
     # kernel's command is uid 0, and proc files that check only the file mode would take its

@@ -8,7 +8,7 @@ import subprocess
 import time
 from typing import Protocol
 
-from ._procs import ProcessTracker
+from .procs import ProcessTracker
 
 __all__ = ["Sink", "pump", "drain"]
 

@@ -19,6 +19,7 @@ Two mechanisms, because one does not cover every kernel:
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 
@@ -82,6 +83,10 @@ def _own_groups() -> dict[str, str]:
 
 
 def _pids_parents() -> list[str]:
+    return _parents("pids")
+
+
+def _parents(controller: str) -> list[str]:
     """Folders under which a ``pids`` group for a command can be made, from mountinfo.
 
     Always under our own group, never above it: moving the command out of the kernel's group
@@ -102,19 +107,38 @@ def _pids_parents() -> list[str]:
         if len(fields) < 5 or len(tail) < 3:
             continue
         mount_root, point, fstype = fields[3], fields[4], tail[0]
-        if fstype == "cgroup" and "pids" in tail[2].split(",") and "pids" in own:
-            rel = os.path.relpath(own["pids"], mount_root) if mount_root != "/" else \
-                own["pids"].lstrip("/")
+        if fstype == "cgroup" and controller in tail[2].split(",") and controller in own:
+            rel = os.path.relpath(own[controller], mount_root) if mount_root != "/" else \
+                own[controller].lstrip("/")
             if not rel.startswith(".."):
                 found.append(os.path.normpath(os.path.join(point, rel)))
         elif fstype == "cgroup2" and own.get("") == "/":
             try:
                 with open(os.path.join(point, "cgroup.subtree_control"), encoding="utf-8") as f:
-                    if "pids" in f.read().split():
+                    if controller in f.read().split():
                         found.append(point)
             except OSError:
                 continue
     return found
+
+
+TREE_FACTOR = 3
+"""The whole process tree's memory cap, in memory figures (docs/sandbox.md, "Limits")."""
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(value)
+
+
+def _rmdir_quiet(path: str) -> bool:
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 class PidsGroup:
@@ -123,10 +147,15 @@ class PidsGroup:
     def __init__(self, path: str) -> None:
         self.path = path
         self.procs = os.path.join(path, "cgroup.procs")
+        self.others: list[str] = []
+        """Further groups the command joins (a cgroup v1 ``memory`` group)."""
+        self.memory_bound = False
+        """The whole process tree's memory is capped (``memory.max`` or v1's limit)."""
 
     @classmethod
-    def create(cls, processes: int) -> PidsGroup | None:
-        """A new group capped at ``processes``, or None where none can be made."""
+    def create(cls, processes: int, memory_mb: int | None = None) -> PidsGroup | None:
+        """A new group capped at ``processes`` (and, where the kernel lets us make one, the
+        whole tree's memory at ``memory_mb``), or None where none can be made."""
         if not hasattr(os, "geteuid") or os.geteuid() != 0:
             return None  # RLIMIT_NPROC does the job for any other uid
         for parent in _pids_parents():
@@ -142,18 +171,81 @@ class PidsGroup:
             except OSError:
                 group.remove()
                 continue
+            if memory_mb is not None:
+                # One process's figure plus the two memory-backed folders (``/tmp``,
+                # ``/dev/shm``, each capped at the figure): a full tmpfs still says "No space
+                # left" rather than killing the command.
+                group._bound_memory(TREE_FACTOR * memory_mb * 1024 * 1024)
             return group
         return None
+
+    def _bound_memory(self, limit: int) -> None:
+        """Cap the memory of every process of the command together (page cache and the
+        sandbox's tmpfs files included): ``memory.max`` beside ``pids.max`` on cgroup v2,
+        a group of the v1 ``memory`` hierarchy otherwise. Without one, only the per-process
+        address-space limit holds (docs/sandbox.md)."""
+        v2 = os.path.join(self.path, "memory.max")
+        if os.path.exists(v2):
+            try:
+                _write(v2, str(limit))
+                swap = os.path.join(self.path, "memory.swap.max")
+                if os.path.exists(swap):
+                    _write(swap, "0")
+                self.memory_bound = True
+            except OSError:
+                pass
+            return
+        for parent in _parents("memory"):
+            path = os.path.join(parent, os.path.basename(self.path))
+            try:
+                os.mkdir(path, 0o755)
+            except OSError:
+                continue
+            try:
+                _write(os.path.join(path, "memory.limit_in_bytes"), str(limit))
+                memsw = os.path.join(path, "memory.memsw.limit_in_bytes")
+                if os.path.exists(memsw):
+                    _write(memsw, str(limit))
+            except OSError:
+                _rmdir_quiet(path)
+                continue
+            self.others.append(path)
+            self.memory_bound = True
+            return
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` run by a shell that first moves itself into the group (its children,
         bubblewrap and everything in the sandbox, are then counted)."""
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self.procs, *argv]
+        joins = " && ".join(f'echo $$ > "${i + 1}"' for i in range(len(self.others)))
+        script = 'echo $$ > "$0"' + (" && " + joins if joins else "")
+        if self.others:
+            script += f" && shift {len(self.others)}"
+        return ["/bin/sh", "-c", script + ' && exec "$@"', self.procs,
+                *(os.path.join(p, "cgroup.procs") for p in self.others), *argv]
+
+    def remove_soon(self) -> None:
+        """Remove the group now if it is empty, else from a background thread: the sandbox's
+        namespace takes a few milliseconds to end after the command, which the caller need
+        not wait for (an empty group holds nothing)."""
+        for other in self.others:
+            _rmdir_quiet(other)
+        try:
+            os.rmdir(self.path)
+            if not any(os.path.isdir(o) for o in self.others):
+                return
+        except OSError:
+            pass
+        threading.Thread(target=self.remove, name="jupyter-agent-pids-group",
+                         daemon=True).start()
 
     def remove(self, wait: float = 2.0) -> None:
         """Remove the group once its last process is gone (the namespace ends shortly after
         the command)."""
         deadline = time.monotonic() + wait
+        for other in self.others:  # v1 memory groups: emptied with the same processes
+            while os.path.isdir(other) and not _rmdir_quiet(other) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.02)
         while True:
             try:
                 os.rmdir(self.path)

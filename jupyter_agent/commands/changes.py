@@ -1,0 +1,56 @@
+"""``%agent changes``, ``%agent keep ID``, ``%agent discard ID``, ``%agent undo ID``: a
+person's decisions on what sandboxed commands changed (docs/sandbox.md). Typed in a cell (or
+sent by a card's button through the same road), never by a model."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..errors import MagicUsageError
+from ._table import CommandTable
+
+__all__ = ["TABLE"]
+
+TABLE = CommandTable()
+
+
+@TABLE.parsers
+def _parsers(sub: Any) -> None:
+    p = sub.add_parser("changes")
+    p.add_argument("workspace", nargs="?", default=".")
+    for name in ("keep", "discard", "undo"):
+        sub.add_parser(name).add_argument("id")
+
+
+def _decide(action: str, rec_id: str) -> None:
+    from .. import sandbox
+
+    fn = {"keep": sandbox.keep, "discard": sandbox.discard, "undo": sandbox.undo}[action]
+    try:
+        print(fn(rec_id))
+    except sandbox.DecisionError as exc:
+        raise MagicUsageError(f"%agent {action}: {exc}") from None
+
+
+@TABLE.command("changes", "What sandboxed commands changed here, and what is held.")
+def _cmd_changes(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    from ..sandbox import changes_text
+
+    print(changes_text(os.path.realpath(os.path.expanduser(args.workspace))))
+
+
+@TABLE.command("keep", "keep ID: apply the changes a sandboxed command had held.")
+def _cmd_keep(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    _decide("keep", args.id)
+
+
+@TABLE.command("discard", "discard ID: delete the changes a sandboxed command had held.")
+def _cmd_discard(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    _decide("discard", args.id)
+
+
+@TABLE.command("undo", "undo ID: revert what a sandboxed command changed.")
+def _cmd_undo(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+    _decide("undo", args.id)
