@@ -89,13 +89,7 @@ class DemoAgent:
         state["prompts"] += 1
         text = " ".join(getattr(b, "text", "") for b in prompt).lower()
         if "capabilities" in text:
-            fs = getattr(self.caps, "fs", None)
-            await self._say(sid, f"fs read={getattr(fs, 'read_text_file', None)} "
-                                 f"write={getattr(fs, 'write_text_file', None)} "
-                                 f"terminal={getattr(self.caps, 'terminal', None)} "
-                                 f"cwd={os.getcwd()} "
-                                 f"env={os.environ.get('ACP_DEMO_MARKER', '(missing)')}")
-            return PromptResponse(stop_reason="end_turn")
+            return await self._capabilities(sid)
         if "hello" in text:
             await self._say(sid, f"Hello from demo-acp (prompt {state['prompts']} of this "
                                  "session).")
@@ -127,21 +121,35 @@ class DemoAgent:
                 await asyncio.sleep(0.1)
             return PromptResponse(stop_reason="end_turn")
         if "outside" in text:
-            await self.conn.session_update(sid, start_tool_call(
-                "w1", "Write ../acp-demo-outside.txt", kind="edit", status="in_progress",
-                raw_input={"path": "../acp-demo-outside.txt"}))
-            try:
-                await self.conn.write_text_file(content="escaped", path="../acp-demo-outside.txt",
-                                                session_id=sid)
-                result = "written"
-            except Exception as exc:  # the client refused: report it as the tool's failure
-                result = f"refused: {exc}"
-            await self.conn.session_update(sid, update_tool_call(
-                "w1", status="failed" if result != "written" else "completed",
-                content=[tool_content(text_block(result))]))
-            await self._say(sid, f"The write outside was {result}.")
-            return PromptResponse(stop_reason="end_turn")
+            return await self._write_outside(sid)
         return await self._script(sid, state)
+
+    async def _capabilities(self, sid: str) -> PromptResponse:
+        """Say what the client offered, the cwd and a marker variable (tests read them)."""
+        fs = getattr(self.caps, "fs", None)
+        await self._say(sid, f"fs read={getattr(fs, 'read_text_file', None)} "
+                             f"write={getattr(fs, 'write_text_file', None)} "
+                             f"terminal={getattr(self.caps, 'terminal', None)} "
+                             f"cwd={os.getcwd()} "
+                             f"env={os.environ.get('ACP_DEMO_MARKER', '(missing)')}")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _write_outside(self, sid: str) -> PromptResponse:
+        """Try to write outside the client's folder and report what the client said."""
+        await self.conn.session_update(sid, start_tool_call(
+            "w1", "Write ../acp-demo-outside.txt", kind="edit", status="in_progress",
+            raw_input={"path": "../acp-demo-outside.txt"}))
+        try:
+            await self.conn.write_text_file(content="escaped", path="../acp-demo-outside.txt",
+                                            session_id=sid)
+            result = "written"
+        except Exception as exc:  # the client refused: report it as the tool's failure
+            result = f"refused: {exc}"
+        await self.conn.session_update(sid, update_tool_call(
+            "w1", status="failed" if result != "written" else "completed",
+            content=[tool_content(text_block(result))]))
+        await self._say(sid, f"The write outside was {result}.")
+        return PromptResponse(stop_reason="end_turn")
 
     async def _script(self, sid: str, state: dict[str, Any]) -> PromptResponse:
         conn = self.conn

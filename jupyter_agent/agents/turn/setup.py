@@ -250,6 +250,18 @@ def default_specs(agent: Agent | None) -> list[Any] | None:
     return workspace_agent_specs() if agent.workspace else None
 
 
+def _turn_skills(agent: Any, opt: Any, notices: list[str]) -> list[Any]:
+    """The skills of a turn (the agent's, then the cell's); a notice when the listing's cap
+    left some out."""
+    paths = [*(agent.skills if agent is not None else []),
+             *_skill_paths(getattr(opt, "skills", None))]
+    skills = skill_folders.load_skills(paths) if paths else []
+    left_out = skill_folders.skills_left_out_notice(skills) if skills else None
+    if left_out:
+        notices.append(left_out)
+    return skills
+
+
 def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str = "agent",
                store: Any = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
@@ -303,12 +315,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     # a `--agent sh` cell, a plain cell offering only `bash` surprised (issue 37).
     specs = tools if tools is not None else default_specs(agent if source != "session" else None)
     with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
-    paths = [*(agent.skills if agent is not None else []),
-             *_skill_paths(getattr(opt, "skills", None))]
-    skills = skill_folders.load_skills(paths) if paths else []
-    left_out = skill_folders.skills_left_out_notice(skills) if skills else None
-    if left_out:
-        notices.append(left_out)
+    skills = _turn_skills(agent, opt, notices)
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
                                    notebook=notebook_factory(agent, getattr(opt, "shell", None)),
                                    with_notebook=with_notebook)
