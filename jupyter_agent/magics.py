@@ -225,6 +225,8 @@ class AgentMagics(Magics):
                                          default_session=config.settings.session)
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
+        if args.out:
+            opts["on_end"] = _out_setter(self.namespace(), args.out, typed=bool(args.schema))
         return prompt, opts
 
     def typed_options(self, args: Any) -> dict[str, Any]:
@@ -254,23 +256,18 @@ class AgentMagics(Magics):
                 holder["display"].on_event(event)
 
         ns = self.namespace()
-        # ``--out``: a run finished by a click (an ask, an approval) stores its answer then.
-        out = (ns, args.out, bool(args.schema)) if args.out else None
 
         def on_start(run: Any) -> None:
             holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
                                             on_answer=lambda msg: GATE.apply(
-                                                lambda: _on_click(run, msg, out=out)))
+                                                lambda: _on_click(run, msg)))
 
         try:
             run = start([_Starter(on_start, listener)])
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
-        ns["_agent_run"] = run
-        if args.out:
-            # A typed run stores its instance (None when it never validated), else the text.
-            ns[args.out] = run.output if args.schema else run.answer
+        ns["_agent_run"] = run  # ``--out`` was filled by the turn's on_end (_out_setter)
         if run.status == "error":
             # The display already shows the run; the cell still fails (Run All stops here),
             # with one line and no traceback.
@@ -412,13 +409,20 @@ def _close_superseded(run_ids: list[str]) -> None:
                                  "withdrawn.")
 
 
-def _on_click(run: Any, msg: dict[str, Any],
-              out: tuple[dict[str, Any], str, bool] | None = None) -> None:
-    """A click on an ask or approval card: resume the run in the same output.
+def _out_setter(ns: dict[str, Any], name: str, *, typed: bool) -> Callable[[Any], None]:
+    """The turn's ``on_end`` for ``--out NAME``: each part of the run that ends (the cell's,
+    then a click's, ``%agent resume``'s, an answer given up front) stores a typed run's
+    instance (``None`` when it never validated), else the answer text."""
+    def on_end(run: Any) -> None:
+        ns[name] = run.output if typed else run.answer
 
-    ``out``: the namespace, the cell's ``--out`` variable and whether the cell is typed
-    (``--schema``: the instance, else the answer text), stored once the resumed run has one. Runs in a comm callback, after the cell finished: errors go into the
-    widget, not stdout.
+    return on_end
+
+
+def _on_click(run: Any, msg: dict[str, Any]) -> None:
+    """A click on an ask or approval card: resume the run in the same output (``--out`` is
+    filled by the turn's ``on_end``, as for every resume). Runs in a comm callback, after the
+    cell finished: errors go into the widget, not stdout.
     """
     from .agents.resume import Answer, resume
     from .ui.live import displays
@@ -433,9 +437,6 @@ def _on_click(run: Any, msg: dict[str, Any],
             raise ResumeError("The click named no card (no call id); nothing changed.")
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
                expected_call_id=call_id)
-        if out is not None:
-            ns, name, typed = out
-            ns[name] = run.output if typed else run.answer
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         ask = run.view.get("ask")
         if (isinstance(exc, ResumeError) and isinstance(ask, dict) and not ask.get("answered")

@@ -18,9 +18,8 @@ from typing import Any, Literal
 from ...answers import Answer
 from ...errors import ParameterError
 from ...events import Warning_
-from ..held import HELD
 from ..pending import PlanPending
-from ..resume import resume, settle
+from ..resume import answer_now, settle
 from ..run import Run, RunRecorder
 from ..turn.open import TurnContext
 from ..turn.start import start_turn
@@ -114,23 +113,5 @@ def _answer_up_front(p: TurnContext, run: Run, answer: str | None, option: int |
             rec.flush()
             break
         first = False
-        run = _resume_now(p, run, a)
+        run = answer_now(p, run, a)
     return run
-
-
-def _resume_now(p: TurnContext, run: Run, a: Answer) -> Run:
-    """Answer ``run``'s pending ask in this call (through the store when there is one)."""
-    listeners = list(p.recorder.listeners)
-    if p.store is not None:
-        return resume(run.run_id, a, run=run, store=p.store, listeners=listeners, client=p.client)
-    pending = run.pending
-    assert isinstance(pending, PlanPending)
-    run.pending = None
-    recorder = RunRecorder(run, None, listeners)
-    card = pending.card
-    recorder.emit(a.event(pending.call_id, list(card.options)))
-    run.status = "running"
-    q = TurnContext(turn_client=p.turn_client, run=run, recorder=recorder, store=None,
-                    turn_id=None, history=[])
-    return resume_plan(q, pending, a, HELD.take(run.run_id))
-
