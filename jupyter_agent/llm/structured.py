@@ -48,7 +48,9 @@ MAX_ANSWER_CHARS = 1_000_000
 """A typed answer longer than this is not parsed (an error instead): parsing a runaway
 generation would cost seconds and a retry would only send it back."""
 
-_FORMAT_WORDS = re.compile(r"response_format|json_schema|structured", re.IGNORECASE)
+_FORMAT_WORDS = re.compile(r"response[_ ]?format|json[_ ]?schema|structured[_ ]outputs?",
+                           re.IGNORECASE)
+"""What a server's error names when it refuses the response format itself."""
 
 
 @dataclass(frozen=True)
@@ -269,8 +271,9 @@ def typed_response(resp: ChatResponse) -> ChatResponse:
 
 
 def schema_refused(resp: ChatResponse) -> bool:
-    """Whether ``resp`` is a server refusing the ``response_format`` (a 400 naming it, or any
-    400/422 to a request that only differs by it)."""
+    """Whether ``resp`` is a server refusing the ``response_format``: a 400/422 whose message
+    names it. Any other 400 (a context too long, a bad temperature) is about something else:
+    it is shown as the server said it, and the mode stays."""
     if resp.status_code not in (400, 422) or not resp.error:
         return False
-    return bool(_FORMAT_WORDS.search(resp.error)) or resp.status_code == 400
+    return bool(_FORMAT_WORDS.search(resp.error))
