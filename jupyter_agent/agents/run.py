@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic
 
 from typing_extensions import TypeVar
 
+from .._interrupt import raise_in_thread
 from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
 from ..events import (
@@ -196,10 +197,7 @@ def _interrupt_thread(ident: int) -> None:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.pthread_kill(ident, signal.SIGINT)
         return
-    import ctypes  # only to interrupt a thread: no run start pays for it
-
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
-                                               ctypes.py_object(KeyboardInterrupt))
+    raise_in_thread(ident, KeyboardInterrupt)
 
 
 # The text field of each streamed delta event.
