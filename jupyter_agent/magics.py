@@ -201,7 +201,7 @@ class AgentMagics(Magics):
         record for a plain cell and for ``--over`` (``jupyter_agent/cell_options.py``)."""
         parser = getattr(AgentMagics, kind).parser
         return read_cell_options(kind, args, parser, ns=self.namespace(), shell=self.shell,
-                                 origin=self._origin(), typed=self.typed_options(args))
+                                 origin=self._origin())
 
     def cell_prompt(self, cell: str, magic: str) -> str:
         """The cell's text with its ``{expr}`` fields filled (one line for an empty cell)."""
@@ -228,21 +228,6 @@ class AgentMagics(Magics):
         if args.out:
             opts["on_end"] = _out_setter(self.namespace(), args.out, typed=bool(args.schema))
         return prompt, opts
-
-    def typed_options(self, args: Any) -> dict[str, Any]:
-        """``--schema``, ``--schema-retries`` and ``--cache`` as options (cells and batches)."""
-        opts: dict[str, Any] = {}
-        if args.schema:
-            if args.schema not in self.namespace():
-                raise UsageError(f"--schema: no variable named {args.schema!r}.")
-            opts["output"] = self.namespace()[args.schema]
-        if args.schema_retries is not None:
-            if not args.schema:
-                raise UsageError("--schema-retries needs --schema NAME.")
-            opts["schema_retries"] = args.schema_retries
-        if args.cache:
-            opts["cache"] = True
-        return opts
 
     def _run(self, args: Any, start: Callable[[list[Any]], Any]) -> Any:
         """Start a run with a live display; map user errors to one line."""
