@@ -28,15 +28,12 @@ BATCH_ONLY = ("over", "concurrency", "expect", "match", "score", "max_cost", "ma
               "rerun", "engine", "judge", "judge_model")
 """Parser destinations of the batch flags: a cell without ``--over`` refuses them."""
 
-OVER_REFUSED: dict[str, str] = {
-    "session": "batch items run without a session; remove --session.",
-    "history": "batch items run without history; remove --history.",
-    "no_history": "batch items run without history already; remove --no-history.",
-    "no_stream": "batch items never stream already; remove --no-stream.",
-    "notebook": "batch items run side by side in worker threads and must not run code in "
-                "this kernel or edit its cells; remove --notebook.",
-}
-"""Flags a ``--over`` cell refuses, by parser destination, with the reason."""
+OVER_REFUSED: dict[str, str] = {"session": "session", "history": "history",
+                                 "no_history": "history", "no_stream": "stream",
+                                 "notebook": "notebook"}
+"""Flags a ``--over`` cell refuses (parser destination -> the option it sets). The reason is
+the batch's own, from its one table (``jupyter_agent.batch.api.PER_ITEM``, which the Python
+API's ``batch()`` checks too), so a cell and a script are refused for the same words."""
 
 
 def load_cell(kind: CellKind, *modules: str) -> None:
@@ -177,9 +174,12 @@ class CellOptions:
         Raises:
             UsageError: a flag a batch cannot carry (:data:`OVER_REFUSED`), by name.
         """
-        for dest, reason in OVER_REFUSED.items():
+        from .batch.api import PER_ITEM  # --over runs a batch: its package loads anyway
+
+        for dest, option in OVER_REFUSED.items():
             if dest in self.given:
-                raise UsageError(f"{self.given[dest]} with --over: {reason}")
+                flag = self.given[dest]
+                raise UsageError(f"{flag} with --over: {PER_ITEM[option]}; remove {flag}.")
         opts = self._common()
         if self.context:  # --with reads this kernel's variables (the thread engine only)
             opts["shell"] = self.shell
