@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from . import batch
     from .agents.attachments import attach_files
     from .agents.chat import chat
+    from .agents.plan.agent import plan
     from .agents.resume import resume
     from .agents.run import Run, last_run
     from .agents.sandbox import python_sandbox

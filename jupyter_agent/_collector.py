@@ -1,4 +1,10 @@
-"""The cyclic garbage collector's young threshold: the one place jupyter-agent changes it.
+"""The cyclic garbage collector's young threshold: the one place jupyter-agent may change it.
+
+**Opt-in, off by default** (docs/architecture.md, "Process-wide settings"): only with
+``JUPYTER_AGENT_TUNE_INTERPRETER=1`` in the environment does anything below happen; unset,
+:func:`long_lived` and :func:`short_lived` run their blocks untouched and no fork handler is
+registered. A library imported into the user's process must not change its collector unasked,
+and the next CPython moves the ground under these details. What the opt-in buys:
 
 Two kinds of work make objects the collector's default pace (a young collection every 700 net
 allocations, up to CPython 3.13) examines for nothing:
@@ -59,7 +65,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["FREE_THREADED", "SPACED", "long_lived", "short_lived"]
+__all__ = ["FREE_THREADED", "SPACED", "TUNE_ENV", "long_lived", "short_lived", "tuning"]
+
+TUNE_ENV = "JUPYTER_AGENT_TUNE_INTERPRETER"
+"""The opt-in (``1``): large imports on a fresh thread's stack (:mod:`._fresh_stack`) and the
+collector's threshold held during imports and batches (this module). Unset: neither."""
 
 FREE_THREADED = "t" in getattr(sys, "abiflags", "")
 """A free-threaded build: its collector has no generations to spare work in."""
@@ -136,7 +146,22 @@ def _reset_in_child() -> None:
     _settle()
 
 
-if hasattr(os, "register_at_fork"):
+def tuning() -> bool:
+    """Whether the user opted in (:data:`TUNE_ENV`, read at each block: it may be set at any
+    time). Off by default: a library imported into someone's process leaves its collector
+    alone unasked."""
+    return os.environ.get(TUNE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_fork_hooks: list[bool] = []
+
+
+def _hook_forks() -> None:
+    """Register the fork hooks, once, when the first block runs (not at import: opted out,
+    this module changes nothing of the process, its fork handlers included)."""
+    if _fork_hooks or not hasattr(os, "register_at_fork"):
+        return
+    _fork_hooks.append(True)
     # A fork waits for the state and the threshold to agree: a child forked between another
     # thread's gc.set_threshold and its record of it took the threshold for the user's and
     # kept collection off (zero) for good.
@@ -177,7 +202,13 @@ def _resume(name: str) -> None:
 @contextmanager
 def long_lived(name: str) -> Iterator[None]:
     """Import module ``name`` in the block with automatic collection paused; then move every
-    tracked object to the oldest generation, if the import succeeded (see the module doc)."""
+    tracked object to the oldest generation, if the import succeeded (see the module doc).
+    Only when the user opted in (:func:`tuning`); otherwise the block runs untouched."""
+    if not tuning():
+        yield
+        return
+    with _Hold.lock:
+        _hook_forks()
     pid = os.getpid()
     paused: list[bool] = []
     try:
@@ -193,7 +224,12 @@ def long_lived(name: str) -> Iterator[None]:
 @contextmanager
 def short_lived() -> Iterator[None]:
     """Run the block with young collections at least :data:`SPACED` allocations apart (see
-    the module doc)."""
+    the module doc). Only when the user opted in (:func:`tuning`)."""
+    if not tuning():
+        yield
+        return
+    with _Hold.lock:
+        _hook_forks()
     pid = os.getpid()
     entered = False
     try:

@@ -1,5 +1,9 @@
 """Large imports run from the bottom of a new thread's stack, whatever depth they are asked from.
 
+**Opt-in, off by default**: only with ``JUPYTER_AGENT_TUNE_INTERPRETER=1`` (see
+:mod:`._collector`); unset, :func:`preimport` is a plain ``importlib.import_module``. What the
+opt-in buys, and why:
+
 CPython 3.11 and 3.12 keep a thread's Python frames in 16 KiB chunks and free the top chunk
 each time the stack unwinds below it (python/cpython#142183, fixed upstream from 3.13). Code
 whose depth swings back and forth across a chunk boundary pays an ``mmap`` and a ``munmap`` per
@@ -42,7 +46,7 @@ import sys
 import threading
 from types import FrameType
 
-from ._collector import long_lived
+from ._collector import long_lived, tuning
 
 __all__ = ["preimport"]
 
@@ -61,7 +65,7 @@ def preimport(name: str) -> None:
     would need (both would wait forever), or when no thread can be started (see the module
     doc).
     """
-    if name in sys.modules:
+    if name in sys.modules or not tuning():  # opted out (the default): a plain import
         importlib.import_module(name)  # waits for it if another thread is importing it now
         return
     with long_lived(name):

@@ -28,15 +28,12 @@ BATCH_ONLY = ("over", "concurrency", "expect", "match", "score", "max_cost", "ma
               "rerun", "engine", "judge", "judge_model")
 """Parser destinations of the batch flags: a cell without ``--over`` refuses them."""
 
-OVER_REFUSED: dict[str, str] = {
-    "session": "batch items run without a session; remove --session.",
-    "history": "batch items run without history; remove --history.",
-    "no_history": "batch items run without history already; remove --no-history.",
-    "no_stream": "batch items never stream already; remove --no-stream.",
-    "notebook": "batch items run side by side in worker threads and must not run code in "
-                "this kernel or edit its cells; remove --notebook.",
-}
-"""Flags a ``--over`` cell refuses, by parser destination, with the reason."""
+OVER_REFUSED: dict[str, str] = {"session": "session", "history": "history",
+                                 "no_history": "history", "no_stream": "stream",
+                                 "notebook": "notebook"}
+"""Flags a ``--over`` cell refuses (parser destination -> the option it sets). The reason is
+the batch's own, from its one table (``jupyter_agent.batch.api.PER_ITEM``, which the Python
+API's ``batch()`` checks too), so a cell and a script are refused for the same words."""
 
 
 def load_cell(kind: CellKind, *modules: str) -> None:
@@ -101,11 +98,19 @@ class CellOptions:
     answer: str | None = None
     option: int | None = None
     auto_answer: Literal["first"] | None = None
+    output: Any = None
+    """``--schema NAME``: the notebook's model class or JSON schema dict (the run is typed)."""
+    schema_retries: int | None = None
+    """``--schema-retries N`` (needs ``--schema``); ``None``: the default."""
+    cache: bool = False
+    """``--cache``: answer a request identical to an earlier one from the answer cache."""
+    skills: str | None = None
+    """``--skills a,b``: skill folders (``%%toolloop``/``%%plan``)."""
+    approve: str | None = None
+    """``--approve bash,run_python``: tools the person approved for this cell (the entry
+    point reads the names, as from ``approve=`` in Python)."""
     shell: Any = None
     origin: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    """Entry-point keywords of flags added after this record (their parser destination ->
-    value, given flags only): they reach the entry point and a batch alike."""
 
     def refuse_batch_flags(self) -> None:
         """A cell without ``--over``: batch flags and several models are one-line errors."""
@@ -131,7 +136,16 @@ class CellOptions:
             opts.update(parallel=self.parallel, tool_choice=self.tool_choice)
         if self.kind == "plan":
             opts.update(answer=self.answer, option=self.option)
-        opts.update(self.extra)
+        if self.output is not None:
+            opts["output"] = self.output
+        if self.schema_retries is not None:
+            opts["schema_retries"] = self.schema_retries
+        if self.cache:
+            opts["cache"] = True
+        if self.skills is not None:
+            opts["skills"] = self.skills
+        if self.approve is not None:
+            opts["approve"] = self.approve
         return opts
 
     def entry_options(self, client: Callable[[str, str | None], Any], *,
@@ -160,9 +174,12 @@ class CellOptions:
         Raises:
             UsageError: a flag a batch cannot carry (:data:`OVER_REFUSED`), by name.
         """
-        for dest, reason in OVER_REFUSED.items():
+        from .batch.api import PER_ITEM  # --over runs a batch: its package loads anyway
+
+        for dest, option in OVER_REFUSED.items():
             if dest in self.given:
-                raise UsageError(f"{self.given[dest]} with --over: {reason}")
+                flag = self.given[dest]
+                raise UsageError(f"{flag} with --over: {PER_ITEM[option]}; remove {flag}.")
         opts = self._common()
         if self.context:  # --with reads this kernel's variables (the thread engine only)
             opts["shell"] = self.shell
@@ -193,23 +210,38 @@ _KNOWN = frozenset({
     "model", "system", "out", "session", "history", "no_history", "temperature", "max_tokens",
     "knowledge", "quote_role", "quote_prompt", "quote_template", "no_stream", "with_vars",
     "record", "replay", "tools", "max_rounds", "agent", "notebook", "parallel", "tool_choice",
-    "answer", "option", "auto_answer", "schema", "schema_retries", "cache", *BATCH_ONLY})
-"""Parser destinations this module reads itself; any other given flag goes to ``extra``."""
+    "answer", "option", "auto_answer", "schema", "schema_retries", "cache", "skills", "approve",
+    *BATCH_ONLY})
+"""Every parser destination of the three magics: each is a field of :class:`CellOptions` (or the
+edge's own: ``out``, the batch flags). A flag added to a magic and not here is refused at once
+(:func:`read_cell_options`), so none is ever dropped on its way to the request."""
 
 
 def read_cell_options(kind: CellKind, args: argparse.Namespace,
                       parser: argparse.ArgumentParser, *, ns: Mapping[str, Any],
-                      shell: Any = None, origin: str | None = None,
-                      typed: Mapping[str, Any] | None = None) -> CellOptions:
+                      shell: Any = None, origin: str | None = None) -> CellOptions:
     """The :class:`CellOptions` of a parsed magic line (notebook variables looked up now).
 
-    ``typed``: the entry-point options of ``--schema``, ``--schema-retries`` and ``--cache``
-    (``AgentMagics.typed_options``), carried like any other option.
-
     Raises:
-        UsageError: a flag naming a missing variable, ``--record`` with ``--replay``.
+        UsageError: a flag naming a missing variable, ``--record`` with ``--replay``,
+            ``--schema-retries`` without ``--schema``.
+        TypeError: a parser destination this record does not know (a flag added to a magic
+            without its field here: a bug, caught by the tests).
     """
     given = given_flags(args, parser)
+    unknown = sorted(set(given) - _KNOWN)
+    if unknown:
+        raise TypeError(f"cell flags without a CellOptions field: {unknown}")
+    output = None
+    schema = getattr(args, "schema", None)
+    if schema:
+        if schema not in ns:
+            raise UsageError(f"--schema: no variable named {schema!r}.")
+        output = ns[schema]
+    schema_retries = getattr(args, "schema_retries", None)
+    if schema_retries is not None and not schema:
+        raise UsageError("--schema-retries needs --schema NAME.")
+    approve = getattr(args, "approve", None)
     knowledge = None
     if args.knowledge:
         if args.knowledge not in ns:
@@ -220,8 +252,6 @@ def read_cell_options(kind: CellKind, args: argparse.Namespace,
     cassette: Literal["record", "replay"] | None = (
         "record" if args.record else "replay" if args.replay else None)
     tools = getattr(args, "tools", None)
-    extra = {dest: getattr(args, dest) for dest in given if dest not in _KNOWN}
-    extra.update(typed or {})
     return CellOptions(
         kind=kind, given=given, model=args.model, system=args.system, session=args.session,
         history=0 if args.no_history else args.history, temperature=args.temperature,
@@ -237,4 +267,6 @@ def read_cell_options(kind: CellKind, args: argparse.Namespace,
         parallel=bool(getattr(args, "parallel", False)),
         tool_choice=getattr(args, "tool_choice", None), answer=getattr(args, "answer", None),
         option=getattr(args, "option", None), auto_answer=getattr(args, "auto_answer", None),
-        shell=shell, origin=origin, extra=extra)
+        output=output, schema_retries=schema_retries, cache=bool(getattr(args, "cache", False)),
+        skills=getattr(args, "skills", None),
+        approve=approve, shell=shell, origin=origin)

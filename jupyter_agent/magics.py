@@ -201,7 +201,7 @@ class AgentMagics(Magics):
         record for a plain cell and for ``--over`` (``jupyter_agent/cell_options.py``)."""
         parser = getattr(AgentMagics, kind).parser
         return read_cell_options(kind, args, parser, ns=self.namespace(), shell=self.shell,
-                                 origin=self._origin(), typed=self.typed_options(args))
+                                 origin=self._origin())
 
     def cell_prompt(self, cell: str, magic: str) -> str:
         """The cell's text with its ``{expr}`` fields filled (one line for an empty cell)."""
@@ -225,22 +225,9 @@ class AgentMagics(Magics):
                                          default_session=config.settings.session)
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
+        if args.out:
+            opts["on_end"] = _out_setter(self.namespace(), args.out, typed=bool(args.schema))
         return prompt, opts
-
-    def typed_options(self, args: Any) -> dict[str, Any]:
-        """``--schema``, ``--schema-retries`` and ``--cache`` as options (cells and batches)."""
-        opts: dict[str, Any] = {}
-        if args.schema:
-            if args.schema not in self.namespace():
-                raise UsageError(f"--schema: no variable named {args.schema!r}.")
-            opts["output"] = self.namespace()[args.schema]
-        if args.schema_retries is not None:
-            if not args.schema:
-                raise UsageError("--schema-retries needs --schema NAME.")
-            opts["schema_retries"] = args.schema_retries
-        if args.cache:
-            opts["cache"] = True
-        return opts
 
     def _run(self, args: Any, start: Callable[[list[Any]], Any]) -> Any:
         """Start a run with a live display; map user errors to one line."""
@@ -254,23 +241,18 @@ class AgentMagics(Magics):
                 holder["display"].on_event(event)
 
         ns = self.namespace()
-        # ``--out``: a run finished by a click (an ask, an approval) stores its answer then.
-        out = (ns, args.out, bool(args.schema)) if args.out else None
 
         def on_start(run: Any) -> None:
             holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
                                             on_answer=lambda msg: GATE.apply(
-                                                lambda: _on_click(run, msg, out=out)))
+                                                lambda: _on_click(run, msg)))
 
         try:
             run = start([_Starter(on_start, listener)])
         except JupyterAgentError as exc:
             raise UsageError(usage_message(exc)) from None
-        ns["_agent_run"] = run
-        if args.out:
-            # A typed run stores its instance (None when it never validated), else the text.
-            ns[args.out] = run.output if args.schema else run.answer
+        ns["_agent_run"] = run  # ``--out`` was filled by the turn's on_end (_out_setter)
         if run.status == "error":
             # The display already shows the run; the cell still fails (Run All stops here),
             # with one line and no traceback.
@@ -467,13 +449,20 @@ def _close_superseded(run_ids: list[str]) -> None:
                                  "withdrawn.")
 
 
-def _on_click(run: Any, msg: dict[str, Any],
-              out: tuple[dict[str, Any], str, bool] | None = None) -> None:
-    """A click on an ask or approval card: resume the run in the same output.
+def _out_setter(ns: dict[str, Any], name: str, *, typed: bool) -> Callable[[Any], None]:
+    """The turn's ``on_end`` for ``--out NAME``: each part of the run that ends (the cell's,
+    then a click's, ``%agent resume``'s, an answer given up front) stores a typed run's
+    instance (``None`` when it never validated), else the answer text."""
+    def on_end(run: Any) -> None:
+        ns[name] = run.output if typed else run.answer
 
-    ``out``: the namespace, the cell's ``--out`` variable and whether the cell is typed
-    (``--schema``: the instance, else the answer text), stored once the resumed run has one. Runs in a comm callback, after the cell finished: errors go into the
-    widget, not stdout.
+    return on_end
+
+
+def _on_click(run: Any, msg: dict[str, Any]) -> None:
+    """A click on an ask or approval card: resume the run in the same output (``--out`` is
+    filled by the turn's ``on_end``, as for every resume). Runs in a comm callback, after the
+    cell finished: errors go into the widget, not stdout.
     """
     from .agents.resume import Answer, resume
     from .ui.live import displays
@@ -488,9 +477,6 @@ def _on_click(run: Any, msg: dict[str, Any],
             raise ResumeError("The click named no card (no call id); nothing changed.")
         resume(run.run_id, Answer.from_message(msg), run=run, listeners=listeners,
                expected_call_id=call_id)
-        if out is not None:
-            ns, name, typed = out
-            ns[name] = run.output if typed else run.answer
     except Exception as exc:  # a click that fails silently is the worst bug: show it
         ask = run.view.get("ask")
         if (isinstance(exc, ResumeError) and isinstance(ask, dict) and not ask.get("answered")

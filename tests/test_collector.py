@@ -8,6 +8,9 @@
   it runs, and cyclic garbage is still collected (docs/architecture.md, "Batches").
 - Both: the user's settings win, the threshold comes back however and in whatever order the
   blocks end, and a child forked meanwhile gets it back.
+
+All of it is opt-in (``JUPYTER_AGENT_TUNE_INTERPRETER=1``); by default nothing of the
+process changes: tests/test_interpreter_untouched.py.
 """
 
 from __future__ import annotations
@@ -29,6 +32,14 @@ import pytest
 from jupyter_agent import _collector, batch, tool
 from jupyter_agent._collector import SPACED, long_lived, short_lived
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
+
+
+@pytest.fixture(autouse=True)
+def opted_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Everything below is the opt-in's behaviour (``JUPYTER_AGENT_TUNE_INTERPRETER=1``; off by
+    default, see test_opted_out_nothing_of_the_process_changes); child interpreters inherit
+    it."""
+    monkeypatch.setenv("JUPYTER_AGENT_TUNE_INTERPRETER", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -162,8 +162,8 @@ def test_a_run_that_waits_loads_the_schema_when_it_suspends(server: ScriptedOpen
 
 
 # ---------------------------------------------------------------------------- the entry points
-# Every road into a first run imports the agent layer through ``preimport`` (a fresh stack, what
-# it makes straight to the collector's oldest generation): an audit hook reads the young
+# Every road into a first run imports the agent layer through ``preimport`` (opted in: a fresh
+# stack, what it makes straight to the collector's oldest generation): an audit hook reads the young
 # threshold as each module of the layer, pydantic and the widget libraries is imported. Zero
 # is the import's pause (10,000 a batch's spacing, for the engine's own modules); the
 # process's default (700) means the import took another road. ``agents.entries``, the road's
@@ -197,7 +197,10 @@ print(json.dumps({{str(k): sorted(v) for k, v in seen.items()}}))
 
 @pytest.mark.parametrize("road", sorted(_ROADS))
 def test_every_road_imports_the_agent_layer_with_collection_paused(
-        server: ScriptedOpenAI, road: str) -> None:
+        server: ScriptedOpenAI, road: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the opt-in (``JUPYTER_AGENT_TUNE_INTERPRETER=1``); by default nothing is paused:
+    tests/test_interpreter_untouched.py."""
+    monkeypatch.setenv("JUPYTER_AGENT_TUNE_INTERPRETER", "1")
     server.default = text("Hello.")
     seen = _report(_AUDITED.format(road=_ROADS[road]))
     assert len(server.requests) >= 1  # a run did reach the model

@@ -20,6 +20,14 @@ from jupyter_agent._fresh_stack import preimport
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+@pytest.fixture(autouse=True)
+def opted_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Everything below is the opt-in's behaviour (``JUPYTER_AGENT_TUNE_INTERPRETER=1``; off by
+    default, see test_opted_out_nothing_of_the_process_changes); child interpreters inherit
+    it."""
+    monkeypatch.setenv("JUPYTER_AGENT_TUNE_INTERPRETER", "1")
+
 on_a_thread = pytest.mark.skipif(not _fresh_stack._CHUNKED,
                                  reason="this Python frees no frame chunks: no thread is used")
 

@@ -73,3 +73,23 @@ def test_every_type_ignore_says_why() -> None:
             if not said:
                 unexplained.append(f"{path.relative_to(ROOT)}:{i + 1}: {line.strip()}")
     assert not unexplained, "\n".join(unexplained)
+
+
+def test_a_typed_run_is_checked_by_mypy(tmp_path: Path) -> None:
+    """``chat/toolloop/plan(..., output=Model)`` return ``Run[Model]``: a wrong field of
+    ``run.output`` is a mypy error; an untyped run's output stays ``Any``."""
+    src = tmp_path / "typed_use.py"
+    src.write_text(
+        "from pydantic import BaseModel\n"
+        "from jupyter_agent import chat, plan, toolloop\n\n"
+        "class Ticket(BaseModel):\n"
+        "    label: str\n\n"
+        "for run in (chat('x', output=Ticket), toolloop('x', output=Ticket),\n"
+        "            plan('x', output=Ticket)):\n"
+        "    if run.output is not None:\n"
+        "        ok: str = run.output.label\n"
+        "        bad = run.output.lable\n"
+        "untyped = chat('x').output\n", encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and '"Ticket" has no attribute "lable"' in errors[0], result.stdout

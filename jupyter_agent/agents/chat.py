@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from ..llm.profiles import map_temperature
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig
 from .compression import window_fitter
-from .run import Run
+from .run import Model, Run
 from .turn.drive import drive
 from .turn.start import start_turn
 
 __all__ = ["chat"]
 
 
-def chat(prompt: str, **options: Any) -> Run:
+@overload
+def chat(prompt: str, *, output: type[Model], **options: Any) -> Run[Model]: ...
+@overload
+def chat(prompt: str, *, output: dict[str, Any] | None = None, **options: Any) -> Run[Any]: ...
+def chat(prompt: str, *, output: Any = None, **options: Any) -> Run[Any]:
     """Make one streamed model call and return the :class:`Run`.
+
+    ``output``: a pydantic model class (``run.output`` is then its instance, and the run a
+    ``Run[Model]`` for mypy) or a JSON schema dict (a dict).
 
     Keyword options are those of :class:`~jupyter_agent.agents.turn.options.TurnOptions` (``model``,
     ``system``, ``session``, ``history``, ``temperature``, ``max_tokens``, ``knowledge``…).
@@ -24,6 +31,8 @@ def chat(prompt: str, **options: Any) -> Run:
     Raises:
         ParameterError: an empty prompt or a value outside its range.
     """
+    if output is not None:
+        options["output"] = output
     turn = start_turn("chat", prompt, options)
     p, opt = turn.ctx, turn.opt
     prof = p.client.profile

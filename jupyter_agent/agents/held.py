@@ -13,6 +13,7 @@ them (:meth:`Held.take`) once its claim succeeded. It is a slot of the process s
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from .._state import STATE
 if TYPE_CHECKING:
     from ..clients.turn_client import TurnClient
     from ..tools.registry import Tool
+    from .run import Run
 
 __all__ = ["LIMIT", "Parts", "Held", "HELD"]
 
@@ -36,6 +38,10 @@ class Parts:
     client: TurnClient | None = None
     output: Any = None
     """A typed run's output spec (its model class: ``run.output`` stays an instance)."""
+    is_aborted: Callable[[], bool] | None = None
+    """The first turn's abort check (a batch's stop): every resumed part polls it too."""
+    on_end: Callable[[Run], None] | None = None
+    """The first turn's ``on_end`` (a cell's ``--out``): told again when a resumed part ends."""
 
 
 @dataclass
@@ -46,8 +52,10 @@ class Held:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def keep(self, run_id: str, *, tools: list[Tool[Any]] | None = None,
-             client: TurnClient | None = None, output: Any = None) -> None:
-        """Keep ``tools`` and/or ``client`` for the resume of ``run_id``."""
+             client: TurnClient | None = None, output: Any = None,
+             is_aborted: Callable[[], bool] | None = None,
+             on_end: Callable[[Run], None] | None = None) -> None:
+        """Keep the given parts for the resume of ``run_id`` (``None``: keep what was kept)."""
         with self._lock:
             parts = self._items.pop(run_id, None) or Parts()  # re-inserted: now the newest
             if tools is not None:
@@ -56,6 +64,10 @@ class Held:
                 parts.client = client
             if output is not None:
                 parts.output = output
+            if is_aborted is not None:
+                parts.is_aborted = is_aborted
+            if on_end is not None:
+                parts.on_end = on_end
             self._items[run_id] = parts
             while len(self._items) > LIMIT:
                 self._items.pop(next(iter(self._items)))
@@ -67,7 +79,8 @@ class Held:
 
     def put_back(self, run_id: str, parts: Parts) -> None:
         """Keep ``parts`` again (a resume that failed before it started)."""
-        self.keep(run_id, tools=parts.tools, client=parts.client, output=parts.output)
+        self.keep(run_id, tools=parts.tools, client=parts.client, output=parts.output,
+                  is_aborted=parts.is_aborted, on_end=parts.on_end)
 
     def __contains__(self, run_id: object) -> bool:
         with self._lock:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..answers import Answer, AnswerSource, WaitingAsk
 from ..errors import ParameterError, ResumeError
@@ -29,7 +29,7 @@ from ..events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
 from ..view.reduce import new_view, reduce_event
 from .approval_answers import approval_choice
-from .held import HELD
+from .held import HELD, Parts
 from .pending import PendingRun, ToolloopPending, load_pending
 from .plan.loop import resume_plan
 from .run import Run
@@ -38,8 +38,11 @@ from .turn.finish import finish_turn
 from .turn.open import TurnContext, open_turn
 from .turn.options import TurnOptions
 
-__all__ = ["Answer", "resume", "settle", "OptionOutOfRange", "register_external",
-           "ExternalResumer"]
+if TYPE_CHECKING:
+    from ..clients.turn_client import TurnClient
+
+__all__ = ["Answer", "resume", "answer_now", "settle", "OptionOutOfRange",
+           "register_external", "ExternalResumer"]
 
 ExternalResumer = Callable[..., "Run | None"]
 """Answers a run whose waiting request lives outside our loop (an ACP agent's permission,
@@ -270,9 +273,37 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
         raise
     if answers is not None:
         tc = dataclasses.replace(tc, answers=answers)
+    return _continue(run, pending, answer, tc, held, store=store, listeners=listeners,
+                     by_click=expected_call_id is not None)
+
+
+def answer_now(p: TurnContext, run: Run, answer: Answer) -> Run:
+    """Answer ``run``'s waiting ask in this call, right after the turn ``p`` suspended it (an
+    answer given up front): through the store when the turn has one, else from the Run
+    object itself, which then is the only record. Either way the same road as any resume."""
+    listeners = list(p.recorder.listeners)
+    if p.store is not None:
+        return resume(run.run_id, answer, run=run, store=p.store, listeners=listeners,
+                      client=p.client)
+    pending = run.pending
+    if pending is None:
+        raise ResumeError(f"Run {run.run_id} is not waiting for an answer; nothing changed.")
+    held = HELD.take(run.run_id)
+    _, run = _continue(run, pending, answer, held.client or p.turn_client, held, store=None,
+                       listeners=listeners, by_click=False)
+    return run
+
+
+def _continue(run: Run, pending: PendingRun, answer: Answer, tc: TurnClient, held: Parts, *,
+              store: Any, listeners: Sequence[Callable[[BaseEvent], None]] | None,
+              by_click: bool) -> tuple[TurnContext, Run]:
+    """The resumed part of a claimed run: a turn opened like the first one, with what the first
+    was started with (its abort check, ``on_end``, a typed run's schema: ``held``), and the
+    run continued by its kind."""
     run.pending = None
     opt = TurnOptions(session=run.session, history=0, store=store, listeners=list(listeners or []),
-                      schema_retries=pending.schema_retries)
+                      schema_retries=pending.schema_retries, is_aborted=held.is_aborted,
+                      on_end=held.on_end)
     if held.output is not None or pending.output is not None:  # a typed run stays typed
         from ..llm.structured import output_spec
 
@@ -285,8 +316,7 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
     with recorder.finishing(lambda status: finish_turn(p, status)):
         recorder.emit(answer.event(pending.call_id, pending.card.options))
         if tc.answer_log is not None:  # a recording keeps the answer for its replay
-            tc.answer_log.keep(pending.waiting_ask(), answer,
-                               "click" if expected_call_id else "code")
+            tc.answer_log.keep(pending.waiting_ask(), answer, "click" if by_click else "code")
         run.status = "running"
         # The one dispatch by kind (no registry: both resumers sit below this module).
         if isinstance(pending, ToolloopPending):

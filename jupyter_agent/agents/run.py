@@ -9,8 +9,11 @@ import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic
 
+from typing_extensions import TypeVar
+
+from .._interrupt import raise_in_thread
 from .._previews import STREAM_PREVIEW, head_tail
 from .._state import STATE, Box
 from ..events import (
@@ -27,6 +30,8 @@ from ..tracing import run_tracer
 from ..view.reduce import new_view, reduce_event
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ..session.store import Store
     from .pending import PendingRun
 
@@ -64,7 +69,18 @@ def set_last_run(run: Run | None) -> None:
     _LAST.value = run
 
 
-class Run:
+Output = TypeVar("Output", default=Any)
+"""What a typed run's ``output`` is (its schema's model class; ``Any`` for an untyped run or a
+JSON schema dict): ``chat(..., output=Ticket)`` is a ``Run[Ticket]``, so mypy checks
+``run.output.label``."""
+
+
+Model = TypeVar("Model", bound="BaseModel")
+"""A pydantic model class given as ``output=``: the entry points' overloads return
+``Run[Model]``."""
+
+
+class Run(Generic[Output]):
     """One agent run: its answer, events, tool results, usage and status.
 
     ``status`` is ``running`` while it runs, then ``done``, ``ask`` (suspended, waiting for an
@@ -96,7 +112,7 @@ class Run:
         self.pending: PendingRun | None = None
         """What a suspended run saved (status ``ask``); ``None`` otherwise."""
         self.plan: dict[str, Any] | None = None
-        self.output: Any = None
+        self.output: Output | None = None
         """A typed run's validated answer (an instance of its schema's model, a dict for a
         JSON schema); ``None`` otherwise, and when the answer never validated (``invalid``)."""
         self.abort_requested = False
@@ -187,10 +203,7 @@ def _interrupt_thread(ident: int) -> None:
     # answers: its connection is closed instead (not awaited), which raises it at once.
     if cut_requests([ident], only_reading=True):
         return
-    import ctypes  # only to interrupt a thread: no run start pays for it
-
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
-                                               ctypes.py_object(KeyboardInterrupt))
+    raise_in_thread(ident, KeyboardInterrupt)
 
 
 # The text field of each streamed delta event.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from .limits import MAX_ROUNDS, PARALLEL_BATCH
-from .run import Run
+from .run import Model, Run
 from .tooling import forced_choice, loop_parts
 from .toolloop_suspend import approval_suspender
 from .turn.drive import drive
@@ -14,9 +14,17 @@ from .turn.start import start_turn
 __all__ = ["toolloop", "MAX_ROUNDS", "PARALLEL_BATCH"]
 
 
+@overload
 def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
              max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
-             **options: Any) -> Run:
+             output: type[Model], **options: Any) -> Run[Model]: ...
+@overload
+def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
+             max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
+             output: dict[str, Any] | None = None, **options: Any) -> Run[Any]: ...
+def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
+             max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
+             output: Any = None, **options: Any) -> Run[Any]:
     """Let the model call ``tools`` (all registered ones by default) until it answers.
 
     Args:
@@ -34,6 +42,8 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
     Raises:
         ParameterError: an empty prompt or a value outside its range.
     """
+    if output is not None:  # a typed run (a Run[Model] for mypy)
+        options["output"] = output
     turn = start_turn("toolloop", prompt, options, tools=tools,
                       checks={"max_rounds": max_rounds, "tool_choice": tool_choice})
     p, setup, opt = turn.ctx, turn.setup, turn.opt

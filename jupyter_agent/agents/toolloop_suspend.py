@@ -74,7 +74,7 @@ def approval_suspender(p: TurnContext, setup: TurnSetup,
             turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds,
             stopped=result.stopped, output=p.output.schema if p.output else None,
             schema_retries=p.schema_retries)
-        HELD.keep(p.run.run_id, tools=setup.tools, output=p.output)
+        HELD.keep(p.run.run_id, tools=setup.tools)
         show_card(p, pending)
 
     return on_result

@@ -28,6 +28,7 @@ PER_ITEM = {"model": "the model is batch()'s own model= (several models: a list)
             "stream": "batch items never stream",
             "store": "the store is batch()'s own store=",
             "is_aborted": "the batch's stop aborts its items",
+            "on_end": "the batch collects its items' results itself",
             "origin": "batch items supersede no question",
             "on_superseded": "batch items supersede no question",
             "agent_model": "set by the runtime",

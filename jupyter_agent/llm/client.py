@@ -149,9 +149,6 @@ class OpenAIClient:
         self.cache_secret = hashlib.sha256(f"jupyter-agent-cache\0{key or ''}".encode()).hexdigest()
         self.cache_scope = (f"{self.base_url or ''}|{self.profile.model}|"
                             f"{hashlib.sha256(self.cache_secret.encode()).hexdigest()[:24]}")
-        self.schema_refused = False
-        """The server answered 400 to a JSON-schema ``response_format``: typed answers use
-        the ``final_answer`` tool from then on."""
 
     def with_transport(self, transport: Transport) -> OpenAIClient:
         """A client like this one (profile, URL, retries, timeout) that sends through
@@ -216,8 +213,11 @@ class OpenAIClient:
                         on_delta: StreamCallback | None) -> ChatResponse:
         """A request for a typed answer, in the form this server takes (``llm/structured.py``):
         a grammar on the embedded model, the schema natively, or a forced ``final_answer``
-        tool. A server that refuses the schema (HTTP 400) is asked again with the tool, and
-        keeps the tool for the rest of this client's life."""
+        tool. The mode comes from the profile and from what the server answered to THIS
+        request, never from an earlier one: a client shared by many runs keeps no mode. Only an
+        error that names the response format (:func:`~.structured.schema_refused`) asks this
+        request again with the tool, and says so; any other error (a context too long, a bad
+        temperature) is returned as the server said it (docs/behaviour.md §10.14)."""
         from .structured import schema_refused, typed_request, typed_response
 
         caps = self.profile.capabilities
@@ -227,15 +227,15 @@ class OpenAIClient:
                 grammar = grammar.model_copy(update={"response_format": None})
                 return self._complete_constrained(grammar, on_delta)
             return self._complete_plain(grammar, on_delta)
-        if caps.structured_output and not self.schema_refused:
+        if caps.structured_output:
             resp = self._complete_plain(request, on_delta)
             if not schema_refused(resp):
                 return resp
-            self.schema_refused = True
             if on_delta is not None:
                 on_delta("warning", {"message": (
-                    f"The server refused the JSON schema (HTTP {resp.status_code}): typed "
-                    f"answers go through a {FINAL_ANSWER_TOOL} tool call instead.")})
+                    f"The server refused the JSON schema (HTTP {resp.status_code}: "
+                    f"{resp.error}): this answer goes through a {FINAL_ANSWER_TOOL} tool "
+                    "call instead.")})
         return typed_response(self._complete_plain(typed_request(request, "tool"), on_delta))
 
     def _complete_constrained(self, request: ChatRequest,

@@ -55,7 +55,9 @@ RecursionError in the live view, a 133-line traceback), and no schema needs it."
 _MAX_ERROR_CHARS = 300
 """One error line sent back to the model at most (a deep field's path is shortened first)."""
 
-_FORMAT_WORDS = re.compile(r"response_format|json_schema|structured", re.IGNORECASE)
+_FORMAT_WORDS = re.compile(r"response[_ ]?format|json[_ ]?schema|structured[_ ]outputs?",
+                           re.IGNORECASE)
+"""What a server's error names when it refuses the response format itself."""
 
 
 @dataclass(frozen=True)
@@ -311,8 +313,9 @@ def typed_response(resp: ChatResponse) -> ChatResponse:
 
 
 def schema_refused(resp: ChatResponse) -> bool:
-    """Whether ``resp`` is a server refusing the ``response_format`` (a 400 naming it, or any
-    400/422 to a request that only differs by it)."""
+    """Whether ``resp`` is a server refusing the ``response_format``: a 400/422 whose message
+    names it. Any other 400 (a context too long, a bad temperature) is about something else:
+    it is shown as the server said it, and the mode stays."""
     if resp.status_code not in (400, 422) or not resp.error:
         return False
-    return bool(_FORMAT_WORDS.search(resp.error)) or resp.status_code == 400
+    return bool(_FORMAT_WORDS.search(resp.error))

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from .._interrupt import raise_in_thread
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "TOOL_TIMEOUT_ENV", "ToolTimeout", "call_with_deadline",
@@ -87,11 +88,7 @@ def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
     ident = thread.ident
     if ident is None:
         return
-    import ctypes  # only for a call past its deadline: no run start pays for it
-
-    hit = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc))
-    if hit > 1:  # never happens for a valid id; undo rather than hit other threads
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
+    raise_in_thread(ident, exc)
 
 
 def call_with_deadline(fn: Callable[..., Any], kwargs: dict[str, Any], limit: float | None, *,

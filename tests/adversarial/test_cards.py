@@ -339,3 +339,26 @@ def test_a_cell_run_inside_another_does_not_release_a_waiting_click() -> None:
     assert applied == ["click"]
     gate.apply(lambda: applied.append("idle"))  # no cell runs: at once
     assert applied == ["click", "idle"]
+
+
+def test_a_click_and_a_resume_cell_both_fill_out(ipython: Any, server: ScriptedOpenAI) -> None:
+    """``--out`` is the turn's on_end: a click on the card fills it as ``%agent resume`` does
+    (one road; the click's own copy of the assignment is gone)."""
+    from jupyter_agent.magics import _on_click
+    from tests.agents.plan.plan_scripts import ask
+
+    ipython.run_cell("%load_ext jupyter_agent")
+    server.enqueue(tool_calls([call("ask_agent", ask(), id="o1")]), text("Clicked."),
+                   tool_calls([call("ask_agent", ask(), id="o2")]), text("Resumed."))
+    with capture_output():
+        assert ipython.run_cell("%%plan --out got\ngo").error_in_exec is None
+    assert ipython.user_ns["got"] == ""
+    run = ipython.user_ns["_agent_run"]
+    with capture_output():
+        _on_click(run, {"type": "answer", "call_id": "o1", "how": "option", "option_index": 1,
+                        "answer": ""})
+    assert ipython.user_ns["got"] == "Clicked."
+    with capture_output():
+        assert ipython.run_cell("%%plan --out got2\ngo again").error_in_exec is None
+        assert ipython.run_cell("%agent resume --option 2").error_in_exec is None
+    assert ipython.user_ns["got2"] == "Resumed." and ipython.user_ns["got"] == "Clicked."

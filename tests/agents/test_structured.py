@@ -122,7 +122,6 @@ def test_bad_output_is_a_parameter_error_before_any_request(server: ScriptedOpen
 def test_a_server_refusing_the_schema_falls_back_to_a_tool_and_says_so(
         server: ScriptedOpenAI) -> None:
     server.enqueue(error(400, "response_format json_schema is not supported"),
-                   tool_calls([call(FINAL_ANSWER_TOOL, json.loads(GOOD))]),
                    tool_calls([call(FINAL_ANSWER_TOOL, json.loads(GOOD))]))
     run = chat("Invoice twice.", output=Ticket)
     assert run.status == "done" and isinstance(run.output, Ticket)
@@ -136,10 +135,33 @@ def test_a_server_refusing_the_schema_falls_back_to_a_tool_and_says_so(
                if e["type"] == "warning")
     assert run.answer == json.dumps(json.loads(GOOD), separators=(",", ":")) or \
         json.loads(run.answer) == json.loads(GOOD)
-    # The same client remembers: the next typed call goes straight to the tool.
+    # The client keeps no mode: the next typed call asks with the schema again (the refusal
+    # was this request's), and takes the tool only when refused again.
+    server.enqueue(text(GOOD))
     run2 = chat("Again.", output=Ticket)
-    assert run2.status == "done" and "response_format" not in server.requests[-1]
-    assert len(server.requests) == 3
+    assert run2.status == "done" and isinstance(run2.output, Ticket)
+    assert "response_format" in server.requests[-1]
+
+
+@pytest.mark.parametrize("message", [
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+    "9000 tokens.",
+    "Invalid value for 'temperature': must be between 0 and 2."])
+def test_a_400_not_about_the_schema_is_shown_as_itself_and_keeps_the_mode(
+        server: ScriptedOpenAI, message: str) -> None:
+    """On main any 400 to a typed request switched the shared client to the tool for good
+    and blamed the schema."""
+    server.enqueue(error(400, message))
+    run = chat("Invoice twice.", output=Ticket)
+    assert run.status == "error" and message.split(".")[0] in (run.error or "")
+    assert len(server.requests) == 1  # not asked again in another mode
+    warnings = [e["message"] for e in run.events_json() if e["type"] == "warning"]
+    assert not any("schema" in w for w in warnings), warnings
+    # The same (cached, shared) client: the next typed request still carries the schema.
+    server.enqueue(text(GOOD))
+    run2 = chat("Again.", output=Ticket)
+    assert run2.status == "done" and isinstance(run2.output, Ticket)
+    assert server.requests[-1]["response_format"]["type"] == "json_schema"
 
 
 @pytest.fixture

@@ -222,3 +222,27 @@ def test_a_toolloop_item_waiting_on_an_approval_is_resumable(srv: ScriptedOpenAI
     again = batch("Refund order {item}", ["A1", "B2"], tools=["refund"])
     assert list(again.results["status"]) == ["done", "ask"] and done == ["A1"]
     assert len(srv.requests) == 3
+
+
+def test_an_abort_stops_a_plan_item_between_its_auto_answered_questions(
+        srv: ScriptedOpenAI) -> None:
+    """The batch's stop reaches the resumed parts of an item (a resume takes the same turn as
+    the first part): on main the item went on asking, 52 more requests in the review's run."""
+    from jupyter_agent.batch.control import Controller
+
+    ctl = Controller()
+    after_stop: list[int] = []
+
+    def keeps_asking(body: dict[str, Any]) -> Any:
+        if ctl.aborting.is_set():
+            after_stop.append(1)
+        elif body["messages"][-1]["role"] == "tool":  # the first auto-answer reached the model
+            ctl.stop("abort")
+        return tool_calls([call("ask_agent", ask("Which one?", ["Red", "Green", "Blue"]))])
+
+    srv.default = keeps_asking
+    res = batch("Paint item {item}", [1, 2, 3], kind="plan", tools=[], auto_answer="first",
+                concurrency=1, controller=ctl, store=None)
+    assert after_stop == []  # nothing asked after the stop
+    assert list(res.results["status"])[0] == "aborted"
+    assert len(srv.requests) == 2

@@ -13,15 +13,14 @@ suspended with status ``ask``; :func:`resume_hint` says how to continue it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from ...answers import Answer
 from ...errors import ParameterError
 from ...events import Warning_
-from ..held import HELD
 from ..pending import PlanPending
-from ..resume import resume, settle
-from ..run import Run, RunRecorder
+from ..resume import answer_now, settle
+from ..run import Model, Run, RunRecorder
 from ..turn.open import TurnContext
 from ..turn.start import start_turn
 from .constants import MAX_ROUNDS
@@ -30,9 +29,20 @@ from .loop import KIND, resume_plan, run_plan
 __all__ = ["plan", "resume_plan", "resume_hint", "KIND", "MAX_ROUNDS"]
 
 
+@overload
 def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_ROUNDS,
          answer: str | None = None, option: int | None = None,
-         auto_answer: Literal["first"] | None = None, **options: Any) -> Run:
+         auto_answer: Literal["first"] | None = None, output: type[Model],
+         **options: Any) -> Run[Model]: ...
+@overload
+def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_ROUNDS,
+         answer: str | None = None, option: int | None = None,
+         auto_answer: Literal["first"] | None = None, output: dict[str, Any] | None = None,
+         **options: Any) -> Run[Any]: ...
+def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_ROUNDS,
+         answer: str | None = None, option: int | None = None,
+         auto_answer: Literal["first"] | None = None, output: Any = None,
+         **options: Any) -> Run[Any]:
     """Run the planning agent on ``prompt`` and return its :class:`Run`.
 
     Args:
@@ -64,6 +74,8 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
     if auto_answer not in (None, "first"):
         raise ParameterError(f"auto_answer must be 'first', not {auto_answer!r}.",
                              parameters=("auto_answer",))
+    if output is not None:  # a typed run (a Run[Model] for mypy)
+        options["output"] = output
     turn = start_turn(KIND, prompt, options, tools=tools,
                       checks={"max_rounds": max_rounds, "option": option})
     run = run_plan(turn, max_rounds)
@@ -114,23 +126,5 @@ def _answer_up_front(p: TurnContext, run: Run, answer: str | None, option: int |
             rec.flush()
             break
         first = False
-        run = _resume_now(p, run, a)
+        run = answer_now(p, run, a)
     return run
-
-
-def _resume_now(p: TurnContext, run: Run, a: Answer) -> Run:
-    """Answer ``run``'s pending ask in this call (through the store when there is one)."""
-    listeners = list(p.recorder.listeners)
-    if p.store is not None:
-        return resume(run.run_id, a, run=run, store=p.store, listeners=listeners, client=p.client)
-    pending = run.pending
-    assert isinstance(pending, PlanPending)
-    run.pending = None
-    recorder = RunRecorder(run, None, listeners)
-    card = pending.card
-    recorder.emit(a.event(pending.call_id, list(card.options)))
-    run.status = "running"
-    q = TurnContext(turn_client=p.turn_client, run=run, recorder=recorder, store=None,
-                    turn_id=None, history=[])
-    return resume_plan(q, pending, a, HELD.take(run.run_id))
-

@@ -139,7 +139,7 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
                 # Parallel calls emit their cards in any order; the one shown must be the one
                 # waiting, or its buttons would answer nothing.
                 p.recorder.emit(pending.card.event())
-            HELD.keep(run.run_id, tools=list(by_name.values()), output=p.output)
+            HELD.keep(run.run_id, tools=list(by_name.values()))
             suspend(p, pending)
             return
         if result.status in ("done", "max_rounds", "aborted"):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._previews import history_text
 from ...events import ToolReturned
+from ..held import HELD
 from .open import TurnContext
 
 if TYPE_CHECKING:  # the schema loads only when a run suspends
@@ -18,9 +19,16 @@ __all__ = ["finish_turn", "suspend"]
 
 def finish_turn(p: TurnContext, status: str) -> None:
     """Close the turn record: its status, and the tokens, cost and time this turn added (a
-    resumed run's turn: its part; the run's footer sums the parts)."""
-    if p.store is None or p.turn_id is None:
-        return
+    resumed run's turn: its part; the run's footer sums the parts). Then the turn's
+    ``on_end`` is told the run: every part of a run ends here, first or resumed."""
+    if p.store is not None and p.turn_id is not None:
+        _close_record(p, status)
+    if p.on_end is not None:
+        p.on_end(p.run)
+
+
+def _close_record(p: TurnContext, status: str) -> None:
+    assert p.store is not None and p.turn_id is not None
     r = p.run
     base_in, base_out, base_cost = p.turn_base
     # After a failover the turn records the profile that answered, not the one it started on.
@@ -46,8 +54,13 @@ def _turn_tools(p: TurnContext) -> list[dict[str, Any]]:
 
 
 def suspend(p: TurnContext, pending: PendingRun) -> None:
-    """Save ``pending`` for ``p.run``; the run's status becomes ``ask``."""
+    """Save ``pending`` for ``p.run``; the run's status becomes ``ask``.
+
+    What the turn was started with and is no data (the caller's abort check, its ``on_end``,
+    a typed run's model class) is kept for the resume in this process: a resumed part opens
+    its turn with them, so a batch's stop, ``--out`` and the schema hold after an answer."""
     p.run.pending = pending
+    HELD.keep(p.run.run_id, output=p.output, is_aborted=p.is_aborted, on_end=p.on_end)
     if p.store is not None:
         p.recorder.flush()
         p.store.suspend(p.run.run_id, pending.to_json(), call_id=pending.call_id)

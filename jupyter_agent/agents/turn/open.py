@@ -54,6 +54,8 @@ class TurnContext:
     """The run's events before this turn (a resumed run): the turn records the calls after."""
     is_aborted: Callable[[], bool] | None = None
     """The caller's abort check (:attr:`TurnOptions.is_aborted`)."""
+    on_end: Callable[[Run], None] | None = None
+    """Told the run when this part of it ends (:attr:`TurnOptions.on_end`)."""
     output: OutputSpec | None = None
     """What the final answer must be (:attr:`TurnOptions.output`, resolved)."""
     schema_retries: int = SCHEMA_RETRIES
@@ -95,7 +97,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
             history = store.history_messages(run.session, opt.history)
         store.create_run(run.run_id, run.session, kind, origin=opt.origin)
     p = TurnContext(tc, run, recorder, store, None, history, persisted=persisted,
-                    is_aborted=opt.is_aborted, output=opt.output,
+                    is_aborted=opt.is_aborted, on_end=opt.on_end, output=opt.output,
                     schema_retries=opt.schema_retries)
     if resuming is not None:
         p.turn_base = (run.input_tokens, run.output_tokens, run.cost)

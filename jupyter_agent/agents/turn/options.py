@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ...clients.turn_client import TurnClient
     from ...llm.profiles import ModelProfile
     from ...session.store import Store
+    from ..run import Run
 
 __all__ = ["TurnOptions", "store_of", "client_of", "profile_of"]
 
@@ -67,6 +68,9 @@ class TurnOptions:
     is_aborted: Callable[[], bool] | None = None
     """Polled before each round and between streamed chunks: ``True`` ends the run with
     status ``aborted`` (a batch's stop button aborts its items in flight this way)."""
+    on_end: Callable[[Run], None] | None = None
+    """Told the run each time a part of it ends, the first or a resumed one (a click,
+    ``%agent resume``, an answer given up front): the cell's ``--out`` is filled this way."""
     origin: str | None = None
     """Where the turn starts (``cell:<id>``: a notebook cell the front end named). A new turn
     supersedes only the questions waiting from the same origin (the cell re-run); ``None`` (a

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..pending import TurnState
     from ..spawn import SpawnParent
     from .open import TurnContext
+    from .options import TurnOptions
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
 
@@ -250,11 +251,10 @@ def default_specs(agent: Agent | None) -> list[Any] | None:
     return workspace_agent_specs() if agent.workspace else None
 
 
-def _turn_skills(agent: Any, opt: Any, notices: list[str]) -> list[Any]:
+def _turn_skills(agent: Agent | None, opt: TurnOptions, notices: list[str]) -> list[Any]:
     """The skills of a turn (the agent's, then the cell's); a notice when the listing's cap
     left some out."""
-    paths = [*(agent.skills if agent is not None else []),
-             *_skill_paths(getattr(opt, "skills", None))]
+    paths = [*(agent.skills if agent is not None else []), *_skill_paths(opt.skills)]
     skills = skill_folders.load_skills(paths) if paths else []
     left_out = skill_folders.skills_left_out_notice(skills) if skills else None
     if left_out:
@@ -262,7 +262,8 @@ def _turn_skills(agent: Any, opt: Any, notices: list[str]) -> list[Any]:
     return skills
 
 
-def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str = "agent",
+def setup_turn(kind: str, prompt: str, opt: TurnOptions, tools: Any = None, *,
+               mode: str = "agent",
                store: Any = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
 
@@ -279,7 +280,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
         run_sub_agent: What ``spawn_agent`` runs its sub-agent with.
     """
     notices: list[str] = []
-    chosen = resolve_agent(getattr(opt, "agent", None))
+    chosen = resolve_agent(opt.agent)
     record = store.get_session(opt.session) if store is not None and opt.session else None
     agent = chosen
     source: AgentSource | None = "user" if chosen is not None else None
@@ -294,7 +295,7 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     # A model-based intent call happens before the run exists: its usage is kept for ``bind``.
     with usage_sink(lambda module, model, usage, cost: usages.append(
             UsageItem(f"intent_{module}", model, usage, cost))):
-        intent = recognize_intent(prompt, model=opt.model, client=getattr(opt, "client", None))
+        intent = recognize_intent(prompt, model=opt.model, client=opt.client)
     if agent is None and (record is None or not record.agent) and intent.category != "unknown" \
             and intent.confidence >= INTENT_RULES.role_threshold:
         picked = agent_for_intent(intent.category)
@@ -308,16 +309,16 @@ def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str
     permissions = PermissionContext(
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),
-        auto_approve=bool(getattr(opt, "auto_approve", False)),
-        approve=frozenset(getattr(opt, "approve", None) or ()))
+        auto_approve=opt.auto_approve,
+        approve=opt.approve or frozenset())
     # The tool offer follows this cell: the agent it names (or the intent picked), else the
     # default set. A session's bound agent keeps its role and workspace, not its tools: after
     # a `--agent sh` cell, a plain cell offering only `bash` surprised (issue 37).
     specs = tools if tools is not None else default_specs(agent if source != "session" else None)
-    with_notebook = bool(getattr(opt, "notebook", False)) or (agent is not None and agent.notebook)
+    with_notebook = opt.notebook or (agent is not None and agent.notebook)
     skills = _turn_skills(agent, opt, notices)
     selected, parent = _make_tools(specs, workspace, permissions, run_sub_agent,
-                                   notebook=notebook_factory(agent, getattr(opt, "shell", None)),
+                                   notebook=notebook_factory(agent, opt.shell),
                                    with_notebook=with_notebook)
     try:
         permissions.approved, unknown = resolve_approvals(permissions.approve, selected,

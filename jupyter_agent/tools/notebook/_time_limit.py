@@ -26,13 +26,14 @@ catches only its own and an outer one unwinds through the inner ones.
 
 from __future__ import annotations
 
-import ctypes
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from ..._interrupt import raise_in_thread
 
 __all__ = ["LIMIT_SIGNAL", "MAX_FIRES", "REFIRE_SECONDS", "TimeLimitExceeded",
            "call_with_limit", "time_limit"]
@@ -101,7 +102,7 @@ class _Limit:
             # The interpreter instantiates the class without arguments: the limit rides on it.
             self._exc_class = type("TimeLimitExceeded", (TimeLimitExceeded,), {"limit": self})
         self.async_sent = True
-        _async_raise(self.thread_id, self._exc_class)
+        raise_in_thread(self.thread_id, self._exc_class)
 
 
 class _Stack(threading.local):
@@ -125,11 +126,6 @@ def _handler(signum: int, frame: Any) -> None:
         limit.delivered = limit.fired
     if due:  # the outermost: its interrupt unwinds the inner ones too
         raise due[0].exception()
-
-
-def _async_raise(thread_id: int, exc: type[BaseException] | None) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                               ctypes.py_object(exc) if exc else None)
 
 
 class _Watchdog:
@@ -182,7 +178,7 @@ def _absorb(limit: _Limit) -> None:
     """Swallow this limit's interrupts that were sent but have not arrived yet (the code
     finished first). Another limit's interrupt propagates."""
     if limit.async_sent:
-        _async_raise(limit.thread_id, None)  # clears a pending async exception, if any
+        raise_in_thread(limit.thread_id, None)  # clears a pending async exception, if any
     end = time.monotonic() + _ABSORB_SECONDS
     while limit.delivered < limit.fired and time.monotonic() < end:
         try:

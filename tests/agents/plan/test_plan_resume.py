@@ -373,3 +373,49 @@ def test_a_typed_run_stays_typed_after_its_question(srv: ScriptedOpenAI, client:
         rebuilt = resume(run2.run_id, Answer("option", option_index=1), store=fresh,
                          client=client)
     assert rebuilt.status == "done" and rebuilt.output == {"choice": "A", "why": "first"}
+
+
+def test_an_abort_stops_the_run_at_its_next_step_after_an_answer_given_up_front(
+        srv: ScriptedOpenAI, client: Any):
+    """A batch's stop (the caller's abort check) holds in every resumed part: on main the
+    resumed parts had no abort check and went on asking (52 requests after a batch's stop)."""
+    for n in range(20):
+        srv.enqueue(tool_calls([call("ask_agent", ask(f"Q{n}?"), id=f"a{n}")]))
+    stop = {"now": False}
+
+    def on_event(event: Any) -> None:
+        if event.type == "ask_answered":  # the first auto-answer: the batch is stopped then
+            stop["now"] = True
+
+    run = plan("go", client=client, store=None, tools=[], auto_answer="first",
+               is_aborted=lambda: stop["now"], listeners=[on_event])
+
+    assert run.status == "aborted"
+    assert len(srv.requests) == 1  # nothing asked after the stop
+
+
+def test_a_typed_run_answered_up_front_without_a_store_stays_typed(srv: ScriptedOpenAI,
+                                                                   client: Any):
+    """On main the no-store resume built its own turn and lost the schema (output None)."""
+    from pydantic import BaseModel
+
+    class Pick(BaseModel):
+        choice: str
+
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]), text('{"choice": "C"}'))
+    run = plan("go", client=client, store=None, tools=[], output=Pick, option=3)
+
+    assert run.status == "done" and isinstance(run.output, Pick) and run.output.choice == "C"
+    assert srv.requests[-1]["response_format"]["json_schema"]["name"] == "Pick"
+
+
+def test_on_end_is_told_every_part_of_the_run(srv: ScriptedOpenAI, client: Any, store: Store):
+    """The first part (waiting) and the resumed one (a later resume call) both end through
+    the turn's on_end: what a cell's --out is filled with."""
+    ends: list[tuple[str, str]] = []
+    srv.enqueue(tool_calls([call("ask_agent", ask(), id="a1")]), text("picked"))
+    run = plan("go", client=client, store=store, tools=[],
+               on_end=lambda r: ends.append((r.status, r.answer)))
+    assert ends == [("ask", "")]
+    resume(run.run_id, Answer("option", option_index=1), store=store, client=client)
+    assert ends == [("ask", ""), ("done", "picked")]
