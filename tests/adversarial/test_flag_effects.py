@@ -170,6 +170,9 @@ BATCH_FLAGS = {"--over": "over", "--concurrency": "concurrency", "--expect": "ex
 """A batch's own flags -> the parameter of ``jupyter_agent.batch``: they change a table of
 many runs, not one request; tests/batch proves each one's effect. On a plain cell each is
 refused (``needs --over``)."""
+ELSEWHERE = {"--acp": "tests/acp"}
+"""Flags whose effect a folder of their own proves: ``--acp`` replaces the model with an external
+agent, so there is no request to compare; under ``--over`` each is refused by name."""
 _BATCH_VALUES = {"--concurrency": "2", "--expect": "a", "--match": "icase", "--score": "probe",
                  "--max-cost": "1", "--max-items": "1", "--engine": "thread",
                  "--judge": "accuracy", "--judge-model": "gpt-4.1"}
@@ -288,6 +291,11 @@ def test_every_flag_changes_the_request_or_is_refused(shell: InteractiveShell,
             message = _refusal(shell, f"%%{magic} --session x {flag} {value}\nSay hi.")
             assert message == f"{flag} needs --over VAR (a batch).", message
         return  # under --over: tests/batch (test_every_batch_flag_is_exercised_by_the_batch_tests)
+    if flag in ELSEWHERE:
+        if mode == "over":
+            message = _refusal(shell, f"%%{magic} --over rows {flag} true\nSay {{item}}.")
+            assert flag in message and "--over" in message and "\n" not in message, message
+        return  # the effect: ELSEWHERE[flag] (tests/acp drives a real ACP agent)
     effect = EFFECTS.get(flag)
     if effect is None:
         pytest.fail(f"%%{magic} {flag} has no entry in EFFECTS (tests/adversarial/"
@@ -327,6 +335,10 @@ def test_every_batch_flag_is_exercised_by_the_batch_tests() -> None:
         assert set(BATCH_FLAGS) <= set(_parser_flags(magic))
     for flag, parameter in BATCH_FLAGS.items():
         assert flag in batch_tests or f"{parameter}=" in batch_tests, flag
+    for flag, folder in ELSEWHERE.items():
+        tests = "".join(p.read_text() for p in
+                        (Path(__file__).resolve().parents[2] / folder).glob("*.py"))
+        assert flag in tests, (flag, folder)
 
 
 @pytest.mark.parametrize("name,value", [("session", "s"), ("history", 3), ("stream", True),

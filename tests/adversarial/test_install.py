@@ -135,10 +135,16 @@ def third_party_imports(package_dir: Path) -> Iterator[Found]:
         yield from walker.found
 
 
+HOST_LOADED = ("jupyter_agent/acp/persona.py",)
+"""Modules only a host application imports, which brings what they import: jupyter-ai's persona
+manager loads the persona (its entry point), and nothing of ours imports it."""
+
+
 def undeclared(package_dir: Path, core: set[str], extras: Mapping[str, set[str]],
                dists: Mapping[str, list[str]]) -> list[str]:
     """What is wrong, one line per import; empty when every import resolves as declared."""
-    found = list(third_party_imports(package_dir))
+    found = [f for f in third_party_imports(package_dir)
+             if not f.where.startswith(HOST_LOADED)]
     # A module guarded as optional anywhere is optional everywhere: the other imports of it
     # sit behind that guard (MCPServer's methods run only after connect_mcp checked).
     optional: dict[str, set[str]] = {}

@@ -15,9 +15,10 @@ from jupyter_agent.magics import AgentMagics
 
 EDGE_ONLY = {"out", "over", "concurrency", "expect", "match", "score", "max_cost", "max_items",
              "rerun", "engine", "judge", "judge_model", "record", "replay", "no_history",
-             "no_stream", "with_vars", "schema"}
+             "no_stream", "with_vars", "schema", "acp"}
 """Destinations the edge reads into another field (``--schema`` -> ``output``, ``--with`` ->
-``context``...) or keeps itself (``--out``, the batch flags)."""
+``context``...) or keeps itself (``--out``, the batch flags, ``--acp``: an external agent's
+cell never builds the record, and refuses every flag but its own few)."""
 
 
 @pytest.mark.parametrize("kind", ["chat", "toolloop", "plan"])
