@@ -12,8 +12,8 @@ and counted: their tokens and cost are part of the summary and of the batch's to
 
 from __future__ import annotations
 
+import hashlib
 import re
-import secrets
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -57,12 +57,16 @@ _FENCES = re.compile(r"<(\s*/?\s*)(task|answer(?:_[ab])?)\b", re.IGNORECASE)
 
 
 def _nonce(*data: str) -> str:
-    """A fresh marker for one request's fence tags, found in none of ``data``: an answer
-    cannot close its block with a tag it cannot know (a look-alike tag stays inside)."""
-    while True:
-        nonce = secrets.token_hex(8)
+    """The marker of one request's fence tags: a hash of everything fenced, so an answer
+    cannot name it (it would have to contain its own hash) and cannot find it in any block;
+    the same request gets the same marker, so a recorded judge replays (a random one made
+    every judge request of a cassette miss)."""
+    joined = "\x00".join(data).encode("utf-8", "surrogatepass")
+    for salt in range(1_000):
+        nonce = hashlib.sha256(joined + salt.to_bytes(2, "big")).hexdigest()[:16]
         if not any(nonce in d for d in data):
             return nonce
+    raise ValueError("no fence marker outside the data")  # 1,000 collisions: not by chance
 
 
 def _fenced(tag: str, data: str, nonce: str) -> str:
