@@ -106,7 +106,8 @@ class LiveDisplay:
     """The live output of one run (widget when possible, markdown otherwise)."""
 
     def __init__(self, run: Any, *, widgets: bool = True,
-                 on_answer: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_answer: Callable[[dict[str, Any]], None] | None = None,
+                 on_decide: Callable[[dict[str, Any]], None] | None = None) -> None:
         from IPython.display import display
 
         self.run = run
@@ -120,7 +121,8 @@ class LiveDisplay:
                 preimport("jupyter_agent.ui.widget")  # anywidget, ipywidgets
                 from .widget import RunWidget
 
-                self.widget = RunWidget(run.view, on_answer=on_answer, on_stop=self.on_stop)
+                self.widget = RunWidget(run.view, on_answer=on_answer, on_stop=self.on_stop,
+                                        on_decide=on_decide)
             except Exception:  # no widget support (plain terminal IPython): markdown only
                 self.widget = None
         self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
