@@ -21,7 +21,7 @@ import pytest
 from jupyter_agent import sandbox
 from jupyter_agent.tools.builtin import sandbox_status
 from jupyter_agent.ui.decide import decide_click
-from jupyter_agent.view.bundle import render_markdown, render_plain
+from jupyter_agent.view.bundle import render_html, render_markdown, render_plain
 from tests.adversarial.test_final_state import kernel_import, pytestmark, tree  # noqa: F401
 from tests.fakes.openai_server import call, text, tool_calls
 
@@ -75,6 +75,9 @@ def test_a_held_module_is_on_the_card_and_keep_applies_it_once(ws: Path, server:
     plain = render_plain(run.view)
     assert "bash wrote pyarrow.py, a module the kernel could import: held" in plain
     assert f"%agent keep {ch['record_id']}" in plain  # a saved notebook says how to act
+    html = render_html(run.view)
+    assert f"%agent keep {ch['record_id']}" in html and "<button" not in html
+    assert "a module the kernel could import: held" in render_markdown(run.view)
     done = click(run, "keep")
     assert done is not None and done["ok"], done
     assert done["message"].startswith(f"Kept 1 held change(s) of {ch['record_id']}")
