@@ -427,6 +427,7 @@ def _on_decide(run: Any, msg: dict[str, Any]) -> None:
         run.view["items"].append({"kind": "warning", "message": f"The decision failed: {exc}"})
     live = displays.get(run.run_id)
     if live is not None:
+        # Kept in ``displays`` (bounded): a second click that raced the first is drawn too.
         live.refresh()
 
 

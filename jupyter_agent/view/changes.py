@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["VERBS", "changes_lines", "open_actions"]
+__all__ = ["VERBS", "changes_lines", "has_open_decisions", "open_actions"]
 
 VERBS = {"added": "wrote", "changed": "replaced", "removed": "removed"}
 """How a held change is said: ``bash wrote `pyarrow.py`, a module the kernel could import``."""
@@ -64,3 +64,9 @@ def changes_lines(ch: dict[str, Any], *, static: bool = True) -> list[str]:
         lines.append("To decide, run in a new cell: " +
                      " or ".join(f"`%agent {a} {rid}`" for a in acts))
     return lines
+
+
+def has_open_decisions(view: dict[str, Any]) -> bool:
+    """Whether a tool card of ``view`` has a change row with a decision still open."""
+    return any(i.get("kind") == "tool" and isinstance(i.get("changes"), dict)
+               and open_actions(i["changes"]) for i in view.get("items") or [])

@@ -163,3 +163,44 @@ def test_sandbox_python_result_carries_the_same_row(ws: Path) -> None:
     (event,) = call_events("p1", r)
     assert event.type == "workspace_changed"
     assert event.tool == "sandbox_python" and event.held[0]["path"] == "pyarrow.py"  # type: ignore[attr-defined]
+
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def test_the_widget_message_of_a_click_keeps_and_the_card_stays_live_until_decided(
+        ws: Path, server: Any) -> None:
+    """In a real IPython shell: the finished run's output keeps its live widget while its row
+    has a decision open; the widget's ``decide`` message (what the button sends) goes through
+    the cell gate and the magics to ``sandbox.decide``; once nothing is open the output is the
+    static card again, and the row says what happened."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    from jupyter_agent.events import RUN_MIME_TYPE
+    from jupyter_agent.ui.live import displays
+
+    shell = start_ipython() or InteractiveShell.instance()
+    assert shell.run_cell("%load_ext jupyter_agent").success
+    assert shell.run_cell("%config AgentMagics.widgets = True").success
+    server.enqueue(tool_calls([call("bash", {"command": "echo 'V = 3' > pyarrow.py"}, id="w1")]),
+                   text("done"))
+    with capture_output() as cap:
+        assert shell.run_cell("%%toolloop --tools bash --approve bash --history 0\nGo.").success
+    shown = [o for o in cap.outputs if RUN_MIME_TYPE in o.data]
+    assert WIDGET in shown[-1].data  # a finished run, still live: Keep / Discard to press
+    run = shell.user_ns["_agent_run"]
+    widget = displays[run.run_id].widget
+    assert widget is not None
+    cid = card(run)["call_id"]
+    with capture_output() as cap:
+        widget._on_custom_msg(widget, {"type": "decide", "call_id": cid, "action": "keep"}, [])
+        widget._on_custom_msg(widget, {"type": "decide", "call_id": cid, "action": "keep"}, [])
+    assert (ws / "pyarrow.py").read_text() == "V = 3\n"
+    decided = card(run)["changes"]["decided"]
+    assert [d["ok"] for d in decided] == [True, False], decided
+    final = [o for o in cap.outputs if RUN_MIME_TYPE in o.data]
+    assert final and WIDGET not in final[-1].data  # decided: the static card
+    assert "Kept 1 held change(s)" in final[-1].data["text/plain"]
+    assert "refused: " in final[-1].data["text/plain"]

@@ -25,7 +25,7 @@ pytestmark = [*lab_marks(600),
 
 KEY = "sk-test-key-changes-0123456789"
 CELLS = ["%load_ext jupyter_agent",
-         "%%toolloop --approve bash --history 0\nWrite pyarrow.py and notes.txt."]
+         "%%toolloop --tools bash --approve bash --history 0\nWrite pyarrow.py and notes.txt."]
 CELL = 1
 MODULE = "a module the kernel could import"
 
