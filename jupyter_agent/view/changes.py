@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["VERBS", "changes_lines", "has_open_decisions", "open_actions"]
+__all__ = ["VERBS", "changes_lines", "has_open_decisions", "held_state", "open_actions"]
 
 VERBS = {"added": "wrote", "changed": "replaced", "removed": "removed"}
 """How a held change is said: ``bash wrote `pyarrow.py`, a module the kernel could import``."""
@@ -24,6 +24,14 @@ def _decided(ch: dict[str, Any], action: str) -> bool:
     return any(d.get("ok") and d.get("action") in ((action,) if action == "undo"
                                                      else ("keep", "discard"))
                for d in ch.get("decided") or [])
+
+
+def held_state(ch: dict[str, Any]) -> str:
+    """``held``, or ``kept`` / ``discarded`` once a person decided."""
+    for d in ch.get("decided") or []:
+        if d.get("ok") and d.get("action") in ("keep", "discard"):
+            return "kept" if d["action"] == "keep" else "discarded"
+    return "held"
 
 
 def open_actions(ch: dict[str, Any]) -> list[str]:
@@ -46,13 +54,14 @@ def changes_lines(ch: dict[str, Any], *, static: bool = True) -> list[str]:
     if counts:
         total = sum(ch.get(k, 0) for k in ("added", "changed", "removed"))
         lines.append(f"{tool} changed the workspace: {', '.join(counts)} "
-                     f"({_names(list(ch.get('names') or []), total)})")
+                     f"({_names(list(ch.get('names') or []), total)})"
+                     + (", undone" if _decided(ch, "undo") else ""))
     if ch.get("undo_note"):
         lines.append(f"Undo is partial: {ch['undo_note']}")
     held = list(ch.get("held") or [])
     for h in held:
         lines.append(f"{tool} {VERBS.get(h.get('kind', ''), 'changed')} `{h.get('path', '')}`, "
-                     f"{h.get('reason', '')}: held")
+                     f"{h.get('reason', '')}: {held_state(ch)}")
     more = int(ch.get("held_count") or 0) - len(held)
     if more > 0:
         lines.append(f"and {more} more held change(s)")

@@ -87,6 +87,7 @@ def test_a_held_module_is_on_the_card_and_keep_applies_it_once(ws: Path, server:
     assert "no held changes to keep (kept)" in again["message"]
     assert [d["ok"] for d in ch["decided"]] == [True, False]
     assert f"%agent keep {ch['record_id']}" not in render_plain(run.view)
+    assert f"bash wrote pyarrow.py, {MODULE}: kept" in render_plain(run.view)
 
 
 def test_discard_on_the_card_restores_exactly(ws: Path, server: Any) -> None:
@@ -113,6 +114,8 @@ def test_undo_on_the_card_reverts_an_applied_command_and_refuses_twice(
     done = click(run, "undo")
     assert done is not None and done["ok"] and "2 change(s) reverted" in done["message"], done
     assert tree(ws) == before
+    assert "1 added, 1 changed (new.txt, keep.txt), undone" in render_plain(run.view) or \
+        "1 added, 1 changed (keep.txt, new.txt), undone" in render_plain(run.view)
     again = click(run, "undo")
     assert again is not None and not again["ok"] and "already undone" in again["message"]
     assert tree(ws) == before

@@ -63,6 +63,7 @@ def test_keep_and_undo_on_the_change_row(nb: LabNotebook) -> None:
                                                             timeout=30_000)
     _wait_for(lambda: (root / "pyarrow.py").exists(), "Keep did not apply pyarrow.py")
     expect(row.locator("button.ja-change-keep")).to_have_count(0)  # decided: no second Keep
+    expect(row).to_contain_text(f"bash wrote pyarrow.py, {MODULE}: kept")
     _dark(nb)
     ui.page.mouse.move(0, 0)
     ui.shot("lab-dark-changes-kept.png", ARTIFACTS_DIR, ui.cell(CELL))
@@ -71,4 +72,5 @@ def test_keep_and_undo_on_the_change_row(nb: LabNotebook) -> None:
     _wait_for(lambda: not (root / "notes.txt").exists(), "Undo did not remove notes.txt")
     assert (root / "pyarrow.py").exists()  # the kept module is the person's now
     expect(row.locator("button")).to_have_count(0)
+    expect(row).to_contain_text("1 added (notes.txt), undone")
     ui.shot("lab-dark-changes-undone.png", ARTIFACTS_DIR, ui.cell(CELL))

@@ -25,6 +25,15 @@ function done(ch, action) {
   return ok.some((d) => d.action === "keep" || d.action === "discard");
 }
 
+/** "held", or "kept" / "discarded" once a person decided (view/changes.py held_state). */
+function heldState(ch) {
+  for (const d of Array.isArray(ch.decided) ? ch.decided : []) {
+    if (d && d.ok && d.action === "keep") return "kept";
+    if (d && d.ok && d.action === "discard") return "discarded";
+  }
+  return "held";
+}
+
 /** The decisions still open (the same rule as view/changes.py open_actions). */
 export function openActions(ch) {
   const out = [];
@@ -45,7 +54,7 @@ export function renderChanges(state, item, live) {
     const total = counts.reduce((n, k) => n + Number(ch[k]), 0);
     const text =
       `${tool} changed the workspace: ${counts.map((k) => `${ch[k]} ${k}`).join(", ")} ` +
-      `(${names(ch.names, total)})`;
+      `(${names(ch.names, total)})` + (done(ch, "undo") ? ", undone" : "");
     row.appendChild(h("div", "ja-changes-applied", text));
   }
   if (ch.undo_note) row.appendChild(h("div", "ja-changes-note", `Undo is partial: ${ch.undo_note}`));
@@ -53,7 +62,7 @@ export function renderChanges(state, item, live) {
   for (const e of held) {
     const line = h("div", "ja-changes-held");
     append(line, `${tool} ${VERBS[e.kind] || "changed"} `, h("code", "", String(e.path || "")),
-      `, ${e.reason || ""}: held`);
+      `, ${e.reason || ""}: ${heldState(ch)}`);
     row.appendChild(line);
   }
   const more = Number(ch.held_count || 0) - held.length;
