@@ -74,3 +74,26 @@ def test_keep_and_undo_on_the_change_row(nb: LabNotebook) -> None:
     expect(row.locator("button")).to_have_count(0)
     expect(row).to_contain_text("1 added (notes.txt), undone")
     ui.shot("lab-dark-changes-undone.png", ARTIFACTS_DIR, ui.cell(CELL))
+
+
+def test_a_row_whose_kernel_is_gone_names_the_command(nb: LabNotebook) -> None:
+    """The kernel shut down with a decision open: a click on Keep reaches nothing, keeps
+    nothing, and the card (drawn as a saved one, no button enabled) names the exact
+    ``%agent keep ID`` to run from a new cell. Runs last: it ends the module's kernel."""
+    ui, root = nb.ui, nb.server.root
+    nb.model.enqueue(tool_calls([call("bash", {"command": "echo 'x = 1' > chardet.py"},
+                                      id="b2")]), text("Wrote it."))
+    ui.run(CELL)
+    cell = ui.cell(CELL)
+    row = cell.locator(".ja-changes")
+    expect(row).to_contain_text(f"bash wrote chardet.py, {MODULE}: held", timeout=60_000)
+    rid = row.get_attribute("data-record-id")
+    ui.shut_down_kernel()
+    ui.page.wait_for_timeout(1500)
+    cell.locator("button.ja-change-keep").click()
+    expect(cell.locator(".ja-kernel-gone, .ja-changes-waiting").first).to_contain_text(
+        f"%agent keep {rid}", timeout=30_000)
+    expect(cell.locator(".ja-changes")).to_contain_text(f"%agent keep {rid}")
+    assert cell.locator(".ja-changes button:enabled").count() == 0
+    assert not (root / "chardet.py").exists()
+    ui.shot("lab-dark-changes-kernel-gone.png", ARTIFACTS_DIR, cell)

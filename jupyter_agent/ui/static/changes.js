@@ -12,6 +12,8 @@ import { append, h } from "./dom.js";
 
 const VERBS = { added: "wrote", changed: "replaced", removed: "removed" };
 const LABELS = { keep: "Keep", discard: "Discard", undo: "Undo" };
+/** How long a click waits for the kernel's redraw before the row says how to decide without. */
+const WAIT_MS = 4000;
 
 function names(list, total) {
   const shown = (Array.isArray(list) ? list : []).map(String);
@@ -92,7 +94,17 @@ export function renderChanges(state, item, live) {
         state.onAction({ type: "decide", call_id: item.call_id, action: a });
       } catch (err) {
         for (const x of buttons) x.disabled = false;
+        return;
       }
+      // The kernel's answer redraws the row (this one leaves the page). Still here: the click
+      // waits behind a running cell, or no kernel holds this card (a reopened notebook whose
+      // widget came back from the saved state): say what decides without one.
+      setTimeout(() => {
+        if (!row.isConnected || row.querySelector(".ja-changes-waiting")) return;
+        row.appendChild(h("div", "ja-changes-waiting",
+          "Waiting for the kernel (a running cell delays it). Without one, run " +
+          `%agent ${a} ${String(ch.record_id || "")} in a new cell.`));
+      }, WAIT_MS);
     });
     buttons.push(b);
     bar.appendChild(b);
