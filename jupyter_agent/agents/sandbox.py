@@ -259,7 +259,8 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
     result = _result(out.render(limit), err.render(limit) + notes, bytes(res),
                      timed_out=not finished, exit_code=exit_code, timeout=timeout,
                      memory_mb=memory_mb)
-    result._record = record
+    if record is not None and (record.applied or record.held):  # else equal to a plain result
+        result._record = record
     return result
 
 
