@@ -41,6 +41,7 @@ __all__ = [
     "Warning_",
     "CellProposed",
     "ToolFigures",
+    "WorkspaceChanged",
     "RunFinished",
     "RunFailed",
     "RunEvent",
@@ -283,6 +284,32 @@ class ToolFigures(BaseEvent):
     data, empty when the image was too large to keep (the description stays)."""
 
 
+class WorkspaceChanged(BaseEvent):
+    """What a sandboxed command (``bash``, ``sandbox_python``) changed in the workspace and
+    what it held for a person (docs/sandbox.md); emitted right after its ``tool_returned``.
+
+    Data from the command's record, never parsed from the tool's text: a model that prints a
+    line looking like a held change gets no row and no buttons. The model never sees it."""
+
+    type: Literal["workspace_changed"] = "workspace_changed"
+    round: int = 0
+    call_id: str
+    record_id: str
+    """The command's id for ``%agent keep|discard|undo ID`` (what the card's buttons call)."""
+    tool: str
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    """Files applied to the workspace, by kind (a new folder counts everything in it)."""
+    names: list[str] = []
+    """The first few applied paths."""
+    held: list[dict[str, str]] = []
+    """The first few held changes, each ``{"path", "kind", "reason"}``."""
+    held_count: int = 0
+    undo_note: str = ""
+    """Why Undo cannot restore everything (a change too large to keep), or empty."""
+
+
 class OutputChecked(BaseEvent):
     """A typed run's answer checked against its schema (docs/behaviour.md §10.14)."""
 
@@ -339,6 +366,7 @@ RunEvent = Annotated[
         Warning_,
         CellProposed,
         ToolFigures,
+        WorkspaceChanged,
         OutputChecked,
         RunFinished,
         RunFailed,

@@ -246,7 +246,9 @@ class AgentMagics(Magics):
             holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
                                             on_answer=lambda msg: GATE.apply(
-                                                lambda: _on_click(run, msg)))
+                                                lambda: _on_click(run, msg)),
+                                            on_decide=lambda msg: GATE.apply(
+                                                lambda: _on_decide(run, msg)))
 
         try:
             run = start([_Starter(on_start, listener)])
@@ -447,6 +449,23 @@ def _close_superseded(run_ids: list[str]) -> None:
     for run_id in run_ids:
         close_superseded(run_id, "superseded: its cell was run again; this question was "
                                  "withdrawn.")
+
+
+def _on_decide(run: Any, msg: dict[str, Any]) -> None:
+    """A click on Keep, Discard or Undo of a change row: the same road as ``%agent
+    keep|discard|undo ID`` (``ui/decide.py``); the row then says what happened."""
+    from .ui.decide import decide_click
+    from .ui.live import displays
+
+    try:
+        if decide_click(run.view, msg) is None:
+            return
+    except Exception as exc:  # a click that fails silently is the worst bug: show it
+        run.view["items"].append({"kind": "warning", "message": f"The decision failed: {exc}"})
+    live = displays.get(run.run_id)
+    if live is not None:
+        # Kept in ``displays`` (bounded): a second click that raced the first is drawn too.
+        live.refresh()
 
 
 def _out_setter(ns: dict[str, Any], name: str, *, typed: bool) -> Callable[[Any], None]:

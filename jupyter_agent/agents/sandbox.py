@@ -31,10 +31,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from ..errors import ConfigError, ToolError
-from ..sandbox import OverlayRun, summary
+from ..sandbox import OverlayRun, Record, summary
 from ..sandbox.bwrap import bwrap_command, python_binds, sandbox_status
 from ..sandbox.limits import PidsGroup, limits
 from ..sandbox.pipes import Sink, drain, pump
@@ -72,6 +72,13 @@ class SandboxResult(BaseModel):
     """The traceback, or why the code was stopped (timeout, memory limit); None on success."""
     timed_out: bool = False
     killed_for_memory: bool = False
+    _record: Record | None = PrivateAttr(default=None)
+
+    @property
+    def record(self) -> Record | None:
+        """The record of what the code changed in the workspace (for the card; not in the
+        JSON the model reads)."""
+        return self._record
 
 
 class _Bytes(bytearray):
@@ -184,6 +191,7 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
             env.setdefault(var, "1")
         env.setdefault("MALLOC_ARENA_MAX", "2")
     run, change_notes = _overlay(cwd)
+    record: Record | None = None
     prefix, seccomp_fd = _confinement(cwd, allow_network, run.merged if run else None)
     if not prefix and run is not None:
         run.abandon()
@@ -244,12 +252,16 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
         if group is not None:
             group.remove()
         if run is not None:  # also after an interrupt: what it wrote is checked
-            change_notes = summary(run.finish("sandbox_python", code))
+            record = run.finish("sandbox_python", code)
+            change_notes = summary(record)
     lines = [*change_notes, *(imports.block_new_shadows() if imports is not None else [])]
     notes = "".join(f"\n{note}" for note in lines)
-    return _result(out.render(limit), err.render(limit) + notes, bytes(res),
-                   timed_out=not finished, exit_code=exit_code, timeout=timeout,
-                   memory_mb=memory_mb)
+    result = _result(out.render(limit), err.render(limit) + notes, bytes(res),
+                     timed_out=not finished, exit_code=exit_code, timeout=timeout,
+                     memory_mb=memory_mb)
+    if record is not None and (record.applied or record.held):  # else equal to a plain result
+        result._record = record
+    return result
 
 
 def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code: int,

@@ -27,9 +27,8 @@ def _parsers(sub: Any) -> None:
 def _decide(action: str, rec_id: str) -> None:
     from .. import sandbox
 
-    fn = {"keep": sandbox.keep, "discard": sandbox.discard, "undo": sandbox.undo}[action]
     try:
-        print(fn(rec_id))
+        print(sandbox.decide(action, rec_id))
     except sandbox.DecisionError as exc:
         raise MagicUsageError(f"%agent {action}: {exc}") from None
 

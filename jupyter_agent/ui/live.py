@@ -24,6 +24,7 @@ from .._fresh_stack import preimport
 from .._state import STATE
 from ..events import BaseEvent, ToolStarted
 from ..view.bundle import build_bundle, output_metadata
+from ..view.changes import has_open_decisions
 
 __all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", "show_hint",
            "close_superseded"]
@@ -106,7 +107,8 @@ class LiveDisplay:
     """The live output of one run (widget when possible, markdown otherwise)."""
 
     def __init__(self, run: Any, *, widgets: bool = True,
-                 on_answer: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_answer: Callable[[dict[str, Any]], None] | None = None,
+                 on_decide: Callable[[dict[str, Any]], None] | None = None) -> None:
         from IPython.display import display
 
         self.run = run
@@ -121,7 +123,8 @@ class LiveDisplay:
                 preimport("jupyter_agent.ui.widget")  # anywidget, ipywidgets
                 from .widget import RunWidget
 
-                self.widget = RunWidget(run.view, on_answer=on_answer, on_stop=self.on_stop)
+                self.widget = RunWidget(run.view, on_answer=on_answer, on_stop=self.on_stop,
+                                        on_decide=on_decide)
             except Exception:  # no widget support (plain terminal IPython): markdown only
                 self.widget = None
         self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
@@ -178,6 +181,12 @@ class LiveDisplay:
         self.run.view["hint"] = text
         self.refresh()
 
+    def _buttons(self) -> bool:
+        """The finished output keeps the live widget: the run waits for an answer, or a
+        sandboxed command's change row still has a Keep, Discard or Undo to press."""
+        view = self.run.view
+        return view.get("status") == "ask" or has_open_decisions(view)
+
     def _clear_hint(self) -> None:
         self.run.view.pop("hint", None)  # the event that cleared it pushes the view
 
@@ -186,7 +195,7 @@ class LiveDisplay:
         # saved notebook never depends on widget state. A run waiting for an answer keeps the
         # live widget: its buttons must stay clickable.
         widget = self.widget
-        live = widget is not None and (not final or self.run.view.get("status") == "ask")
+        live = widget is not None and (not final or self._buttons())
         return build_bundle(self.run.view, widget.model_id if widget is not None and live else None)
 
     def on_event(self, event: BaseEvent) -> None:
@@ -206,9 +215,10 @@ class LiveDisplay:
             self._defer(self._last + self._interval - now)
         if kind in ("run_finished", "run_failed"):
             self.finish()
-            if self.run.status != "ask" and getattr(self.run, "pending", None) is None:
+            if (self.run.status != "ask" and getattr(self.run, "pending", None) is None
+                    and not has_open_decisions(self.run.view)):
                 # Ended for good: nothing can draw into it any more (a new answer would be
-                # refused), so the kernel need not keep it.
+                # refused, no change row has a button left), so the kernel need not keep it.
                 if displays.get(self.run.run_id) is self:
                     displays.pop(self.run.run_id, None)
 
@@ -302,13 +312,13 @@ class LiveDisplay:
             self._dirty = False
             self._last = time.monotonic()
             self.updates += 1
-        if self.widget is not None and self.run.view.get("status") == "ask":
+        if self.widget is not None and self._buttons():
             # The widget stays shown (its buttons must work): one drawn again later (a reload)
             # starts from this snapshot. A finished run is shown statically: no snapshot.
             self.widget.snapshot()
         if self.handle is None:
             return
-        if self._in_cell and self.widget is not None and self.run.view.get("status") == "ask":
+        if self._in_cell and self.widget is not None and self._buttons():
             # The output shows this widget already. The same widget sent again makes JupyterLab
             # render a second view of it while the first is still being built; an update
             # right after (an ask answered up front, a hint, the run's end) then disposes an

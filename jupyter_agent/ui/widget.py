@@ -23,7 +23,8 @@ Every ``sync`` (a front end that missed a patch) is answered: the snapshot when 
 changed, then ``{type: "synced", seq}``, so its wait ends even when no snapshot was due.
 
 Clicks come back as custom messages ``{type: "answer", call_id, how, option_index, answer}``,
-the stop button as ``{type: "stop", run_id}`` (``static/widget.js`` documents both).
+the stop button as ``{type: "stop", run_id}``, a change row's Keep, Discard or Undo as
+``{type: "decide", call_id, action}`` (``static/widget.js`` documents them).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class RunWidget(anywidget.AnyWidget):
     """The seq of the last patch the snapshot includes."""
 
     def __init__(self, view: dict[str, Any], on_answer: Callable[[dict[str, Any]], None] | None = None,
-                 on_stop: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any) -> None:
+                 on_stop: Callable[[dict[str, Any]], None] | None = None,
+                 on_decide: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any) -> None:
         super().__init__(view=copy.deepcopy(view), _code_model=card_code().model_id, **kwargs)
         self._source = view
         self._differ = ViewDiffer(view)
@@ -69,6 +71,7 @@ class RunWidget(anywidget.AnyWidget):
         self._recovery = 0  # index of the next age in RECOVERY_AGES
         self._on_answer = on_answer
         self._on_stop = on_stop
+        self._on_decide = on_decide
         # Not named `_handle_msg`: that is ipywidgets' own comm handler, which this would
         # replace (every message from the front end would then fail with a TypeError).
         self.on_msg(self._on_custom_msg)
@@ -112,6 +115,8 @@ class RunWidget(anywidget.AnyWidget):
             self._on_answer(content)
         elif kind == "stop" and self._on_stop:
             self._on_stop(content)
+        elif kind == "decide" and self._on_decide:
+            self._on_decide(content)
         elif kind == "sync":  # the front end missed a patch
             self.snapshot()
             # Always answered, after the snapshot if the view changed (a snapshot equal to

@@ -23,6 +23,7 @@ from .._inert import code_span, inert_inline, inert_markdown
 from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE
 from ..secrets import mask, mask_json
 from .card_html import footer_text, output_rows, render_html
+from .changes import changes_lines
 
 __all__ = ["run_payload", "render_markdown", "render_plain", "render_html", "build_bundle",
            "output_metadata", "tools_text"]
@@ -178,6 +179,9 @@ def render_markdown(view: dict[str, Any]) -> str:
                 out.append(f"> *{_md_escape_inline(fig.get('description') or 'figure')}*")
             if item.get("proposal"):
                 out.append(_proposal_md(item["proposal"]))
+            if item.get("changes"):  # paths are the command's: escaped like any model text
+                out.append("\n".join(f"> {_md_escape_inline(line)}"
+                                      for line in changes_lines(item["changes"])))
         elif kind == "proposal":
             out.append(_proposal_md(item["proposal"]))
         elif kind == "gate":
@@ -219,6 +223,10 @@ def render_plain(view: dict[str, Any]) -> str:
         ask = view["ask"]
         opts = "\n".join(f"  {i}. {o}" for i, o in enumerate(ask["options"], start=1))
         parts.append(f"{ask['question']}\n{opts}")
+    for item in view["items"]:
+        if item["kind"] == "tool" and item.get("changes"):
+            parts.append("\n".join(line.replace("`", "")
+                                   for line in changes_lines(item["changes"])))
     if view.get("error"):
         parts.append(f"[{view.get('status')}] {view['error']}")
     tools = tools_text(view)

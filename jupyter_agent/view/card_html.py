@@ -16,6 +16,7 @@ from html import escape
 from typing import Any
 
 from ..secrets import mask
+from .changes import changes_lines
 
 __all__ = ["render_html", "footer_text"]
 
@@ -127,7 +128,13 @@ def _tool(item: dict[str, Any], status: str) -> str:
     output = str(item.get("output") or "")
     if output and output != error:
         body.append(f"<div style=\"{_DIM}\">Output</div><pre style=\"{_PRE}\">{_esc(_clip(output, _TOOL_PREVIEW))}</pre>")
-    return f"<details style='margin:2px 0'><summary>{head}</summary>{''.join(body)}</details>"
+    row = ""
+    if isinstance(item.get("changes"), dict):  # a sandboxed command's change row, no buttons
+        lines = "".join(f"<div>{_esc(line)}</div>" for line in changes_lines(item["changes"]))
+        row = ("<div style='border-left:3px solid rgba(127,127,127,.45);padding:2px 8px;"
+               f"margin:2px 0 4px 1.6em'>{lines}</div>")
+    return (f"<details style='margin:2px 0'><summary>{head}</summary>{''.join(body)}</details>"
+            f"{row}")
 
 
 def _ask(ask: dict[str, Any]) -> str:

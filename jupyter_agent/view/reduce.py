@@ -19,7 +19,10 @@ Shape::
          "started_at": float | None,   # queued: announced, not started (tool_started
                                        # makes it running, from started_at, epoch seconds)
          "figures": [{"index", "png", "width", "height", "description"}],  # run_python drew
-         "proposal": {"id", "source", "kind", "explanation", "status"}},   # insert_cell
+         "proposal": {"id", "source", "kind", "explanation", "status"},    # insert_cell
+         "changes": {"record_id", "tool", "added", "changed", "removed", "names", "held",
+                     "held_count", "undo_note",              # a sandboxed command changed
+                     "decided": [{"action", "ok", "message"}]}},  # the workspace; clicks
         {"kind": "gate", "round", "reason", "feedback"},
         {"kind": "warning", "message"},
         {"kind": "compressed", "round", "method", "tokens_before", "tokens_after"},
@@ -164,6 +167,15 @@ def _tool_returned(view: dict[str, Any], d: dict[str, Any]) -> None:
         state="error" if d["error"] else "done",
         internal=d["internal"] or card.get("internal", False),
     )
+
+
+def _workspace_changed(view: dict[str, Any], d: dict[str, Any]) -> None:
+    card = _find_tool(view, d["call_id"])
+    if card is not None:
+        # ``decided``: what a person's click did (set by the kernel, docs/sandbox.md).
+        card["changes"] = {k: d[k] for k in (
+            "record_id", "tool", "added", "changed", "removed", "names", "held", "held_count",
+            "undo_note")} | {"decided": []}
 
 
 def _tool_figures(view: dict[str, Any], d: dict[str, Any]) -> None:
@@ -315,6 +327,7 @@ REDUCERS: dict[str, Reducer] = {
     "tool_args_delta": _tool_args_delta,
     "tool_returned": _tool_returned,
     "tool_figures": _tool_figures,
+    "workspace_changed": _workspace_changed,
     "cell_proposed": _cell_proposed,
     "usage": _usage,
     "round_started": _round_started,

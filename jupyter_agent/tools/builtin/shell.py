@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from jupyter_agent.errors import ToolError
-from jupyter_agent.sandbox import OverlayRun, summary
+from jupyter_agent.sandbox import ChangedText, OverlayRun, Record, summary
 from jupyter_agent.sandbox.bwrap import SandboxStatus, bwrap_command, sandbox_status
 from jupyter_agent.sandbox.limits import PidsGroup, limits, ulimit_prefix
 from jupyter_agent.sandbox.pipes import drain, pump
@@ -89,6 +89,8 @@ class CommandResult(BaseModel):
     or why its changes were not checked."""
     checked: bool = False
     """True when the command ran over an overlay and its changes were checked."""
+    record: Record | None = None
+    """The record of its changes (the card's row: ``jupyter_agent.sandbox.card``)."""
 
     def to_text(self) -> str:
         """The tool result shown to the model."""
@@ -164,6 +166,7 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
     group: PidsGroup | None = None
     run: OverlayRun | None = None
     changes: list[str] = []
+    record: Record | None = None
     if confined:
         assert sandbox is not None and sandbox.bwrap is not None
         root = os.path.realpath(os.fspath(cwd))
@@ -240,11 +243,12 @@ def run_command(command: str, *, cwd: str | os.PathLike[str], timeout: float = D
         counted = _read_count(count_read)
         leftovers = 0 if timed_out else counted
     if run is not None:
-        changes = summary(run.finish(tool, command))
+        record = run.finish(tool, command)
+        changes = summary(record)
     return CommandResult(
         output=buffer.render(limit), exit_code=None if timed_out else exit_code,
         timed_out=timed_out, timeout=timeout, stopped_leftovers=leftovers, confined=confined,
-        changes=changes, checked=run is not None,
+        changes=changes, checked=run is not None, record=record,
     )
 
 
@@ -312,4 +316,6 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
     # Without the overlay's check, a new module in the kernel's import folder that shadows an
     # installed one would run in the kernel, unsandboxed, at its next import (``_shadow``).
     notes = imports.block_new_shadows() if imports is not None and not result.checked else []
-    return result.to_text() + "".join(f"\n{note}" for note in notes)
+    # The text is what the model reads; the record rides on it for the card only.
+    return ChangedText.of(result.to_text() + "".join(f"\n{note}" for note in notes),
+                          result.record)

@@ -56,7 +56,16 @@ def _python_run(value: Any) -> PythonRun | None:
 
 def call_events(call_id: str, value: Any) -> list[BaseEvent]:
     """The events a card needs for one call's ``value``: ``tool_figures`` for a
-    ``run_python`` that drew, ``cell_proposed`` for an ``insert_cell``; else none."""
+    ``run_python`` that drew, ``cell_proposed`` for an ``insert_cell``, ``workspace_changed``
+    for a sandboxed command (``bash``, ``sandbox_python``) that changed the workspace; else
+    none."""
+    record = getattr(value, "record", None)  # bash's ChangedText, sandbox_python's result
+    if record is not None:
+        from ...sandbox import Record, changes_event  # only for a sandboxed command's result
+
+        if isinstance(record, Record):
+            changed = changes_event(call_id, record)
+            return [changed] if changed is not None else []
     if not isinstance(value, BaseModel):  # both kinds are models; most results are not
         return []
     run = _python_run(value)

@@ -19,10 +19,27 @@ export function resumeCommandFor(view, msg) {
   return `%agent resume ${run} --option N`;
 }
 
+/** The `%agent keep|discard|undo ID` a failed click on a change row (./changes.js) meant. */
+function decideCommandFor(view, msg) {
+  const items = Array.isArray(view.items) ? view.items : [];
+  const item = items.find((i) => i && i.kind === "tool" && i.call_id === msg.call_id);
+  const id = item && item.changes ? String(item.changes.record_id || "") : "";
+  return id ? `%agent ${msg.action} ${id}` : "%agent changes";
+}
+
 /** The line drawn above a card whose kernel is gone; `msg` is the click that failed, if any. */
 export function renderKernelGone(view, msg) {
   const line = h("div", "ja-kernel-gone");
   line.setAttribute("role", "alert");
+  if (msg && msg.type === "decide") {
+    // A change row's decision is the person's to make from a new cell: the held files wait
+    // in the sandbox's private folder, whatever became of the kernel (docs/sandbox.md).
+    const command = decideCommandFor(view, msg);
+    append(line, "The kernel of this run is gone: run ", h("code", null, command),
+      " in a new cell.");
+    line.appendChild(copyButton(() => command, "command"));
+    return line;
+  }
   if (view.status !== "ask") {
     append(line, "The kernel of this run is gone (restarted or shut down): this card no longer updates.");
     return line;

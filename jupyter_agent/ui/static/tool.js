@@ -25,6 +25,7 @@ import {
   isKnown,
   prettyJson,
 } from "./dom.js";
+import { renderChanges } from "./changes.js";
 import { renderFigures, renderProposal } from "./proposal.js";
 
 const TOOL_ICONS = {
@@ -108,12 +109,14 @@ export function renderTool(state, key, item, st, live) {
   );
   card.dataset.callId = item.call_id || "";
   card.dataset.state = st;
-  // A figure or a proposed cell is shown under the card, without opening it.
+  // A figure, a proposed cell or a change row is shown under the card, without opening it.
   const figures = Array.isArray(item.figures) && item.figures.length;
-  if (!figures && !item.proposal) return card;
+  const changes = item.changes && typeof item.changes === "object";
+  if (!figures && !item.proposal && !changes) return card;
   const box = h("div", "ja-tool-with-extras");
   append(box, card, figures ? renderFigures(item.figures) : null);
   if (item.proposal) box.appendChild(renderProposal(state, item.proposal));
+  if (changes) box.appendChild(renderChanges(state, item, live));
   return box;
 }
 

@@ -7,6 +7,9 @@
 //       An ask or approval card was answered: `how` is "option" (`option_index` 1-based, with
 //       the option's text as `answer`), "other" (the typed `answer`) or "dismissed". Sent once
 //       per card.
+//   {type: "decide", call_id, action}
+//       Keep, Discard or Undo on the change row of a sandboxed command's call (./changes.js);
+//       the kernel decides through the same function as `%agent keep|discard|undo ID`.
 //   {type: "sync", seq}
 //       The view missed a patch (./patch.js): the kernel answers with a new snapshot when the
 //       view changed, then {type: "synced", seq}.
