@@ -30,7 +30,7 @@ from .grants import GRANTS, CellApprovals, tool_identity, tool_label
 
 if TYPE_CHECKING:
     from ..session.store import Store
-    from ..tools.builtin._bwrap import SandboxStatus
+    from ..tools.builtin import SandboxStatus
 
 __all__ = ["PermissionContext", "check_permission", "approval_ask", "tool_origin",
            "WAITING_FOR_APPROVAL", "NO_PROMPTS_REASON"]
@@ -45,7 +45,7 @@ _DEFAULT_POLICY = PermissionPolicy()
 
 def _sandbox_status() -> SandboxStatus:
     # Loaded for a bash call only: a run without one never needs the sandbox probe.
-    from ..tools.builtin._bwrap import sandbox_status
+    from ..tools.builtin import sandbox_status
 
     return sandbox_status()
 
