@@ -40,6 +40,7 @@ from ...tools.skills import READ_SKILL_TOOL
 from .recognize import recognize_intent
 
 if TYPE_CHECKING:
+    from ...session.store import Store
     from ...tools.skills import Skill
     from ..delegation import SubAgentRunner
     from ..pending import TurnState
@@ -249,7 +250,7 @@ def default_specs(agent: Agent | None) -> list[Any] | None:
 
 
 def setup_turn(kind: str, prompt: str, opt: Any, tools: Any = None, *, mode: str = "agent",
-               store: Any = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
+               store: Store | None = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
 
     Side effects: a user-chosen agent is bound to the session (``store.bind_agent``), and
