@@ -23,6 +23,7 @@ from ..agents.entries import entry_point
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
 if TYPE_CHECKING:
+    from ..agents.run import Run
     from ..session.store import Store
 
 __all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome",
@@ -68,7 +69,7 @@ def error_outcome(message: str, seconds: float = 0.0, run_id: str | None = None)
             "run_id": run_id}
 
 
-def outcome_of(run: Any) -> dict[str, Any]:
+def outcome_of(run: Run) -> dict[str, Any]:
     """The results columns of a finished (or suspended) run (and, for the card, its rounds
     answered from the answer cache and what they saved)."""
     footer = run.view.get("footer") or {}
