@@ -15,7 +15,7 @@ button, Ctrl-C) always works: the first lets running items finish, the second ab
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from IPython.core.error import UsageError
 
@@ -26,10 +26,26 @@ from .errors import JupyterAgentError
 from .flags import usage_message
 from .magic_args import argument
 
-if TYPE_CHECKING:
-    from .magics import AgentMagics
+__all__ = ["BatchHost", "batch_arguments", "run_batch_cell"]
 
-__all__ = ["batch_arguments", "run_batch_cell"]
+
+class BatchHost(Protocol):
+    """What a batch cell needs from the magics that run it (``AgentMagics`` is one).
+
+    A protocol, not an import: the magics import this module, so this module must not import
+    them back (docs/architecture.md: no import circle, not even under ``TYPE_CHECKING``).
+    """
+
+    widgets: bool
+    """Draw live cards as widgets (``False``: static MIME bundles)."""
+
+    def namespace(self) -> dict[str, Any]:
+        """The notebook's user namespace (``--over``'s rows and ``--score`` come from it)."""
+        ...
+
+    def cell_options(self, kind: CellKind, args: Any) -> CellOptions:
+        """The cell's flags read into its options record, as a plain cell reads them."""
+        ...
 
 
 def batch_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -72,7 +88,7 @@ def _clients(options: CellOptions, models: list[str]) -> dict[str, Any]:
     return {m: cell_client(options.cassette, m) for m in models}
 
 
-def run_batch_cell(magics: AgentMagics, kind: CellKind, args: Any, cell: str) -> None:
+def run_batch_cell(magics: BatchHost, kind: CellKind, args: Any, cell: str) -> None:
     """Run ``cell`` over ``--over``'s rows with ``kind`` (``chat``, ``toolloop``, ``plan``).
 
     The flags are read into the same :class:`~jupyter_agent.cell_options.CellOptions` a

@@ -7,7 +7,7 @@ events to the live display. Errors a user can cause become one ``UsageError`` li
 from __future__ import annotations
 
 import string
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -20,6 +20,9 @@ from .click_gate import GATE
 from .errors import JupyterAgentError, ResumeError
 from .flags import usage_message
 from .magic_args import argument, magic_arguments, parse_argstring
+
+if TYPE_CHECKING:
+    from .agents.run import Run
 
 __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
@@ -242,7 +245,7 @@ class AgentMagics(Magics):
 
         ns = self.namespace()
 
-        def on_start(run: Any) -> None:
+        def on_start(run: Run) -> None:
             holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
                                             on_answer=lambda msg: GATE.apply(
@@ -451,7 +454,7 @@ def _close_superseded(run_ids: list[str]) -> None:
                                  "withdrawn.")
 
 
-def _on_decide(run: Any, msg: dict[str, Any]) -> None:
+def _on_decide(run: Run, msg: dict[str, Any]) -> None:
     """A click on Keep, Discard or Undo of a change row: the same road as ``%agent
     keep|discard|undo ID`` (``ui/decide.py``); the row then says what happened."""
     from .ui.decide import decide_click

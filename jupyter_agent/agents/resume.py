@@ -40,6 +40,7 @@ from .turn.options import TurnOptions
 
 if TYPE_CHECKING:
     from ..clients.turn_client import TurnClient
+    from ..session.store import Store, StoreChoice
 
 __all__ = ["Answer", "resume", "answer_now", "settle", "OptionOutOfRange",
            "register_external", "ExternalResumer"]
@@ -85,7 +86,7 @@ class OptionOutOfRange(ResumeError, ParameterError):
     """An option number the waiting card does not have (nothing changed)."""
 
 
-def _rebuild_run(store: Any, run_id: str, pending: PendingRun) -> Run:
+def _rebuild_run(store: Store, run_id: str, pending: PendingRun) -> Run:
     """A Run object for ``run_id`` from its stored events (after a kernel restart)."""
     record = store.get_run(run_id)
     run = Run(agent=record.kind if record else pending.kind, model=pending.model,
@@ -172,7 +173,7 @@ def settle(p: TurnContext, run: Run) -> Run:
     return run
 
 
-def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store: Any = "default",
+def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store: StoreChoice = "default",
            listeners: Sequence[Callable[[BaseEvent], None]] | None = None,
            expected_call_id: str | None = None, client: ModelClient | None = None,
            answers: AnswerSource | None = None) -> Run:
@@ -205,7 +206,7 @@ def resume(run_id: str | None, answer: Answer, *, run: Run | None = None, store:
     return settle(p, run)
 
 
-def _waiting_run(store: Any, run_id: str | None) -> tuple[Any, str]:
+def _waiting_run(store: StoreChoice, run_id: str | None) -> tuple[Store, str]:
     """The store (``"default"``: the process-wide one) and the run to resume (``None``: the
     newest waiting one)."""
     if store == "default":
@@ -222,7 +223,7 @@ def _waiting_run(store: Any, run_id: str | None) -> tuple[Any, str]:
     return store, run_id
 
 
-def _check_answer(store: Any, run_id: str, answer: Answer) -> None:
+def _check_answer(store: Store, run_id: str, answer: Answer) -> None:
     """Refuse, before the claim, an answer the waiting card cannot take (an option it does
     not have; in replay mode, another answer than the recorded one). A saved state this code
     cannot read is refused here too, and stays waiting."""
@@ -245,7 +246,7 @@ def _check_answer(store: Any, run_id: str, answer: Answer) -> None:
     _as_recorded(pending.waiting_ask(), answer, len(options))
 
 
-def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Any,
+def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: StoreChoice,
             listeners: Sequence[Callable[[BaseEvent], None]] | None, expected_call_id: str | None,
             client: ModelClient | None, answers: AnswerSource | None
             ) -> tuple[TurnContext, Run]:
@@ -324,7 +325,7 @@ def _continue(run: Run, pending: PendingRun, answer: Answer, tc: TurnClient, hel
         return p, resume_plan(p, pending, answer, held)
 
 
-def _refusal(store: Any, run_id: str, expected_call_id: str | None) -> str:
+def _refusal(store: Store, run_id: str, expected_call_id: str | None) -> str:
     """Why an answer was refused (read after the failed claim, so a race reports the winner)."""
     record = store.get_run(run_id)
     if (record is not None and record.status == "ask" and expected_call_id is not None

@@ -169,7 +169,7 @@ def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
         A tool with one argument, ``task``. Each call is one streamed model call, reported to the
         calling run under the tool's name.
     """
-    from .helpers._call import call_model
+    from .helpers import call_model
 
     tool_name = _tool_name(name)
     if description is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ParameterError
 from .engine import Controller, Execution, execute
@@ -17,6 +17,9 @@ from .inputs import load_inputs
 from .progress import preview
 from .results import as_table, board_rows, chart_png, results_table
 from .spec import BatchSpec
+
+if TYPE_CHECKING:
+    from ..session.store import Store, StoreChoice
 
 __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 
@@ -272,7 +275,7 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
           score: Callable[..., Any] | None = None, max_cost: float | None = None,
           max_items: int | None = None, rerun: bool = False, engine: str = "thread",
           auto_answer: str | None = None, namespace: Mapping[str, Any] | None = None,
-          store: Any = "default", wait: bool = True,
+          store: StoreChoice = "default", wait: bool = True,
           on_progress: Callable[[dict[str, Any]], None] | None = None,
           controller: Controller | None = None, clients: dict[str, Any] | None = None,
           judge: str | None = None, judge_model: str | None = None,
@@ -335,7 +338,7 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
 class BatchRun:
     """A batch running in a background thread (``batch(..., wait=False)``)."""
 
-    def __init__(self, spec: BatchSpec, store: Any,
+    def __init__(self, spec: BatchSpec, store: Store | None,
                  on_progress: Callable[[dict[str, Any]], None] | None = None,
                  controller: Controller | None = None) -> None:
         self.spec = spec

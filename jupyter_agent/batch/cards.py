@@ -6,9 +6,12 @@ ends with), so it can be shown in any kernel, long after the batch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..session.store import StoreChoice
 
 __all__ = ["RunCard", "run_card"]
 
@@ -44,7 +47,7 @@ class RunCard:
         return f"<RunCard {self.run_id} status={self.status}>"
 
 
-def run_card(run_id: str, store: Any = "default") -> RunCard:
+def run_card(run_id: str, store: StoreChoice = "default") -> RunCard:
     """The card of the stored run ``run_id``.
 
     Raises:

@@ -29,7 +29,7 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .control import Controller
 from .item import (
@@ -41,6 +41,9 @@ from .item import (
 )
 from .progress import Progress
 from .spec import BatchSpec, Item
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["Coordinator", "MAX_UNSTORED"]
 
@@ -57,7 +60,7 @@ Progressed = Callable[[dict[str, Any]], None] | None
 class Coordinator:
     """One batch run: its pending items, the running ones and the outcomes."""
 
-    def __init__(self, spec: BatchSpec, store: Any, ctl: Controller, progress: Progress,
+    def __init__(self, spec: BatchSpec, store: Store | None, ctl: Controller, progress: Progress,
                  outcomes: list[dict[str, Any] | None], skey: str, batch_id: str,
                  todo: deque[Item]) -> None:
         self.spec, self.store, self.ctl, self.progress = spec, store, ctl, progress

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections import deque
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .._collector import short_lived
 from ..errors import ParameterError
@@ -22,6 +22,9 @@ from .coordinator import Coordinator
 from .item import FINISHED, OUTCOME_FIELDS, error_outcome, one_line
 from .progress import Progress
 from .spec import BatchSpec, Item, build_items, check_spec, fingerprint, inputs_hash, spec_key
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["Controller", "execute", "Execution", "PROGRESS_INTERVAL"]
 
@@ -47,7 +50,7 @@ def _skipped() -> dict[str, Any]:
     return out
 
 
-def _stored_outcome(store: Any, rec: Any) -> dict[str, Any] | None:
+def _stored_outcome(store: Store, rec: Any) -> dict[str, Any] | None:
     """A stored item to keep: finished, or still waiting on its ask (refreshed from its run,
     which ``%agent resume`` may have finished since). ``None``: run it again."""
     out = {f: getattr(rec, f) for f in OUTCOME_FIELDS}
@@ -110,14 +113,14 @@ def _check_prices(spec: BatchSpec, unpriced: list[str]) -> None:
             parameters=("max_cost", "max_items"))
 
 
-def _still_to_run(items: list[Item], stored: dict[Any, Any], store: Any,
+def _still_to_run(items: list[Item], stored: dict[Any, Any], store: Store | None,
                   outcomes: list[dict[str, Any] | None], progress: Progress) -> deque[Item]:
     """The items to run: an item the store has a finished outcome for is reused, one that
     cannot start (a field with no value) fails at once; both fill ``outcomes``."""
     todo: deque[Item] = deque()
     for item in items:
         rec = stored.get((item.key, item.model))
-        kept = _stored_outcome(store, rec) if rec is not None else None
+        kept = _stored_outcome(store, rec) if rec is not None and store is not None else None
         if kept is not None:
             outcomes[item.position] = kept
             progress.counts["waiting"] -= 1
@@ -130,7 +133,7 @@ def _still_to_run(items: list[Item], stored: dict[Any, Any], store: Any,
     return todo
 
 
-def execute(spec: BatchSpec, *, store: Any, controller: Controller | None = None,
+def execute(spec: BatchSpec, *, store: Store | None, controller: Controller | None = None,
             on_progress: Callable[[dict[str, Any]], None] | None = None,
             interval: float = PROGRESS_INTERVAL) -> Execution:
     """Run the batch ``spec`` to the end (or to a stop) and return every item's outcome.

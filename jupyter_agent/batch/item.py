@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..agents.entries import entry_point
 from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
+
+if TYPE_CHECKING:
+    from ..agents.run import Run
+    from ..session.store import Store
 
 __all__ = ["ItemTask", "run_item", "run_remote", "outcome_of", "error_outcome",
            "FINISHED", "FATAL_ERRORS", "OUTCOME_FIELDS", "KEPT_FIELDS", "one_line"]
@@ -65,7 +69,7 @@ def error_outcome(message: str, seconds: float = 0.0, run_id: str | None = None)
             "run_id": run_id}
 
 
-def outcome_of(run: Any) -> dict[str, Any]:
+def outcome_of(run: Run) -> dict[str, Any]:
     """The results columns of a finished (or suspended) run (and, for the card, its rounds
     answered from the answer cache and what they saved)."""
     footer = run.view.get("footer") or {}
@@ -76,7 +80,7 @@ def outcome_of(run: Any) -> dict[str, Any]:
             "cached": int(footer.get("cached") or 0), "saved": float(footer.get("saved") or 0.0)}
 
 
-def run_item(task: ItemTask, *, store: Any, is_aborted: Callable[[], bool] | None = None,
+def run_item(task: ItemTask, *, store: Store | None, is_aborted: Callable[[], bool] | None = None,
              on_event: Callable[[Any], None] | None = None,
              detail: bool = False) -> dict[str, Any]:
     """Run one item and return its outcome (never raises for a failure of this item).

@@ -17,9 +17,12 @@ import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
+
+if TYPE_CHECKING:
+    from ..agents.run import Run
 
 __all__ = ["SCALE", "Verdict", "Preference", "JudgeSummary", "judge_outcomes", "judge_prompt"]
 
@@ -133,7 +136,7 @@ Call = Callable[[str, type[BaseModel]], Any]
 """``call(prompt, schema)``: one typed ``chat()`` run (returns the :class:`Run`)."""
 
 
-def _count(summary: JudgeSummary, run: Any) -> None:
+def _count(summary: JudgeSummary, run: Run) -> None:
     footer = (getattr(run, "view", None) or {}).get("footer") or {}
     summary.cached += int(footer.get("cached") or 0)
     if footer.get("unpriced"):

@@ -6,11 +6,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MagicUsageError, ResumeError
 from ..flags import integer, text
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ..agents.run import Run
 
 __all__ = ["TABLE"]
 
@@ -148,7 +151,7 @@ _ENDINGS = {"done": "it finished", "ask": "it waits for another answer",
             "incomplete": "it ended without an answer"}
 
 
-def resumed_line(run: Any, answer: Any, *, in_its_cell: bool) -> str:
+def resumed_line(run: Run, answer: Any, *, in_its_cell: bool) -> str:
     """One line: which run was resumed, with what answer, and how it ended (``in_its_cell``:
     its card is in the cell that asked, else it was drawn above this line)."""
     given = {"option": f"option {answer.option_index}", "other": "your answer",

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MagicUsageError
 from ..flags import integer, text
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["TABLE"]
 
@@ -54,7 +57,7 @@ def _parsers(sub: Any) -> None:
     sub.add_parser("agents")
 
 
-def _store() -> Any:
+def _store() -> Store:
     from ..session import default_store
 
     return default_store()

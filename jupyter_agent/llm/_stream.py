@@ -5,19 +5,14 @@ Kept apart from the HTTP code so it can be fed chunks from anywhere (live HTTP, 
 
 from __future__ import annotations
 
-import secrets
 from typing import Any, TypedDict
 
+from .ids import new_call_id
 from .types import StreamCallback, ToolCall, Usage
 
 __all__ = ["ThinkSplitter", "StreamAssembler", "new_call_id"]
 
 _OPEN, _CLOSE = "<think>", "</think>"
-
-
-def new_call_id() -> str:
-    """A tool-call id for providers that send none (OpenAI style, so logs look alike)."""
-    return "call_" + secrets.token_hex(12)
 
 
 class ThinkSplitter:

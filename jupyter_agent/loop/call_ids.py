@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..llm._stream import new_call_id
+from ..llm.ids import new_call_id
 
 __all__ = ["CallIds", "ids_in_messages"]
 

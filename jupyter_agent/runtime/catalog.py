@@ -47,7 +47,7 @@ def tag(tool: Tool[Any], origin: str) -> Tool[Any]:
 def builtin_tools(workspace: Workspace) -> dict[str, Tool[Any]]:
     """The six built-in tools bound to ``workspace``, as ``Tool`` objects by name."""
     # Imported when a turn offers a built-in: a run without them never loads the tools.
-    from ..tools.builtin._bound import BUILTIN_TIMEOUTS, make_builtin_functions
+    from ..tools.builtin import BUILTIN_TIMEOUTS, make_builtin_functions
 
     out: dict[str, Tool[Any]] = {}
     for name, fn in make_builtin_functions(workspace).items():

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Union
 
 from .._state import STATE, Box
 from ._batches import BatchesMixin
@@ -31,7 +31,8 @@ from .paths import default_store_path
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Store", "StoreFullError", "default_store", "reset_default_store", "swap_default_store"]
+__all__ = ["Store", "StoreChoice", "StoreFullError", "default_store", "reset_default_store",
+           "swap_default_store"]
 
 
 class Store(SessionsMixin, TurnsMixin, RunsMixin, RecoveryMixin, TranscriptMixin, BatchesMixin):
@@ -92,6 +93,9 @@ def _close_default(box: Box[Store]) -> None:
     if store is not None:
         store.close()
 
+
+StoreChoice = Union[Store, Literal["default"], None]
+"""A store argument: a :class:`Store`, ``"default"`` (the process-wide one) or ``None`` (none)."""
 
 _default_lock = threading.Lock()
 _default: Box[Store] = STATE.slot("session.default_store", Box, reset=_close_default)

@@ -211,7 +211,7 @@ class Tool(Generic[F]):
 def _capped(text: str) -> str:
     if len(text) <= MAX_OUTPUT_CHARS:
         return text
-    from .builtin._cap import cap_output  # only for long results: keeps the import light
+    from .builtin import cap_output  # only for long results: keeps the import light
 
     return cap_output(text, MAX_OUTPUT_CHARS)
 

@@ -7,7 +7,7 @@ answer, usage and cost, and reports its usage to the running run when there is o
 
 from __future__ import annotations
 
-from ._call import EmptyInputError
+from ._call import EmptyInputError, call_model
 from .classify import Category, ClassifyResult, classify
 from .extract import ExtractResult, FieldError, extract
 from .query import QueryExpansion, expand_query
@@ -19,6 +19,7 @@ __all__ = [
     "ExtractResult",
     "FieldError",
     "QueryExpansion",
+    "call_model",
     "classify",
     "expand_query",
     "extract",

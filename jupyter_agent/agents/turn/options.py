@@ -106,7 +106,7 @@ def _current_session() -> str:
     return settings.session
 
 
-def store_of(opt: TurnOptions) -> Any:
+def store_of(opt: TurnOptions) -> Store | None:
     """The session store of ``opt`` (``"default"``: the process-wide one; ``None``: none)."""
     if opt.store == "default":
         from ...session import default_store
@@ -115,7 +115,7 @@ def store_of(opt: TurnOptions) -> Any:
     return opt.store
 
 
-def client_of(opt: TurnOptions, store: Any) -> TurnClient:
+def client_of(opt: TurnOptions, store: Store | None) -> TurnClient:
     """The model and client of a turn: ``opt.client`` when given, else the factory's choice
     (cell, agent, session model...; with a failover when fallback profiles are configured).
 
@@ -135,7 +135,7 @@ def client_of(opt: TurnOptions, store: Any) -> TurnClient:
     return cached_turn_client(tc, opt.cache)
 
 
-def profile_of(opt: TurnOptions, store: Any) -> ModelProfile:
+def profile_of(opt: TurnOptions, store: Store | None) -> ModelProfile:
     """The profile :func:`client_of` would give the turn, without building its client
     (no server started, no key needed): for checks before anything runs."""
     from ...clients.factory import turn_profile
@@ -145,7 +145,7 @@ def profile_of(opt: TurnOptions, store: Any) -> ModelProfile:
     return turn_profile(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
 
 
-def _session_model(opt: TurnOptions, store: Any) -> str | None:
+def _session_model(opt: TurnOptions, store: Store | None) -> str | None:
     """The model bound to the turn's session, if any."""
     if store is None or not opt.session:
         return None

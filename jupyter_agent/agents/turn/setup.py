@@ -41,6 +41,7 @@ from ...tools.skills import READ_SKILL_TOOL
 from .recognize import recognize_intent
 
 if TYPE_CHECKING:
+    from ...session.store import Store
     from ...tools.skills import Skill
     from ..delegation import SubAgentRunner
     from ..pending import TurnState
@@ -264,7 +265,7 @@ def _turn_skills(agent: Agent | None, opt: TurnOptions, notices: list[str]) -> l
 
 def setup_turn(kind: str, prompt: str, opt: TurnOptions, tools: Any = None, *,
                mode: str = "agent",
-               store: Any = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
+               store: Store | None = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
 
     Side effects: a user-chosen agent is bound to the session (``store.bind_agent``), and

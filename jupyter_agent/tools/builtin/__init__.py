@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from ._bound import BUILTIN_TIMEOUTS, make_builtin_functions
     from ._cap import cap_output
+    from ._safeopen import SNIFF_BYTES, looks_binary, open_regular
     from .names import BUILTIN_TOOL_NAMES
     from .workspace import Workspace, WorkspaceError
 
@@ -26,11 +27,14 @@ __all__ = [
     "BUILTIN_TIMEOUTS",
     "BUILTIN_TOOL_NAMES",
     "SANDBOX_ENV",
+    "SNIFF_BYTES",
     "SandboxStatus",
     "Workspace",
     "WorkspaceError",
     "cap_output",
+    "looks_binary",
     "make_builtin_functions",
+    "open_regular",
     "sandbox_status",
 ]
 
@@ -42,6 +46,9 @@ _LAZY: dict[str, str | tuple[str, str | None]] = {
     "SandboxStatus": ("jupyter_agent.sandbox.bwrap", "SandboxStatus"),
     "sandbox_status": ("jupyter_agent.sandbox.bwrap", "sandbox_status"),
     "cap_output": "_cap",
+    "SNIFF_BYTES": "_safeopen",
+    "looks_binary": "_safeopen",
+    "open_regular": "_safeopen",
     "Workspace": "workspace",
     "WorkspaceError": "workspace",
 }

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import ParameterError, ToolError
 from ...secrets import mask
-from ..builtin._safeopen import SNIFF_BYTES, looks_binary, open_regular
+from ..builtin import SNIFF_BYTES, looks_binary, open_regular
 from ..builtin.workspace import Workspace, WorkspaceError
 from ..registry import Tool
 from .names import READ_SKILL_TOOL, SKILL_FILE
