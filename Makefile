@@ -13,7 +13,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 .PHONY: demo test install labextension system-packages sandbox-packages lint bench clean
 
 demo: install sandbox-packages
-	$(PY) -m jupyter_agent.demo
+	$(PY) -m jupyter_agent.edge.demo
 
 # One worker per core, a test file per worker at a time (its module fixtures, a JupyterLab or a
 # kernel, stay in one process): the browser, kernel and install tests wait more than they

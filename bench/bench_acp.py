@@ -57,7 +57,7 @@ asyncio.run(acp.run_agent(Bare()))
 def bench_mapping(n: int) -> tuple[float, float]:
     """µs per event: our mapping, and the SDK's JSON of the same update."""
     from jupyter_agent.acp.updates import UpdateMapper
-    from jupyter_agent.events import TextDelta
+    from jupyter_agent.base.events import TextDelta
 
     events = [TextDelta(round=1, text=f"chunk{i % 1000:03d}") for i in range(n)]
     mapper = UpdateMapper()

@@ -109,7 +109,7 @@ def turn_cost(sizes: list[int], repeat: int) -> dict[int, float]:
 
 def sessions_cost(n_sessions: int, n_runs: int, repeat: int) -> dict[str, float]:
     """Median ms of ``%agent sessions`` and of a plain query, over a big store."""
-    from jupyter_agent.commands import run_command
+    from jupyter_agent.edge.commands import run_command
     from jupyter_agent.session.store import swap_default_store
 
     home = Path(tempfile.mkdtemp(prefix="jupyter-agent-bench-sessions-"))

@@ -57,7 +57,7 @@ def run_once(base_url: str, rounds: int, tool_bytes: int) -> dict[str, Any]:
     """One run with a live widget; returns the byte counts."""
     from jupyter_agent.agents.run import last_run
     from jupyter_agent.agents.toolloop import toolloop
-    from jupyter_agent.events import RUN_FORMAT_VERSION, event_to_json, merge_deltas
+    from jupyter_agent.base.events import RUN_FORMAT_VERSION, event_to_json, merge_deltas
     from jupyter_agent.ui.live import LiveDisplay
     from jupyter_agent.view.bundle import build_bundle
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._lazy import lazy_exports
+from .base.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -66,14 +66,14 @@ _LAZY = {
     "model_tool": ("jupyter_agent.agents.subagents", "model_tool"),
     "attach_files": ("jupyter_agent.agents.attachments", "attach_files"),
     "python_sandbox": ("jupyter_agent.agents.sandbox", "python_sandbox"),
-    "RunEvent": ("jupyter_agent.events", "RunEvent"),
-    "JupyterAgentError": ("jupyter_agent.errors", "JupyterAgentError"),
-    "ConfigError": ("jupyter_agent.errors", "ConfigError"),
-    "MissingKeyError": ("jupyter_agent.errors", "MissingKeyError"),
-    "ToolError": ("jupyter_agent.errors", "ToolError"),
-    "ModelBehaviorError": ("jupyter_agent.errors", "ModelBehaviorError"),
-    "ResumeError": ("jupyter_agent.errors", "ResumeError"),
-    "register_secret": ("jupyter_agent.secrets", "register_secret"),
+    "RunEvent": ("jupyter_agent.base.events", "RunEvent"),
+    "JupyterAgentError": ("jupyter_agent.base.errors", "JupyterAgentError"),
+    "ConfigError": ("jupyter_agent.base.errors", "ConfigError"),
+    "MissingKeyError": ("jupyter_agent.base.errors", "MissingKeyError"),
+    "ToolError": ("jupyter_agent.base.errors", "ToolError"),
+    "ModelBehaviorError": ("jupyter_agent.base.errors", "ModelBehaviorError"),
+    "ResumeError": ("jupyter_agent.base.errors", "ResumeError"),
+    "register_secret": ("jupyter_agent.base.secrets", "register_secret"),
 }
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from .agents.sandbox import python_sandbox
     from .agents.subagents import agent_tool, model_tool
     from .agents.toolloop import toolloop
-    from .errors import (
+    from .base.errors import (
         ConfigError,
         JupyterAgentError,
         MissingKeyError,
@@ -94,8 +94,8 @@ if TYPE_CHECKING:
         ResumeError,
         ToolError,
     )
-    from .events import RunEvent
-    from .secrets import register_secret
+    from .base.events import RunEvent
+    from .base.secrets import register_secret
     from .tools.registry import StopRun, Tool, tool
 
 
@@ -105,8 +105,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, entry=True)
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register the magics (imported only now) and, in a Jupyter
     kernel, the comm the JupyterLab extension pushes the live notebook on (docs/notebook-tools.md)."""
-    from .live_comm import attach
-    from .magics import AgentMagics
+    from .edge.live_comm import attach
+    from .edge.magics import AgentMagics
 
     ipython.register_magics(AgentMagics)
     attach(ipython)

@@ -40,14 +40,14 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every test starts from a fresh process state (``jupyter_agent._state.STATE``: tools,
+    """Every test starts from a fresh process state (``jupyter_agent.base.state.STATE``: tools,
     agents, settings, clients, cassettes, displays, the default store...) and leaves none."""
     for name in _ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("JUPYTER_AGENT_HOME", str(tmp_path_factory.mktemp("agent-home")))
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
-    import jupyter_agent.config  # noqa: F401  (its settings are a slot too)
-    from jupyter_agent._state import STATE
+    import jupyter_agent.base.config  # noqa: F401  (its settings are a slot too)
+    from jupyter_agent.base.state import STATE
 
     STATE.reset()
     yield
@@ -66,7 +66,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAI]:
 @pytest.fixture
 def fast_retries() -> Iterator[None]:
     """Retries with millisecond backoff, so error-path tests stay quick."""
-    from jupyter_agent import config
+    from jupyter_agent.base import config
     from jupyter_agent.clients.factory import clear_client_cache
 
     config.settings.retry_base_delay = 0.01

@@ -29,8 +29,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import _collector, batch, tool
-from jupyter_agent._collector import SPACED, long_lived, short_lived
+from jupyter_agent import batch, tool
+from jupyter_agent.base import collector as _collector
+from jupyter_agent.base.collector import SPACED, long_lived, short_lived
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 
@@ -53,7 +54,7 @@ builtins.fs_rows = ROWS
 
 _SCRIPT = """
 import builtins, gc, json, weakref
-from jupyter_agent._fresh_stack import preimport
+from jupyter_agent.base.fresh_stack import preimport
 
 threshold = gc.get_threshold()[0]
 {before}
@@ -352,8 +353,8 @@ def test_a_batch_that_ends_during_the_sdk_s_first_import_leaves_the_user_s_thres
 
 _FORKED = """
 import gc, json, os
-from jupyter_agent import _collector
-from jupyter_agent._collector import short_lived
+from jupyter_agent.base import collector as _collector
+from jupyter_agent.base.collector import short_lived
 base = gc.get_threshold()[0]
 read, write = os.pipe()
 with short_lived():
@@ -419,7 +420,7 @@ def test_a_threshold_set_under_two_blocks_stays_theirs_until_both_have_ended(
 _FORK_RACE = """
 import gc, json, os, sys, threading
 sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race shows at once
-from jupyter_agent._collector import long_lived, short_lived
+from jupyter_agent.base.collector import long_lived, short_lived
 base = gc.get_threshold()[0]
 stop = []
 def churn():

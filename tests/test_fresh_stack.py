@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent import _fresh_stack
-from jupyter_agent._fresh_stack import preimport
+from jupyter_agent.base import fresh_stack as _fresh_stack
+from jupyter_agent.base.fresh_stack import preimport
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +111,7 @@ def test_inside_an_import_it_imports_on_the_same_thread_and_a_cycle_does_not_han
     # The script runs in its own interpreter so a hang fails the test instead of the suite.
     _write(modules, "fs_outer", """
         import threading
-        from jupyter_agent._fresh_stack import preimport
+        from jupyter_agent.base.fresh_stack import preimport
         preimport("fs_inner")
         import fs_inner
         NAME = "outer"
@@ -131,7 +131,7 @@ def _lazy_package(folder: Path) -> None:
     access imports ``fs_pkg.mod`` through preimport, as ``jupyter_agent``'s names do."""
     (folder / "fs_pkg").mkdir()
     _write(folder / "fs_pkg", "__init__", """
-        from jupyter_agent._lazy import lazy_exports
+        from jupyter_agent.base.lazy import lazy_exports
         __getattr__, __dir__ = lazy_exports(__name__, {"THREAD": "mod"}, ["THREAD"], entry=True)
         """)
     _write(folder / "fs_pkg", "mod", """
@@ -164,7 +164,7 @@ def test_a_from_import_of_a_lazy_name_inside_an_import_stays_on_the_thread(
 
 _INTERRUPTED = """
 import os, signal, sys, threading, time
-from jupyter_agent._fresh_stack import preimport
+from jupyter_agent.base.fresh_stack import preimport
 threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 start = time.monotonic()
 try:
@@ -264,7 +264,7 @@ def test_under_the_import_lock_or_at_shutdown_it_imports_here(modules: Path) -> 
     _write(modules, "fs_late", "VALUE = 1\n")
     proc = _script("""
         import _imp, sys
-        from jupyter_agent._fresh_stack import preimport
+        from jupyter_agent.base.fresh_stack import preimport
 
         _imp.acquire_lock()
         try:

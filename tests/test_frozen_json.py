@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import register_secret, secrets
-from jupyter_agent._frozen_json import FrozenDict, FrozenList, dumps, freeze
+from jupyter_agent import register_secret
 from jupyter_agent.agents.plan import normalize_catalog
 from jupyter_agent.agents.plan._hooks import PlanHooks
 from jupyter_agent.agents.plan.run_state import PlanRunState
 from jupyter_agent.agents.run import Run, RunRecorder
+from jupyter_agent.base import secrets
+from jupyter_agent.base.frozen_json import FrozenDict, FrozenList, dumps, freeze
+from jupyter_agent.base.secrets import MASK
 from jupyter_agent.llm.client import OpenAIClient
 from jupyter_agent.llm.types import ToolCall
-from jupyter_agent.secrets import MASK
 from jupyter_agent.session import Store
 
 STYLES: list[dict[str, Any]] = [{}, {"ensure_ascii": False, "separators": (",", ":")}]

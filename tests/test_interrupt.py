@@ -1,4 +1,4 @@
-"""The one async-exception helper (``jupyter_agent/_interrupt.py``): it interrupts a busy
+"""The one async-exception helper (``jupyter_agent/base/interrupt.py``): it interrupts a busy
 thread and refuses an ended one, and is the only caller of
 ``PyThreadState_SetAsyncExc`` in the package (a run's stop, a tool's deadline and a cell's time
 limit all use it)."""
@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from jupyter_agent._interrupt import raise_in_thread
+from jupyter_agent.base.interrupt import raise_in_thread
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_agent"
 

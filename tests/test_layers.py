@@ -36,19 +36,19 @@ PACKAGE = "jupyter_agent"
 # new module a layer here and in docs/architecture.md.
 LAYERS: list[tuple[str, list[str]]] = [
     ("edge", [
+        "edge/",                # the Jupyter edge package (its files are named below)
         "__init__.py",          # the public API, imported lazily
-        "magics.py",            # %%chat, %%toolloop, %%plan, %agent
-        "magic_args.py",        # IPython's magic_arguments decorators, typed
-        "flags.py",             # value checks of magic flags
-        "commands/",            # every %agent command
+        "edge/magics.py",       # %%chat, %%toolloop, %%plan, %agent
+        "edge/magic_args.py",   # IPython's magic_arguments decorators, typed
+        "edge/commands/",       # every %agent command
         "replay/notebooks.py",  # tutorial helpers: run notebooks in kernels,
         "replay/rerecord.py",   # re-record their cassettes,
         "replay/compare.py",    # compare saved outputs
-        "demo.py",              # the demo notebooks
-        "batch_magic.py",       # --over on the three cell magics
-        "cell_options.py",      # a cell's flags as one options record (plain cell and --over)
-        "live_comm.py",         # the live notebook comm, opened at %load_ext
-        "click_gate.py",        # a card's click waits for the running cell to end
+        "edge/demo.py",         # the demo notebooks
+        "edge/batch_magic.py",  # --over on the three cell magics
+        "edge/cell_options.py", # a cell's flags as one options record (plain cell and --over)
+        "edge/live_comm.py",    # the live notebook comm, opened at %load_ext
+        "edge/click_gate.py",   # a card's click waits for the running cell to end
     ]),
     ("acp", ["acp/"]),          # ACP both ways: our agent served over stdio, external agents in a cell
     ("batch", ["batch/"]),      # one agent over many inputs: runs agents, no IPython
@@ -68,7 +68,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("sandbox", ["sandbox/"]),  # overlay runs, final-state check, held changes, undo
     ("llm", ["llm/"]),          # the OpenAI-compatible client, streaming, usage, tool protocols
     ("session", ["session/"]),  # the SQLite store
-    ("ground", ["events.py", "errors.py", "secrets.py", "answers.py", "config.py", "_*.py"]),
+    ("base", ["base/"]),  # events, errors, config, secrets, state, flags, answers, helpers
 ]
 
 GUI_PACKAGES = ("IPython", "ipywidgets", "anywidget")

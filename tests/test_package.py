@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import jupyter_agent
-from jupyter_agent.events import RUN_MIME_TYPE
+from jupyter_agent.base.events import RUN_MIME_TYPE
 
 ROOT = Path(__file__).resolve().parents[1]
 

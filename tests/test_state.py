@@ -1,4 +1,4 @@
-"""The process state has one owner (``jupyter_agent._state.STATE``), and one fixture
+"""The process state has one owner (``jupyter_agent.base.state.STATE``), and one fixture
 (``tests/conftest.py``) resets all of it: what one test leaves behind, the next never sees."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent._state import STATE, Box, ProcessState
+from jupyter_agent.base.state import STATE, Box, ProcessState
 
 pytest_plugins = ["pytester"]
 
@@ -56,9 +56,9 @@ def test_a_failing_reset_still_resets_the_others_then_says_so() -> None:
 # --------------------------------------------------------------------------- the package's slots
 def _dirty_everything(tmp_path: Path) -> None:
     """Leave something in every slot, as a long notebook session would."""
-    from jupyter_agent import config, secrets
     from jupyter_agent.agents.held import HELD
     from jupyter_agent.agents.run import Run
+    from jupyter_agent.base import config, secrets
     from jupyter_agent.clients import factory
     from jupyter_agent.clients.cassettes import cassette_at
     from jupyter_agent.clients.failover import mark_profile
@@ -97,9 +97,9 @@ def _dirty_everything(tmp_path: Path) -> None:
 
 
 def _assert_clean() -> None:
-    from jupyter_agent import config, secrets
     from jupyter_agent.agents.held import HELD
     from jupyter_agent.agents.run import last_run
+    from jupyter_agent.base import config, secrets
     from jupyter_agent.clients import cassettes, factory, failover
     from jupyter_agent.llm.profiles import BUILTIN_PROFILES
     from jupyter_agent.replay import mode
@@ -126,7 +126,7 @@ def _assert_clean() -> None:
 def test_one_reset_empties_every_slot_of_the_package(tmp_path: Path) -> None:
     _dirty_everything(tmp_path)
     assert SLOTS <= set(STATE.names())  # each module keeps its registry in the one owner
-    from jupyter_agent import secrets
+    from jupyter_agent.base import secrets
 
     assert secrets.mask("key leftover-secret-value-42") != "key leftover-secret-value-42"
     scratch = Path(STATE.slot("replay.mode", dict)["scratch"])

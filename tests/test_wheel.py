@@ -153,10 +153,10 @@ def test_a_plain_install_runs_every_builtin_tool(wheel: Path, tmp_path: Path,
     assert "The plain install fetched this page." in results["web_fetch"]
 
     # What needs an extra says which one, in one line, instead of a ModuleNotFoundError.
-    for argv, extra in ((["-m", "jupyter_agent.demo"], "notebooks"),
+    for argv, extra in ((["-m", "jupyter_agent.edge.demo"], "notebooks"),
                         (["-m", "jupyter_agent.replay.rerecord", "x.ipynb"], "notebooks"),
                         (["-c", "from jupyter_agent.tools.mcp import connect_mcp\n"
-                                "from jupyter_agent.errors import ConfigError\n"
+                                "from jupyter_agent.base.errors import ConfigError\n"
                                 "try:\n"
                                 "    connect_mcp('time', command=['true'])\n"
                                 "except ConfigError as exc:\n"

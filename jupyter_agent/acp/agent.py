@@ -35,9 +35,9 @@ from acp.schema import (
     StopReason,
 )
 
-from ..answers import Answer
-from ..events import AskPending, BaseEvent, RunStarted
-from ..secrets import mask
+from ..base.answers import Answer
+from ..base.events import AskPending, BaseEvent, RunStarted
+from ..base.secrets import mask
 from .updates import (
     UpdateMapper,
     history_updates,

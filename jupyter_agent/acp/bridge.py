@@ -20,9 +20,9 @@ from typing import Any
 
 from ..agents.resume import register_external
 from ..agents.run import Run, RunRecorder
-from ..answers import Answer
-from ..errors import ResumeError
-from ..events import (
+from ..base.answers import Answer
+from ..base.errors import ResumeError
+from ..base.events import (
     AskAnswered,
     AskPending,
     BaseEvent,

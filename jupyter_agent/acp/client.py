@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..secrets import mask
+from ..base.secrets import mask
 
 __all__ = ["AcpError", "AcpAgent", "PromptFeed", "PermissionAsk", "FsCall", "agent_for",
            "shutdown_all", "INSTALL_HINT"]

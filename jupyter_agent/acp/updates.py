@@ -1,7 +1,7 @@
 """Run events as ACP session updates (docs/acp.md, "jupyter-agent as an ACP agent").
 
 One pure function per direction, so the mapping is tested without a process: every text that
-leaves goes through :func:`jupyter_agent.secrets.mask` here, whatever the caller did before.
+leaves goes through :func:`jupyter_agent.base.secrets.mask` here, whatever the caller did before.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from acp.schema import (
     ToolKind,
 )
 
-from ..events import (
+from ..base.events import (
     AskPending,
     BaseEvent,
     PlanUpdated,
@@ -40,7 +40,7 @@ from ..events import (
     ToolReturned,
     ToolStarted,
 )
-from ..secrets import mask, mask_obj
+from ..base.secrets import mask, mask_obj
 
 __all__ = ["KINDS", "UpdateMapper", "event_updates", "permission_options", "permission_call", "option_index",
            "history_updates", "tool_kind"]

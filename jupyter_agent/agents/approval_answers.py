@@ -19,9 +19,9 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from ..answers import Answer
-from ..errors import ResumeError
-from ..events import ToolReturned, ToolStarted, UsageRecorded
+from ..base.answers import Answer
+from ..base.errors import ResumeError
+from ..base.events import ToolReturned, ToolStarted, UsageRecorded
 from ..llm.types import Message, ToolCall
 from ..llm.usage_context import usage_sink
 from ..loop.hooks import ToolOutcome, UsageItem, images_message

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._previews import MAX_ATTACHMENTS
-from ..errors import ConfigError, ToolError
+from ..base.errors import ConfigError, ToolError
+from ..base.previews import MAX_ATTACHMENTS
 from ..tools.builtin import Workspace
 from ..tools.builtin import files as _files
 from ..tools.registry import Tool

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Iterable, Literal
 
-from ..errors import ParameterError
+from ..base.errors import ParameterError
 from ..llm.tokens import count_text_tokens
 from ..runtime.modes import MODE_KNOWLEDGE_LIMITS
 

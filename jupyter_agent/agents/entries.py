@@ -3,7 +3,7 @@
 A plain cell (``%%chat``, ``%%toolloop``, ``%%plan``), a batch's items (``--over`` and
 ``batch()``) and their option checks all find the function here. Its first call in a process
 imports the agent layer (pydantic, events, the turn driver: about 150 ms) through
-:func:`~jupyter_agent._fresh_stack.preimport`: from a fresh stack (a kernel's cell runs about
+:func:`~jupyter_agent.base.fresh_stack.preimport`: from a fresh stack (a kernel's cell runs about
 40 frames down), with what it makes moved straight to the collector's oldest generation
 (docs/architecture.md, "The first run"). Later calls are dictionary lookups.
 """
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._fresh_stack import preimport
+from ..base.fresh_stack import preimport
 
 __all__ = ["ENTRIES", "entry_point"]
 

@@ -7,7 +7,7 @@ run records into or replays a cassette, the very client it ran on (a recording m
 answer; a cell's own ``--record`` client is known nowhere else). :data:`HELD` keeps them by run
 id, at most :data:`LIMIT` runs (a run nobody answers is forgotten first); the resume takes
 them (:meth:`Held.take`) once its claim succeeded. It is a slot of the process state, so
-:meth:`jupyter_agent._state.ProcessState.reset` empties it.
+:meth:`jupyter_agent.base.state.ProcessState.reset` empties it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._state import STATE
+from ..base.state import STATE
 
 if TYPE_CHECKING:
     from ..clients.turn_client import TurnClient

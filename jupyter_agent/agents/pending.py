@@ -29,9 +29,9 @@ from pydantic import (
     model_validator,
 )
 
-from ..answers import WaitingAsk
-from ..errors import ResumeError
-from ..events import AskPending
+from ..base.answers import WaitingAsk
+from ..base.errors import ResumeError
+from ..base.events import AskPending
 from ..llm.structured import SCHEMA_RETRIES
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision

@@ -8,11 +8,11 @@ click changes nothing, and continues the run by its kind: :func:`resume_toolloop
 kernel can resume it too: tools are looked up again by name.
 
 An answer to a question (never to an approval card: only a person approves, docs/security.md)
-can also come from an :class:`~jupyter_agent.answers.AnswerSource` instead of the user: a
+can also come from an :class:`~jupyter_agent.base.answers.AnswerSource` instead of the user: a
 replayed cassette answers the questions that were clicked while recording. :func:`settle`
 is that seam (the entry points call it after their first drive, :func:`resume` after each
 resumed part), and ``resume(answers=...)`` hands the source on to the resumed run. A recording
-keeps every answer given through the turn client's :class:`~jupyter_agent.answers.AnswerLog`.
+keeps every answer given through the turn client's :class:`~jupyter_agent.base.answers.AnswerLog`.
 A run suspended on a cassette's client continues on that client in this process
 (:data:`~jupyter_agent.agents.held.HELD`).
 """
@@ -23,9 +23,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..answers import Answer, AnswerSource, WaitingAsk
-from ..errors import ParameterError, ResumeError
-from ..events import EVENT_ADAPTER, BaseEvent
+from ..base.answers import Answer, AnswerSource, WaitingAsk
+from ..base.errors import ParameterError, ResumeError
+from ..base.events import EVENT_ADAPTER, BaseEvent
 from ..llm.protocol import ModelClient
 from ..view.reduce import new_view, reduce_event
 from .approval_answers import approval_choice
@@ -106,7 +106,7 @@ def _rebuild_run(store: Store, run_id: str, pending: PendingRun) -> Run:
 
 def _recorded(ask: WaitingAsk) -> Any:
     """The answer the active cassette recorded for ``ask`` in replay mode (else ``None``)."""
-    from .. import config
+    from ..base import config
 
     if config.settings.cassette_mode != "replay":
         return None

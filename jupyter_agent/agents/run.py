@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic
 
 from typing_extensions import TypeVar
 
-from .._interrupt import raise_in_thread
-from .._previews import STREAM_PREVIEW, head_tail
-from .._state import STATE, Box
-from ..events import (
+from ..base.events import (
     BaseEvent,
     CellProposed,
     RunFinished,
@@ -25,7 +22,10 @@ from ..events import (
     event_to_json,
     merge_deltas,
 )
-from ..secrets import StreamMasker, mask, mask_fields, masked_stdio
+from ..base.interrupt import raise_in_thread
+from ..base.previews import STREAM_PREVIEW, head_tail
+from ..base.secrets import StreamMasker, mask, mask_fields, masked_stdio
+from ..base.state import STATE, Box
 from ..tracing import run_tracer
 from ..view.reduce import new_view, reduce_event
 

@@ -4,7 +4,7 @@
 ``run_python``, which runs code in the live kernel: docs/notebook-tools.md). The code runs as ``python -I`` (no
 user site, no ``PYTHONPATH``) with the workspace as working directory, stdin closed, every
 secret-looking variable removed from the environment (the rule ``bash`` follows:
-:func:`jupyter_agent.secrets.scrub_env`), a wall-clock timeout after which the process and
+:func:`jupyter_agent.base.secrets.scrub_env`), a wall-clock timeout after which the process and
 everything it started are killed, and an address-space limit (``RLIMIT_AS``, Unix) so a runaway
 allocation fails with ``MemoryError`` instead of taking the machine down. Like a notebook cell, the value
 of the last line, when it is an expression, comes back as ``result`` (its ``repr``).
@@ -33,15 +33,15 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr
 
-from ..errors import ConfigError, ToolError
+from ..base.errors import ConfigError, ToolError
 from ..sandbox import OverlayRun, Record, summary
 from ..sandbox.bwrap import bwrap_command, python_binds, sandbox_status
 from ..sandbox.limits import PidsGroup, limits
 from ..sandbox.pipes import Sink, drain, pump
 from ..sandbox.procs import ProcessTracker
 from ..sandbox.seccomp import filter_fd
-from ..tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
-from ..tools.builtin._shadow import ImportFolders
+from ..tools.builtin.cap import DEFAULT_LIMIT, HeadTailBuffer
+from ..tools.builtin.shadow import ImportFolders
 from ..tools.builtin.shell import MARKER_VAR, child_environment
 from ..tools.registry import Tool, ToolResult
 
@@ -196,7 +196,7 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
     if not prefix and run is not None:
         run.abandon()
         run, change_notes = None, []
-    # Without the overlay's check: a module planted for the kernel to import (``_shadow``).
+    # Without the overlay's check: a module planted for the kernel to import (``shadow``).
     imports = ImportFolders(str(cwd)) if run is None else None
     if prefix:
         env["HOME"] = env["TMPDIR"] = "/tmp"  # no home folder in the sandbox

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ToolError
+from ..base.errors import ToolError
 from ..llm.protocol import ModelClient
 from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
 from ..runtime.policy import PermissionContext

@@ -20,7 +20,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, ToolError
+from ..base.errors import ConfigError, ToolError
 from ..runtime.agents import Agent as AgentProfile
 from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
 from ..runtime.policy import PermissionContext

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import ParameterError
+from ..base.errors import ParameterError
 from ..llm.profiles import map_temperature
 from ..llm.types import Message, ToolCall
 from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome

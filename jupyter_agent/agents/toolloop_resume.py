@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..answers import Answer
+from ..base.answers import Answer
 from .approval_answers import approval_choice, settle_approvals
 from .held import HELD, Parts
 from .pending import ToolloopPending

@@ -16,8 +16,8 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from .._fresh_stack import preimport
-from .._lazy import lazy_exports
+from ..base.fresh_stack import preimport
+from ..base.lazy import lazy_exports
 
 __all__ = ["batch", "BatchResult", "BatchRun", "Controller", "run_card"]
 

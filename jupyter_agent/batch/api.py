@@ -1,6 +1,6 @@
 """``jupyter_agent.batch(...)``: one agent over many inputs, from Python.
 
-The magics' ``--over`` calls the same function (``jupyter_agent/batch_magic.py``).
+The magics' ``--over`` calls the same function (``jupyter_agent/edge/batch_magic.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..errors import ParameterError
+from ..base.errors import ParameterError
 from .engine import Controller, Execution, execute
 from .evaluate import score_outcomes
 from .inputs import load_inputs
@@ -231,7 +231,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
 
         # A missing or secret-looking name: one line before any item starts.
         with_variables("", options["context"], options.get("shell"))
-    from ..agents._params import check_parameters
+    from ..agents.params import check_parameters
 
     check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
     if options.get("output") is not None:
@@ -247,7 +247,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
         raise ParameterError("judge_model needs judge (the criteria).",
                              parameters=("judge_model", "judge"))
     if fields.get("engine") == "dask":
-        from .. import config
+        from ..base import config
 
         if fields.get("clients") or options.get("client") or \
                 config.settings.cassette_mode != "live":

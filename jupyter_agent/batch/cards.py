@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 if TYPE_CHECKING:
     from ..session.store import StoreChoice
@@ -53,7 +53,7 @@ def run_card(run_id: str, store: StoreChoice = "default") -> RunCard:
     Raises:
         ConfigError: no run with that id in the store.
     """
-    from ..events import EVENT_ADAPTER
+    from ..base.events import EVENT_ADAPTER
     from ..view.reduce import reduce_events
 
     if store == "default":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..errors import ParameterError
+from ..base.errors import ParameterError
 
 __all__ = ["Controller"]
 

@@ -14,8 +14,8 @@ import secrets
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from .._collector import short_lived
-from ..errors import ParameterError
+from ..base.collector import short_lived
+from ..base.errors import ParameterError
 from ..tracing import batch_span
 from .control import Controller
 from .coordinator import Coordinator

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._template import prompt_fields
-from ..errors import ParameterError
+from ..base.errors import ParameterError
+from ..base.template import prompt_fields
 
 __all__ = ["Inputs", "load_inputs", "template_fields", "check_fields", "render", "is_missing",
            "VALUE_FIELD"]
@@ -133,7 +133,7 @@ def render(template: str, fields: list[str], row: Mapping[str, Any],
             values[f] = row[f]
         else:
             values[f] = namespace[f]
-    from ..secrets import filled_in_secret, mask
+    from ..base.secrets import filled_in_secret, mask
 
     try:
         filled = string.Formatter().vformat(template, (), values)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..agents.entries import entry_point
-from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
+from ..base.errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
 if TYPE_CHECKING:
     from ..agents.run import Run
@@ -118,7 +118,7 @@ def run_item(task: ItemTask, *, store: Store | None, is_aborted: Callable[[], bo
         return error_outcome(one_line(exc), time.perf_counter() - start, box.get("run_id"))
     out = outcome_of(run)
     if detail:
-        from ..events import merge_deltas
+        from ..base.events import merge_deltas
 
         pending = run.pending.to_json() if run.pending is not None else None  # PendingRun
         out.update(kind=task.kind, events=merge_deltas(run.events_json()), pending=pending)
@@ -129,7 +129,7 @@ def _apply_settings(settings: dict[str, Any] | None) -> None:
     """Take the kernel's client settings on a worker (once; a change clears cached clients)."""
     if not settings:
         return
-    from .. import config
+    from ..base import config
     from ..clients import clear_client_cache
 
     changed = False

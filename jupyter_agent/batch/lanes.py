@@ -205,7 +205,7 @@ class LanePool:
         try:
             from distributed import Client, LocalCluster, Queue, get_client
         except ImportError:
-            from ..errors import ConfigError
+            from ..base.errors import ConfigError
 
             raise ConfigError("engine 'dask' needs dask.distributed: "
                               "pip install 'jupyter-agent[dask]'") from None
@@ -416,7 +416,7 @@ def _value(out: Any) -> Any:
     """An item's outcome, or the fatal mistake it made on the worker rebuilt here (exceptions
     with custom constructors do not survive pickling whole)."""
     if isinstance(out, dict) and out.get("fatal"):
-        from ..errors import ConfigError, MagicUsageError, ParameterError, ToolError
+        from ..base.errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
         kinds = {"ToolError": ToolError, "ParameterError": ParameterError,
                  "MagicUsageError": MagicUsageError}
@@ -454,7 +454,7 @@ def _split(concurrency: int, client: Any) -> list[tuple[str | None, int]]:
 def _worker_env() -> dict[str, str]:
     """A key set with ``%config AgentMagics.api_key`` (not in the environment) for the
     workers this process starts; they inherit the environment itself."""
-    from .. import config
+    from ..base import config
 
     key = config.settings.api_key.get_secret_value() if config.settings.api_key else None
     return {"OPENAI_API_KEY": key} if key and not os.environ.get("OPENAI_API_KEY") else {}

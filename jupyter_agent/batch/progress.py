@@ -185,7 +185,7 @@ class Progress:
 
 def preview(text: Any) -> str:
     """One line of model text for the card: cut short, secrets masked."""
-    from ..secrets import mask
+    from ..base.secrets import mask
 
     line: str = mask(" ".join(str(text or "").split()))  # the card is an output: never a key
     return line if len(line) <= _PREVIEW else line[:_PREVIEW - 1] + "…"

@@ -117,7 +117,7 @@ def client_settings() -> dict[str, Any]:
     environment, which a cluster started here inherits)."""
     import os
 
-    from .. import config
+    from ..base import config
 
     s = config.settings
     return {"base_url": s.base_url or os.environ.get("OPENAI_BASE_URL") or None,
@@ -132,7 +132,7 @@ def check_shippable(pack: ToolPack | None, options: dict[str, Any]) -> None:
     defined inside a function whose locals hold one, cannot be pickled; Dask would otherwise
     fail deep in its serializer with a traceback of its own.
     """
-    from ..errors import ConfigError
+    from ..base.errors import ConfigError
 
     cloudpickle = pickler()
 
@@ -163,7 +163,7 @@ def pickler() -> Any:
     try:
         import cloudpickle  # type: ignore[import-untyped]  # cloudpickle ships no type hints
     except ImportError:
-        from ..errors import ConfigError
+        from ..base.errors import ConfigError
 
         raise ConfigError("engine 'dask' needs dask.distributed: "
                           "pip install 'jupyter-agent[dask]'") from None

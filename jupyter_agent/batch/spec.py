@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from ..errors import ParameterError
+from ..base.errors import ParameterError
 from .inputs import Inputs, check_fields, render
 
 __all__ = ["BatchSpec", "Item", "build_items", "check_spec", "spec_key", "inputs_hash",

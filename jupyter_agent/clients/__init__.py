@@ -17,7 +17,7 @@ Importing this package loads none of them (PEP 562).
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+from ..base.lazy import lazy_exports
 
 __all__ = [
     "DEFAULT_MODEL",

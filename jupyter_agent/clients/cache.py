@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._state import STATE
+from ..base.state import STATE
 from ..llm.profiles import ModelProfile
 from ..llm.types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usage
 
@@ -136,7 +136,7 @@ class ResponseCache:
 
     def put(self, digest: str, secret: str, resp: ChatResponse) -> None:
         """Save ``resp`` for ``digest`` (secrets masked; written whole or not at all)."""
-        from ..secrets import mask
+        from ..base.secrets import mask
 
         answer = {"text": mask(resp.text), "reasoning": mask(resp.reasoning),
                   "tool_calls": [{"id": c.id, "name": c.name, "arguments": mask(c.arguments)}
@@ -295,7 +295,7 @@ def cached_turn_client(tc: TurnClient, enabled: bool | None) -> TurnClient:
     """``tc`` with its client behind the cache when the cache is on (``enabled``, else the
     ``cache`` setting) and the client can be keyed; ``tc`` itself otherwise."""
     if enabled is None:
-        from ..config import settings
+        from ..base.config import settings
 
         enabled = settings.cache
     if not enabled or isinstance(tc.client, CachedClient):

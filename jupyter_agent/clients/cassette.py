@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from ..answers import Answer, WaitingAsk
-from ..errors import JupyterAgentError
+from ..base.answers import Answer, WaitingAsk
+from ..base.errors import JupyterAgentError
 from ._diff import closest, describe_difference
 from ._turnmatch import turn_match
 
@@ -98,7 +98,7 @@ class RecordedAnswer(BaseModel):
     (``%agent resume``, ``--option``), which answers it again when the notebook is replayed."""
 
     def to_answer(self) -> Answer:
-        """The :class:`~jupyter_agent.answers.Answer` to resume with."""
+        """The :class:`~jupyter_agent.base.answers.Answer` to resume with."""
         return Answer(self.how, option_index=self.option_index, text=self.text)
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .. import config
-from .._state import STATE
+from ..base import config
+from ..base.state import STATE
 from .cassette import Cassette
 from .storage import default_cassette_path, load_cassette
 

@@ -29,10 +29,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .. import config
-from .._state import STATE
-from ..config import CassetteMode
-from ..errors import ConfigError
+from ..base import config
+from ..base.config import CassetteMode
+from ..base.errors import ConfigError
+from ..base.state import STATE
 from ..llm.client import OpenAIClient, RetryPolicy
 from ..llm.profiles import BUILTIN_PROFILES, ModelProfile
 from ..llm.protocol import ModelClient

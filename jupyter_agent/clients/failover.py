@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._state import STATE
-from ..events import BaseEvent, Warning_
+from ..base.events import BaseEvent, Warning_
+from ..base.state import STATE
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import ModelClient
 from ..llm.types import ChatRequest, ChatResponse, StreamCallback, Usage

@@ -8,7 +8,7 @@ interaction is added once the call is over (with its error, status and duration)
 cassette is saved after each call, so an interrupted recording keeps what it has.
 
 :class:`CassetteAnswerLog` keeps the answers given to asks and approvals (an
-:class:`~jupyter_agent.answers.AnswerLog`), so the replay can give them again.
+:class:`~jupyter_agent.base.answers.AnswerLog`), so the replay can give them again.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..answers import Answer, WaitingAsk
+from ..base.answers import Answer, WaitingAsk
 from ..llm.client import OpenAIClient
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import ChunkStream, Reply, Transport

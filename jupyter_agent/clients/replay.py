@@ -5,7 +5,7 @@ is a cassette (:class:`CassetteTransport`): requests are built, and recorded chu
 by the production code (``<think>`` splitting, tool-call quirks, usage, cost), with no
 network, no key and no SDK.
 
-:class:`CassetteAnswers` is the :class:`~jupyter_agent.answers.AnswerSource` of a replay: it
+:class:`CassetteAnswers` is the :class:`~jupyter_agent.base.answers.AnswerSource` of a replay: it
 gives the answers that were clicked while recording. An answer a notebook cell gave
 (``%agent resume``, ``--option``) is left for that cell to give again.
 """
@@ -17,8 +17,8 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from ..answers import Answer, WaitingAsk
-from ..config import CassetteTiming
+from ..base.answers import Answer, WaitingAsk
+from ..base.config import CassetteTiming
 from ..llm.client import OpenAIClient, RetryPolicy
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import Reply, TransportError

@@ -4,7 +4,7 @@ A path ending in ``.ipynb`` means the notebook's ``metadata["jupyter_agent"]["ca
 (nothing else in the notebook changes; the file is read and written as the plain JSON of the
 nbformat 4 format, because importing nbformat costs seconds in a kernel). Any other path is a
 JSON file. Writes are atomic (temporary file, then rename) and masked: every known secret
-(:func:`jupyter_agent.secrets.mask`, docs/security.md) is replaced before anything is written.
+(:func:`jupyter_agent.base.secrets.mask`, docs/security.md) is replaced before anything is written.
 
 Recording into a notebook that is open in JupyterLab rewrites the file under the editor's
 feet (saving from the editor then drops the cassette): while working, record into the JSON
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..secrets import mask_json
+from ..base.secrets import mask_json
 from .cassette import Cassette
 
 __all__ = ["METADATA_KEY", "load_cassette", "save_cassette", "cassette_path_for",

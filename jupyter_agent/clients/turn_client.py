@@ -4,8 +4,8 @@ An agent calls its client only through the :class:`~jupyter_agent.llm.protocol.M
 protocol. What else a turn must know comes with the :class:`TurnClient`, as plain fields, not
 as optional methods to probe for: the failover (its warnings go to the run, the profile that
 answered goes into the turn record) and, in record or replay mode, the cassette's answers (an
-:class:`~jupyter_agent.answers.AnswerSource` that answers clicked asks again, an
-:class:`~jupyter_agent.answers.AnswerLog` that keeps the answers given).
+:class:`~jupyter_agent.base.answers.AnswerSource` that answers clicked asks again, an
+:class:`~jupyter_agent.base.answers.AnswerLog` that keeps the answers given).
 
 The factory remembers which clients it made for a cassette (:func:`remember`), so a client
 handed back to a later turn (a cell's ``--record``/``--replay`` client, the client a resumed
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from .._state import STATE
-from ..answers import AnswerLog, AnswerSource
-from ..events import BaseEvent
+from ..base.answers import AnswerLog, AnswerSource
+from ..base.events import BaseEvent
+from ..base.state import STATE
 from ..llm.protocol import ModelClient
 from .failover import FailoverClient
 

@@ -29,8 +29,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import MissingKeyError
-from ..secrets import register_secret
+from ..base.errors import MissingKeyError
+from ..base.secrets import register_secret
 from ._sse import (
     Deadline,
     DeadlineExceeded,

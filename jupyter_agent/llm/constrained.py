@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import json5
 
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.llm.tool_prompt import make_call, tool_functions
 from jupyter_agent.llm.types import ToolCall
 

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from .._fresh_stack import preimport
-from ..secrets import mask
+from ..base.fresh_stack import preimport
+from ..base.secrets import mask
 from . import tls
 from ._sse import (
     Deadline,

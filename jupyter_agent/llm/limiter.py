@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 
-from .._state import STATE
+from ..base.state import STATE
 
 __all__ = ["Limiter", "limiter_for", "reset_limiters"]
 

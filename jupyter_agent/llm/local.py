@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
-from jupyter_agent.errors import ConfigError, ModelRequestError
+from jupyter_agent.base.errors import ConfigError, ModelRequestError
 
 __all__ = [
     "LOCAL_MODEL_NAME",

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._state import STATE
+from ..base.state import STATE
 from .pricing import PriceTier, price_call, sanitize_price_tiers
 from .types import Usage
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import PydanticUserError, ValidationError
 
-from .._state import STATE
+from ..base.state import STATE
 from .json_text import parse_json_object
 from .schema_target import Target, make_target
 from .types import ChatRequest, ChatResponse

@@ -23,7 +23,7 @@ import threading
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from .._fresh_stack import preimport
+from ..base.fresh_stack import preimport
 
 if TYPE_CHECKING:
     import ssl

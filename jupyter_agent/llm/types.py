@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
-from .._deferred import DeferredModel
+from ..base.deferred import DeferredModel
 
 __all__ = [
     "Message",

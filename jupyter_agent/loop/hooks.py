@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from ..base.secrets import mask
 from ..llm.types import Message, ToolCall
 from ..llm.usage_context import UsageItem
-from ..secrets import mask
 
 __all__ = [
     "ToolOutcome",

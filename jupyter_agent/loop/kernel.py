@@ -16,8 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from ..errors import tool_error_text
-from ..events import (
+from ..base.errors import tool_error_text
+from ..base.events import (
     BaseEvent,
     ContextCompressed,
     ReasoningDelta,

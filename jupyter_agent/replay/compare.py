@@ -64,7 +64,7 @@ def payload_view(payload: Any) -> dict[str, Any]:
     payload holds the view only: a reducer change that alters views needs the notebook
     re-recorded (``replay/rerecord.py``).
     """
-    from ..events import EVENT_ADAPTER
+    from ..base.events import EVENT_ADAPTER
     from ..view.reduce import reduce_events
 
     if not isinstance(payload, dict):
@@ -136,7 +136,7 @@ def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
     """A notebook cell's outputs as they must agree between a recording and its replay:
     run payloads by their comparable view (every format holds it), text with volatile parts
     masked, widget views and markdown renderings (drawn from the same view) left out."""
-    from ..events import RUN_MIME_TYPE
+    from ..base.events import RUN_MIME_TYPE
 
     out: list[Any] = []
     for o in outputs:

@@ -30,14 +30,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import config
-from .._private_dir import UnsafeFolderError, private_dir
-from .._state import STATE
+from ..base import config
+from ..base.config import CassetteMode, CassetteTiming
+from ..base.errors import MagicUsageError
+from ..base.private_dir import UnsafeFolderError, private_dir
+from ..base.state import STATE
 from ..clients.cassette import Cassette
 from ..clients.cassettes import active_cassette, cassette_at, resolve_cassette_path
 from ..clients.factory import clear_client_cache, make_client, resolve_model
-from ..config import CassetteMode, CassetteTiming
-from ..errors import MagicUsageError
 from ..llm.protocol import ModelClient
 
 __all__ = ["Mode", "start", "go_live", "cell_client", "describe", "replay_store_dir"]

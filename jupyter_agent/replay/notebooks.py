@@ -1,6 +1,6 @@
 """Running notebooks headless (nbclient) in a kernel of this very Python, and the cassette line.
 
-Shared by ``rerecord``, ``jupyter_agent.demo``, the notebook tests and the tutorial generator.
+Shared by ``rerecord``, ``jupyter_agent.edge.demo``, the notebook tests and the tutorial generator.
 The kernel is always ``sys.executable`` (a private kernelspec, not whatever ``python3`` means
 on the machine), its working directory is the notebook's folder, and it gets a fresh,
 empty ``JUPYTER_AGENT_HOME`` unless the caller gives one.
@@ -37,7 +37,7 @@ def require_notebook_tools() -> None:
     """
     import importlib.util
 
-    from ..errors import ConfigError
+    from ..base.errors import ConfigError
 
     try:
         import jupyter_client  # noqa: F401
@@ -131,7 +131,7 @@ def execute_notebook(nb: Any, cwd: str | Path, *, env: dict[str, str] | None = N
 
 def run_outputs(nb: Any) -> list[tuple[int, dict[str, Any]]]:
     """Every run payload (``application/vnd.jupyter-agent.run+json``) with its cell index."""
-    from ..events import RUN_MIME_TYPE
+    from ..base.events import RUN_MIME_TYPE
 
     found = []
     for i, cell in enumerate(nb.cells):

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..base.errors import ConfigError
 from ..clients.storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
-from ..errors import ConfigError
 from .notebooks import (
     cassette_of,
     execute_notebook,

@@ -6,7 +6,7 @@ Each concept is one small module; importing this package loads none of them (PEP
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+from ..base.lazy import lazy_exports
 
 __all__ = [
     "Agent",

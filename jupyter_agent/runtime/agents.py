@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .._state import STATE
-from ..errors import ConfigError
+from ..base.errors import ConfigError
+from ..base.state import STATE
 from ..session.permissions import Decision
 
 __all__ = ["Agent", "AGENTS", "resolve_agent", "list_agents", "forget_agent", "agent_for_intent"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ToolError
+from ..base.errors import ToolError
 from ..tools.builtin.names import BUILTIN_TOOL_NAMES
 from ..tools.notebook.names import NOTEBOOK_TOOL_NAMES
 from ..tools.registry import REGISTRY, Tool

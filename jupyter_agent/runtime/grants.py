@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._state import STATE
+from ..base.state import STATE
 from ..session.permissions import Remembered
 
 __all__ = ["Grant", "Grants", "GRANTS", "CellApprovals", "tool_identity", "tool_label",

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .._state import STATE, to_defaults
+from ..base.state import STATE, to_defaults
 
 __all__ = ["Category", "CATEGORIES", "IntentResult", "IntentRules", "INTENT_RULES",
            "DEFAULT_KEYWORDS", "CATEGORY_DESCRIPTIONS", "as_category", "intent_by_rules",

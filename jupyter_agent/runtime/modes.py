@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 __all__ = ["MODE_KNOWLEDGE_LIMITS", "Mode", "ModeRules", "MODES", "parse_mode", "mode_rules"]
 

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..events import AskPending
+from ..base.events import AskPending
 from ..llm.types import ToolCall
 from ..loop.hooks import ToolOutcome
 from ..session.permissions import (

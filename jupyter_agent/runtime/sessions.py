@@ -17,14 +17,14 @@ __all__ = ["current_session", "set_current_session", "new_session_name"]
 
 def current_session() -> str:
     """The session cells use when they name none."""
-    from ..config import settings
+    from ..base.config import settings
 
     return settings.session
 
 
 def set_current_session(name: str) -> str:
     """Make ``name`` the current session; returns it."""
-    from ..config import settings
+    from ..base.config import settings
 
     name = name.strip()
     if not name:

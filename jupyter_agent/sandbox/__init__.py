@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from ..base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .card import ACTIONS, ChangedText, changes_event, decide

@@ -30,9 +30,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jupyter_agent.errors import ConfigError, ToolError
+from jupyter_agent.base.errors import ConfigError, ToolError
 
-from .._state import STATE
+from ..base.state import STATE
 from .boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["SANDBOX_ENV", "SandboxStatus", "bwrap_command", "python_binds", "sandbox_status"]

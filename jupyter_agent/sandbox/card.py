@@ -1,7 +1,7 @@
 """What a sandboxed command's card shows of its changes, and the one road of a decision.
 
 A command's tool result stays the text the model reads (:func:`~.decisions.summary`); the
-card gets the same facts as data, a :class:`~jupyter_agent.events.WorkspaceChanged` event
+card gets the same facts as data, a :class:`~jupyter_agent.base.events.WorkspaceChanged` event
 built from the command's :class:`~.ledger.Record` (:func:`changes_event`). The tool hands the
 record over on its return value (:class:`ChangedText` for ``bash``, an attribute of
 ``sandbox_python``'s result), so nothing parses text and a model cannot forge a row.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..events import WorkspaceChanged
+from ..base.events import WorkspaceChanged
 from .decisions import discard, keep, undo
 from .ledger import Entry, Record
 

@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 
 __all__ = ["MAX_PROCESSES", "MEMORY_MB", "PROCESSES_ENV", "MEMORY_ENV", "PidsGroup",
            "limits", "ulimit_prefix"]

@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._state import STATE
+from ..base.state import STATE
 from .classes import Classifier, import_folders, path_folders
 from .ledger import Record, held_layers, new_id, save, state_dir
 from .settle import Settler

@@ -7,7 +7,7 @@ asks in one file shared safely by threads and kernels.
 
 from __future__ import annotations
 
-from ..secrets import register_secret
+from ..base.secrets import register_secret
 from .models import (
     TERMINAL_RUN_STATUSES,
     Mode,

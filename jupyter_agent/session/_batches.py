@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from .._deferred import DeferredModel
-from ..secrets import mask, mask_obj
+from ..base.deferred import DeferredModel
+from ..base.secrets import mask, mask_obj
 from ._db import Database, dumps, loads
 
 __all__ = ["BatchesMixin", "BatchRecord", "BatchItemRecord"]

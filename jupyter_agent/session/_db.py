@@ -31,9 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._frozen_json import dumps as _json_text
-from ..errors import ConfigError
-from ..secrets import mask_json
+from ..base.errors import ConfigError
+from ..base.frozen_json import dumps as _json_text
+from ..base.secrets import mask_json
 from ._migrations import migrate
 from .paths import APP_NAME, HOME_ENV
 

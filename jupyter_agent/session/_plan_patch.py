@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._frozen_json import FrozenDict, FrozenList, freeze
+from ..base.frozen_json import FrozenDict, FrozenList, freeze
 
 __all__ = ["PATCH_KEY", "Base", "compact", "expand"]
 

@@ -15,7 +15,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from ..secrets import mask
+from ..base.secrets import mask
 from ._db import Database, dumps, loads
 from ._liveness import current_owner
 from ._plan_patch import Base, compact, expand

@@ -8,8 +8,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from .._previews import NODE_PREVIEW, head_tail, history_preview
-from ..secrets import mask
+from ..base.previews import NODE_PREVIEW, head_tail, history_preview
+from ..base.secrets import mask
 from ._db import Database, dumps, loads
 from ._sessions import ensure_session_row
 from .models import Mode, TurnRecord, UsageTotals

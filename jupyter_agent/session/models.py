@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .._deferred import DeferredModel
+from ..base.deferred import DeferredModel
 
 __all__ = [
     "TERMINAL_RUN_STATUSES",

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .._deferred import DeferredModel
+from ..base.deferred import DeferredModel
 
 __all__ = [
     "APPROVAL_OPTIONS",

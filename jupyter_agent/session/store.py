@@ -4,7 +4,7 @@ Holds sessions (history, bindings), turn records, runs with their
 event logs, the pending state of suspended asks, and batches with their finished items. Safe to use from several threads of one
 kernel and from several kernels (processes) on the same file at once. Secrets never reach
 the file: every JSON value and error text written is masked by
-:func:`jupyter_agent.secrets.mask` (secret-looking environment values, the configured key,
+:func:`jupyter_agent.base.secrets.mask` (secret-looking environment values, the configured key,
 values given to ``register_secret``; docs/security.md).
 """
 
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Union
 
-from .._state import STATE, Box
+from ..base.state import STATE, Box
 from ._batches import BatchesMixin
 from ._db import Database, StoreFullError, open_failure
 from ._migrations import SCHEMA_VERSION

@@ -28,8 +28,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from .._interrupt import raise_in_thread
-from ..errors import ConfigError
+from ..base.errors import ConfigError
+from ..base.interrupt import raise_in_thread
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "TOOL_TIMEOUT_ENV", "ToolTimeout", "call_with_deadline",
            "resolve_timeout"]

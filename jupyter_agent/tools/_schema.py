@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..errors import ToolError
+from ..base.errors import ToolError
 
 __all__ = ["parse_docstring", "build_args_model", "strict_schema"]
 

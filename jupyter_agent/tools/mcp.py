@@ -26,8 +26,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._state import STATE
-from ..errors import ConfigError, ToolError
+from ..base.errors import ConfigError, ToolError
+from ..base.state import STATE
 from .registry import Tool
 
 if TYPE_CHECKING:

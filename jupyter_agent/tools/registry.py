@@ -12,9 +12,9 @@ from typing import Any, Callable, Generic, TypeVar, overload
 
 from pydantic import ConfigDict, ValidationError
 
-from .._deferred import DeferredModel
-from .._state import STATE
-from ..errors import ToolDefinitionWarning, ToolError, tool_error_text
+from ..base.deferred import DeferredModel
+from ..base.errors import ToolDefinitionWarning, ToolError, tool_error_text
+from ..base.state import STATE
 from ._deadline import TOOL_TIMEOUT_ENV, ToolTimeout, call_with_deadline, resolve_timeout
 from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema

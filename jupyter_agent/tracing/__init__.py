@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .switch import (
     CAPTURE_VAR,
     ENDPOINT_VAR,
@@ -35,7 +35,7 @@ from .switch import (
 )
 
 if TYPE_CHECKING:
-    from ..events import BaseEvent
+    from ..base.events import BaseEvent
     from .export import Exporting
 
 __all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "RunListener", "BatchSpan",

@@ -38,7 +38,7 @@ except ImportError as exc:  # caught by tracing._exporting, which says it once
     raise ImportError("tracing needs the OpenTelemetry SDK: pip install "
                       "'jupyter-agent[otel]'") from exc
 
-from .._state import STATE
+from ..base.state import STATE
 from .switch import say_sdk_missing, shown_url
 
 __all__ = ["Exporting", "Health", "exporting", "health_line", "RETRY_SECONDS",

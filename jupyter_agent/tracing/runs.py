@@ -39,8 +39,8 @@ except ImportError as exc:
     raise ImportError("tracing needs the OpenTelemetry SDK: pip install "
                       "'jupyter-agent[otel]'") from exc
 
-from ..events import BaseEvent
-from ..secrets import mask
+from ..base.events import BaseEvent
+from ..base.secrets import mask
 from .export import Exporting
 from .switch import capture_content
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit, urlunsplit
 
-from .._state import STATE
-from ..errors import ParameterError
+from ..base.errors import ParameterError
+from ..base.state import STATE
 
 __all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "TRACES_PATH", "SWITCH",
            "traces_url", "check_url", "endpoint", "turn_off", "capture_content",

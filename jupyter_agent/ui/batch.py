@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .._fresh_stack import preimport
+from ..base.fresh_stack import preimport
 from ..view.batch import batch_bundle
 
 __all__ = ["BatchDisplay"]

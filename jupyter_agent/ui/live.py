@@ -20,9 +20,9 @@ import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any, Callable
 
-from .._fresh_stack import preimport
-from .._state import STATE
-from ..events import BaseEvent, ToolStarted
+from ..base.events import BaseEvent, ToolStarted
+from ..base.fresh_stack import preimport
+from ..base.state import STATE
 from ..view.bundle import build_bundle, output_metadata
 from ..view.changes import has_open_decisions
 

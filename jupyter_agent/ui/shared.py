@@ -25,7 +25,7 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from .._state import STATE, Box
+from ..base.state import STATE, Box
 from ._esm import bundle_esm
 
 __all__ = ["CardCode", "STATIC", "LOADER", "CARD_CSS", "card_code", "packed_code"]

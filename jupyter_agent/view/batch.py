@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._inert import inert_inline
+from ..base.inert import inert_inline
 
 __all__ = ["BATCH_MIME_TYPE", "judge_line", "batch_markdown", "batch_plain", "batch_bundle",
            "more_line", "summary_line", "plural", "COST_UNKNOWN"]

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._inert import code_span, inert_inline, inert_markdown
-from ..events import RUN_FORMAT_VERSION, RUN_MIME_TYPE
-from ..secrets import mask, mask_json
+from ..base.events import RUN_FORMAT_VERSION, RUN_MIME_TYPE
+from ..base.inert import code_span, inert_inline, inert_markdown
+from ..base.secrets import mask, mask_json
 from .card_html import footer_text, output_rows, render_html
 from .changes import changes_lines
 

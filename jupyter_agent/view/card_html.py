@@ -15,7 +15,7 @@ import re
 from html import escape
 from typing import Any
 
-from ..secrets import mask
+from ..base.secrets import mask
 from .changes import changes_lines
 
 __all__ = ["render_html", "footer_text"]

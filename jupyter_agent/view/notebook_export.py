@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._inert import code_span, inert_inline, inert_markdown
-from ..errors import ConfigError
-from ..secrets import mask_obj
+from ..base.errors import ConfigError
+from ..base.inert import code_span, inert_inline, inert_markdown
+from ..base.secrets import mask_obj
 
 if TYPE_CHECKING:
     from ..session.models import RunRecord
@@ -30,7 +30,7 @@ _MAGICS = {"chat": "chat", "toolloop": "toolloop", "plan": "plan"}
 
 
 def _events(store: Store, run_id: str) -> list[Any]:
-    from ..events import EVENT_ADAPTER
+    from ..base.events import EVENT_ADAPTER
 
     out = []
     for d in store.get_events(run_id):

@@ -61,7 +61,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..events import BaseEvent
+from ..base.events import BaseEvent
 
 __all__ = ["new_view", "reduce_event", "reduce_events", "withdraw_ask"]
 

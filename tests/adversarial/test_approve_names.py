@@ -19,7 +19,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.base.errors import ParameterError
 from tests.adversarial.test_boundary_approvals import _MCP
 from tests.adversarial.test_boundary_approvals import ip as ip  # noqa: F401  # the fixture
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls

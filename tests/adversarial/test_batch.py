@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from jupyter_agent import batch
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.base.errors import ParameterError
 from jupyter_agent.session import default_store
 from tests.batch.conftest import classifier, srv, user_texts  # noqa: F401 - the fixture
 from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls

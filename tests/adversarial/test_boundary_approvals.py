@@ -28,9 +28,9 @@ from IPython.testing.globalipapp import start_ipython
 from jupyter_agent.agents.plan.agent import plan
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
+from jupyter_agent.base.errors import ParameterError
 from jupyter_agent.batch import batch
-from jupyter_agent.commands import run_command
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.edge.commands import run_command
 from jupyter_agent.replay import NoRecordingError, go_live, start
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls

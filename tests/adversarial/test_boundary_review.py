@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.builtin import Workspace, WorkspaceError, sandbox_status
 from jupyter_agent.tools.builtin.files import glob_files, read_file, write_file
 from jupyter_agent.tools.builtin.shell import bash, run_command
@@ -449,7 +449,7 @@ def test_a_field_never_brings_a_key_into_a_prompt(server: object) -> None:
     from IPython.core.error import UsageError
 
     import jupyter_agent.batch as batch_api
-    from jupyter_agent.magics import interpolate
+    from jupyter_agent.edge.magics import interpolate
 
     key = os.environ["OPENAI_API_KEY"]  # set by the server fixture
     ns = {"os": os, "x": "a", "cfg": type("Cfg", (), {"token": key})()}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 from jupyter_agent.sandbox.boundary import boundary_for
 from jupyter_agent.session.store import Store
 from jupyter_agent.tools.builtin import (

@@ -172,7 +172,7 @@ def test_unknown_prices_and_counts_are_never_zero(server: ScriptedOpenAI) -> Non
 
 def test_a_resume_cell_after_a_click_says_so_and_does_not_fail(ipython: Any,
                                                                server: ScriptedOpenAI) -> None:
-    from jupyter_agent.magics import _on_click
+    from jupyter_agent.edge.magics import _on_click
     from tests.agents.plan.plan_scripts import ask
 
     ipython.run_cell("%load_ext jupyter_agent")
@@ -310,7 +310,7 @@ def test_an_approval_card_refuses_text(server: ScriptedOpenAI) -> None:
     """Text never answers an approval card (it offers Allow once, Allow for this session,
     Deny): refused, the call neither runs nor is denied, and a click still decides."""
     from jupyter_agent.agents.resume import Answer, resume
-    from jupyter_agent.errors import ResumeError
+    from jupyter_agent.base.errors import ResumeError
 
     server.enqueue(tool_calls([call("run_python", {"code": "print(6 * 7)"}, id="p1")]),
                    text("Denied, fine."))
@@ -326,7 +326,7 @@ def test_an_approval_card_refuses_text(server: ScriptedOpenAI) -> None:
 def test_a_cell_run_inside_another_does_not_release_a_waiting_click() -> None:
     """The gate counts cells: a cell that runs another (``shell.run_cell`` from code) still
     runs when the inner one ends, so a click made meanwhile waits for the outer end."""
-    from jupyter_agent.click_gate import CellGate
+    from jupyter_agent.edge.click_gate import CellGate
 
     gate, applied = CellGate(), []
     gate.cell_ended()  # the %load_ext cell ends without the gate having seen it start
@@ -344,7 +344,7 @@ def test_a_cell_run_inside_another_does_not_release_a_waiting_click() -> None:
 def test_a_click_and_a_resume_cell_both_fill_out(ipython: Any, server: ScriptedOpenAI) -> None:
     """``--out`` is the turn's on_end: a click on the card fills it as ``%agent resume`` does
     (one road; the click's own copy of the assignment is gone)."""
-    from jupyter_agent.magics import _on_click
+    from jupyter_agent.edge.magics import _on_click
     from tests.agents.plan.plan_scripts import ask
 
     ipython.run_cell("%load_ext jupyter_agent")

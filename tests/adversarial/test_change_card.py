@@ -181,7 +181,7 @@ def test_the_widget_message_of_a_click_keeps_and_the_card_stays_live_until_decid
     from IPython.testing.globalipapp import start_ipython
     from IPython.utils.capture import capture_output
 
-    from jupyter_agent.events import RUN_MIME_TYPE
+    from jupyter_agent.base.events import RUN_MIME_TYPE
     from jupyter_agent.ui.live import displays
 
     shell = start_ipython() or InteractiveShell.instance()

@@ -24,8 +24,8 @@ import pytest
 from jupyter_agent import tool, toolloop
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.resume import Answer, resume
-from jupyter_agent.errors import ResumeError
-from jupyter_agent.events import EVENT_ADAPTER
+from jupyter_agent.base.errors import ResumeError
+from jupyter_agent.base.events import EVENT_ADAPTER
 from jupyter_agent.session import Store, default_store, default_store_path, reset_default_store
 from jupyter_agent.session._migrations import MIGRATIONS
 from jupyter_agent.view.reduce import reduce_events
@@ -386,7 +386,7 @@ def _reply(kc: Any, msg_id: str, timeout: float = 120) -> dict[str, Any]:
 def test_agent_runs_lists_how_each_run_ended(server: ScriptedOpenAI,
                                              killed_child: subprocess.Popen[bytes],
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from jupyter_agent.commands import run_command
+    from jupyter_agent.edge.commands import run_command
 
     killed_child.wait(timeout=30)
     reset_default_store()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import config
 from jupyter_agent.agents.chat import chat
+from jupyter_agent.base import config
 from jupyter_agent.clients import factory
 from jupyter_agent.llm.client import OpenAIClient as ModelClient
 from jupyter_agent.llm.client import RetryPolicy
@@ -161,7 +161,7 @@ def test_magics_setting_is_validated(server: ScriptedOpenAI) -> None:
     from IPython.testing.globalipapp import get_ipython
     from traitlets import TraitError
 
-    from jupyter_agent.magics import AgentMagics
+    from jupyter_agent.edge.magics import AgentMagics
 
     magics = AgentMagics(shell=get_ipython())
     magics.request_deadline = 5.0

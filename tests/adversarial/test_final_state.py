@@ -248,7 +248,7 @@ def test_the_stores_parent_renamed_shows_no_transcript_and_changes_nothing(
 
     home = ws / "data" / "agent"
     monkeypatch.setenv("JUPYTER_AGENT_HOME", str(home))
-    from jupyter_agent._state import STATE
+    from jupyter_agent.base.state import STATE
     STATE.reset()
     store = Store(home / "store.sqlite3")
     store.close() if hasattr(store, "close") else None
@@ -379,7 +379,7 @@ def test_without_an_overlay_the_result_says_so_and_require_refuses(
     out = bash(odd, "echo x > f.txt")
     assert "[changes were not checked (the workspace path has a ',' or ':')" in out, out
     monkeypatch.setenv("JUPYTER_AGENT_SANDBOX", "require")
-    from jupyter_agent.errors import ToolError
+    from jupyter_agent.base.errors import ToolError
 
     with pytest.raises(ToolError, match="its changes cannot be checked here") as err:
         make_builtin_functions(Workspace(odd))["bash"]("echo y > g.txt")

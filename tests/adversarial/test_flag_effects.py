@@ -179,7 +179,7 @@ _BATCH_VALUES = {"--concurrency": "2", "--expect": "a", "--match": "icase", "--s
 
 
 def _parser(magic: str) -> Any:
-    from jupyter_agent.magics import AgentMagics
+    from jupyter_agent.edge.magics import AgentMagics
 
     return getattr(AgentMagics, magic).parser
 
@@ -196,7 +196,7 @@ GENERATED = [(magic, flag, mode) for magic in MAGICS for flag in _parser_flags(m
 @pytest.fixture
 def shell(ip: InteractiveShell, server: ScriptedOpenAI, tmp_path: Path,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    from jupyter_agent import config
+    from jupyter_agent.base import config
 
     config.settings.cassette_path = str(tmp_path / "cells.cassette.json")
     skill = tmp_path / "skills" / "report"  # for --skills skills
@@ -346,7 +346,7 @@ def test_every_batch_flag_is_exercised_by_the_batch_tests() -> None:
 def test_batch_refuses_an_option_it_sets_per_item_by_name(server: ScriptedOpenAI, name: str,
                                                           value: Any) -> None:
     from jupyter_agent import batch
-    from jupyter_agent.errors import ParameterError
+    from jupyter_agent.base.errors import ParameterError
 
     with pytest.raises(ParameterError) as err:
         batch("Say {item}.", ["hi"], kind="toolloop", namespace={}, **{name: value})
@@ -389,7 +389,7 @@ def test_a_batch_takes_the_kernel_only_for_with(ip: InteractiveShell) -> None:
     from IPython.core.magic_arguments import parse_argstring
 
     from jupyter_agent import batch
-    from jupyter_agent.errors import ParameterError
+    from jupyter_agent.base.errors import ParameterError
 
     magics = ip.magics_manager.registry["AgentMagics"]
     ip.user_ns["docs"] = ["a"]

@@ -33,7 +33,7 @@ def shell(ip: InteractiveShell) -> Iterator[InteractiveShell]:
 
 def _state(shell: InteractiveShell) -> dict[str, Any]:
     """What a refused command must leave as it was."""
-    from jupyter_agent import config
+    from jupyter_agent.base import config
     from jupyter_agent.runtime.sessions import current_session
     from jupyter_agent.session import default_store
 

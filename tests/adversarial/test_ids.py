@@ -19,9 +19,9 @@ import pytest
 from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ResumeError
+from jupyter_agent.base.errors import ResumeError
+from jupyter_agent.edge.magics import _on_click
 from jupyter_agent.llm._stream import StreamAssembler
-from jupyter_agent.magics import _on_click
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls

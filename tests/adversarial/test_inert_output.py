@@ -17,8 +17,8 @@ import nbformat
 import nbformat.v4 as v4
 import pytest
 
-from jupyter_agent._inert import inert_markdown
 from jupyter_agent.agents.chat import chat
+from jupyter_agent.base.inert import inert_markdown
 from jupyter_agent.batch import batch
 from jupyter_agent.session import default_store
 from jupyter_agent.view.bundle import build_bundle, render_markdown

@@ -11,7 +11,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from jupyter_agent.secrets import MASK, register_secret
+from jupyter_agent.base.secrets import MASK, register_secret
 from jupyter_agent.tools.notebook import notebook_tools, summarize, summary_line
 
 pytestmark = pytest.mark.timeout(120)

@@ -13,7 +13,7 @@ import pytest
 from jupyter_agent import Agent, toolloop
 from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.resume import Answer, resume
-from jupyter_agent.errors import ResumeError
+from jupyter_agent.base.errors import ResumeError
 from jupyter_agent.view.bundle import build_bundle
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 

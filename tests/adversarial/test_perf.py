@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import register_secret, secrets
+from jupyter_agent import register_secret
 from jupyter_agent.agents.run import Run, RunRecorder, masked_event
-from jupyter_agent.events import PlanUpdated, ToolReturned, event_to_json
-from jupyter_agent.secrets import MASK, mask_fields, mask_obj
+from jupyter_agent.base import secrets
+from jupyter_agent.base.events import PlanUpdated, ToolReturned, event_to_json
+from jupyter_agent.base.secrets import MASK, mask_fields, mask_obj
 from jupyter_agent.session import Store
 
 

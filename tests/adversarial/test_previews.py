@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent import attach_files, chat, tool, toolloop
-from jupyter_agent.errors import ConfigError
-from jupyter_agent.secrets import register_secret
+from jupyter_agent.base.errors import ConfigError
+from jupyter_agent.base.secrets import register_secret
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent._private_dir import UnsafeFolderError, private_dir
 from jupyter_agent.agents.chat import chat
+from jupyter_agent.base.private_dir import UnsafeFolderError, private_dir
 from jupyter_agent.replay import go_live, start
 from jupyter_agent.replay.mode import replay_store_dir
 from jupyter_agent.session import default_store

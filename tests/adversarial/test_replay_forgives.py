@@ -14,7 +14,7 @@ import pytest
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.plan.agent import plan
 from jupyter_agent.agents.resume import Answer, resume
-from jupyter_agent.errors import ResumeError
+from jupyter_agent.base.errors import ResumeError
 from jupyter_agent.replay import NoRecordingError, go_live, start
 from jupyter_agent.replay.mode import replay_store_dir
 from jupyter_agent.session import default_store

@@ -138,7 +138,7 @@ def test_extra_fields_are_refused_only_where_the_schema_says_so(server: Scripted
 
 
 def test_a_schema_without_properties_is_one_line_naming_output(server: ScriptedOpenAI) -> None:
-    from jupyter_agent.errors import ParameterError
+    from jupyter_agent.base.errors import ParameterError
 
     with pytest.raises(ParameterError) as err:
         chat("x", output={"type": "object", "properties": "x"})
@@ -205,7 +205,7 @@ def test_a_users_tool_named_final_answer_is_refused_with_a_typed_answer(
     as the answer: the user's tool would never run."""
     from jupyter_agent import tool
     from jupyter_agent.agents.toolloop import toolloop
-    from jupyter_agent.errors import ParameterError
+    from jupyter_agent.base.errors import ParameterError
 
     @tool
     def final_answer(x: str) -> str:
@@ -232,7 +232,7 @@ def test_a_model_pydantic_cannot_write_a_schema_for_is_one_line(server: Scripted
 
     from pydantic import ConfigDict
 
-    from jupyter_agent.errors import ParameterError
+    from jupyter_agent.base.errors import ParameterError
 
     class WithCallback(BaseModel):
         model_config = ConfigDict(arbitrary_types_allowed=True)

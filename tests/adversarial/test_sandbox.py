@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent import Agent, python_sandbox, toolloop
-from jupyter_agent.errors import ConfigError, ToolError
+from jupyter_agent.base.errors import ConfigError, ToolError
 from jupyter_agent.llm.types import ToolCall
 from jupyter_agent.runtime import agents
 from jupyter_agent.runtime.policy import approval_ask

@@ -24,14 +24,22 @@ from urllib.parse import quote
 
 import pytest
 
-from jupyter_agent import config, register_secret, secrets, tool
+from jupyter_agent import register_secret, tool
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import JupyterAgentError, ModelRequestError
-from jupyter_agent.events import BaseEvent, event_to_json
+from jupyter_agent.base import config, secrets
+from jupyter_agent.base.errors import JupyterAgentError, ModelRequestError
+from jupyter_agent.base.events import BaseEvent, event_to_json
+from jupyter_agent.base.secrets import (
+    MASK,
+    StreamMasker,
+    is_secret_name,
+    mask,
+    mask_json,
+    scrub_env,
+)
 from jupyter_agent.replay import go_live, start
-from jupyter_agent.secrets import MASK, StreamMasker, is_secret_name, mask, mask_json, scrub_env
 from jupyter_agent.session import default_store
 from jupyter_agent.view.bundle import build_bundle
 from jupyter_agent.view.notebook_export import export_session

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.config import Settings, default_session
+from jupyter_agent.base.config import Settings, default_session
 from jupyter_agent.session._migrations import MIGRATIONS
 from jupyter_agent.session.store import Store
 

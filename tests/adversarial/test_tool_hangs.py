@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent import tool, toolloop
-from jupyter_agent.errors import ConfigError, ToolError
+from jupyter_agent.base.errors import ConfigError, ToolError
 from jupyter_agent.runtime.catalog import builtin_tools
 from jupyter_agent.tools.builtin import Workspace, WorkspaceError, make_builtin_functions
 from jupyter_agent.tools.builtin import files as _files

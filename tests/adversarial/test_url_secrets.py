@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent import secrets, tool
+from jupyter_agent import tool
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
+from jupyter_agent.base import secrets
+from jupyter_agent.base.secrets import MASK, mask, scrub_env
 from jupyter_agent.replay import go_live
-from jupyter_agent.secrets import MASK, mask, scrub_env
 from tests.adversarial.test_secrets import store_bytes
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 

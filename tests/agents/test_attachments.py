@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent import attach_files, toolloop
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(60)

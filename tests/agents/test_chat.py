@@ -15,7 +15,7 @@ from jupyter_agent.agents.context import (
     apply_knowledge,
     quote_role,
 )
-from jupyter_agent.errors import MissingKeyError, ParameterError
+from jupyter_agent.base.errors import MissingKeyError, ParameterError
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 
@@ -200,7 +200,7 @@ def test_a_temperature_outside_the_openai_scale_is_refused(server: ScriptedOpenA
                                                           bad: object) -> None:
     """It once sent 2.0 for 5: the same range as the --temperature flag, before any request."""
     from jupyter_agent import toolloop
-    from jupyter_agent.errors import ParameterError
+    from jupyter_agent.base.errors import ParameterError
 
     for entry in (chat, toolloop):
         with pytest.raises(ParameterError, match="temperature"):

@@ -8,7 +8,7 @@ import pytest
 
 from jupyter_agent import chat, toolloop
 from jupyter_agent.agents.context import USER_QUOTE_PROMPT
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.base.errors import ParameterError
 from tests.fakes.openai_server import ScriptedOpenAI, text
 
 pytestmark = pytest.mark.timeout(60)

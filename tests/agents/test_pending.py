@@ -28,7 +28,7 @@ from jupyter_agent.agents.pending import (
 from jupyter_agent.agents.plan import plan
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ResumeError
+from jupyter_agent.base.errors import ResumeError
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool
 from tests.agents.plan.plan_scripts import OPTIONS, ask

@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_agent import Agent, python_sandbox, toolloop
 from jupyter_agent.agents.sandbox import SandboxResult, run_python_code
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 from tests.fakes.processes import running_with
 

@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import plan, tool, toolloop
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 from jupyter_agent.llm.profiles import Capabilities, ModelProfile, register_profile
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from jupyter_agent import chat
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.base.errors import ParameterError
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from jupyter_agent.llm.structured import FINAL_ANSWER_TOOL, MAX_ANSWER_CHARS
 from jupyter_agent.view.bundle import build_bundle

@@ -162,7 +162,7 @@ def test_a_failover_inside_spawn_agent_is_shown_on_the_parent_run(
         server: ScriptedOpenAI, fast_retries: None) -> None:
     """The sub-agent shares the parent's failover client: when the primary profile fails under
     the sub-agent, the switch is reported where the user looks (the parent run)."""
-    from jupyter_agent import config
+    from jupyter_agent.base import config
     from jupyter_agent.llm.profiles import ModelProfile, register_profile
 
     register_profile(ModelProfile(name="primary", model="model-a"))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent import Agent, Run, agent_tool, last_run, model_tool, toolloop
-from jupyter_agent.events import RunFinished, UsageRecorded
+from jupyter_agent.base.events import RunFinished, UsageRecorded
 from jupyter_agent.llm.pricing import PriceTier
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from jupyter_agent.llm.types import Usage

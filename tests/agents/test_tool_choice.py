@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_agent import tool, toolloop
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.base.errors import ParameterError
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(60)

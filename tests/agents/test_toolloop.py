@@ -10,7 +10,7 @@ import pytest
 
 from jupyter_agent import StopRun, tool, toolloop
 from jupyter_agent.agents.context import TOOL_SEPARATOR
-from jupyter_agent.errors import MissingKeyError, ToolError
+from jupyter_agent.base.errors import MissingKeyError, ToolError
 from jupyter_agent.loop.kernel import FINAL_ANSWER_PROMPT
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 

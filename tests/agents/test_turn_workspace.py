@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.agents.turn.setup import _default_workspace
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 
 
 def test_the_same_folder_gives_the_same_workspace(tmp_path: Path) -> None:

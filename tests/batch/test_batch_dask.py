@@ -336,7 +336,7 @@ def test_what_cannot_travel_to_a_worker_is_refused_in_one_line(srv: ScriptedOpen
     traceback; the same batch on threads runs."""
     from pydantic import BaseModel
 
-    from jupyter_agent.errors import ConfigError
+    from jupyter_agent.base.errors import ConfigError
 
     guard = threading.Lock()
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from jupyter_agent import batch
+from jupyter_agent.base.errors import ParameterError
 from jupyter_agent.batch.evaluate import matches
-from jupyter_agent.errors import ParameterError
 from tests.fakes.openai_server import ScriptedOpenAI, hang, match, rule, text
 
 ROWS = pd.DataFrame({

@@ -25,7 +25,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.events import (
+from jupyter_agent.base.events import (
     AskPending,
     BaseEvent,
     ContextCompressed,

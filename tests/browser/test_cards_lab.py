@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from jupyter_agent._previews import STREAM_PREVIEW, head_tail
+from jupyter_agent.base.previews import STREAM_PREVIEW, head_tail
 from tests.fakes.openai_server import ScriptedOpenAI, call, hang, text, tool_calls
 
 from .lab_harness import (

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from jupyter_agent.events import (
+from jupyter_agent.base.events import (
     AskAnswered,
     AskPending,
     RoundStarted,
@@ -484,7 +484,7 @@ def test_nbconvert_html_reads_like_the_card_and_runs_nothing(browser: Any, tmp_p
     import nbformat
     from nbconvert import HTMLExporter
 
-    from jupyter_agent.secrets import register_secret
+    from jupyter_agent.base.secrets import register_secret
     from jupyter_agent.view.bundle import build_bundle, output_metadata
 
     secret = "sk-live-secret-9f8e7d6c5b4a"
@@ -572,7 +572,7 @@ def test_a_waiting_card_shows_its_run_ended_in_another_card_and_no_other_run_cha
 def test_a_typed_answer_is_drawn_once_and_the_agent_is_named(open_run: OpenRun) -> None:
     """Issue 37: the typed answer's JSON showed as text and again as the field table; the
     card did not say which agent ran."""
-    from jupyter_agent.events import OutputChecked, ToolsOffered
+    from jupyter_agent.base.events import OutputChecked, ToolsOffered
     from jupyter_agent.view.bundle import render_markdown
 
     answer = '{"label": "billing", "urgency": 2}'

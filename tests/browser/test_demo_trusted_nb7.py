@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from jupyter_agent.demo import run_demo
+from jupyter_agent.edge.demo import run_demo
 
 from .lab_harness import LabPage, lab_marks, lab_with_browser
 from .render_harness import ARTIFACTS_DIR

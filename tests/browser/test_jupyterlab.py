@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.events import RUN_MIME_TYPE
+from jupyter_agent.base.events import RUN_MIME_TYPE
 from tests.agents.plan.plan_scripts import set_plan, step_done
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 

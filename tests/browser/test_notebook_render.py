@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.events import (
+from jupyter_agent.base.events import (
     AskPending,
     CellProposed,
     RoundStarted,

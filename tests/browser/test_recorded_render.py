@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 
 from jupyter_agent.agents.plan.agent import plan
 from jupyter_agent.agents.resume import Answer, resume
-from jupyter_agent.magics import _on_click
+from jupyter_agent.edge.magics import _on_click
 from jupyter_agent.replay import go_live, start
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls

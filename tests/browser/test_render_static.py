@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from jupyter_agent.events import AskAnswered, AskPending, RunStarted, TextDelta, ToolCalled
+from jupyter_agent.base.events import AskAnswered, AskPending, RunStarted, TextDelta, ToolCalled
 from jupyter_agent.ui._esm import bundle_esm
 from jupyter_agent.view.reduce import reduce_events
 
@@ -360,7 +360,7 @@ def test_dark_theme_variables_are_used(open_run: OpenRun) -> None:
 
 
 def test_a_typed_run_draws_its_field_table_and_cached_rounds(open_run: OpenRun) -> None:
-    from jupyter_agent.events import OutputChecked, RunFinished, UsageRecorded
+    from jupyter_agent.base.events import OutputChecked, RunFinished, UsageRecorded
 
     hostile = '<img src=x onerror="alert(1)">'
     page = open_run(reduce_events([

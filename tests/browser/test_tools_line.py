@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.events import RunStarted, TextDelta, ToolsOffered
+from jupyter_agent.base.events import RunStarted, TextDelta, ToolsOffered
 from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import chromium_path
@@ -40,7 +40,7 @@ def test_an_empty_set_says_none_and_a_chat_card_has_no_line(open_run: OpenRun) -
 
 
 def test_a_running_plan_card_says_what_its_update_plan_call_does(open_run: OpenRun) -> None:  # noqa: F811
-    from jupyter_agent.events import PlanStatus, RunFinished, ToolCalled, ToolReturned
+    from jupyter_agent.base.events import PlanStatus, RunFinished, ToolCalled, ToolReturned
 
     start = [RunStarted(run_id="r", agent="plan", model="m"), ToolsOffered(tools=[]),
              ToolCalled(round=1, call_id="p1", name="update_plan"),

@@ -88,7 +88,7 @@ def test_no_entry_holds_the_key_or_the_prompt(server: ScriptedOpenAI) -> None:
 
 
 def test_the_setting_turns_it_on(server: ScriptedOpenAI) -> None:
-    from jupyter_agent import config
+    from jupyter_agent.base import config
 
     server.default = text("ok")
     config.settings.cache = True
@@ -133,7 +133,7 @@ def test_a_file_edited_by_hand_is_ignored(server: ScriptedOpenAI, edit: str) -> 
 
 
 def test_clear_and_agent_cache(server: ScriptedOpenAI, capsys: pytest.CaptureFixture[str]) -> None:
-    from jupyter_agent.commands import run_command
+    from jupyter_agent.edge.commands import run_command
 
     server.default = text("ok")
     chat("Hi.", cache=True)

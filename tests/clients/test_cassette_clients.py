@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import config
 from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.pending import load_pending
 from jupyter_agent.agents.plan.agent import plan
 from jupyter_agent.agents.resume import Answer, resume
+from jupyter_agent.base import config
+from jupyter_agent.base.errors import ResumeError
 from jupyter_agent.clients.cassette import Cassette, NoRecordingError
 from jupyter_agent.clients.factory import client_for
 from jupyter_agent.clients.failover import clear_marks
 from jupyter_agent.clients.record import RecordingClient
 from jupyter_agent.clients.replay import replay_client
 from jupyter_agent.clients.turn_client import bind_client
-from jupyter_agent.errors import ResumeError
 from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from jupyter_agent.llm.types import ChatRequest

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import config
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.toolloop import toolloop
+from jupyter_agent.base import config
+from jupyter_agent.base.errors import MissingKeyError
 from jupyter_agent.clients.embedded import local_available
 from jupyter_agent.clients.factory import (
     DEFAULT_MODEL,
@@ -18,7 +19,6 @@ from jupyter_agent.clients.factory import (
     resolve_model,
     turn_client,
 )
-from jupyter_agent.errors import MissingKeyError
 from jupyter_agent.runtime import agents as runtime_agents
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from jupyter_agent import events as ev
+from jupyter_agent.base import events as ev
 
 
 def run_stream(rounds: int = 12, output_chars: int = 2048) -> list[ev.BaseEvent]:

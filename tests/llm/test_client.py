@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from jupyter_agent.base.errors import MissingKeyError
 from jupyter_agent.clients.factory import make_client
-from jupyter_agent.errors import MissingKeyError
 from jupyter_agent.llm.client import OpenAIClient, RetryPolicy, wire_messages
 from jupyter_agent.llm.types import ChatRequest, ChatResponse
 from tests.fakes.openai_server import (

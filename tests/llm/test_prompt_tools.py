@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.llm.constrained import (
     ConstrainedStreamGate,
     parse_constrained_output,

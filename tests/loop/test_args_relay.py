@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.events import BaseEvent
+from jupyter_agent.base.events import BaseEvent
 from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.loop.hooks import LoopHooks, ToolOutcome
 from jupyter_agent.loop.kernel import ARGS_EVERY, LoopConfig, LoopResult, run_loop

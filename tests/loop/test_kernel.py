@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.events import BaseEvent
+from jupyter_agent.base.events import BaseEvent
 from jupyter_agent.llm.client import OpenAIClient, RetryPolicy
 from jupyter_agent.llm.types import Usage
 from jupyter_agent.loop.hooks import (

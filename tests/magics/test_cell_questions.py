@@ -11,7 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
-from jupyter_agent.events import RUN_MIME_TYPE
+from jupyter_agent.base.events import RUN_MIME_TYPE
 from jupyter_agent.session import default_store
 from jupyter_agent.ui.live import displays
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls

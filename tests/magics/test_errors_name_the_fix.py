@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import tool
-from jupyter_agent.errors import ToolDefinitionWarning
+from jupyter_agent.base.errors import ToolDefinitionWarning
 from tests.fakes.openai_server import ScriptedOpenAI, text
 from tests.magics.test_magics import assert_one_usage_error
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.magics import AgentMagics
+from jupyter_agent.edge.magics import AgentMagics
 
 
 @pytest.mark.parametrize("magic", ["chat", "toolloop", "plan"])

@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import CapturedIO, capture_output
 
-from jupyter_agent.events import RUN_MIME_TYPE
+from jupyter_agent.base.events import RUN_MIME_TYPE
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,5 +1,5 @@
 """One options record: every flag of ``%%chat``/``%%toolloop``/``%%plan`` is a typed field of
-:class:`~jupyter_agent.cell_options.CellOptions`, read once by ``read_cell_options`` (no
+:class:`~jupyter_agent.edge.cell_options.CellOptions`, read once by ``read_cell_options`` (no
 untyped bag, nothing read in ``magics.py``), and a flag without its field is refused at once.
 The flags are read from the magics' own parsers, so a new flag is covered without a list."""
 
@@ -10,8 +10,8 @@ import dataclasses
 import pytest
 from IPython.core.error import UsageError
 
-from jupyter_agent.cell_options import CellOptions, read_cell_options
-from jupyter_agent.magics import AgentMagics
+from jupyter_agent.edge.cell_options import CellOptions, read_cell_options
+from jupyter_agent.edge.magics import AgentMagics
 
 EDGE_ONLY = {"out", "over", "concurrency", "expect", "match", "score", "max_cost", "max_items",
              "rerun", "engine", "judge", "judge_model", "record", "replay", "no_history",

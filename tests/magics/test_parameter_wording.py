@@ -12,8 +12,8 @@ from IPython.utils.capture import capture_output
 
 from jupyter_agent.agents.plan import plan
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ParameterError, ResumeError
-from jupyter_agent.flags import usage_message
+from jupyter_agent.base.errors import ParameterError, ResumeError
+from jupyter_agent.base.flags import usage_message
 from tests.agents.plan.plan_scripts import ask
 from tests.fakes.openai_server import ScriptedOpenAI, call, tool_calls
 

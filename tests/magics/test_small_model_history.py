@@ -12,7 +12,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_agent.events import RUN_MIME_TYPE
+from jupyter_agent.base.events import RUN_MIME_TYPE
 from jupyter_agent.llm.local import local_available
 from jupyter_agent.llm.profiles import Capabilities, ModelProfile, register_profile
 from jupyter_agent.view.bundle import render_markdown

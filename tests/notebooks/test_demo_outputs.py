@@ -12,7 +12,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.demo import LIVE_NOTE, run_demo
+from jupyter_agent.edge.demo import LIVE_NOTE, run_demo
 from jupyter_agent.llm.local import local_available
 
 pytestmark = [pytest.mark.notebook, pytest.mark.timeout(900)]
@@ -78,7 +78,7 @@ def test_the_demo_names_the_jupyter_of_its_own_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The closing "Open them" line names a ``jupyter`` that exists from where the demo ran,
     whichever environment runs it (not a fixed ``.venv/bin/jupyter``)."""
-    from jupyter_agent.demo import jupyter_command
+    from jupyter_agent.edge.demo import jupyter_command
 
     monkeypatch.chdir(tmp_path)  # no .venv here
     command = jupyter_command()

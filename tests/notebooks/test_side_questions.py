@@ -9,7 +9,6 @@ the store is one SQLite file that every kernel and this test process open.
 
 from __future__ import annotations
 
-from tests.stored import stored_messages
 import json
 import os
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from jupyter_client.manager import KernelManager
 from jupyter_agent.session.store import Store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 from tests.notebooks.test_core_notebook import python3_kernel  # noqa: F401  (a fixture)
+from tests.stored import stored_messages
 
 pytestmark = [pytest.mark.notebook, pytest.mark.timeout(300)]
 
@@ -229,5 +229,5 @@ def test_two_notebooks_keep_their_own_conversations(server: ScriptedOpenAI, kern
     b.run("b4", "%%chat --session notebook:a.ipynb\nJoin alpha.")
     assert "Alpha again." in json.dumps(server.requests[-1]["messages"])
     script = kernels(None)
-    assert script.value("__import__('jupyter_agent.config', fromlist=['settings']).settings.session") == "default"
+    assert script.value("__import__('jupyter_agent.base.config', fromlist=['settings']).settings.session") == "default"
     store.close()

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from jupyter_agent.events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, event_to_json, merge_deltas
+from jupyter_agent.base.events import RUN_FORMAT_VERSION, RUN_MIME_TYPE, event_to_json, merge_deltas
 from jupyter_agent.replay.compare import comparable_outputs, payload_view
 from jupyter_agent.view.bundle import build_bundle
 from jupyter_agent.view.reduce import reduce_events

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import config, tool
+from jupyter_agent import tool
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.toolloop import toolloop
+from jupyter_agent.base import config
 from jupyter_agent.replay import NoRecordingError, go_live, load_cassette, start
 from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 from tests.replay.conftest import comparable

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from jupyter_agent.demo import run_demo
+from jupyter_agent.edge.demo import run_demo
 from jupyter_agent.replay.compare import comparable_outputs
 from jupyter_agent.replay.notebooks import execute_notebook, scrub_folder
 from jupyter_agent.replay.rerecord import main as rerecord_main
@@ -81,7 +81,7 @@ def test_a_cassette_beside_the_notebook_and_the_demo(server: ScriptedOpenAI,
 
 def test_the_demo_fails_loudly_when_a_notebook_fails(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from jupyter_agent.demo import main
+    from jupyter_agent.edge.demo import main
 
     source = tmp_path / "notebooks"
     source.mkdir()

@@ -14,7 +14,7 @@ from IPython.utils.capture import capture_output
 
 from jupyter_agent import Agent
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 from jupyter_agent.runtime.agents import list_agents, resolve_agent
 from jupyter_agent.session import default_store
 from jupyter_agent.tools.registry import tool

@@ -9,7 +9,7 @@ import pytest
 from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ResumeError
+from jupyter_agent.base.errors import ResumeError
 from jupyter_agent.runtime.agents import Agent
 from jupyter_agent.runtime.grants import GRANTS
 from jupyter_agent.session import default_store
@@ -130,7 +130,7 @@ def test_resume_from_the_store_in_a_new_kernel(server: ScriptedOpenAI, workspace
 
 def test_the_agent_command_resumes_with_an_option(server: ScriptedOpenAI, workspace: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from jupyter_agent.commands import run_command
+    from jupyter_agent.edge.commands import run_command
 
     server.enqueue(tool_calls([call("bash", {"command": "echo x"}, id="c1")]), text("no"))
     run = toolloop("go", tools=["bash"])

@@ -13,12 +13,12 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
-from jupyter_agent import config
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.commands import run_command
-from jupyter_agent.errors import MagicUsageError
-from jupyter_agent.events import RUN_MIME_TYPE
+from jupyter_agent.base import config
+from jupyter_agent.base.errors import MagicUsageError
+from jupyter_agent.base.events import RUN_MIME_TYPE
+from jupyter_agent.edge.commands import run_command
 from jupyter_agent.runtime.agents import Agent
 from jupyter_agent.session import default_store
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
@@ -144,7 +144,7 @@ def test_export_writes_a_valid_notebook(server: ScriptedOpenAI, workspace: Path,
     assert "Waiting for an answer" in nb.cells[6].source
     with pytest.raises(MagicUsageError):
         run_command("export", {})
-    from jupyter_agent.errors import ConfigError
+    from jupyter_agent.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match=".ipynb"):
         run_command(f"export {workspace / 'trip.txt'} --session trip", {})

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent import config
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
+from jupyter_agent.base import config
 from jupyter_agent.clients.failover import FailoverClient, clear_marks, marked_profiles
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from jupyter_agent.session import default_store

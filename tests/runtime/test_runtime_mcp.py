@@ -15,7 +15,7 @@ import pytest
 
 from jupyter_agent.agents.resume import Answer, resume
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.errors import ConfigError, ToolError
+from jupyter_agent.base.errors import ConfigError, ToolError
 from jupyter_agent.runtime.agents import Agent
 from jupyter_agent.tools.mcp import connect_mcp, disconnect_mcp, mcp_servers
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls

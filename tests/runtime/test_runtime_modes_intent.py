@@ -11,7 +11,7 @@ import pytest
 from jupyter_agent.agents.chat import chat
 from jupyter_agent.agents.toolloop import toolloop
 from jupyter_agent.agents.turn.recognize import recognize_intent
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 from jupyter_agent.runtime.intent import IntentRules, intent_system_text
 from jupyter_agent.runtime.modes import mode_rules, parse_mode
 from jupyter_agent.session import default_store

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent._frozen_json import FrozenList, freeze
-from jupyter_agent.events import event_to_json, merge_deltas
+from jupyter_agent.base.events import event_to_json, merge_deltas
+from jupyter_agent.base.frozen_json import FrozenList, freeze
 from jupyter_agent.session import Store
 from jupyter_agent.session._plan_patch import PATCH_KEY
 from tests.test_frozen_json import _rounds

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from jupyter_agent.events import AskPending, TextDelta
+from jupyter_agent.base.events import AskPending, TextDelta
 from jupyter_agent.session import Store
 
 

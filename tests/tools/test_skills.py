@@ -15,7 +15,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 from jupyter_agent import Agent, toolloop
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.base.errors import ParameterError
 from jupyter_agent.tools.skills import (
     MAX_SKILL_FILE_CHARS,
     load_skills,

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from jupyter_agent import StopRun, Tool, tool
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.registry import REGISTRY
 
 pytestmark = pytest.mark.timeout(60)

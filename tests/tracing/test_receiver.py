@@ -155,9 +155,9 @@ def test_a_toolloop_with_two_tool_calls(traced: Phoenix, server: ScriptedOpenAI)
 # --------------------------------------------------------------------------- %%plan, resumed
 def test_a_plan_that_asks_and_is_resumed_in_a_new_process_state(
         traced: Phoenix, server: ScriptedOpenAI, tmp_path: Path) -> None:
-    from jupyter_agent._state import STATE
     from jupyter_agent.agents.plan import plan
     from jupyter_agent.agents.resume import Answer, resume
+    from jupyter_agent.base.state import STATE
     from jupyter_agent.session import Store
     from tests.agents.plan.plan_scripts import ask, set_plan, step_done
 
@@ -246,7 +246,7 @@ def test_a_sub_agent_is_nested_under_its_tool_call_and_contents_are_masked(
         traced: Phoenix, server: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> None:
     from jupyter_agent import Agent, toolloop
-    from jupyter_agent.secrets import register_secret
+    from jupyter_agent.base.secrets import register_secret
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")

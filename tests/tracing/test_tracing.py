@@ -142,7 +142,7 @@ _MISSING = """
 import sys
 sys.modules["opentelemetry.sdk"] = None  # as if the [otel] extra were not installed
 from jupyter_agent import chat, tracing
-from jupyter_agent.errors import ConfigError
+from jupyter_agent.base.errors import ConfigError
 statuses = [chat("Hi").status, chat("Hi").status]
 try:
     tracing.set_endpoint("http://127.0.0.1:4318")

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from IPython.utils.capture import capture_output
 
-from jupyter_agent import events as ev
 from jupyter_agent.agents.run import Run, RunRecorder
-from jupyter_agent.events import EVENT_ADAPTER, RUN_MIME_TYPE, event_to_json, merge_deltas
+from jupyter_agent.base import events as ev
+from jupyter_agent.base.events import EVENT_ADAPTER, RUN_MIME_TYPE, event_to_json, merge_deltas
 from jupyter_agent.ui import live
 from jupyter_agent.view.bundle import (
     build_bundle,
@@ -285,7 +285,7 @@ def test_events_before_a_wait_are_shown_once_the_interval_is_over(ipython: Any,
 
 
 def test_a_resumed_run_shows_its_whole_time_and_parts() -> None:
-    from jupyter_agent.events import AskAnswered, AskPending, RunFinished, RunStarted
+    from jupyter_agent.base.events import AskAnswered, AskPending, RunFinished, RunStarted
     from jupyter_agent.view import reduce as state
     from jupyter_agent.view.bundle import footer_text
 
@@ -302,7 +302,7 @@ def test_a_resumed_run_shows_its_whole_time_and_parts() -> None:
 
 
 def test_a_withdrawn_question_closes_the_card() -> None:
-    from jupyter_agent.events import AskPending, RunStarted, ToolCalled
+    from jupyter_agent.base.events import AskPending, RunStarted, ToolCalled
     from jupyter_agent.view.reduce import withdraw_ask
 
     view = reduce_events([

@@ -15,7 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
-from jupyter_agent.events import RUN_MIME_TYPE
+from jupyter_agent.base.events import RUN_MIME_TYPE
 from tests.agents.plan.plan_scripts import ask
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.agents.toolloop import toolloop
-from jupyter_agent.events import RUN_MIME_TYPE, PlanUpdated, TextDelta
+from jupyter_agent.base.events import RUN_MIME_TYPE, PlanUpdated, TextDelta
 from jupyter_agent.ui import widget as widget_module
 from jupyter_agent.ui.widget import RECOVERY_AGES, RunWidget
 from jupyter_agent.view import diff as diff_module

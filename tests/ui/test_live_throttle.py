@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from IPython.utils.capture import capture_output
 
-from jupyter_agent import events as ev
 from jupyter_agent.agents.run import Run, RunRecorder
+from jupyter_agent.base import events as ev
 from jupyter_agent.ui import live
 from tests.ui.conftest import FakeClock
 

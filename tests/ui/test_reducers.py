@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_agent import events
+from jupyter_agent.base import events
 from jupyter_agent.view.reduce import REDUCERS, new_view, reduce_event
 
 

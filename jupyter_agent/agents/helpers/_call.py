@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...errors import JupyterAgentError, ModelRequestError
+from ...base.errors import JupyterAgentError, ModelRequestError
 from ...llm.protocol import ModelClient
 from ...llm.types import ChatRequest, Message, Usage
 from ...llm.usage_context import report_usage

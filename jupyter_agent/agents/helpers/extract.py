@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...errors import ModelBehaviorError
+from ...base.errors import ModelBehaviorError
 from ...llm.json_text import parse_json_object
 from ...llm.protocol import ModelClient
 from ...llm.schema_target import Target, make_target

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..._frozen_json import FrozenList, freeze
-from ...events import BaseEvent, PlanUpdated
+from ...base.events import BaseEvent, PlanUpdated
+from ...base.frozen_json import FrozenList, freeze
 from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
 from ...loop.compress.checkpoint import below_checkpoint_threshold, compress_request_messages

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, overload
 
-from ...answers import Answer
-from ...errors import ParameterError
-from ...events import Warning_
+from ...base.answers import Answer
+from ...base.errors import ParameterError
+from ...base.events import Warning_
 from ..pending import PlanPending
 from ..resume import answer_now, settle
 from ..run import Model, Run, RunRecorder

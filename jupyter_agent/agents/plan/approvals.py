@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...answers import Answer
-from ...events import AskPending, BaseEvent
+from ...base.answers import Answer
+from ...base.events import AskPending, BaseEvent
 from ...llm.types import ToolCall
 from ...loop.hooks import ToolOutcome
 from ...runtime.policy import PermissionContext, check_permission

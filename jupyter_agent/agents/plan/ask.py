@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ...events import AskPending
+from ...base.events import AskPending
 from ._validation import format_validation_error, parse_arguments_text
 from .constants import ASK_MAX_OPTIONS, ASK_MIN_OPTIONS, ASK_TOOL_NAME, WAITING_FOR_USER_ANSWER
 

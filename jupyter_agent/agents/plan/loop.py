@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ...answers import Answer
-from ...events import BaseEvent, PlanStatus, ToolCalled, Warning_
+from ...base.answers import Answer
+from ...base.events import BaseEvent, PlanStatus, ToolCalled, Warning_
 from ...llm.profiles import map_temperature
 from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message

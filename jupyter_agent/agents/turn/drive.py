@@ -12,7 +12,7 @@ import dataclasses
 from contextvars import ContextVar
 from typing import Any, Callable
 
-from ...events import OutputChecked, ToolCalled
+from ...base.events import OutputChecked, ToolCalled
 from ...llm.structured import OutputSpec, retry_message
 from ...loop.hooks import LoopHooks
 from ...loop.kernel import LoopConfig, LoopResult, answer_of, run_loop

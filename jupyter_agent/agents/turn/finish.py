@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..._previews import history_text
-from ...events import ToolReturned
+from ...base.events import ToolReturned
+from ...base.previews import history_text
 from ..held import HELD
 from .open import TurnContext
 

@@ -12,8 +12,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..._state import STATE
-from ...events import Warning_
+from ...base.events import Warning_
+from ...base.state import STATE
 from ...llm.protocol import ModelClient
 from ...llm.structured import SCHEMA_RETRIES
 from ..run import Run, RunRecorder

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ... import config
-from ...events import BaseEvent
+from ...base import config
+from ...base.events import BaseEvent
 from ...llm.protocol import ModelClient
 from ...llm.structured import SCHEMA_RETRIES
 
@@ -34,7 +34,7 @@ class TurnOptions:
     system: str | None = None
     session: str | None = field(default_factory=lambda: _current_session())
     """The session (its history, its questions); by default the current one: the notebook's
-    own in a notebook, ``default`` in a script (:func:`jupyter_agent.config.default_session`)."""
+    own in a notebook, ``default`` in a script (:func:`jupyter_agent.base.config.default_session`)."""
     history: int | None = 6
     """Rounds of session history sent along (``0``/``None``: none)."""
     temperature: float | None = None
@@ -101,7 +101,7 @@ class TurnOptions:
 
 
 def _current_session() -> str:
-    from ...config import settings
+    from ...base.config import settings
 
     return settings.session
 

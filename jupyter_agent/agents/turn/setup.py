@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ...errors import ConfigError, ParameterError, ToolError
-from ...events import ToolsOffered, UsageRecorded, Warning_
+from ...base.errors import ConfigError, ParameterError, ToolError
+from ...base.events import ToolsOffered, UsageRecorded, Warning_
 from ...llm.usage_context import usage_sink
 from ...loop.hooks import UsageItem
 from ...runtime.agents import Agent, agent_for_intent, resolve_agent

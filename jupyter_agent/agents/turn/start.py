@@ -4,7 +4,7 @@ sub-agents, written once.
 :func:`start_turn` does, in this order:
 
 1. validation: an empty prompt, values outside their range (a
-   :class:`~jupyter_agent.errors.ParameterError` naming the parameter);
+   :class:`~jupyter_agent.base.errors.ParameterError` naming the parameter);
 2. the runtime setup (``%%toolloop``, ``%%plan``): agent, intent, workspace, tools and
    permissions (:func:`~jupyter_agent.agents.turn.setup.setup_turn`); ``%%chat`` recognizes the
    intent only. An unknown tool fails here, before anything is saved;
@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...errors import ConfigError, ParameterError, ToolError
-from ...events import UsageRecorded
+from ...base.errors import ConfigError, ParameterError, ToolError
+from ...base.events import UsageRecorded
 from ...llm.profiles import ModelProfile
 from ...llm.structured import FINAL_ANSWER_TOOL, OutputSpec, output_spec
 from ...llm.types import Message, Usage
@@ -38,9 +38,9 @@ from ...runtime.catalog import SPAWN_TOOL_NAME
 from ...runtime.grants import parse_approve
 from ...runtime.intent import IntentResult, intent_system_text
 from ...tools.registry import Tool
-from .._params import check_parameters
 from ..context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
 from ..limits import SUB_AGENT_MAX_ROUNDS
+from ..params import check_parameters
 from ..run import Run, last_run, set_last_run
 from ..tooling import forced_choice, loop_parts
 from .drive import calling_abort_check, drive

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from jupyter_agent.errors import ModelRequestError
+from jupyter_agent.base.errors import ModelRequestError
 from jupyter_agent.llm.types import Usage
 
 __all__ = ["CompressLLM", "CompressLLMError", "CompressUsage", "MessagesCounter", "TokenCounter"]

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._lazy import lazy_exports
+from ...base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from jupyter_agent.sandbox.bwrap import SANDBOX_ENV, SandboxStatus, sandbox_status
 
     from ._bound import BUILTIN_TIMEOUTS, make_builtin_functions
-    from ._cap import cap_output
     from ._safeopen import SNIFF_BYTES, looks_binary, open_regular
+    from .cap import cap_output
     from .names import BUILTIN_TOOL_NAMES
     from .workspace import Workspace, WorkspaceError
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import regex
 
-from jupyter_agent.errors import ToolError
-from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, cap_output
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.builtin._safeopen import SNIFF_BYTES, looks_binary, open_regular
+from jupyter_agent.tools.builtin.cap import DEFAULT_LIMIT, cap_output
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
 __all__ = [

@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from jupyter_agent.errors import ToolError
-from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, cap_output
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.builtin._globwalk import walk_glob
 from jupyter_agent.tools.builtin._safeopen import (
     SNIFF_BYTES,
@@ -31,7 +30,8 @@ from jupyter_agent.tools.builtin._search import (  # re-exported: files.py is th
     SKIPPED_DIRS,
     search_files,
 )
-from jupyter_agent.tools.builtin._shadow import shadowed_by_write
+from jupyter_agent.tools.builtin.cap import DEFAULT_LIMIT, cap_output
+from jupyter_agent.tools.builtin.shadow import shadowed_by_write
 from jupyter_agent.tools.builtin.workspace import Workspace, WorkspaceError
 
 __all__ = [

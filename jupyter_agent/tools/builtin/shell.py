@@ -9,7 +9,7 @@ the approval card say so.
 Either way the command runs as ``bash -c`` in a new session (so a kernel interrupt does not hit
 it and its process group can be signalled as a whole), with the workspace root as working
 directory, stdin closed and an environment without secret-looking variables
-(:func:`jupyter_agent.secrets.scrub_env`). Nothing it started outlives the call: in the sandbox
+(:func:`jupyter_agent.base.secrets.scrub_env`). Nothing it started outlives the call: in the sandbox
 the PID namespace ends with the command; unconfined, every process it left behind is found and
 stopped (see ``jupyter_agent.sandbox.procs``).
 """
@@ -24,16 +24,16 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
+from jupyter_agent.base.secrets import scrub_env
 from jupyter_agent.sandbox import ChangedText, OverlayRun, Record, summary
 from jupyter_agent.sandbox.bwrap import SandboxStatus, bwrap_command, sandbox_status
 from jupyter_agent.sandbox.limits import PidsGroup, limits, ulimit_prefix
 from jupyter_agent.sandbox.pipes import drain, pump
 from jupyter_agent.sandbox.procs import ProcessTracker
 from jupyter_agent.sandbox.seccomp import filter_fd
-from jupyter_agent.secrets import scrub_env
-from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, HeadTailBuffer
-from jupyter_agent.tools.builtin._shadow import ImportFolders
+from jupyter_agent.tools.builtin.cap import DEFAULT_LIMIT, HeadTailBuffer
+from jupyter_agent.tools.builtin.shadow import ImportFolders
 from jupyter_agent.tools.builtin.workspace import Workspace
 
 __all__ = [
@@ -124,7 +124,7 @@ def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
     A model that runs ``env`` must not see a key or token: tool results are sent to the
     provider and saved in the store. Names listed in ``JUPYTER_AGENT_ENV_ALLOW`` pass anyway
-    (see :func:`jupyter_agent.secrets.scrub_env`).
+    (see :func:`jupyter_agent.base.secrets.scrub_env`).
     """
     return scrub_env(os.environ if base is None else base)
 
@@ -314,7 +314,7 @@ def bash(workspace: Workspace, command: str, timeout: float | None = None) -> st
     result = run_command(command, cwd=workspace.root, timeout=min(timeout, MAX_TIMEOUT),
                          sandbox=status, allow_network=workspace.allow_network)
     # Without the overlay's check, a new module in the kernel's import folder that shadows an
-    # installed one would run in the kernel, unsandboxed, at its next import (``_shadow``).
+    # installed one would run in the kernel, unsandboxed, at its next import (``shadow``).
     notes = imports.block_new_shadows() if imports is not None and not result.checked else []
     # The text is what the model reads; the record rides on it for the card only.
     return ChangedText.of(result.to_text() + "".join(f"\n{note}" for note in notes),

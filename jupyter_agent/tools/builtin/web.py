@@ -15,9 +15,9 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from jupyter_agent.errors import ToolError
-from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT, cap_output
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.builtin._html import html_to_text
+from jupyter_agent.tools.builtin.cap import DEFAULT_LIMIT, cap_output
 
 if TYPE_CHECKING:
     import httpx

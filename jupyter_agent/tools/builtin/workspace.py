@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jupyter_agent.errors import ConfigError, ToolError
+from jupyter_agent.base.errors import ConfigError, ToolError
 from jupyter_agent.sandbox.boundary import Boundary, boundary_for, system_workspace_reason
 
 __all__ = ["Workspace", "WorkspaceError"]

@@ -6,7 +6,7 @@
 ``read_notebook``/``read_cells`` (the saved notebook, or the kernel's history) and
 ``insert_cell`` (a proposed cell the user inserts or discards). ``variable_summaries`` puts
 chosen variables into a prompt. Secret-looking variables are never shown, and every text
-passes through :func:`jupyter_agent.secrets.mask`.
+passes through :func:`jupyter_agent.base.secrets.mask`.
 
 Nothing here imports IPython, pandas, polars, numpy or matplotlib at import time. The
 behaviour and its reasons are described in docs/notebook-tools.md.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._lazy import lazy_exports
+from ...base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .cells import Cell, NotebookCells, load_cells

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...secrets import mask
+from ...base.secrets import mask
 from ._text import cap, head, one_line, tail
 
 __all__ = ["Figure", "Capture", "figure_state", "collect_figures"]

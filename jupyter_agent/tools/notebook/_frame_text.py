@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...secrets import MASK, is_secret_name, mask
+from ...base.secrets import MASK, is_secret_name, mask
 from ._modules import loaded
 from ._text import cap, table
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ...secrets import MASK, is_secret_name, known_secrets, mask
+from ...base.secrets import MASK, is_secret_name, known_secrets, mask
 from ._time_limit import call_with_limit
 
 __all__ = ["REPR_SECONDS", "cap", "cell_text", "fmt_num", "head", "one_line", "preview",

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ..._interrupt import raise_in_thread
+from ...base.interrupt import raise_in_thread
 
 __all__ = ["LIMIT_SIGNAL", "MAX_FIRES", "REFIRE_SECONDS", "TimeLimitExceeded",
            "call_with_limit", "time_limit"]

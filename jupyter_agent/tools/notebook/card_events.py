@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ...events import BaseEvent, CellProposed, ToolFigures
+from ...base.events import BaseEvent, CellProposed, ToolFigures
 
 if TYPE_CHECKING:
     from .run_python import PythonRun

@@ -5,7 +5,7 @@ notebook before each execution, unsaved edits included: :mod:`.live`), else from
 notebook file when the kernel knows it (a Jupyter server puts the notebook's path in
 ``JPY_SESSION_NAME``), else from IPython's history: the cells this kernel executed (``In``) and
 their values (``Out``). The header names the source. Sources have secret-looking assignments
-masked and every text passes through :func:`jupyter_agent.secrets.mask`.
+masked and every text passes through :func:`jupyter_agent.base.secrets.mask`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...events import RUN_MIME_TYPE
-from ...secrets import mask
+from ...base.events import RUN_MIME_TYPE
+from ...base.secrets import mask
 from ._text import cap, one_line, redact_source, safe_repr
 from .live_cells import LIVE, LiveSnapshot, current_client, origin_of, output_dicts
 from .variables import VariableError

@@ -7,7 +7,7 @@ JupyterLab extension (``labextension/src/liveCells.ts``) sends the notebook's ce
 notebook as the user sees it, unsaved edits included (see ``docs/notebook-tools.md``).
 
 At ``%load_ext jupyter_agent`` the kernel registers the comm target
-(:mod:`jupyter_agent.live_comm`, which hands each message to :meth:`LiveStore.receive`). Each
+(:mod:`jupyter_agent.edge.live_comm`, which hands each message to :meth:`LiveStore.receive`). Each
 snapshot is validated (strict pydantic types), capped (cells, source and output lengths) and
 kept per client session (the ``session`` of the message header, one per front-end kernel
 connection), so the snapshot of another notebook attached to the same kernel is never read as
@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..._state import STATE
+from ...base.state import STATE
 from ._text import one_line
 
 __all__ = ["LiveCell", "LiveOutput", "LiveSnapshot", "LiveStore", "LIVE",

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...secrets import mask
+from ...base.secrets import mask
 from ._text import redact_source
 from .variables import VariableError
 

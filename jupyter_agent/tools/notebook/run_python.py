@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...secrets import mask
+from ...base.secrets import mask
 from . import _time_limit
 from ._capture import Capture, Figure, collect_figures, figure_state
 from ._text import cap, safe_repr

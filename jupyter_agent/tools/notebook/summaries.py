@@ -17,7 +17,7 @@ import types
 from collections import Counter
 from typing import Any
 
-from ...secrets import mask
+from ...base.secrets import mask
 from ._frame_text import SAMPLE_ROWS, fmt_bytes
 from ._modules import loaded
 from ._text import cap, fmt_num, head, one_line, preview, safe_repr, tail, type_name

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from ...secrets import is_secret_name, mask, register_secret
+from ...base.secrets import is_secret_name, mask, register_secret
 from ..registry import Tool, ToolResult
 from .cells import cells_text, load_cells, outline
 from .names import NOTEBOOK_TOOL_NAMES

@@ -3,7 +3,7 @@
 A variable is shown when it is the user's: not IPython's own (``_``, ``_i1``, ``In``, ``Out``,
 ``exit``, ``get_ipython`` and everything else IPython put into the namespace at start-up), not a
 module, not an object or function of this package (``tool``, a ``Tool``, an ``Agent``), and
-its name does not look like a secret (:func:`jupyter_agent.secrets.is_secret_name`). An
+its name does not look like a secret (:func:`jupyter_agent.base.secrets.is_secret_name`). An
 allow-list narrows that further. Secret-named variables are never shown, even when allowed.
 """
 
@@ -17,8 +17,8 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...errors import ToolError
-from ...secrets import is_secret_name, mask
+from ...base.errors import ToolError
+from ...base.secrets import is_secret_name, mask
 from ._text import one_line, safe_repr, type_name
 from ._time_limit import call_with_limit
 from .summaries import DEFAULT_MAX_CHARS, summarize, summary_line

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import ParameterError, ToolError
-from ...secrets import mask
+from ...base.errors import ParameterError, ToolError
+from ...base.secrets import mask
 from ..builtin import SNIFF_BYTES, looks_binary, open_regular
 from ..builtin.workspace import Workspace, WorkspaceError
 from ..registry import Tool

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from jupyter_agent.agents.helpers import ClassifyResult, EmptyInputError, classify
-from jupyter_agent.errors import ModelRequestError
+from jupyter_agent.base.errors import ModelRequestError
 from jupyter_agent.llm.types import Usage
 from jupyter_agent.llm.usage_context import usage_sink
 from tests.fakes.openai_server import error, text

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from jupyter_agent.agents.helpers import EmptyInputError, ExtractResult, extract
-from jupyter_agent.errors import ModelBehaviorError
+from jupyter_agent.base.errors import ModelBehaviorError
 from jupyter_agent.llm.usage_context import usage_sink
 from tests.fakes.openai_server import text
 

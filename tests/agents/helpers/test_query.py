@@ -112,7 +112,7 @@ def test_blank_query_makes_no_call(srv, client):
 
 
 def test_usage_reported_and_errors_raised(srv, client):
-    from jupyter_agent.errors import ModelRequestError
+    from jupyter_agent.base.errors import ModelRequestError
 
     srv.enqueue(text('["x y"]'), error(401, "bad key"))
     seen: list[tuple] = []

@@ -12,7 +12,7 @@ from jupyter_agent.agents.plan import (
     format_answer_for_model,
     parse_ask_arguments,
 )
-from jupyter_agent.events import EVENT_ADAPTER, event_to_json
+from jupyter_agent.base.events import EVENT_ADAPTER, event_to_json
 
 VALID = {
     "reason": "The data file is private.",

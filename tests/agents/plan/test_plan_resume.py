@@ -17,7 +17,7 @@ from jupyter_agent.agents.held import HELD
 from jupyter_agent.agents.pending import PlanPending, load_pending
 from jupyter_agent.agents.plan import plan, resume_hint
 from jupyter_agent.agents.resume import Answer, resume
-from jupyter_agent.errors import ResumeError
+from jupyter_agent.base.errors import ResumeError
 from jupyter_agent.session import Store
 from jupyter_agent.tools.registry import REGISTRY, tool
 from tests.agents.plan.plan_scripts import OPTIONS, ask, events_of, set_plan, step_done

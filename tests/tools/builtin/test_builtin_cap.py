@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_agent.tools.builtin._cap import HeadTailBuffer, cap_output
+from jupyter_agent.tools.builtin.cap import HeadTailBuffer, cap_output
 
 
 def test_short_text_is_unchanged() -> None:

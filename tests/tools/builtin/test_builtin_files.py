@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.builtin import (
     BUILTIN_TOOL_NAMES,
     Workspace,
     WorkspaceError,
     make_builtin_functions,
 )
-from jupyter_agent.tools.builtin._cap import DEFAULT_LIMIT
+from jupyter_agent.tools.builtin.cap import DEFAULT_LIMIT
 
 
 @pytest.fixture

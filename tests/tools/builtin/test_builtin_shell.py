@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.builtin import Workspace, make_builtin_functions
 from jupyter_agent.tools.builtin.shell import run_command
 from tests.fakes.processes import running_with

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from jupyter_agent.errors import ToolError
+from jupyter_agent.base.errors import ToolError
 from jupyter_agent.tools.builtin.web import WebFetchError, web_fetch
 
 pytestmark = pytest.mark.timeout(60)

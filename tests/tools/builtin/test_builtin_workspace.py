@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.errors import ConfigError, ToolError
+from jupyter_agent.base.errors import ConfigError, ToolError
 from jupyter_agent.tools.builtin import Workspace, WorkspaceError, make_builtin_functions
 
 

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 from IPython.core.formatters import MarkdownFormatter
 
-from jupyter_agent.events import EVENT_ADAPTER, CellProposed, event_to_json
-from jupyter_agent.secrets import MASK
+from jupyter_agent.base.events import EVENT_ADAPTER, CellProposed, event_to_json
+from jupyter_agent.base.secrets import MASK
 from jupyter_agent.tools.notebook import CellProposal, load_cells, notebook_tools, propose_cell
 from jupyter_agent.tools.notebook.cells import outline
 

@@ -12,7 +12,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.secrets import MASK, register_secret
+from jupyter_agent.base.secrets import MASK, register_secret
 from jupyter_agent.tools.notebook.cells import cells_text, load_cells, outline
 from jupyter_agent.tools.notebook.live_cells import (
     LIVE,

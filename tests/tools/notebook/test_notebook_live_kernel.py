@@ -15,7 +15,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.live_comm import TARGET
+from jupyter_agent.edge.live_comm import TARGET
 
 pytestmark = [pytest.mark.notebook, pytest.mark.timeout(300)]
 

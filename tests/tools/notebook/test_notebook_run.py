@@ -17,7 +17,7 @@ from typing import Any
 import matplotlib
 import pytest
 
-from jupyter_agent.secrets import MASK
+from jupyter_agent.base.secrets import MASK
 from jupyter_agent.tools.notebook import PythonRun, notebook_tools, run_code
 from jupyter_agent.tools.notebook._time_limit import MAX_FIRES, REFIRE_SECONDS
 

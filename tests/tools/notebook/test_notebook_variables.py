@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jupyter_agent.secrets import MASK
+from jupyter_agent.base.secrets import MASK
 from jupyter_agent.tools.notebook import (
     NOTEBOOK_TOOL_NAMES,
     Namespace,

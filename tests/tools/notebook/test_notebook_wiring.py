@@ -13,7 +13,7 @@ from IPython.utils.capture import capture_output
 
 from jupyter_agent import Agent, toolloop
 from jupyter_agent.agents.run import last_run
-from jupyter_agent.errors import ParameterError
+from jupyter_agent.base.errors import ParameterError
 from jupyter_agent.view.bundle import build_bundle
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 

@@ -43,8 +43,8 @@ def load_cell(kind: CellKind, *modules: str) -> None:
     missing module (a broken install, an extra not installed) is one line (``%%plan is not
     available: No module named ...``); any other import error keeps its traceback: it is a
     bug to report, not a step the user missed."""
-    from ._fresh_stack import preimport
-    from .agents.entries import entry_point
+    from ..agents.entries import entry_point
+    from ..base.fresh_stack import preimport
 
     try:
         entry_point(kind)
@@ -174,7 +174,7 @@ class CellOptions:
         Raises:
             UsageError: a flag a batch cannot carry (:data:`OVER_REFUSED`), by name.
         """
-        from .batch.api import PER_ITEM  # --over runs a batch: its package loads anyway
+        from ..batch.api import PER_ITEM  # --over runs a batch: its package loads anyway
 
         for dest, option in OVER_REFUSED.items():
             if dest in self.given:
@@ -200,7 +200,7 @@ def _agent(ns: Mapping[str, Any], name: str | None) -> Any:
     """``--agent``: a variable holding an Agent, or an agent's name."""
     if not name:
         return None
-    from .runtime.agents import Agent
+    from ..runtime.agents import Agent
 
     value = ns.get(name)
     return value if isinstance(value, Agent) else name

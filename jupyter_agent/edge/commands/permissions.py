@@ -11,8 +11,8 @@ import argparse
 import time
 from typing import Any
 
-from ..errors import MagicUsageError
-from ..flags import text
+from ...base.errors import MagicUsageError
+from ...base.flags import text
 from ._table import CommandTable
 
 __all__ = ["TABLE"]
@@ -34,7 +34,7 @@ def _parsers(sub: Any) -> None:
                               "tool also as mcp:SERVER/TOOL).",
                printed=True)
 def _cmd_permissions(args: argparse.Namespace, ns: dict[str, Any]) -> list[Any]:
-    from ..runtime.grants import GRANTS, AmbiguousNameError
+    from ...runtime.grants import GRANTS, AmbiguousNameError
 
     if args.action == "revoke":
         if not args.name:
@@ -68,7 +68,7 @@ def _cmd_permissions(args: argparse.Namespace, ns: dict[str, Any]) -> list[Any]:
 @TABLE.command("clear", "Forget every approval remembered in this kernel (Allow for this "
                         "session, and what cells approved).")
 def _cmd_clear(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..runtime.grants import GRANTS
+    from ...runtime.grants import GRANTS
 
     n = len(GRANTS.listing())
     GRANTS.clear()

@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import Any
 
-from ..errors import MagicUsageError
+from ...base.errors import MagicUsageError
 from ._table import CommandTable
 
 __all__ = ["TABLE"]
@@ -25,7 +25,7 @@ def _parsers(sub: Any) -> None:
 
 
 def _decide(action: str, rec_id: str) -> None:
-    from .. import sandbox
+    from ... import sandbox
 
     try:
         print(sandbox.decide(action, rec_id))
@@ -35,7 +35,7 @@ def _decide(action: str, rec_id: str) -> None:
 
 @TABLE.command("changes", "What sandboxed commands changed here, and what is held.")
 def _cmd_changes(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..sandbox import changes_text
+    from ...sandbox import changes_text
 
     print(changes_text(os.path.realpath(os.path.expanduser(args.workspace))))
 

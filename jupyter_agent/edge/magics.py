@@ -13,16 +13,16 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
-from . import flags
+from ..base import flags
+from ..base.errors import JupyterAgentError, ResumeError
+from ..base.flags import usage_message
 from .batch_magic import batch_arguments, run_batch_cell
 from .cell_options import CellKind, CellOptions, given_flags, load_cell, read_cell_options
 from .click_gate import GATE
-from .errors import JupyterAgentError, ResumeError
-from .flags import usage_message
 from .magic_args import argument, magic_arguments, parse_argstring
 
 if TYPE_CHECKING:
-    from .agents.run import Run
+    from ..agents.run import Run
 
 __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
@@ -36,7 +36,7 @@ _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%cha
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
     """Fill ``{expr}`` fields from the notebook namespace (``{{``/``}}`` for literal braces)."""
-    from ._template import prompt_fields
+    from ..base.template import prompt_fields
 
     formatter = string.Formatter()
     try:
@@ -47,7 +47,7 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         if root not in namespace:
             raise UsageError(f"Unknown variable {{{root}}} in the cell: define it, or write "
                              "{{ and }} for literal braces.")
-    from .secrets import filled_in_secret, mask
+    from ..base.secrets import filled_in_secret, mask
 
     try:
         filled = formatter.vformat(text, (), namespace)
@@ -162,7 +162,7 @@ class AgentMagics(Magics):
 
     @observe(*_SYNCED)
     def _on_config(self, change: Any) -> None:
-        from . import config
+        from ..base import config
 
         if change["name"] == "api_key" and change["new"] not in ("", _MASK):
             config.settings.api_key = change["new"]
@@ -171,7 +171,7 @@ class AgentMagics(Magics):
         self._sync_settings()
 
     def _sync_settings(self) -> None:
-        from . import config
+        from ..base import config
 
         s = config.settings
         s.model = self.model or None
@@ -182,7 +182,7 @@ class AgentMagics(Magics):
         s.timeout = self.read_timeout
         s.fallback_models = list(self.fallback_models)
         s.cache = self.cache
-        from .clients.factory import clear_client_cache
+        from ..clients.factory import clear_client_cache
 
         clear_client_cache()
 
@@ -201,7 +201,7 @@ class AgentMagics(Magics):
 
     def cell_options(self, kind: CellKind, args: Any) -> CellOptions:
         """The options record of a parsed ``%%chat``/``%%toolloop``/``%%plan`` line: the same
-        record for a plain cell and for ``--over`` (``jupyter_agent/cell_options.py``)."""
+        record for a plain cell and for ``--over`` (``jupyter_agent/edge/cell_options.py``)."""
         parser = getattr(AgentMagics, kind).parser
         return read_cell_options(kind, args, parser, ns=self.namespace(), shell=self.shell,
                                  origin=self._origin())
@@ -218,7 +218,7 @@ class AgentMagics(Magics):
     def _entry(self, kind: CellKind, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
         """A plain cell's prompt and the keyword options of its entry point."""
         load_cell(kind, "jupyter_agent.ui.live")
-        from . import config
+        from ..base import config
 
         options = self.cell_options(kind, args)
         options.refuse_batch_flags()
@@ -234,7 +234,7 @@ class AgentMagics(Magics):
 
     def _run(self, args: Any, start: Callable[[list[Any]], Any]) -> Any:
         """Start a run with a live display; map user errors to one line."""
-        from .ui.live import LiveDisplay
+        from ..ui.live import LiveDisplay
 
         holder: dict[str, Any] = {}
 
@@ -275,7 +275,7 @@ class AgentMagics(Magics):
         if args.over:
             return run_batch_cell(self, "chat", args, cell)
         prompt, opts = self._entry("chat", args, cell)
-        from .agents.chat import chat
+        from ..agents.chat import chat
 
         self._run(args, lambda listeners: chat(prompt, listeners=listeners, **opts))
 
@@ -298,13 +298,13 @@ class AgentMagics(Magics):
         if args.over:
             return run_batch_cell(self, "toolloop", args, cell)
         prompt, opts = self._entry("toolloop", args, cell)
-        from .agents.toolloop import toolloop
+        from ..agents.toolloop import toolloop
 
         self._run(args, lambda listeners: toolloop(prompt, listeners=listeners, **opts))
         run = self.namespace().get("_agent_run")
         if run is not None and run.status == "ask":  # waiting on an approval card
-            from .agents.toolloop_resume import approval_hint
-            from .ui.live import show_hint
+            from ..agents.toolloop_resume import approval_hint
+            from ..ui.live import show_hint
 
             show_hint(run, approval_hint(run))
 
@@ -323,10 +323,10 @@ class AgentMagics(Magics):
             import acp  # noqa: F401  (the SDK, an extra)
         except ImportError:
             raise UsageError('--acp needs the ACP SDK: pip install "jupyter-agent[acp]"') from None
-        from . import config
-        from .acp.bridge import parse_command, run_prompt
-        from .acp.client import AcpError
-        from .session import default_store
+        from ..acp.bridge import parse_command, run_prompt
+        from ..acp.client import AcpError
+        from ..base import config
+        from ..session import default_store
 
         value: Any = args.acp
         ns = self.namespace()
@@ -349,7 +349,7 @@ class AgentMagics(Magics):
         self._run(args, start)
         run = ns.get("_agent_run")
         if run is not None and run.status == "ask":
-            from .ui.live import show_hint
+            from ..ui.live import show_hint
 
             show_hint(run, f"The ACP agent asks: click an option, or run `%agent resume "
                            f"{run.run_id} --option N` (N from 1) or `--dismiss` to cancel.")
@@ -371,7 +371,7 @@ class AgentMagics(Magics):
         if args.over:
             return run_batch_cell(self, "plan", args, cell)
         prompt, opts = self._entry("plan", args, cell)
-        from .agents.plan.agent import plan, resume_hint
+        from ..agents.plan.agent import plan, resume_hint
         run_box: dict[str, Any] = {}
 
         def start(listeners: list[Any]) -> Any:
@@ -382,7 +382,7 @@ class AgentMagics(Magics):
         self._run(args, start)
         run = run_box.get("run")
         if run is not None and run.status == "ask":
-            from .ui.live import show_hint
+            from ..ui.live import show_hint
 
             show_hint(run, resume_hint(run))
 
@@ -423,7 +423,7 @@ def cell_flags_help() -> str:
 
 def _cell_client(mode: str, model: str | None) -> Any:
     """The record/replay client of a cell's ``--record``/``--replay``."""
-    from .replay.mode import cell_client
+    from ..replay.mode import cell_client
 
     return cell_client("record" if mode == "record" else "replay", model)
 
@@ -438,7 +438,7 @@ class _Starter:
 
     def __call__(self, event: Any) -> None:
         if not self.started and getattr(event, "type", "") == "run_started":
-            from .agents.run import last_run
+            from ..agents.run import last_run
 
             self.started = True
             self.on_start(last_run())
@@ -447,7 +447,7 @@ class _Starter:
 
 def _close_superseded(run_ids: list[str]) -> None:
     """The cards of runs a new turn superseded say so at once (buttons off, hint gone)."""
-    from .ui.live import close_superseded
+    from ..ui.live import close_superseded
 
     for run_id in run_ids:
         close_superseded(run_id, "superseded: its cell was run again; this question was "
@@ -457,8 +457,8 @@ def _close_superseded(run_ids: list[str]) -> None:
 def _on_decide(run: Run, msg: dict[str, Any]) -> None:
     """A click on Keep, Discard or Undo of a change row: the same road as ``%agent
     keep|discard|undo ID`` (``ui/decide.py``); the row then says what happened."""
-    from .ui.decide import decide_click
-    from .ui.live import displays
+    from ..ui.decide import decide_click
+    from ..ui.live import displays
 
     try:
         if decide_click(run.view, msg) is None:
@@ -486,8 +486,8 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
     filled by the turn's ``on_end``, as for every resume). Runs in a comm callback, after the
     cell finished: errors go into the widget, not stdout.
     """
-    from .agents.resume import Answer, resume
-    from .ui.live import displays
+    from ..agents.resume import Answer, resume
+    from ..ui.live import displays
 
     live = displays.get(run.run_id)
     listeners = [live.on_event] if live is not None else []

@@ -31,8 +31,8 @@ def _size(n: int) -> str:
 
 @TABLE.command("cache", "The answer cache: cache (size and hits) | cache clear.")
 def _cmd_cache(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..clients.cache import ResponseCache, cache_dir, cache_stats, clear_cache
-    from ..config import settings
+    from ...base.config import settings
+    from ...clients.cache import ResponseCache, cache_dir, cache_stats, clear_cache
 
     if args.action == "clear":
         print(f"Answer cache cleared: {clear_cache()} entries removed.")

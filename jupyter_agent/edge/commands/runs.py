@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MagicUsageError, ResumeError
-from ..flags import integer, text
+from ...base.errors import MagicUsageError, ResumeError
+from ...base.flags import integer, text
 from ._table import CommandTable
 
 if TYPE_CHECKING:
-    from ..agents.run import Run
+    from ...agents.run import Run
 
 __all__ = ["TABLE"]
 
@@ -40,8 +40,8 @@ def _parsers(sub: Any) -> None:
 
 @TABLE.command("pending", "List runs waiting for an answer or an approval.")
 def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..agents.pending import card_of
-    from ..session import default_store
+    from ...agents.pending import card_of
+    from ...session import default_store
 
     rows = default_store().list_pending(args.session)
     if not rows:
@@ -60,7 +60,7 @@ def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 def _cmd_runs(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     import time
 
-    from ..session import default_store
+    from ...session import default_store
 
     rows = default_store().list_runs(args.session)[-args.last:]
     if not rows:
@@ -75,7 +75,7 @@ def _cmd_runs(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 def _newest_pending() -> str | None:
     """The newest waiting run's id (what ``%agent resume`` without an id answers), so its
     original card is found and updated too."""
-    from ..session import default_store
+    from ...session import default_store
 
     store = default_store()
     waiting = store.list_pending() if store is not None else []
@@ -94,8 +94,8 @@ def _answered_already(run_id: str | None, ns: dict[str, Any]) -> Any:
 
 @TABLE.command("resume", "Answer a waiting run: RUN_ID --option N | --answer TEXT | --dismiss.")
 def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..agents.resume import Answer, resume
-    from ..ui.live import LiveDisplay, displays, show_hint
+    from ...agents.resume import Answer, resume
+    from ...ui.live import LiveDisplay, displays, show_hint
 
     if args.option is not None:
         answer = Answer("option", option_index=args.option)
@@ -115,7 +115,7 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
             live.on_event(event)
             return
         if "display" not in holder:
-            from ..agents.run import last_run
+            from ...agents.run import last_run
 
             r = last_run()
             if r is None:
@@ -139,7 +139,7 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     print(resumed_line(run, answer, in_its_cell=live is not None))
     if run.status == "ask":
         try:
-            from ..agents.plan.agent import resume_hint
+            from ...agents.plan.agent import resume_hint
 
             show_hint(run, resume_hint(run))
         except ImportError:
@@ -164,9 +164,9 @@ def resumed_line(run: Run, answer: Any, *, in_its_cell: bool) -> str:
 
 @TABLE.command("model", "Show the active model, or set it for the following cells: model [NAME].")
 def _cmd_model(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .. import config
-    from ..clients.embedded import profile_for
-    from ..clients.factory import resolve_model
+    from ...base import config
+    from ...clients.embedded import profile_for
+    from ...clients.factory import resolve_model
 
     if args.name:
         config.settings.active_model = args.name

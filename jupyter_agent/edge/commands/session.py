@@ -10,12 +10,12 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MagicUsageError
-from ..flags import integer, text
+from ...base.errors import MagicUsageError
+from ...base.flags import integer, text
 from ._table import CommandTable
 
 if TYPE_CHECKING:
-    from ..session.store import Store
+    from ...session.store import Store
 
 __all__ = ["TABLE"]
 
@@ -58,13 +58,13 @@ def _parsers(sub: Any) -> None:
 
 
 def _store() -> Store:
-    from ..session import default_store
+    from ...session import default_store
 
     return default_store()
 
 
 def _current() -> str:
-    from ..runtime.sessions import current_session
+    from ...runtime.sessions import current_session
 
     return current_session()
 
@@ -101,8 +101,8 @@ def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 @TABLE.command("session", "Switch the current session (created if new): session NAME [--agent A] "
                     "[--model M] [--unbind]; without NAME, show it.")
 def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..runtime.agents import Agent, resolve_agent
-    from ..runtime.sessions import set_current_session
+    from ...runtime.agents import Agent, resolve_agent
+    from ...runtime.sessions import set_current_session
 
     store = _store()
     name = args.name or _current()
@@ -127,7 +127,7 @@ def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("new", "Start a new session and make it current: new [NAME] [--group G].")
 def _cmd_new(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..runtime.sessions import new_session_name, set_current_session
+    from ...runtime.sessions import new_session_name, set_current_session
 
     store = _store()
     name = args.name or new_session_name(store)
@@ -197,7 +197,7 @@ def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("export", "Write a session as a notebook: export PATH.ipynb [--session NAME].")
 def _cmd_export(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..view.notebook_export import export_session
+    from ...view.notebook_export import export_session
 
     path = export_session(args.path, args.session or _current(), store=_store())
     print(f"Exported session {args.session or _current()!r} to {path}")
@@ -205,7 +205,7 @@ def _cmd_export(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("agents", "List the agents defined in this kernel.")
 def _cmd_agents(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..runtime.agents import list_agents
+    from ...runtime.agents import list_agents
 
     agents = list_agents()
     if not agents:

@@ -19,11 +19,11 @@ from typing import Any, Callable, Protocol
 
 from IPython.core.error import UsageError
 
-from . import flags
-from .batch.spec import ENGINES, MATCH_MODES, MAX_CONCURRENCY
+from ..base import flags
+from ..base.errors import JupyterAgentError
+from ..base.flags import usage_message
+from ..batch.spec import ENGINES, MATCH_MODES, MAX_CONCURRENCY
 from .cell_options import CellKind, CellOptions, load_cell
-from .errors import JupyterAgentError
-from .flags import usage_message
 from .magic_args import argument
 
 __all__ = ["BatchHost", "batch_arguments", "run_batch_cell"]
@@ -83,7 +83,7 @@ def batch_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _clients(options: CellOptions, models: list[str]) -> dict[str, Any]:
     if options.cassette is None:
         return {}
-    from .replay.mode import cell_client
+    from ..replay.mode import cell_client
 
     return {m: cell_client(options.cassette, m) for m in models}
 
@@ -91,13 +91,13 @@ def _clients(options: CellOptions, models: list[str]) -> dict[str, Any]:
 def run_batch_cell(magics: BatchHost, kind: CellKind, args: Any, cell: str) -> None:
     """Run ``cell`` over ``--over``'s rows with ``kind`` (``chat``, ``toolloop``, ``plan``).
 
-    The flags are read into the same :class:`~jupyter_agent.cell_options.CellOptions` a
+    The flags are read into the same :class:`~jupyter_agent.edge.cell_options.CellOptions` a
     plain cell builds (``magics.cell_options``); one a batch cannot carry is refused by name.
     """
     load_cell(kind, "jupyter_agent.batch.api", "jupyter_agent.ui.batch")
-    from .batch.api import batch, split_models
-    from .batch.engine import Controller
-    from .ui.batch import BatchDisplay
+    from ..batch.api import batch, split_models
+    from ..batch.engine import Controller
+    from ..ui.batch import BatchDisplay
 
     ns = magics.namespace()
     if not cell or not cell.strip():
@@ -112,7 +112,7 @@ def run_batch_cell(magics: BatchHost, kind: CellKind, args: Any, cell: str) -> N
         if not callable(score):
             raise UsageError(f"--score: {args.score!r} is not a function in the notebook.")
     try:
-        from .clients.factory import resolve_model
+        from ..clients.factory import resolve_model
 
         models = [resolve_model(m).name for m in split_models(args.model)]
         clients = _clients(cell_options, models)

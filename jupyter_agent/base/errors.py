@@ -4,7 +4,7 @@ User mistakes (bad magic arguments, missing key, unknown tool name on the comman
 raised; the magics turn them into one line without a traceback. Model mistakes are normally fed
 back to the model as a tool result, so they rarely reach the user.
 
-Every message is masked (:func:`jupyter_agent.secrets.mask`) when the error is made: a server
+Every message is masked (:func:`jupyter_agent.base.secrets.mask`) when the error is made: a server
 error that echoes the key never shows it, in a traceback, ``str(exc)`` or ``run.error``.
 """
 

@@ -1,9 +1,9 @@
 """Checks of the parameters every agent entry point takes (``chat``, ``toolloop``, ``plan``).
 
 A value that cannot mean anything (``max_rounds=0``, ``model=""``) is refused with a
-:class:`~jupyter_agent.errors.ParameterError` (a ``ValueError``) naming the *parameter*: this
+:class:`~jupyter_agent.base.errors.ParameterError` (a ``ValueError``) naming the *parameter*: this
 layer is called from plain Python, where there are no flags. The magics check their flags
-first (``jupyter_agent/flags.py``), so these errors reach only script callers.
+first (``jupyter_agent/base/flags.py``), so these errors reach only script callers.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ParameterError
+from ..base.errors import ParameterError
 
 __all__ = ["check_parameters"]
 

@@ -46,7 +46,7 @@ import sys
 import threading
 from types import FrameType
 
-from ._collector import long_lived, tuning
+from .collector import long_lived, tuning
 
 __all__ = ["preimport"]
 

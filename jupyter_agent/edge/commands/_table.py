@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ..errors import MagicUsageError
+from ...base.errors import MagicUsageError
 
 __all__ = ["Command", "CommandTable", "Parser"]
 

@@ -1,4 +1,4 @@
-"""``python -m jupyter_agent.demo`` (what ``make demo`` runs): execute every tutorial headless.
+"""``python -m jupyter_agent.edge.demo`` (what ``make demo`` runs): execute every tutorial headless.
 
 Each notebook of ``notebooks/`` is copied into ``demo-output/`` and executed there (nbclient,
 a kernel of this Python): ``01-chat-basics`` live against the embedded model when the ``local``
@@ -45,7 +45,7 @@ def _notebooks_folder() -> Path:
 
 def _local_available() -> bool:
     try:
-        from .clients.embedded import local_available
+        from ..clients.embedded import local_available
     except ImportError:
         return False
     return local_available()
@@ -58,7 +58,7 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
     import nbformat
     from nbclient.exceptions import CellExecutionError
 
-    from .replay.notebooks import (
+    from ..replay.notebooks import (
         cassette_of,
         execute_notebook,
         find_cassette_line,
@@ -137,7 +137,7 @@ def export_html(nb: Any) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
-    parser = argparse.ArgumentParser(prog="python -m jupyter_agent.demo",
+    parser = argparse.ArgumentParser(prog="python -m jupyter_agent.edge.demo",
                                      description="Execute every tutorial headless.")
     parser.add_argument("--output", type=Path, default=Path("demo-output"))
     parser.add_argument("--notebooks", type=Path, help="Folder of the tutorials.")
@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="Replay 01 from its cassette too, even with the embedded model.")
     parser.add_argument("only", nargs="*", help="Tutorial numbers or names (default: all).")
     args = parser.parse_args(argv)
-    from .errors import ConfigError
-    from .replay.notebooks import require_notebook_tools
+    from ..base.errors import ConfigError
+    from ..replay.notebooks import require_notebook_tools
 
     try:
         require_notebook_tools()

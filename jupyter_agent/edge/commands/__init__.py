@@ -1,6 +1,6 @@
 """``%agent SUBCOMMAND``: every subcommand, parsed with argparse, at the edge of the package.
 
-Each module holds one topic's :class:`~jupyter_agent.commands._table.CommandTable`:
+Each module holds one topic's :class:`~jupyter_agent.edge.commands._table.CommandTable`:
 ``runs`` (pending, resume, model), ``session`` (sessions, agents, history, export…),
 ``permissions`` (permissions, clear), ``replay`` (record, replay, live, cassette) and
 ``batch`` (batches, show), ``changes`` (changes, keep, discard, undo). Add a subcommand
@@ -13,7 +13,7 @@ import argparse
 import shlex
 from typing import Any
 
-from ..errors import MagicUsageError
+from ...base.errors import MagicUsageError
 from ._table import Command, CommandTable, Parser
 
 __all__ = ["run_command", "all_commands", "shows_result"]

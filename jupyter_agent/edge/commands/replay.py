@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..flags import text
+from ...base.flags import text
 from ._table import CommandTable
 
 __all__ = ["TABLE"]
@@ -38,11 +38,11 @@ def _shown(path: str | None, cassette: Any) -> str:
 
 @TABLE.command("record", "Record model calls and ask answers: record [PATH] [--model NAME] [--append].")
 def _cmd_record(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..replay.mode import start
+    from ...replay.mode import start
 
     c = start("record", args.path, model=args.model, append=args.append,
               keep_store=args.keep_store)
-    from ..clients.factory import resolve_model
+    from ...clients.factory import resolve_model
 
     print(f"Recording model calls ({resolve_model().name}) and answers into "
           f"{_shown(args.path, c)}. `%agent live` stops.")
@@ -50,7 +50,7 @@ def _cmd_record(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("replay", "Replay recorded model calls, no key needed: replay [PATH] [--timing recorded].")
 def _cmd_replay(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..replay.mode import start
+    from ...replay.mode import start
 
     c = start("replay", args.path, model=args.model, timing=args.timing,
               keep_store=args.keep_store)
@@ -60,7 +60,7 @@ def _cmd_replay(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("live", "Stop recording or replaying: model calls go to the model again.")
 def _cmd_live(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..replay.mode import go_live
+    from ...replay.mode import go_live
 
     was = go_live()
     if was is None:
@@ -72,6 +72,6 @@ def _cmd_live(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("cassette", "Show whether model calls are live, recorded or replayed.")
 def _cmd_cassette(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from ..replay.mode import describe
+    from ...replay.mode import describe
 
     print(describe())

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from . import _frozen_json
-from ._state import STATE
+from . import frozen_json as _frozen_json
+from .state import STATE
 
 __all__ = [
     "MASK",

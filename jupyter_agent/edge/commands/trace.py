@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import MagicUsageError, ParameterError
-from ..flags import text
+from ...base.errors import MagicUsageError, ParameterError
+from ...base.flags import text
 from ._table import CommandTable
 
 __all__ = ["TABLE"]
@@ -24,7 +24,7 @@ def _parsers(sub: Any) -> None:
 @TABLE.command("trace", "Export every run as OpenTelemetry spans: trace URL | trace off | trace "
                         "(status).")
 def _cmd_trace(args: argparse.Namespace, ns: dict[str, Any]) -> None:
-    from .. import tracing
+    from ... import tracing
 
     target = args.target
     if target is None:

@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from ._state import STATE, to_defaults
 from .secrets import register_secret
+from .state import STATE, to_defaults
 
 __all__ = ["Settings", "settings", "CassetteMode", "CassetteTiming", "default_session",
            "NOTEBOOK_SESSION_PREFIX"]

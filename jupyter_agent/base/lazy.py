@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._fresh_stack import preimport
+from .fresh_stack import preimport
 
 __all__ = ["lazy_exports"]
 

@@ -46,7 +46,7 @@ def attach(shell: Any) -> bool:
 
 
 def _on_msg(comm: Any, msg: dict[str, Any]) -> None:
-    from .tools.notebook.live_cells import LIVE
+    from ..tools.notebook.live_cells import LIVE
 
     client = str((msg.get("header") or {}).get("session") or "")
     data = (msg.get("content") or {}).get("data")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..flags import text
+from ...base.flags import text
 from ._table import CommandTable
 
 __all__ = ["TABLE"]
@@ -25,7 +25,7 @@ def _parsers(sub: Any) -> None:
 def _cmd_show(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     from IPython.display import display
 
-    from ..batch.cards import run_card
+    from ...batch.cards import run_card
 
     display(run_card(args.run_id))
 
@@ -34,7 +34,7 @@ def _cmd_show(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 def _cmd_batches(args: argparse.Namespace, ns: dict[str, Any]) -> None:
     import time
 
-    from ..session import default_store
+    from ...session import default_store
 
     rows = default_store().list_batches()
     if not rows:
