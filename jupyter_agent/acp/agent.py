@@ -17,7 +17,7 @@ import secrets as _random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.schema import (
@@ -45,6 +45,9 @@ from .updates import (
     permission_call,
     permission_options,
 )
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["AgentConfig", "JupyterAcpAgent", "MainThreadRunner", "MODES", "DEFAULT_TOOLS"]
 
@@ -228,7 +231,7 @@ class JupyterAcpAgent:
             await self.conn.session_update(session_id, update)
         return LoadSessionResponse(modes=self._modes(sess.mode))
 
-    async def _settle_left_open(self, sess: _Session, store: Any) -> None:
+    async def _settle_left_open(self, sess: _Session, store: Store) -> None:
         """What the last process left waiting: an approval is dismissed (denied: its client is
         gone, nobody saw the request answered), a question waits for the next prompt."""
         for record in await asyncio.to_thread(store.list_pending, sess.id):

@@ -16,7 +16,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agents.resume import register_external
 from ..agents.run import Run, RunRecorder
@@ -37,6 +37,9 @@ from ..base.events import (
     UsageRecorded,
 )
 from .client import AcpAgent, FsCall, PermissionAsk, PromptFeed, agent_for
+
+if TYPE_CHECKING:
+    from ..session.store import Store
 
 __all__ = ["parse_command", "run_prompt", "answer", "WAITING", "Waiting", "CANCEL_WAIT"]
 
@@ -81,7 +84,7 @@ WAITING: dict[str, Waiting] = {}
 """Run id -> its open permission request."""
 
 
-def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Any,
+def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Store,
                listeners: Sequence[Callable[[BaseEvent], None]], origin: str | None = None) -> Run:
     """Send ``prompt`` to the agent of ``argv`` (its session for ``session``) as a new run."""
     agent = agent_for(argv)
@@ -100,7 +103,7 @@ def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Any,
     return run
 
 
-def _supersede(agent: AcpAgent, session_id: str, store: Any) -> None:
+def _supersede(agent: AcpAgent, session_id: str, store: Store) -> None:
     """A new prompt of a session whose earlier prompt still waits on a permission (its cell
     run again, another cell): that prompt is cancelled first (``cancelled`` answered, then
     ``session/cancel``) and its run ends ``aborted``; an ACP session runs one prompt at a
@@ -127,7 +130,7 @@ def _supersede(agent: AcpAgent, session_id: str, store: Any) -> None:
             _cancel(turn, recorder)
 
 
-def _drive(turn: _Turn, recorder: RunRecorder, store: Any) -> None:
+def _drive(turn: _Turn, recorder: RunRecorder, store: Store) -> None:
     """Read the turn's feed until the prompt ends or a permission waits."""
     run = turn.run
     with recorder.finishing(), run.looping():
@@ -167,7 +170,7 @@ def _cancel(turn: _Turn, recorder: RunRecorder) -> None:
     recorder.finish("aborted", answer="".join(turn.text), error="Interrupted by the user.")
 
 
-def _apply(turn: _Turn, recorder: RunRecorder, store: Any, item: tuple[Any, ...]) -> bool:
+def _apply(turn: _Turn, recorder: RunRecorder, store: Store | None, item: tuple[Any, ...]) -> bool:
     """One item of the feed; True when the cell's part of the run ends here."""
     kind = item[0]
     if kind == "update":
@@ -262,7 +265,7 @@ def _fs_row(recorder: RunRecorder, call: FsCall) -> None:
 
 
 
-def _suspend(turn: _Turn, recorder: RunRecorder, store: Any, ask: PermissionAsk) -> None:
+def _suspend(turn: _Turn, recorder: RunRecorder, store: Store | None, ask: PermissionAsk) -> None:
     """The permission's approval card; the run ends the cell at ``ask``."""
     tc = ask.tool_call
     cid = str(tc.get("toolCallId") or f"acp-perm-{len(turn.tools)}")
@@ -282,7 +285,7 @@ def _suspend(turn: _Turn, recorder: RunRecorder, store: Any, ask: PermissionAsk)
     recorder.finish("ask", answer="".join(turn.text))
 
 
-def answer(run_id: str, given: Answer, *, store: Any,
+def answer(run_id: str, given: Answer, *, store: Store,
            listeners: Sequence[Callable[[BaseEvent], None]],
            expected_call_id: str | None = None) -> Run | None:
     """Answer the run's open permission and stream the rest of its prompt (``None``: no

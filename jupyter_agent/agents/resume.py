@@ -58,7 +58,7 @@ def register_external(kind: str, resumer: ExternalResumer) -> None:
     _EXTERNAL[kind] = resumer
 
 
-def _external(store: Any, run_id: str, answer: Answer,
+def _external(store: Store, run_id: str, answer: Answer,
               listeners: Sequence[Callable[[BaseEvent], None]] | None,
               expected_call_id: str | None) -> Run | None:
     """The resumed run when ``run_id`` waits on an external request, else ``None``. Its
@@ -296,7 +296,7 @@ def answer_now(p: TurnContext, run: Run, answer: Answer) -> Run:
 
 
 def _continue(run: Run, pending: PendingRun, answer: Answer, tc: TurnClient, held: Parts, *,
-              store: Any, listeners: Sequence[Callable[[BaseEvent], None]] | None,
+              store: Store | None, listeners: Sequence[Callable[[BaseEvent], None]] | None,
               by_click: bool) -> tuple[TurnContext, Run]:
     """The resumed part of a claimed run: a turn opened like the first one, with what the first
     was started with (its abort check, ``on_end``, a typed run's schema: ``held``), and the

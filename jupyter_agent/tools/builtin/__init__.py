@@ -45,7 +45,7 @@ _LAZY: dict[str, str | tuple[str, str | None]] = {
     "SANDBOX_ENV": ("jupyter_agent.sandbox.bwrap", "SANDBOX_ENV"),
     "SandboxStatus": ("jupyter_agent.sandbox.bwrap", "SandboxStatus"),
     "sandbox_status": ("jupyter_agent.sandbox.bwrap", "sandbox_status"),
-    "cap_output": "_cap",
+    "cap_output": "cap",
     "SNIFF_BYTES": "_safeopen",
     "looks_binary": "_safeopen",
     "open_regular": "_safeopen",
