@@ -12,35 +12,16 @@ the branch before this change: no event, no row, no click road.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from jupyter_agent import sandbox
-from jupyter_agent.tools.builtin import sandbox_status
 from jupyter_agent.ui.decide import decide_click
 from jupyter_agent.view.bundle import render_html, render_markdown, render_plain
 from tests.adversarial.test_final_state import kernel_import, pytestmark, tree  # noqa: F401
 from tests.fakes.openai_server import call, text, tool_calls
 
 MODULE = "a module the kernel could import"
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The kernel's folder as the workspace, the sandbox on (as in test_final_state.py)."""
-    monkeypatch.delenv("JUPYTER_AGENT_SANDBOX", raising=False)
-    root = (tmp_path / "ws").resolve()
-    root.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.syspath_prepend("")
-    assert sandbox_status().confined
-    why = sandbox.OverlayRun.why_not(str(root))
-    if why:
-        pytest.skip(f"no overlay here: {why}")
-    yield root
 
 
 def run_bash(server: Any, command: str) -> Any:

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,22 +32,6 @@ pytestmark = [
 ]
 
 _MARK = "open(__import__('os').path.join(%r, 'MARKER'), 'w')"
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A workspace that is the kernel's folder (``''`` first on ``sys.path``, as in IPython),
-    with the sandbox on and able to check changes."""
-    monkeypatch.delenv("JUPYTER_AGENT_SANDBOX", raising=False)
-    root = (tmp_path / "ws").resolve()
-    root.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.syspath_prepend("")
-    assert sandbox_status().confined
-    why = sandbox.OverlayRun.why_not(str(root))
-    if why:
-        pytest.skip(f"no overlay here: {why}")
-    yield root
 
 
 def bash(ws: Path, command: str) -> str:
