@@ -7,6 +7,8 @@ BASE   := $(VENV)/.base-installed
 STAMP  := $(VENV)/.installed
 OTEL_VENV  := .venv-otel
 OTEL_STAMP := $(OTEL_VENV)/.installed
+JAI_VENV   := .venv-jai
+JAI_STAMP  := $(JAI_VENV)/.installed
 LABEXT := jupyter_agent/labextension/static/style.js
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -18,7 +20,7 @@ demo: install sandbox-packages
 # One worker per core, a test file per worker at a time (its module fixtures, a JupyterLab or a
 # kernel, stay in one process): the browser, kernel and install tests wait more than they
 # compute, and every timing promise must hold with other work beside it anyway.
-test: install system-packages $(OTEL_STAMP)
+test: install system-packages $(OTEL_STAMP) $(JAI_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile --durations=15
 
 install: $(STAMP)
@@ -79,6 +81,15 @@ $(OTEL_STAMP):
 	$(OTEL_VENV)/bin/python -m pip install -q "arize-phoenix>=20,<21"  # its REST API, as tests/fakes/phoenix.py reads it
 	touch $@
 
+# jupyter-ai's ACP client in a venv of its own (tests/acp/test_jupyter_ai.py): it pins the ACP
+# SDK below 0.12, the other end of our range, and brings jupyter-ai's persona manager, which
+# loads our persona class. About 40 s from empty caches.
+$(JAI_STAMP):
+	$(PYTHON) -m venv $(JAI_VENV)
+	$(JAI_VENV)/bin/python -m pip install -q --upgrade pip
+	$(JAI_VENV)/bin/python -m pip install -q "jupyter-ai-acp-client>=0.3,<0.4"
+	touch $@
+
 # Debian packages, installed when missing: bubblewrap confines the bash tool (the demo and the
 # tests run it), Chromium runs the browser tests (never a downloaded browser).
 apt_install = @missing=""; for p in $(1); do \
@@ -104,4 +115,4 @@ bench: install
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) $(OTEL_VENV) labextension/node_modules labextension/lib jupyter_agent/labextension test-artifacts demo-output
+	rm -rf $(VENV) $(OTEL_VENV) $(JAI_VENV) labextension/node_modules labextension/lib jupyter_agent/labextension test-artifacts demo-output
