@@ -14,13 +14,15 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import stat
 import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
+
+from ..base.private_dir import private_dir
 
 __all__ = ["Entry", "Record", "all_states", "held_layers", "load", "new_id", "records", "save", "state_dir"]
 
@@ -89,19 +91,6 @@ def _bases() -> list[str]:
                          f"jupyter-agent-sandbox-{os.geteuid()}")]
 
 
-def _owned_private(path: str) -> str:
-    """``path`` created 0700 atomically, or an existing one that is ours, a real folder and
-    closed to others; anything else is refused (another user could have planted it)."""
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise OSError(f"{path} is not a private folder of this user; it is not used")
-    return path
-
-
 def all_states() -> list[str]:
     """The private folders of every workspace that has one."""
     out: list[str] = []
@@ -123,7 +112,7 @@ def state_dir(root: str) -> str:
     """
     beside, in_tmp = _bases()
     if _inside(beside, root) or _inside(root, beside):
-        base = _owned_private(in_tmp)
+        base = str(private_dir(Path(in_tmp)))
     else:
         base = _private(beside)
     digest = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
