@@ -1,0 +1,95 @@
+"""JSON values, typed: what the model, the store, the wire and the cards exchange.
+
+A message, a tool's arguments, a stored event or a card's state is JSON: ``JSONObject`` says so,
+and mypy then asks the reader to look before it reaches in (``isinstance``, or one of the
+narrowing helpers below), where ``dict[str, Any]`` let a wrong guess through to run time.
+
+Pure ``typing``: importing this module costs nothing at kernel start (pydantic is imported
+lazily, docs/architecture.md). Inside a pydantic model use ``pydantic.JsonValue``, which is the
+same union and which pydantic can build a validator for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeAlias, Union
+
+__all__ = [
+    "JSONArray",
+    "JSONObject",
+    "JSONScalar",
+    "JSONValue",
+    "ReadOnlyJSON",
+    "as_list",
+    "as_object",
+    "bool_field",
+    "float_field",
+    "int_field",
+    "list_field",
+    "object_field",
+    "str_field",
+]
+
+JSONScalar: TypeAlias = Union[None, bool, int, float, str]
+"""A JSON leaf."""
+
+JSONValue: TypeAlias = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
+"""Any JSON value (``json.loads`` gives one)."""
+
+JSONObject: TypeAlias = dict[str, JSONValue]
+"""A JSON object: a message, a tool call's arguments, an event's payload."""
+
+JSONArray: TypeAlias = list[JSONValue]
+"""A JSON array."""
+
+ReadOnlyJSON: TypeAlias = Mapping[str, object]
+"""A mapping read as JSON but not built by us (a pydantic dump, a third party's dict): its
+values are looked at with ``isinstance`` or the helpers below before use."""
+
+
+def as_object(value: object) -> JSONObject | None:
+    """``value`` as a JSON object, or None when it is not a ``dict``."""
+    return value if isinstance(value, dict) else None
+
+
+def as_list(value: object) -> JSONArray:
+    """``value`` as a JSON array, or ``[]`` when it is not a ``list``."""
+    return value if isinstance(value, list) else []
+
+
+def object_field(obj: Mapping[str, object], key: str) -> JSONObject:
+    """``obj[key]`` when it is an object, else ``{}`` (absent, null or another type)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_field(obj: Mapping[str, object], key: str) -> JSONArray:
+    """``obj[key]`` when it is an array, else ``[]``."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
+def str_field(obj: Mapping[str, object], key: str, default: str = "") -> str:
+    """``obj[key]`` when it is a string, else ``default``."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else default
+
+
+def int_field(obj: Mapping[str, object], key: str, default: int = 0) -> int:
+    """``obj[key]`` when it is an integer (not a bool), else ``default``."""
+    value = obj.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def float_field(obj: Mapping[str, object], key: str, default: float = 0.0) -> float:
+    """``obj[key]`` when it is a number (not a bool), as a float, else ``default``."""
+    value = obj.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return default
+
+
+def bool_field(obj: Mapping[str, object], key: str, default: bool = False) -> bool:
+    """``obj[key]`` when it is a bool, else ``default``."""
+    value = obj.get(key)
+    return value if isinstance(value, bool) else default
