@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -19,7 +18,7 @@ from ..base.errors import ConfigError, ToolError
 from ..base.previews import MAX_ATTACHMENTS
 from ..tools.builtin import Workspace
 from ..tools.builtin import files as _files
-from ..tools.registry import Tool
+from ..tools.registry import AnyTool, Tool
 
 __all__ = ["Attachment", "attach_files"]
 
@@ -74,7 +73,7 @@ def _find(files: list[Attachment], key: str) -> Attachment:
 
 
 def attach_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
-                 name: str = "read_attachment", description: str | None = None) -> Tool[Any]:
+                 name: str = "read_attachment", description: str | None = None) -> AnyTool:
     """A tool that reads the given files, and only those.
 
     Args:

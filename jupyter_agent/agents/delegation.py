@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .limits import SUB_AGENT_MAX_ROUNDS
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..llm.protocol import ModelClient
     from ..runtime.policy import PermissionContext
     from ..tools.builtin import Workspace
-    from ..tools.registry import Tool
+    from ..tools.registry import AnyTool
     from .run import Run
 
 __all__ = ["SubAgentTask", "SubAgentRunner"]
@@ -37,7 +37,7 @@ class SubAgentTask:
     """The self-contained task (the sub-agent sees nothing else of the calling run)."""
     role: str
     """Its system prompt, after the profile's default one."""
-    tools: list[Tool[Any]]
+    tools: list[AnyTool]
     """Its tools (``spawn_agent`` is always left out: sub-agents do not spawn)."""
     permissions: PermissionContext
     """Its permission rules; the runner makes every ``ask`` a denial."""

@@ -21,7 +21,7 @@ from ..base.state import STATE
 
 if TYPE_CHECKING:
     from ..clients.turn_client import TurnClient
-    from ..tools.registry import Tool
+    from ..tools.registry import AnyTool
     from .run import Run
 
 __all__ = ["LIMIT", "Parts", "Held", "HELD"]
@@ -34,7 +34,7 @@ LIMIT = 64
 class Parts:
     """One suspended run's objects (``None``: nothing kept; look them up again)."""
 
-    tools: list[Tool[Any]] | None = None
+    tools: list[AnyTool] | None = None
     client: TurnClient | None = None
     output: Any = None
     """A typed run's output spec (its model class: ``run.output`` stays an instance)."""
@@ -51,7 +51,7 @@ class Held:
     _items: dict[str, Parts] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def keep(self, run_id: str, *, tools: list[Tool[Any]] | None = None,
+    def keep(self, run_id: str, *, tools: list[AnyTool] | None = None,
              client: TurnClient | None = None, output: Any = None,
              is_aborted: Callable[[], bool] | None = None,
              on_end: Callable[[Run], None] | None = None) -> None:

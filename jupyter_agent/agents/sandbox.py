@@ -43,7 +43,7 @@ from ..sandbox.seccomp import filter_fd
 from ..tools.builtin.cap import DEFAULT_LIMIT, HeadTailBuffer
 from ..tools.builtin.shadow import ImportFolders
 from ..tools.builtin.shell import MARKER_VAR, child_environment
-from ..tools.registry import Tool, ToolResult
+from ..tools.registry import AnyTool, ToolResult
 
 __all__ = ["DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB", "MIN_MEMORY_MB", "SandboxResult",
            "python_sandbox", "run_python_code"]
@@ -289,7 +289,7 @@ def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code:
     return r
 
 
-class _SandboxTool(Tool[Any]):
+class _SandboxTool(AnyTool):
     """``sandbox_python``: a failed, timed-out or out-of-memory run is marked as an error."""
 
     def invoke(self, arguments: str) -> ToolResult:
@@ -303,7 +303,7 @@ class _SandboxTool(Tool[Any]):
 def python_sandbox(workspace: str | os.PathLike[str] = ".", timeout: float = DEFAULT_TIMEOUT,
                    memory_mb: int | None = DEFAULT_MEMORY_MB, *, name: str = "sandbox_python",
                    limit: int = DEFAULT_LIMIT, requires_approval: bool = True,
-                   allow_network: bool = False) -> Tool[Any]:
+                   allow_network: bool = False) -> AnyTool:
     """A tool that runs Python code in a separate process, confined in time and memory.
 
     Args:

@@ -15,14 +15,13 @@ resolved its model.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..base.errors import ToolError
 from ..llm.protocol import ModelClient
 from ..runtime.catalog import SPAWN_TOOL_NAME, rebind_builtins, tag
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace, WorkspaceError
-from ..tools.registry import NO_DEADLINE, Tool
+from ..tools.registry import NO_DEADLINE, AnyTool, Tool
 from .delegation import SubAgentRunner, SubAgentTask
 from .limits import SUB_AGENT_MAX_ROUNDS
 
@@ -47,7 +46,7 @@ class SpawnParent:
     permissions: PermissionContext
     run_sub_agent: SubAgentRunner
     """The one sub-agent runner (given by the turn driver)."""
-    tools: list[Tool[Any]] = field(default_factory=list)
+    tools: list[AnyTool] = field(default_factory=list)
     """The parent's tools; ``spawn_agent`` is left out of the sub-agent's set."""
     client: ModelClient | None = None
     """The parent's model client, known once the turn has resolved its model."""
@@ -76,7 +75,7 @@ class SpawnParent:
         return answer
 
 
-def make_spawn_tool(parent: SpawnParent) -> Tool[Any]:
+def make_spawn_tool(parent: SpawnParent) -> AnyTool:
     """The ``spawn_agent`` tool of one run."""
 
     def spawn_agent(task: str, cwd: str = ".") -> str:

@@ -25,7 +25,7 @@ from ..runtime.agents import Agent as AgentProfile
 from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
-from ..tools.registry import NO_DEADLINE, Tool, ToolResult
+from ..tools.registry import NO_DEADLINE, AnyTool, Tool, ToolResult
 from .delegation import SubAgentTask
 from .limits import SUB_AGENT_MAX_ROUNDS
 from .run import Run
@@ -51,7 +51,7 @@ def _tool_name(name: str) -> str:
     return cleaned
 
 
-class AgentTool(Tool[Any]):
+class AgentTool(AnyTool):
     """A tool whose calls run a sub-agent: the model reads the answer, the raw value is the Run."""
 
     def invoke(self, arguments: str) -> ToolResult:
@@ -155,7 +155,7 @@ def agent_tool(agent: AgentProfile | str, name: str | None = None, description: 
 
 def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
                model: str | None = None, *, description: str | None = None,
-               client: ModelClient | None = None) -> Tool[Any]:
+               client: ModelClient | None = None) -> AnyTool:
     """A one-call model helper as a tool: ``system`` + the task in, the model's text out.
 
     Args:

@@ -17,7 +17,7 @@ from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome
 from ..loop.kernel import LoopConfig
 from ..runtime.policy import PermissionContext, check_permission
 from ..tools.notebook.card_events import call_events, figure_images
-from ..tools.registry import Tool, invoke_with_usage
+from ..tools.registry import AnyTool, invoke_with_usage
 from .compression import tool_output_processor, window_fitter
 from .limits import PARALLEL_BATCH
 from .turn.open import TurnContext
@@ -31,7 +31,7 @@ def unknown_tool_message(name: str, available: list[str]) -> str:
     return f'Unknown tool "{name}". Available tools: {", ".join(available) or "none"}'
 
 
-def tool_runner(tools: list[Tool[Any]], permissions: PermissionContext | None = None
+def tool_runner(tools: list[AnyTool], permissions: PermissionContext | None = None
                 ) -> Callable[[ToolCall, list[dict[str, Any]]], ToolOutcome]:
     """A ``run_tool`` hook over ``tools``: unknown names and failures go back to the model.
 
@@ -95,7 +95,7 @@ def _noting_failures(run: Callable[[ToolCall, list[Message]], ToolOutcome], fail
     return run_noted
 
 
-def forced_choice(tool_choice: str | None, tools: list[Tool[Any]]
+def forced_choice(tool_choice: str | None, tools: list[AnyTool]
                   ) -> str | dict[str, Any] | None:
     """The wire ``tool_choice`` of a run's first request (``docs/behaviour.md`` §2).
 
@@ -117,7 +117,7 @@ def forced_choice(tool_choice: str | None, tools: list[Tool[Any]]
     return {"type": "function", "function": {"name": tool_choice}}
 
 
-def loop_parts(p: TurnContext, tools: list[Tool[Any]], *, parallel: bool, max_rounds: int,
+def loop_parts(p: TurnContext, tools: list[AnyTool], *, parallel: bool, max_rounds: int,
                temperature: float | None, max_tokens: int | None, stream: bool,
                permissions: PermissionContext | None = None, round_offset: int = 0,
                tool_choice: str | dict[str, Any] | None = None

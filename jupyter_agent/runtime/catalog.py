@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.errors import ToolError
 from ..tools.builtin.names import BUILTIN_TOOL_NAMES
 from ..tools.notebook.names import NOTEBOOK_TOOL_NAMES
-from ..tools.registry import REGISTRY, Tool
+from ..tools.registry import REGISTRY, AnyTool, Tool
 
 if TYPE_CHECKING:
     from ..tools.builtin.workspace import Workspace
@@ -38,28 +38,28 @@ NOTEBOOK_SET_NAME = "notebook"
 """The name that stands for every notebook tool (``--tools notebook``)."""
 
 
-def tag(tool: Tool[Any], origin: str) -> Tool[Any]:
+def tag(tool: AnyTool, origin: str) -> AnyTool:
     """Mark where ``tool`` comes from (read by the permission policy)."""
     tool.origin = origin
     return tool
 
 
-def builtin_tools(workspace: Workspace) -> dict[str, Tool[Any]]:
+def builtin_tools(workspace: Workspace) -> dict[str, AnyTool]:
     """The six built-in tools bound to ``workspace``, as ``Tool`` objects by name."""
     # Imported when a turn offers a built-in: a run without them never loads the tools.
     from ..tools.builtin import BUILTIN_TIMEOUTS, make_builtin_functions
 
-    out: dict[str, Tool[Any]] = {}
+    out: dict[str, AnyTool] = {}
     for name, fn in make_builtin_functions(workspace).items():
         out[name] = tag(Tool(fn, name=name, batchable=name in READ_ONLY_BUILTINS,
                              timeout=BUILTIN_TIMEOUTS.get(name)), "builtin")
     return out
 
 
-def rebind_builtins(tools: Sequence[Tool[Any]], workspace: Workspace) -> list[Tool[Any]]:
+def rebind_builtins(tools: Sequence[AnyTool], workspace: Workspace) -> list[AnyTool]:
     """``tools`` with every built-in replaced by the same built-in bound to ``workspace``."""
-    fresh: dict[str, Tool[Any]] | None = None
-    out: list[Tool[Any]] = []
+    fresh: dict[str, AnyTool] | None = None
+    out: list[AnyTool] = []
     for t in tools:
         if getattr(t, "origin", "user") == "builtin":
             fresh = fresh or builtin_tools(workspace)
@@ -69,7 +69,7 @@ def rebind_builtins(tools: Sequence[Tool[Any]], workspace: Workspace) -> list[To
     return out
 
 
-def _mcp_lookup(name: str) -> list[Tool[Any]] | None:
+def _mcp_lookup(name: str) -> list[AnyTool] | None:
     try:
         from ..tools.mcp import find_mcp_tools
     except ImportError:  # the mcp package is an optional extra
@@ -102,9 +102,9 @@ def _unknown(name: str) -> ToolError:
 
 
 def resolve_tool_specs(specs: Sequence[Any] | None, *, workspace: Callable[[], Workspace],
-                       spawn: Callable[[], Tool[Any]] | None = None,
-                       notebook: Callable[[], Sequence[Tool[Any]]] | None = None
-                       ) -> list[Tool[Any]]:
+                       spawn: Callable[[], AnyTool] | None = None,
+                       notebook: Callable[[], Sequence[AnyTool]] | None = None
+                       ) -> list[AnyTool]:
     """The tools for ``specs`` (names, ``Tool`` objects or functions); ``None``: every ``@tool``.
 
     Args:
@@ -119,9 +119,9 @@ def resolve_tool_specs(specs: Sequence[Any] | None, *, workspace: Callable[[], W
     """
     if specs is None:
         return REGISTRY.all()
-    out: list[Tool[Any]] = []
-    builtins: dict[str, Tool[Any]] | None = None
-    notebook_set: dict[str, Tool[Any]] | None = None
+    out: list[AnyTool] = []
+    builtins: dict[str, AnyTool] | None = None
+    notebook_set: dict[str, AnyTool] | None = None
     for spec in specs:
         if isinstance(spec, Tool):
             out.append(spec)

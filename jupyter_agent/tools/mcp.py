@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import ConfigError, ToolError
 from ..base.state import STATE
-from .registry import Tool
+from .registry import AnyTool
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -73,7 +73,7 @@ def _leaf_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class MCPTool(Tool[Any]):
+class MCPTool(AnyTool):
     """One tool of an MCP server; the server validates the arguments against its schema."""
 
     def __init__(self, server: MCPServer, remote_name: str, description: str,
@@ -403,7 +403,7 @@ def mcp_tool_names() -> list[str]:
     return [n for s in mcp_servers() for n in s.tool_names]
 
 
-def find_mcp_tools(name: str) -> list[Tool[Any]] | None:
+def find_mcp_tools(name: str) -> list[AnyTool] | None:
     """The MCP tool called ``name``, or all tools of server ``mcp_<server>``; None if neither."""
     for s in mcp_servers():
         for t in s.tools:

@@ -19,11 +19,12 @@ from ._deadline import TOOL_TIMEOUT_ENV, ToolTimeout, call_with_deadline, resolv
 from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema
 
-__all__ = ["Tool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry",
+__all__ = ["Tool", "AnyTool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry",
            "format_validation_error",
            "MAX_OUTPUT_CHARS", "NO_DEADLINE"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+F_co = TypeVar("F_co", bound=Callable[..., object], covariant=True)
 
 NO_DEADLINE = math.inf
 """``timeout=NO_DEADLINE``: the tool runs in the calling thread with no deadline (for tools that
@@ -83,7 +84,7 @@ def decode_json_object(arguments: str) -> dict[str, Any]:
     return raw
 
 
-def invoke_with_usage(t: Tool[Any], arguments: str) -> tuple[ToolResult, list[Any]]:
+def invoke_with_usage(t: AnyTool, arguments: str) -> tuple[ToolResult, list[Any]]:
     """Invoke ``t`` and collect the usage that helpers inside it report (classify, a
     sub-agent, …) as loop ``UsageItem``s, so the run's tokens and cost include them."""
     from ..llm.usage_context import UsageItem, usage_sink
@@ -95,7 +96,7 @@ def invoke_with_usage(t: Tool[Any], arguments: str) -> tuple[ToolResult, list[An
     return result, usages
 
 
-class Tool(Generic[F]):
+class Tool(Generic[F_co]):
     """A function the model may call. Build with :func:`tool`; call it like the function."""
 
     origin: str = "user"
@@ -104,7 +105,7 @@ class Tool(Generic[F]):
 
     def __init__(
         self,
-        fn: F,
+        fn: F_co,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -226,10 +227,10 @@ class ToolRegistry:
     """Tools by name. Re-registering a name replaces the old tool (re-running a cell)."""
 
     def __init__(self) -> None:
-        self._tools: dict[str, Tool[Any]] = {}
+        self._tools: dict[str, AnyTool] = {}
         self._lock = threading.Lock()
 
-    def register(self, t: Tool[Any]) -> Tool[Any]:
+    def register(self, t: AnyTool) -> AnyTool:
         """Add or replace ``t``."""
         with self._lock:
             self._tools[t.name] = t
@@ -240,7 +241,7 @@ class ToolRegistry:
         with self._lock:
             self._tools.pop(name, None)
 
-    def get(self, name: str) -> Tool[Any] | None:
+    def get(self, name: str) -> AnyTool | None:
         """The tool called ``name`` or ``None``."""
         return self._tools.get(name)
 
@@ -248,11 +249,11 @@ class ToolRegistry:
         """Registered names, in registration order."""
         return list(self._tools)
 
-    def all(self) -> list[Tool[Any]]:
+    def all(self) -> list[AnyTool]:
         """Every registered tool."""
         return list(self._tools.values())
 
-    def select(self, names: list[str] | None) -> list[Tool[Any]]:
+    def select(self, names: list[str] | None) -> list[AnyTool]:
         """The tools called ``names`` (all when ``None``); an unknown name is a user error."""
         if names is None:
             return self.all()
@@ -270,6 +271,11 @@ class ToolRegistry:
 
 REGISTRY: ToolRegistry = STATE.slot("tools.registry", ToolRegistry)
 """The process-wide registry that ``@tool`` writes to and runs read from."""
+
+
+AnyTool = Tool[Callable[..., object]]
+"""A tool of whatever function: a ``Tool[F]`` of any ``F`` is one (``Tool`` is covariant in its
+function), so a list of mixed tools is ``list[AnyTool]``."""
 
 
 @overload
@@ -337,7 +343,7 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-def _warn_if_undescribed(t: Tool[Any], fn: Callable[..., Any], description: str | None) -> None:
+def _warn_if_undescribed(t: AnyTool, fn: Callable[..., Any], description: str | None) -> None:
     """Warn when the model would learn little: no docstring (it sees only the name) or
     parameters without type hints (it may send any JSON value). The tool still registers.
     Each message names the tool, so every such tool is warned about once."""

@@ -15,12 +15,12 @@ from .query import expand_query
 
 if TYPE_CHECKING:
     from ...llm.protocol import ModelClient
-    from ...tools.registry import Tool
+    from ...tools.registry import AnyTool
 
 __all__ = ["helper_tools"]
 
 
-def helper_tools(*, model: str | None = None, client: ModelClient | None = None) -> list[Tool[Any]]:
+def helper_tools(*, model: str | None = None, client: ModelClient | None = None) -> list[AnyTool]:
     """``classify_text``, ``extract_fields`` and ``expand_search_query`` as unregistered tools.
 
     Args:

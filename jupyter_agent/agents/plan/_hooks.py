@@ -27,7 +27,7 @@ from ...loop.hooks import (
     UsageItem,
 )
 from ...tools.notebook.card_events import call_events, figure_images
-from ...tools.registry import Tool, invoke_with_usage
+from ...tools.registry import AnyTool, invoke_with_usage
 from ..compression import compress_llm, tool_output_processor
 from ..run import Run
 from ..tooling import unknown_tool_message
@@ -69,7 +69,7 @@ class PlanHooks:
         tools_tokens: Token count of the request's tool schemas (counted in every check).
     """
 
-    def __init__(self, client: ModelClient, catalog: ToolCatalog, tools: dict[str, Tool[Any]],
+    def __init__(self, client: ModelClient, catalog: ToolCatalog, tools: dict[str, AnyTool],
                  state: PlanRunState, emit: Callable[[BaseEvent], None], tools_tokens: int,
                  permissions: Any = None) -> None:
         self.client = client

@@ -11,7 +11,7 @@ The public entry point, with the answers given up front, is :func:`.agent.plan`.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from ...base.answers import Answer
 from ...base.events import BaseEvent, PlanStatus, ToolCalled, Warning_
@@ -19,7 +19,7 @@ from ...llm.profiles import map_temperature
 from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message
 from ...loop.kernel import LoopConfig, LoopResult
-from ...tools.registry import REGISTRY, Tool
+from ...tools.registry import REGISTRY, AnyTool
 from ..held import HELD, Parts
 from ..pending import ApprovalCard, PlanOptions, PlanPending, QuestionCard, parse_card
 from ..run import Run
@@ -99,7 +99,7 @@ def resume_plan(p: TurnContext, pending: PlanPending, answer: Answer, held: Part
 
 # ---------------------------------------------------------------------------- the loop
 def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
-                by_name: dict[str, Tool[Any]], state: PlanRunState, lo: PlanOptions, *,
+                by_name: dict[str, AnyTool], state: PlanRunState, lo: PlanOptions, *,
                 turn_messages: list[Message], resumed: bool, round_offset: int = 0,
                 runtime: TurnSetup | None = None, stopped: bool = False) -> Run:
     """Run (or continue) the loop; suspend on an ask, otherwise finish the Run and the store.

@@ -36,7 +36,7 @@ from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ...runtime.policy import PermissionContext
 from ...tools import skills as skill_folders  # its modules load when a turn has skills
 from ...tools.builtin.workspace import Workspace
-from ...tools.registry import Tool
+from ...tools.registry import AnyTool
 from ...tools.skills import READ_SKILL_TOOL
 from .recognize import recognize_intent
 
@@ -64,7 +64,7 @@ class TurnSetup:
     intent: IntentResult | None
     workspace: Workspace
     permissions: PermissionContext
-    tools: list[Tool[Any]]
+    tools: list[AnyTool]
     spawn: SpawnParent | None = None
     notices: list[str] = field(default_factory=list)
     """Warnings to show once the run exists (e.g. a bound agent not defined in this kernel)."""
@@ -189,13 +189,13 @@ def _recent_workspace(root: str, read_only: bool, network: bool) -> Workspace:
     return workspace
 
 
-def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[Tool[Any]]]:
+def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[AnyTool]]:
     """What builds the notebook tools of a turn: bound to ``shell`` (the edge's; ``None``: the
     running one), limited to the agent's ``notebook_variables`` (then without ``run_python``:
     code could read any variable)."""
     allow = agent.notebook_variables if agent is not None else None
 
-    def make() -> list[Tool[Any]]:
+    def make() -> list[AnyTool]:
         from ...tools.notebook import notebook_tools  # only a turn offered notebook tools
 
         return notebook_tools(shell, variables=allow, run_python=allow is None)
@@ -205,11 +205,11 @@ def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[Tool[
 
 def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext,
                 run_sub_agent: SubAgentRunner, *, lenient: bool = False,
-                notebook: Callable[[], list[Tool[Any]]] | None = None,
-                with_notebook: bool = False) -> tuple[list[Tool[Any]], SpawnParent | None]:
+                notebook: Callable[[], list[AnyTool]] | None = None,
+                with_notebook: bool = False) -> tuple[list[AnyTool], SpawnParent | None]:
     parent: SpawnParent | None = None
 
-    def spawn() -> Tool[Any]:
+    def spawn() -> AnyTool:
         from ..spawn import SpawnParent, make_spawn_tool  # only a turn offered spawn_agent
 
         nonlocal parent
@@ -217,7 +217,7 @@ def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext
                              run_sub_agent=run_sub_agent)
         return make_spawn_tool(parent)
 
-    def resolve(names: Any) -> list[Tool[Any]]:
+    def resolve(names: Any) -> list[AnyTool]:
         return resolve_tool_specs(names, workspace=lambda: workspace, spawn=spawn,
                                   notebook=notebook)
 
@@ -344,14 +344,14 @@ def _skill_paths(value: Any) -> list[str]:
         else [os.fspath(p) for p in value]
 
 
-def _with_skill_tool(tools: list[Tool[Any]], skills: list[Skill]) -> None:
+def _with_skill_tool(tools: list[AnyTool], skills: list[Skill]) -> None:
     """Offer ``read_skill`` over ``skills`` (in place), replacing a stale one of that name."""
     tools[:] = [t for t in tools if t.name != READ_SKILL_TOOL]
     if skills:
         tools.append(skill_folders.read_skill_tool(skills))
 
 
-def restore_turn(state: TurnState, *, tools: list[Tool[Any]] | None,
+def restore_turn(state: TurnState, *, tools: list[AnyTool] | None,
                  run_sub_agent: SubAgentRunner, run_id: str | None = None) -> TurnSetup:
     """The setup of a suspended run, rebuilt from its saved ``state`` (any kernel).
 

@@ -37,7 +37,7 @@ from ...llm.usage_context import report_usage
 from ...runtime.catalog import SPAWN_TOOL_NAME
 from ...runtime.grants import parse_approve
 from ...runtime.intent import IntentResult, intent_system_text
-from ...tools.registry import Tool
+from ...tools.registry import AnyTool
 from ..context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
 from ..limits import SUB_AGENT_MAX_ROUNDS
 from ..params import check_parameters
@@ -202,7 +202,7 @@ def _refuse_unfit_for_planning(profile: ModelProfile) -> None:
         "without a key.")
 
 
-def restore_setup(state: TurnState, ctx: TurnContext, tools: list[Tool[Any]] | None
+def restore_setup(state: TurnState, ctx: TurnContext, tools: list[AnyTool] | None
                   ) -> TurnSetup:
     """The runtime setup of a resumed run, rebuilt from ``state`` and bound to its new turn.
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from ...base.secrets import is_secret_name, mask, register_secret
-from ..registry import Tool, ToolResult
+from ..registry import AnyTool, ToolResult
 from .cells import cells_text, load_cells, outline
 from .names import NOTEBOOK_TOOL_NAMES
 from .proposals import CellProposal, propose_cell
@@ -19,7 +19,7 @@ from .variables import Namespace
 __all__ = ["NOTEBOOK_TOOL_NAMES", "NotebookTool", "notebook_tools"]
 
 
-class NotebookTool(Tool[Any]):
+class NotebookTool(AnyTool):
     """A notebook tool: the model reads the value's ``model_text()`` (never a figure's PNG
     data), a failed ``run_python`` is marked as an error, and every text is masked."""
 
@@ -54,7 +54,7 @@ def _register_secret_values(ns: Any) -> None:
 def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
                    run_python: bool = True, timeout: float = DEFAULT_TIMEOUT,
                    requires_approval: bool = True, path: str | None = None,
-                   on_proposal: Callable[[CellProposal], None] | None = None) -> list[Tool[Any]]:
+                   on_proposal: Callable[[CellProposal], None] | None = None) -> list[AnyTool]:
     """The notebook tools, bound to ``shell``: ``list_variables``, ``inspect_variable``,
     ``run_python``, ``read_notebook``, ``read_cells`` and ``insert_cell``.
 
@@ -165,5 +165,5 @@ def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
         # can be interrupted by a real signal when a time limit runs out.
         made.append(NotebookTool(fn, batchable=False, **options))
     made[-1].proposals = proposals
-    tools: list[Tool[Any]] = list(made)
+    tools: list[AnyTool] = list(made)
     return tools

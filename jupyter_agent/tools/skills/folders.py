@@ -8,13 +8,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ...base.errors import ParameterError, ToolError
 from ...base.secrets import mask
 from ..builtin import SNIFF_BYTES, looks_binary, open_regular
 from ..builtin.workspace import Workspace, WorkspaceError
-from ..registry import Tool
+from ..registry import AnyTool, Tool
 from .names import READ_SKILL_TOOL, SKILL_FILE
 
 __all__ = ["Skill", "load_skills", "skills_prompt", "read_skill_tool", "MAX_SKILL_FILE_CHARS",
@@ -213,7 +212,7 @@ def _read(skill: Skill, path: str) -> str:
     return text
 
 
-def read_skill_tool(skills: Sequence[Skill]) -> Tool[Any]:
+def read_skill_tool(skills: Sequence[Skill]) -> AnyTool:
     """The read-only ``read_skill(name, path=None)`` tool over ``skills`` (not registered)."""
     by_name = {s.name: s for s in skills}
 
