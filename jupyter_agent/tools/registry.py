@@ -8,7 +8,7 @@ import math
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar, overload
 
 from pydantic import ConfigDict, ValidationError
@@ -164,7 +164,7 @@ class Tool(Generic[P, R_co]):
                          "parameters": self.parameters},
         }
 
-    def parse_arguments(self, arguments: str) -> dict[str, object]:
+    def parse_arguments(self, arguments: str) -> Mapping[str, object]:
         """Decode the model's JSON (leniently, JSON5) and validate it; raises ToolError."""
         raw = decode_json_object(arguments)
         try:
