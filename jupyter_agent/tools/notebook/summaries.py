@@ -209,7 +209,7 @@ def summarize(obj: object, *, rows: int = 3, columns: list[str] | None = None,
     """A bounded, useful summary of ``obj`` (at most ``max_chars`` characters).
 
     Args:
-        obj: Any object.
+        obj: An object of whatever type.
         rows: First and last rows shown for tables.
         columns: Only describe these columns of a DataFrame.
         max_chars: Upper bound of the text's length.
