@@ -71,8 +71,8 @@ def _column(s: polars.Series, sample: polars.Series, exact: bool) -> ColumnInfo:
     return info
 
 
-def summarize_polars(obj: polars.DataFrame | polars.Series | polars.LazyFrame, *, rows: int = 3, columns: list[str] | None = None,
-                     max_chars: int = 3800) -> str:
+def summarize_polars(obj: polars.DataFrame | polars.Series | polars.LazyFrame, *, rows: int = 3,
+                     columns: list[str] | None = None, max_chars: int = 3800) -> str:
     """The summary text of a polars DataFrame, Series or LazyFrame."""
     pl = loaded("polars")
 

@@ -19,7 +19,8 @@ from typing import SupportsFloat, SupportsIndex, Union
 from ...base.secrets import MASK, is_secret_name, known_secrets, mask
 from ._time_limit import call_with_limit
 
-__all__ = ["REPR_SECONDS", "Container", "builtin_items", "cap", "cell_text", "fmt_num", "head", "one_line", "preview",
+__all__ = ["REPR_SECONDS", "Container", "builtin_items", "cap", "cell_text", "fmt_num", "head",
+           "one_line", "preview",
            "redact_source", "safe_repr", "table", "tail", "type_name"]
 
 REPR_SECONDS = 1.0
