@@ -125,3 +125,19 @@ def test_a_tool_keeps_its_function_signature_for_mypy(tmp_path: Path) -> None:
     lines = sorted(int(line.split(":")[1]) for line in errors)
     assert lines == [18, 19, 20], result.stdout
     assert 'Argument 1 to "__call__" of "Tool" has incompatible type "str"' in errors[0], errors
+
+
+def test_an_agents_options_are_checked_by_mypy(tmp_path: Path) -> None:
+    """``Agent(...)``'s keyword options are a TypedDict: a misspelt option or a wrong type is a
+    mypy error (pydantic would silently ignore the unknown name at run time). Before, they
+    were ``**extra: Any`` and neither was found."""
+    src = tmp_path / "agent_use.py"
+    src.write_text(
+        "from jupyter_agent.runtime.agents import Agent\n\n"
+        "Agent('a', read_only=True, skills='skills/', notebook_variables=['df'])\n"
+        "Agent('b', read_onyl=True)\n"       # error 1: unknown option
+        "Agent('c', notebook='yes')\n",      # error 2: wrong type
+        encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert sorted(int(line.split(":")[1]) for line in errors) == [4, 5], result.stdout
