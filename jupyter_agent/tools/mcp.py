@@ -24,7 +24,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ..base.errors import ConfigError, ToolError
 from ..base.jsontypes import JSONObject
@@ -34,6 +34,7 @@ from .registry import AnyTool
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.client import Transport
+    from mcp.types import ListToolsResult
     from mcp.types import Tool as ToolInfo
 
 __all__ = ["MCPServer", "MCPTool", "connect_mcp", "disconnect_mcp", "disconnect_all",
@@ -66,6 +67,14 @@ def _field(obj: object, *names: str) -> object:
         if value is not None:
             return value
     return None
+
+
+class _LegacySession(Protocol):
+    """An mcp 1.x ``ClientSession``: it pages tool listings by a ``cursor`` keyword."""
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """One page of the server's tools."""
+        ...
 
 
 def _leaf_message(exc: BaseException) -> str:
@@ -246,7 +255,7 @@ class MCPServer:
 
                 result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
             except (ImportError, TypeError):
-                legacy: Any = session  # mcp 1.x: list_tools(cursor=...), not in 2.x's types
+                legacy = cast("_LegacySession", session)  # mcp 1.x, not in 2.x's types
                 result = await legacy.list_tools(cursor=cursor)
             tools.extend(result.tools)
             cursor = _cursor(result)
