@@ -104,6 +104,13 @@ Display = tuple[dict[str, object], dict[str, object]]
 
 
 @runtime_checkable
+class _Publishing(Protocol):
+    """A shell whose ``display()`` goes through a publisher that can be swapped (IPython's)."""
+
+    display_pub: object
+
+
+@runtime_checkable
 class _Pyplot(Protocol):
     """The part of ``matplotlib.pyplot`` a run swaps (by attribute, on the module)."""
 
@@ -134,15 +141,18 @@ class Capture:
         self.err = _Sink(max(keep // 2, 200))
         self.displays: list[Display] = []
         self._streams: tuple[TextIO, TextIO] | None = None
-        self._pub: tuple[object] | None = None  # the shell's publisher, while swapped
+        self._pub: object = None
+        """The shell's own publisher while ours stands in (``_pub_swapped``)."""
+        self._pub_swapped = False
         self._show: Callable[..., object] | None = None
 
     def __enter__(self) -> Capture:
         self._streams = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = _Stream(self.out, "stdout"), _Stream(self.err, "stderr")
-        if self.shell is not None and hasattr(self.shell, "display_pub"):
-            self._pub = (self.shell.display_pub,)
-            self.shell.display_pub = _Publisher(self.displays)
+        shell: object = self.shell  # a Shell is not declared _Publishing: look
+        if isinstance(shell, _Publishing):
+            self._pub, self._pub_swapped = shell.display_pub, True
+            shell.display_pub = _Publisher(self.displays)
         plt: object = sys.modules.get("matplotlib.pyplot")
         if isinstance(plt, _Pyplot):
             self._show = plt.show
@@ -153,9 +163,10 @@ class Capture:
         if self._streams is not None:
             sys.stdout, sys.stderr = self._streams
             self._streams = None
-        if self._pub is not None:
-            setattr(self.shell, "display_pub", self._pub[0])  # noqa: B010 - hasattr-checked
-            self._pub = None
+        shell: object = self.shell
+        if self._pub_swapped and isinstance(shell, _Publishing):
+            shell.display_pub, self._pub = self._pub, None
+            self._pub_swapped = False
         plt: object = sys.modules.get("matplotlib.pyplot")
         if isinstance(plt, _Pyplot) and self._show is not None:
             plt.show, self._show = self._show, None
