@@ -11,6 +11,8 @@ a permission with three options before writing through the client
   refuses it);
 * ``capabilities``: what the client offered, the cwd and ``$ACP_DEMO_MARKER`` (the tests);
 * ``crash``: one chunk, a line on stderr, then the process exits (status 5);
+* ``shapes``: the update shapes a real agent sends besides text (a diff, a terminal, a call
+  with no title, arguments as text, an image chunk, token usage) (the tests);
 * ``stubborn``: like ``slow``, but ignores ``session/cancel`` (a hung agent);
 * ``slow``: streams a dot every 0.1 s until cancelled;
 * ``flood N``: N message chunks and N/10 tool calls, as fast as it can (the bench).
@@ -37,9 +39,13 @@ from acp import (
     update_agent_message_text,
 )
 from acp.helpers import (
+    image_block,
     plan_entry,
     start_tool_call,
     tool_content,
+    tool_diff_content,
+    tool_terminal_ref,
+    update_agent_thought,
     update_agent_thought_text,
     update_plan,
     update_tool_call,
@@ -52,6 +58,7 @@ from acp.schema import (
     PermissionOption,
     PermissionOptionKind,
     TextContentBlock,
+    Usage,
 )
 
 if TYPE_CHECKING:
@@ -133,6 +140,8 @@ class DemoAgent:
                     await self.conn.session_update(sid, update_tool_call(
                         f"t{i}", status="completed", content=[tool_content(text_block("ok"))]))
             return PromptResponse(stop_reason="end_turn")
+        if "shapes" in text:
+            return await self._shapes(sid)
         if "crash" in text:
             await self._say(sid, "About to fail.")
             print("demo-acp: crashing on purpose", file=sys.stderr, flush=True)
@@ -162,6 +171,21 @@ class DemoAgent:
                              f"cwd={os.getcwd()} "
                              f"env={os.environ.get('ACP_DEMO_MARKER', '(missing)')}")
         return PromptResponse(stop_reason="end_turn")
+
+    async def _shapes(self, sid: str) -> PromptResponse:
+        """A diff, a terminal and a text block in one result; a call with no title and text
+        arguments; an update for a call never started, failed; an image thought; usage."""
+        up = self.conn.session_update
+        await up(sid, update_agent_thought(image_block("iVBORw0KGgo=", "image/png")))
+        await up(sid, start_tool_call("e1", "", kind="edit", status="in_progress",
+                                      raw_input="sed -i s/old/new/ a.txt"))
+        await up(sid, update_tool_call("e1", status="completed", content=[
+            tool_diff_content("a.txt", "new", "old"), tool_content(text_block("ok")),
+            tool_terminal_ref("term-1")]))
+        await up(sid, update_tool_call("x1", status="failed"))
+        await self._say(sid, "Shapes sent.")
+        return PromptResponse(stop_reason="end_turn",
+                              usage=Usage(input_tokens=12, output_tokens=5, total_tokens=17))
 
     async def _write_outside(self, sid: str) -> PromptResponse:
         """Try to write outside the client's folder and report what the client said."""
