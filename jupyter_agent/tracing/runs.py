@@ -68,8 +68,8 @@ if TYPE_CHECKING:
 
     from . import TracedRun
 
-__all__ = ["RunTracer", "BatchTrace", "OpenSpan", "open_batch", "traceparent",
-           "parse_traceparent", "current_parent", "parented"]
+__all__ = ["RunTracer", "BatchTrace", "OpenSpan", "SpanAttributes", "open_batch",
+           "traceparent", "parse_traceparent", "current_parent", "parented"]
 
 PROVIDER = "openai"
 """``gen_ai.provider.name``: every model is reached through the OpenAI-compatible API."""
