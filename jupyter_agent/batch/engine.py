@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..base.collector import short_lived
 from ..base.errors import ParameterError
+from ..base.jsontypes import float_field, int_field, str_field
 from ..tracing import batch_span
 from .control import Controller
 from .coordinator import Coordinator
@@ -65,13 +66,13 @@ def _stored_outcome(store: Store, rec: Any) -> dict[str, Any] | None:
         return out
     events = store.get_events(rec.run_id)
     usage = [e for e in events if e.get("type") == "usage"]
-    end: dict[str, Any] = next(
-        (e for e in reversed(events) if e.get("type") == "run_finished"), {})
-    out.update(status=run.status, answer=end.get("answer") or "", error=end.get("error"),
-               rounds=int(end.get("rounds") or rec.rounds),
-               input_tokens=sum(int(e.get("input_tokens") or 0) for e in usage),
-               output_tokens=sum(int(e.get("output_tokens") or 0) for e in usage),
-               cost=sum(float(e.get("cost") or 0.0) for e in usage))
+    end = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    out.update(status=run.status, answer=str_field(end, "answer"),
+               error=str_field(end, "error") or None,
+               rounds=int_field(end, "rounds") or rec.rounds,
+               input_tokens=sum(int_field(e, "input_tokens") for e in usage),
+               output_tokens=sum(int_field(e, "output_tokens") for e in usage),
+               cost=sum(float_field(e, "cost") for e in usage))
     return out
 
 
