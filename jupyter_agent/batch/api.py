@@ -10,7 +10,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, cast, overload
 
-from pydantic import BaseModel
 from typing_extensions import TypedDict, Unpack
 
 from ..base.errors import ParameterError
@@ -25,6 +24,7 @@ from .spec import BatchSpec
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pydantic import BaseModel
 
     from ..agents.run import Run
     from ..llm.protocol import ModelClient

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
-from ..llm.structured import Checked
 from .inputs import is_missing
 from .item import FINISHED, Outcome, one_line
-from .spec import Item
+
+if TYPE_CHECKING:
+    from ..llm.structured import Checked
+    from .spec import Item
 
 __all__ = ["matches", "score_outcomes"]
 
