@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..base.collector import short_lived
@@ -84,14 +84,15 @@ def _stored_outcome(store: Store, rec: BatchItemRecord) -> Outcome | None:
 def _check_tools(spec: BatchSpec) -> None:
     """An unknown tool name fails every item alike: say so before anything runs."""
     tools = spec.options.get("tools")
-    if spec.kind == "chat" or not isinstance(tools, (list, tuple)):
-        return  # (not a list: the entry point refuses it, naming the parameter)
+    if spec.kind == "chat" or tools is None:
+        return
     import os
 
     from ..runtime.catalog import resolve_tool_specs
     from ..tools.builtin import Workspace
 
-    resolve_tool_specs([t for t in tools if t != "spawn_agent"],
+    resolve_tool_specs([t for t in (tools if isinstance(tools, Iterable) else [tools])
+                        if t != "spawn_agent"],
                        workspace=lambda: Workspace(os.getcwd()))
 
 

@@ -15,7 +15,7 @@ keeps them for every item of the batch (:func:`built_tools`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -67,15 +67,13 @@ def _ship(t: AnyTool) -> ShippedTool:
 def pack_tools(specs: object, agent: object = None) -> list[object]:
     """The tools an item may use, ready to send: :class:`ShippedTool` for user tools, names
     for built-ins. ``None`` means the agent's tools, else every ``@tool`` of the notebook
-    (``specs`` is the batch's ``tools`` option: a list, else the entry point refuses it)."""
+    (``specs`` is the batch's ``tools`` option, as the entry point takes it)."""
     from ..tools.registry import REGISTRY, Tool
 
     if specs is None:
         specs = list(getattr(agent, "tools", None) or []) or REGISTRY.all()
-    if not isinstance(specs, (list, tuple)):
-        return [specs]  # refused by the entry point with its own message
     out: list[object] = []
-    for spec in specs:
+    for spec in specs if isinstance(specs, Iterable) else [specs]:
         if isinstance(spec, Tool):
             out.append(spec.name if getattr(spec, "origin", "user") == "builtin" else _ship(spec))
         elif isinstance(spec, str):

@@ -7,9 +7,9 @@ OpenAI-format dicts (see ``jupyter_agent.llm.types``) and are not wrapped here.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, SkipValidation
 from typing_extensions import TypedDict
 
 from ..base.deferred import DeferredModel
@@ -111,7 +111,9 @@ class RunRecord(BaseModel):
     status: StoredRunStatus
     created: float
     updated: float
-    pending: dict[str, JsonValue] | None = None
+    # Not validated again: the store decoded it from its own JSON (``loads_object``), and a
+    # run's messages make it large (validating it tripled ``get_run``'s time at 100 KB).
+    pending: Annotated[dict[str, JsonValue] | None, SkipValidation] = None
     """The suspended state while ``status == 'ask'``; opaque to the store."""
     pending_call_id: str | None = None
     """The tool-call id the pending ask waits on (checked by ``claim_pending``)."""
