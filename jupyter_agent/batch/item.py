@@ -16,7 +16,7 @@ never waits. The same path serves items run on Dask workers, which have no store
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -177,8 +177,11 @@ def run_item(task: ItemTask, *, store: Store | None, is_aborted: Callable[[], bo
             on_event(event)
 
     opts = dict(task.options)
-    theirs = opts.pop("listeners", None)
-    listeners = [listen, *(theirs if isinstance(theirs, (list, tuple)) else ())]
+    theirs = opts.pop("listeners", None) or []
+    if not isinstance(theirs, Iterable):  # every item would fail alike: one line, the batch stops
+        raise ParameterError(f"listeners must be a list of functions, not a "
+                             f"{type(theirs).__name__}.", parameters=("listeners",))
+    listeners = [listen, *theirs]
     opts.update(model=task.model, session=None, history=0, stream=False, store=store,
                 is_aborted=is_aborted, listeners=listeners)
     if task.kind == "plan" and task.auto_answer:
