@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..base.jsontypes import JSONObject
 from .control import Controller
 from .item import (
     FATAL_ERRORS,
@@ -47,7 +48,6 @@ from .spec import BatchSpec, Item
 
 if TYPE_CHECKING:
     from ..base.events import BaseEvent
-    from ..base.jsontypes import JSONObject
     from ..session.store import Store
     from .lanes import LanePool
     from .ship import ToolPack
@@ -61,7 +61,7 @@ GATHER = 0.02
 over by then: at 64 items in flight a transaction per item (most held one or two) cost the
 interpreter about a millisecond per item; well under ``MAX_UNSTORED``."""
 
-Progressed = Callable[["JSONObject"], None] | None
+Progressed = Callable[[JSONObject], None] | None
 
 
 class Coordinator:
