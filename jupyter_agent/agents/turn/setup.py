@@ -31,7 +31,13 @@ from ...runtime.catalog import (
     resolve_tool_specs,
     workspace_agent_specs,
 )
-from ...runtime.grants import GRANTS, AmbiguousNameError, CellApprovals, resolve_approvals
+from ...runtime.grants import (
+    GRANTS,
+    AmbiguousNameError,
+    CellApprovals,
+    parse_approve,
+    resolve_approvals,
+)
 from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ...runtime.policy import PermissionContext
 from ...tools import skills as skill_folders  # its modules load when a turn has skills
@@ -311,7 +317,7 @@ def setup_turn(kind: str, prompt: str, opt: TurnOptions, tools: Any = None, *,
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),
         auto_approve=opt.auto_approve,
-        approve=opt.approve or frozenset())
+        approve=parse_approve(opt.approve))
     # The tool offer follows this cell: the agent it names (or the intent picked), else the
     # default set. A session's bound agent keeps its role and workspace, not its tools: after
     # a `--agent sh` cell, a plain cell offering only `bash` surprised (issue 37).
