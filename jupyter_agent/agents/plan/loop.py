@@ -52,7 +52,8 @@ def run_plan(turn: Turn, max_rounds: int) -> Run:
     messages = build_initial_messages([*p.history, turn.user_message], system_prompt=turn.system,
                                       has_runtime_tools=catalog.has_runtime_tools)
     state = PlanRunState.start(messages)
-    by_name = {t.name: t for t in catalog.runtime_tools}
+    kept = set(catalog.runtime_names)  # the catalog drops a tool named like an internal one
+    by_name = {t.name: t for t in rt.tools if t.name in kept}
     opt = turn.opt
     lo = PlanOptions(temperature=opt.temperature, max_tokens=opt.max_tokens,
                      stream=opt.stream, max_rounds=max_rounds)
