@@ -171,3 +171,24 @@ def test_entry_points_say_what_they_take_and_give(tmp_path: Path) -> None:
     expected = [i for i, line in enumerate(src.read_text().splitlines(), 1) if "# E" in line]
     lines = sorted({int(e.split(":")[1]) for e in errors})
     assert lines == expected, result.stdout
+
+
+def test_an_extraction_is_typed_by_its_schema(tmp_path: Path) -> None:
+    """``extract(text, Model)`` is an ``ExtractResult[Model]``: ``unwrap()`` and ``value`` are
+    the model's instance for mypy; a JSON schema dict gives a ``JSONObject``."""
+    src = tmp_path / "extract_use.py"
+    src.write_text(
+        "from pydantic import BaseModel\n"
+        "from jupyter_agent.agents.helpers import extract\n"
+        "from jupyter_agent.base.jsontypes import JSONObject\n\n"
+        "class Invoice(BaseModel):\n"
+        "    total: float\n\n"
+        "inv = extract('x', Invoice, history=[('user', 'hi')])\n"
+        "total: float = inv.unwrap().total\n"
+        "fields: JSONObject = extract('x', {'total': 'the sum'}).unwrap()\n"
+        "inv.unwrap().totl  # E\n"
+        "extract('x', Invoice, history=3)  # E\n", encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    expected = [i for i, line in enumerate(src.read_text().splitlines(), 1) if "# E" in line]
+    assert sorted({int(e.split(":")[1]) for e in errors}) == expected, result.stdout
