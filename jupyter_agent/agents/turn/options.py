@@ -17,10 +17,9 @@ from ...base import config
 from ...base.events import BaseEvent
 from ...llm.protocol import ModelClient
 from ...llm.structured import SCHEMA_RETRIES
-from ..context import Knowledge
+from ..context import Knowledge, Shell
 
 if TYPE_CHECKING:
-    from IPython.core.interactiveshell import InteractiveShell
     from pydantic import BaseModel
 
     from ...clients.turn_client import TurnClient
@@ -32,10 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OutputOption", "Shell", "TurnArgs", "TurnOptions", "store_of", "client_of",
            "profile_of"]
-
-Shell = Union["InteractiveShell", Mapping[str, object], None]
-"""What the notebook tools and ``context`` read: the IPython shell, a namespace dict, or
-``None`` (the running shell, else the script's ``__main__``)."""
 
 OutputOption = Union["type[BaseModel]", Mapping[str, object], "OutputSpec", None]
 """A typed answer as a caller gives it: a pydantic model class, a JSON schema dict, or the
