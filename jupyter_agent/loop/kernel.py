@@ -160,10 +160,11 @@ class _DeltaRelay:
                 self._args(cid, str_field(data, "delta"))
             return
         self.release()  # held arguments come first: the events keep the stream's order
-        if kind == "text":
-            emit(TextDelta(round=rnd, text=str_field(data, "text")))
-        elif kind == "reasoning":
-            emit(ReasoningDelta(round=rnd, text=str_field(data, "text")))
+        if kind == "text" or kind == "reasoning":  # per token: no helper call
+            text = data.get("text")
+            text = text if isinstance(text, str) else ""
+            emit(TextDelta(round=rnd, text=text) if kind == "text"
+                 else ReasoningDelta(round=rnd, text=text))
         elif kind == "tool_call":
             sent = str_field(data, "id")
             cid = renamed.get(sent)
