@@ -141,3 +141,54 @@ def test_an_agents_options_are_checked_by_mypy(tmp_path: Path) -> None:
     result = _mypy("--strict", str(src))
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert sorted(int(line.split(":")[1]) for line in errors) == [4, 5], result.stdout
+
+
+def test_entry_points_say_what_they_take_and_give(tmp_path: Path) -> None:
+    """``**options`` of ``chat/toolloop/plan`` are the ``TurnArgs`` TypedDict: a misspelt or
+    mistyped option is a mypy error. An untyped run is a ``Run[None]`` (its answer is
+    ``run.answer``), a JSON schema dict gives a ``Run[JSONObject]``, and ``tools`` takes names,
+    functions and Tool objects. Each ``# E`` line must give exactly one error, no other line any."""
+    src = tmp_path / "options_use.py"
+    src.write_text(
+        "from jupyter_agent import chat, plan, toolloop\n"
+        "from jupyter_agent.base.jsontypes import JSONObject\n\n"
+        "def rows() -> list[str]:\n"
+        "    return []\n\n"
+        "ok = chat('x', model='m', temperature=0.5, history=0, store=None, approve=['bash'],\n"
+        "          context='df', knowledge=['a fact'], on_end=lambda run: None)\n"
+        "none: None = ok.output\n"
+        "typed = toolloop('x', tools=['bash', rows], output={'type': 'object'}).output\n"
+        "if typed is not None:\n"
+        "    obj: JSONObject = typed\n"
+        "p = plan('x', tools=('bash',), auto_answer='first', max_rounds=3)\n"
+        "chat('x', temprature=0.5)  # E\n"
+        "toolloop('x', max_tokens='many')  # E\n"
+        "plan('x', store='elsewhere')  # E\n"
+        "ok.output.label  # E\n"
+        "toolloop('x', tools=[42])  # E\n", encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    expected = [i for i, line in enumerate(src.read_text().splitlines(), 1) if "# E" in line]
+    lines = sorted({int(e.split(":")[1]) for e in errors})
+    assert lines == expected, result.stdout
+
+
+def test_an_extraction_is_typed_by_its_schema(tmp_path: Path) -> None:
+    """``extract(text, Model)`` is an ``ExtractResult[Model]``: ``unwrap()`` and ``value`` are
+    the model's instance for mypy; a JSON schema dict gives a ``JSONObject``."""
+    src = tmp_path / "extract_use.py"
+    src.write_text(
+        "from pydantic import BaseModel\n"
+        "from jupyter_agent.agents.helpers import extract\n"
+        "from jupyter_agent.base.jsontypes import JSONObject\n\n"
+        "class Invoice(BaseModel):\n"
+        "    total: float\n\n"
+        "inv = extract('x', Invoice, history=[('user', 'hi')])\n"
+        "total: float = inv.unwrap().total\n"
+        "fields: JSONObject = extract('x', {'total': 'the sum'}).unwrap()\n"
+        "inv.unwrap().totl  # E\n"
+        "extract('x', Invoice, history=3)  # E\n", encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    expected = [i for i, line in enumerate(src.read_text().splitlines(), 1) if "# E" in line]
+    assert sorted({int(e.split(":")[1]) for e in errors}) == expected, result.stdout

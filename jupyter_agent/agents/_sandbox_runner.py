@@ -15,7 +15,6 @@ import linecache
 import os
 import sys
 import traceback
-from typing import Any
 
 FILENAME = "<sandbox>"
 
@@ -63,7 +62,7 @@ def _run(code: str, cap: int) -> str | None:
     if isinstance(tail, ast.Expr):
         tree.body.pop()
         last = ast.Expression(tail.value)
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace: dict[str, object] = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(tree, FILENAME, "exec"), namespace)
     if last is None:
         return None
@@ -84,7 +83,7 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
-    out: dict[str, Any] = {"result": None, "error": None, "memory_error": False, "exit_code": 0}
+    out: dict[str, str | int | bool | None] = {"result": None, "error": None, "memory_error": False, "exit_code": 0}
     try:
         out["result"] = _run(code, cap)
     except MemoryError:

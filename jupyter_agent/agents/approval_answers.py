@@ -17,7 +17,8 @@ session") runs without a second card.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 from ..base.answers import Answer
 from ..base.errors import ResumeError
@@ -28,6 +29,7 @@ from ..loop.hooks import ToolOutcome, UsageItem, images_message
 from ..runtime.policy import PermissionContext, check_permission
 from ..session.permissions import denial_message
 from ..tools.notebook.card_events import call_events, figure_images
+from ..tools.registry import AnyTool
 from .compression import tool_output_processor
 from .pending import WaitingCall
 from .tooling import unknown_tool_message
@@ -47,7 +49,7 @@ def approval_choice(answer: Answer) -> Choice:
     return "deny"  # dismissing an approval card, or typing text, never allows anything
 
 
-def run_call(p: TurnContext, tool: Any, call: ToolCall, *, round_: int) -> ToolOutcome:
+def run_call(p: TurnContext, tool: AnyTool, call: ToolCall, *, round_: int) -> ToolOutcome:
     """Run one approved call outside the kernel, with what the kernel would do around it:
     usage of helpers inside the tool counted into the run, long output shortened, and a
     ``tool_returned`` event (which replaces the card's "Waiting for approval." in the view)."""
@@ -79,7 +81,7 @@ def _account(p: TurnContext, usages: list[UsageItem], round_: int) -> None:
                                       estimated=u.usage.estimated))
 
 
-def answered_outcome(p: TurnContext, item: WaitingCall, choice: Choice, tool: Any,
+def answered_outcome(p: TurnContext, item: WaitingCall, choice: Choice, tool: AnyTool | None,
                      permissions: PermissionContext, *, round_: int,
                      available: list[str]) -> ToolOutcome:
     """The result of a waiting call after the user's ``choice`` (:func:`approval_choice`);
@@ -114,7 +116,8 @@ def _returned(p: TurnContext, call: ToolCall, out: ToolOutcome, round_: int) -> 
     run.tool_values[call.id] = out.value
     for rec in run.tool_records:
         if rec.get("call_id") == call.id:
-            rec.update(output=out.output, error=out.error, seconds=out.seconds, value=out.value)
+            rec.update({"output": out.output, "error": out.error, "seconds": out.seconds,
+                        "value": out.value})
             break
     else:
         run.tool_records.append({"call_id": call.id, "name": call.name,
@@ -137,7 +140,7 @@ def replace_tool_result(messages: list[Message], call_id: str, content: str) -> 
 
 
 def settle_approvals(p: TurnContext, waiting: list[WaitingCall], call_id: str, choice: Choice,
-                     tools: dict[str, Any], permissions: PermissionContext, *, round_: int,
+                     tools: Mapping[str, AnyTool], permissions: PermissionContext, *, round_: int,
                      messages: list[list[Message]], stops: list[str] | None = None
                      ) -> list[WaitingCall]:
     """Apply ``choice`` to the call whose card was shown (``call_id``), then run, deny or

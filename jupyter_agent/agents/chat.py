@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any, overload
+from collections.abc import Mapping
+from typing import overload
 
+from typing_extensions import Unpack
+
+from ..base.jsontypes import JSONObject
 from ..llm.profiles import map_temperature
 from ..loop.hooks import LoopHooks
 from ..loop.kernel import LoopConfig
 from .compression import window_fitter
 from .run import Model, Run
 from .turn.drive import drive
+from .turn.options import OutputOption, TurnArgs
 from .turn.start import start_turn
 
 __all__ = ["chat"]
 
 
 @overload
-def chat(prompt: str, *, output: type[Model], **options: Any) -> Run[Model]: ...
+def chat(prompt: str, *, output: type[Model], **options: Unpack[TurnArgs]) -> Run[Model]: ...
 @overload
-def chat(prompt: str, *, output: dict[str, Any] | None = None, **options: Any) -> Run[Any]: ...
-def chat(prompt: str, *, output: Any = None, **options: Any) -> Run[Any]:
+def chat(prompt: str, *, output: Mapping[str, object],
+         **options: Unpack[TurnArgs]) -> Run[JSONObject]: ...
+@overload
+def chat(prompt: str, *, output: None = None, **options: Unpack[TurnArgs]) -> Run[None]: ...
+def chat(prompt: str, *, output: OutputOption = None, **options: Unpack[TurnArgs]) -> Run:
     """Make one streamed model call and return the :class:`Run`.
 
     ``output``: a pydantic model class (``run.output`` is then its instance, and the run a
-    ``Run[Model]`` for mypy) or a JSON schema dict (a dict).
+    ``Run[Model]`` for mypy) or a JSON schema dict (``run.output`` is a dict: a
+    ``Run[JSONObject]``). Without it the run is a ``Run[None]``: its answer is ``run.answer``.
 
     Keyword options are those of :class:`~jupyter_agent.agents.turn.options.TurnOptions` (``model``,
     ``system``, ``session``, ``history``, ``temperature``, ``max_tokens``, ``knowledge``…).
@@ -31,9 +40,7 @@ def chat(prompt: str, *, output: Any = None, **options: Any) -> Run[Any]:
     Raises:
         ParameterError: an empty prompt or a value outside its range.
     """
-    if output is not None:
-        options["output"] = output
-    turn = start_turn("chat", prompt, options)
+    turn = start_turn("chat", prompt, options, output=output)
     p, opt = turn.ctx, turn.opt
     prof = p.client.profile
     messages = turn.messages()

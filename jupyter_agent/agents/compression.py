@@ -7,25 +7,26 @@ results (``docs/behaviour.md`` §6).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..llm.protocol import ModelClient
-from ..llm.types import Usage
+from ..llm.types import Message, Usage
 from ..loop.hooks import ContextFit, UsageItem
 
 if TYPE_CHECKING:
+    from ..loop.compress.tool_response import ToolResponseCompression
     from ..loop.compress.types import CompressLLM
 
 __all__ = ["window_fitter", "compress_llm", "tool_output_processor"]
 
 
 def window_fitter(max_context: int, max_tokens: int | None, tools_tokens: int
-                  ) -> Callable[[int, list[dict[str, Any]], int], ContextFit | None]:
+                  ) -> Callable[[int, list[Message], int], ContextFit | None]:
     """A ``fit_context`` hook: cut old rounds above 85% of the window (docs/behaviour.md §3.4)."""
     budget = max_context - (max_tokens or 0)
     threshold = int(budget * 0.85)
 
-    def fit(round_: int, messages: list[dict[str, Any]], tokens: int) -> ContextFit | None:
+    def fit(round_: int, messages: list[Message], tokens: int) -> ContextFit | None:
         if tokens <= threshold:
             return None
         # Imported once a request first fills the window, not when every run starts.
@@ -64,7 +65,7 @@ def tool_output_processor(client: ModelClient) -> Callable[[str], tuple[str, lis
     """The ``process_tool_output`` hook: shorten long tool results (docs/behaviour.md §8.3)."""
     llm = compress_llm(client, "tool_response_compress")
     max_context = client.profile.max_context
-    compress: Callable[..., Any] | None = None
+    compress: Callable[[str, int, CompressLLM], ToolResponseCompression] | None = None
 
     def process(text: str) -> tuple[str, list[UsageItem]]:
         nonlocal compress

@@ -8,11 +8,15 @@ that differs between the chat and the tool loop.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable, Iterable, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, Union
 
 from ..base.errors import ParameterError
 from ..llm.tokens import count_text_tokens
 from ..runtime.modes import MODE_KNOWLEDGE_LIMITS
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 __all__ = [
     "CHAT_SEPARATOR",
@@ -48,7 +52,13 @@ USER_QUOTE_PROMPT = (
     "<knowledge>\n{{quote}}\n</knowledge>\n\nQuestion: {{question}}"
 )
 
-Knowledge = Iterable[Any] | Callable[[str], Iterable[Any]]
+Shell = Union["InteractiveShell", Mapping[str, object], None]
+"""What the notebook tools and ``context`` read: the IPython shell, a namespace dict, or
+``None`` (the running shell, else the script's ``__main__``)."""
+
+Knowledge = Iterable[object] | Callable[[str], Iterable[object]]
+"""Knowledge items (texts, dicts with ``q``/``a``/``source``..., pydantic models), or a
+retriever that gives them for the question."""
 
 
 def join_system(parts: Iterable[str | None], separator: str) -> str:
@@ -64,19 +74,20 @@ def quote_role(role: Literal["system", "user"] = "system", template: str | None 
     return "system"
 
 
-def _fill(template: str, values: dict[str, Any]) -> str:
+def _fill(template: str, values: Mapping[str, object]) -> str:
     out = template
     for key, value in values.items():
         out = out.replace("{{" + key + "}}", "" if value is None else str(value))
     return out
 
 
-def _item_values(item: Any, index: int) -> dict[str, Any]:
+def _item_values(item: object, index: int) -> dict[str, object]:
     if isinstance(item, str):
         return {"id": str(index), "q": item, "a": "", "source": "", "sourceId": "",
                 "updateTime": "", "index": index}
-    if hasattr(item, "model_dump"):
-        item = item.model_dump()
+    dump = getattr(item, "model_dump", None)  # a pydantic model, without importing pydantic
+    if dump is not None:
+        item = dump()
     if not isinstance(item, dict):
         return _item_values(str(item), index)
     upd = item.get("updateTime") or item.get("update_time") or ""
@@ -93,7 +104,7 @@ def _item_values(item: Any, index: int) -> dict[str, Any]:
     }
 
 
-def resolve_knowledge(knowledge: Knowledge, question: str) -> list[Any]:
+def resolve_knowledge(knowledge: Knowledge, question: str) -> list[object]:
     """The knowledge items: a list as given, or what a retriever function returns."""
     if callable(knowledge):
         items = knowledge(question)
@@ -109,7 +120,7 @@ def resolve_knowledge(knowledge: Knowledge, question: str) -> list[Any]:
             parameters=("knowledge",)) from None
 
 
-def render_quotes(items: list[Any], *, item_template: str | None = None,
+def render_quotes(items: Sequence[object], *, item_template: str | None = None,
                   max_tokens: int | None = None, limit: int | None = None) -> str:
     """Render items with the item template, trim to ``max_tokens``, join with the joiner."""
     template = item_template or DEFAULT_QUOTE_TEMPLATE
@@ -151,7 +162,7 @@ def apply_knowledge(question: str, knowledge: Knowledge | None, *, mode: str = "
 VARIABLES_HEADER = "Notebook variables given with this message:"
 
 
-def with_variables(user_text: str, names: Iterable[str] | str | None, shell: Any,
+def with_variables(user_text: str, names: Iterable[str] | str | None, shell: Shell,
                    allowed: Iterable[str] | None = None) -> str:
     """``user_text`` followed by the summaries of the notebook variables ``names``
     (``--with``, ``context=``): the model sees them without a tool call.

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.fresh_stack import preimport
+
+if TYPE_CHECKING:
+    from .run import Run
 
 __all__ = ["ENTRIES", "entry_point"]
 
@@ -24,10 +27,11 @@ ENTRIES = {"chat": ("jupyter_agent.agents.chat", "chat"),
 """Kind -> (module, function) of its entry point."""
 
 
-def entry_point(kind: str) -> Callable[..., Any]:
+def entry_point(kind: str) -> Callable[..., Run]:
     """The entry point a run of ``kind`` calls (``chat``, ``toolloop`` or ``plan``); its module
-    is imported through ``preimport`` the first time (see the module doc)."""
+    is imported through ``preimport`` the first time (see the module doc). Called with the
+    prompt and that entry point's keyword options (they differ by kind)."""
     module, name = ENTRIES[kind]
     preimport(module)  # imports it, or waits for another thread's import of it
-    entry: Callable[..., Any] = getattr(sys.modules[module], name)
+    entry: Callable[..., Run] = getattr(sys.modules[module], name)
     return entry

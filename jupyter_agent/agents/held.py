@@ -15,12 +15,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.state import STATE
 
 if TYPE_CHECKING:
     from ..clients.turn_client import TurnClient
+    from ..llm.structured import OutputSpec
     from ..tools.registry import AnyTool
     from .run import Run
 
@@ -36,7 +37,7 @@ class Parts:
 
     tools: list[AnyTool] | None = None
     client: TurnClient | None = None
-    output: Any = None
+    output: OutputSpec | None = None
     """A typed run's output spec (its model class: ``run.output`` stays an instance)."""
     is_aborted: Callable[[], bool] | None = None
     """The first turn's abort check (a batch's stop): every resumed part polls it too."""
@@ -52,7 +53,7 @@ class Held:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def keep(self, run_id: str, *, tools: list[AnyTool] | None = None,
-             client: TurnClient | None = None, output: Any = None,
+             client: TurnClient | None = None, output: OutputSpec | None = None,
              is_aborted: Callable[[], bool] | None = None,
              on_end: Callable[[Run], None] | None = None) -> None:
         """Keep the given parts for the resume of ``run_id`` (``None``: keep what was kept)."""

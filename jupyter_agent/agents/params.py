@@ -9,14 +9,22 @@ first (``jupyter_agent/base/flags.py``), so these errors reach only script calle
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from ..base.errors import ParameterError
 
-__all__ = ["check_parameters"]
+__all__ = ["Checks", "check_parameters"]
 
 
-def _count(name: str, value: Any, minimum: int) -> None:
+class Checks(TypedDict, total=False):
+    """The parameters an entry point takes besides its options, checked with them."""
+
+    max_rounds: int
+    option: int | None
+    tool_choice: str | None
+
+
+def _count(name: str, value: object, minimum: int) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -24,7 +32,7 @@ def _count(name: str, value: Any, minimum: int) -> None:
                              parameters=(name,))
 
 
-def _temperature(value: Any) -> None:
+def _temperature(value: object) -> None:
     # The OpenAI scale, as the --temperature flag: a value above the model's own maximum is
     # clamped to it (docs/behaviour.md §9.7), one outside 0..2 means nothing.
     if value is None:
@@ -34,7 +42,7 @@ def _temperature(value: Any) -> None:
                              parameters=("temperature",))
 
 
-def _quotes(options: Mapping[str, Any]) -> None:
+def _quotes(options: Mapping[str, object]) -> None:
     role = options.get("quote_role", "system")
     if role not in ("system", "user"):
         raise ParameterError(f"quote_role must be system or user, not {role!r}.",
@@ -45,7 +53,7 @@ def _quotes(options: Mapping[str, Any]) -> None:
             raise ParameterError(f"{name} must be a non-empty template string, not {value!r}.",
                                  parameters=(name,))
     prompt = options.get("quote_prompt")
-    if prompt is not None and "{{quote}}" not in prompt:
+    if isinstance(prompt, str) and "{{quote}}" not in prompt:
         raise ParameterError("quote_prompt must contain {{quote}} (where the knowledge goes).",
                              parameters=("quote_prompt",))
     given = [n for n in ("quote_prompt", "quote_template") if options.get(n) is not None]
@@ -56,8 +64,8 @@ def _quotes(options: Mapping[str, Any]) -> None:
                              parameters=(given[0], "knowledge"))
 
 
-def check_parameters(options: Mapping[str, Any], *, max_rounds: Any = None,
-                     option: Any = None, tool_choice: Any = None) -> None:
+def check_parameters(options: Mapping[str, object], *, max_rounds: object = None,
+                     option: object = None, tool_choice: object = None) -> None:
     """Raise :class:`ParameterError` for a value outside its range; return quietly otherwise.
 
     ``options`` are the keyword options of the entry point (``model``, ``history``,

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     TypeAdapter,
     ValidationError,
     model_validator,
@@ -32,6 +33,7 @@ from pydantic import (
 from ..base.answers import WaitingAsk
 from ..base.errors import ResumeError
 from ..base.events import AskPending
+from ..base.jsontypes import JSONObject, as_list
 from ..llm.structured import SCHEMA_RETRIES
 from ..runtime.intent import IntentResult
 from ..session.permissions import Decision
@@ -46,8 +48,8 @@ __all__ = ["SCHEMA_VERSION", "Message", "QuestionCard", "ApprovalCard", "Card", 
 SCHEMA_VERSION = 1
 """The version this code writes, and the newest it reads."""
 
-Message = dict[str, Any]
-"""A request message in the OpenAI wire format, kept verbatim."""
+Message = dict[str, JsonValue]
+"""A request message in the OpenAI wire format, kept verbatim (checked to be JSON)."""
 
 
 class _Model(BaseModel):
@@ -63,7 +65,7 @@ class _CardBase(_Model):
     question: str
     options: list[str]
     descriptions: list[str] = Field(default_factory=list)
-    detail: dict[str, Any] = Field(default_factory=dict)
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
 
     def event(self) -> AskPending:
         """The ``ask_pending`` event that shows this card."""
@@ -156,7 +158,7 @@ class PlanOptions(_Model):
 
     @model_validator(mode="before")
     @classmethod
-    def _drop_system(cls, data: Any) -> Any:
+    def _drop_system(cls, data: object) -> object:
         # Records saved before this field went carry ``system`` (never read on resume: the
         # system prompt is in the saved messages); they still load.
         if isinstance(data, dict) and "system" in data:
@@ -180,7 +182,7 @@ class _PendingBase(_Model):
     """Model requests made so far (a resume numbers on from here, within the same budget)."""
     persisted: int = 0
     """Leading ``turn_messages`` already written to the session."""
-    output: dict[str, Any] | None = None
+    output: dict[str, JsonValue] | None = None
     """A typed run's JSON schema: its resume checks the final answer again (in another
     kernel ``run.output`` is then a dict; in the same one, the model class kept aside)."""
     schema_retries: int = SCHEMA_RETRIES
@@ -191,7 +193,7 @@ class _PendingBase(_Model):
         """Which card the run waits on (for an answer source or log)."""
         return WaitingAsk(call_id=self.call_id, question=self.card.question, kind=self.card.kind)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON the store keeps."""
         return self.model_dump(mode="json")
 
@@ -228,7 +230,7 @@ _PENDING: TypeAdapter[ToolloopPending | PlanPending] = TypeAdapter(PendingRun)
 
 
 # ----------------------------------------------------------------------------- loading
-def load_pending(data: Mapping[str, Any], run_id: str | None = None
+def load_pending(data: Mapping[str, object], run_id: str | None = None
                  ) -> ToolloopPending | PlanPending:
     """The :data:`PendingRun` saved as ``data`` (any version this code reads).
 
@@ -255,19 +257,20 @@ def load_pending(data: Mapping[str, Any], run_id: str | None = None
                           "it cannot be resumed.") from None
 
 
-def card_of(data: Mapping[str, Any] | None) -> QuestionCard | ApprovalCard | None:
+def card_of(data: Mapping[str, object] | None) -> QuestionCard | ApprovalCard | None:
     """The card of a saved state, for listings (``None`` when it cannot be read)."""
     if not data:
         return None
     try:
         if data.get("kind") == "acp":  # an ACP agent's permission (acp/bridge.py)
-            return parse_card(data.get("card") or {})
+            card = data.get("card")
+            return parse_card(card if isinstance(card, Mapping) else {})
         return load_pending(data).card
     except (ResumeError, ValidationError):
         return None
 
 
-def _from_unversioned(data: Mapping[str, Any]) -> dict[str, Any]:
+def _from_unversioned(data: Mapping[str, object]) -> dict[str, object]:
     """A record written before versions existed, in the version-1 shape.
 
     Both kinds then held ``call_id``, ``ask`` (the card), ``messages``, ``model``, ``tools``,
@@ -278,28 +281,34 @@ def _from_unversioned(data: Mapping[str, Any]) -> dict[str, Any]:
     d = dict(data)
     kind = d.get("kind")
     user = d.get("user_message")
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "version": SCHEMA_VERSION, "kind": kind, "call_id": d.get("call_id"),
         "card": d.get("ask"), "messages": d.get("messages"), "model": d.get("model", ""),
-        "tools": d.get("tools") or [], "rounds": int(d.get("rounds") or 0),
-        "persisted": int(d.get("persisted") or 0),
+        "tools": d.get("tools") or [], "rounds": _count(d.get("rounds")),
+        "persisted": _count(d.get("persisted")),
     }
-    options = dict(d.get("options") or {})
+    given = d.get("options")
+    options = dict(given) if isinstance(given, Mapping) else {}
     if kind == "toolloop":
-        out["approvals"] = [_waiting_call(w) for w in d.get("approvals") or []]
+        out["approvals"] = [_waiting_call(w) for w in as_list(d.get("approvals"))]
         out["turn_messages"] = d.get("persist") or ([user] if user is not None else [])
         out["options"] = options
         out["turn"] = d.get("state") or {}
     elif kind == "plan":
         options.pop("rounds", None)  # a copy of ``rounds``
-        out["turn_messages"] = [user, *(d.get("produced") or [])] if user is not None else []
+        out["turn_messages"] = [user, *as_list(d.get("produced"))] if user is not None else []
         out["options"] = options
         out["plan_state"] = d.get("state") or {}
         out["turn"] = d.get("runtime") or None
     return out
 
 
-def _waiting_call(item: Any) -> Any:
+def _count(value: object) -> int:
+    """A count as an old record wrote it (a number, maybe as text; absent: 0)."""
+    return int(value) if isinstance(value, (int, float, str)) and value else 0
+
+
+def _waiting_call(item: object) -> object:
     if not isinstance(item, Mapping):
         return item  # validation names it
     w = dict(item)
@@ -308,6 +317,6 @@ def _waiting_call(item: Any) -> Any:
     return w
 
 
-def parse_card(data: Mapping[str, Any]) -> QuestionCard | ApprovalCard:
+def parse_card(data: Mapping[str, object]) -> QuestionCard | ApprovalCard:
     """A card from the ``ask_pending`` fields (raises ``ValidationError`` when they do not fit)."""
     return _CARD.validate_python(dict(data))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.answers import Answer, AnswerSource, WaitingAsk
 from ..base.errors import ParameterError, ResumeError
@@ -39,6 +39,7 @@ from .turn.open import TurnContext, open_turn
 from .turn.options import TurnOptions
 
 if TYPE_CHECKING:
+    from ..clients.cassette import RecordedAnswer
     from ..clients.turn_client import TurnClient
     from ..session.store import Store, StoreChoice
 
@@ -105,7 +106,7 @@ def _rebuild_run(store: Store, run_id: str, pending: PendingRun) -> Run:
     return run
 
 
-def _recorded(ask: WaitingAsk) -> Any:
+def _recorded(ask: WaitingAsk) -> RecordedAnswer | None:
     """The answer the active cassette recorded for ``ask`` in replay mode (else ``None``)."""
     from ..base import config
 

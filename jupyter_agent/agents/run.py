@@ -9,7 +9,7 @@ import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Generic
+from typing import TYPE_CHECKING, Callable, Generic
 
 from typing_extensions import TypeVar
 
@@ -23,6 +23,7 @@ from ..base.events import (
     merge_deltas,
 )
 from ..base.interrupt import raise_in_thread
+from ..base.jsontypes import JSONObject, as_list
 from ..base.previews import STREAM_PREVIEW, head_tail
 from ..base.secrets import StreamMasker, mask, mask_fields, masked_stdio
 from ..base.state import STATE, Box
@@ -32,6 +33,7 @@ from ..view.reduce import new_view, reduce_event
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from ..loop.hooks import ToolRecord
     from ..session.store import Store
     from .pending import PendingRun
 
@@ -69,10 +71,12 @@ def set_last_run(run: Run | None) -> None:
     _LAST.value = run
 
 
-Output = TypeVar("Output", default=Any)
-"""What a typed run's ``output`` is (its schema's model class; ``Any`` for an untyped run or a
-JSON schema dict): ``chat(..., output=Ticket)`` is a ``Run[Ticket]``, so mypy checks
-``run.output.label``."""
+Output = TypeVar("Output", covariant=True, default=object)
+"""What a typed run's ``output`` is: its schema's model class (``chat(..., output=Ticket)`` is
+a ``Run[Ticket]``, so mypy checks ``run.output.label``), ``JSONObject`` for a JSON schema dict,
+``None`` for an untyped run. A bare ``Run`` (the loop's own code, which never looks inside the
+output) is a ``Run[object]``. Covariant so that a ``Run[Ticket]`` is a ``Run``: ``output`` is
+set only by the turn, from the run's own schema (``agents/turn/drive.py``)."""
 
 
 Model = TypeVar("Model", bound="BaseModel")
@@ -98,10 +102,11 @@ class Run(Generic[Output]):
         self.answer = ""
         self.error: str | None = None
         self.events: list[BaseEvent] = []
-        self.view: dict[str, Any] = new_view()
-        self.messages: list[dict[str, Any]] = []
-        self.tool_values: dict[str, Any] = {}
-        self.tool_records: list[dict[str, Any]] = []
+        self.view = new_view()
+        self.messages: list[JSONObject] = []
+        self.tool_values: dict[str, object] = {}
+        """Each tool call's raw Python value, by call id."""
+        self.tool_records: list[ToolRecord] = []
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost = 0.0
@@ -111,7 +116,7 @@ class Run(Generic[Output]):
         self.seconds = 0.0
         self.pending: PendingRun | None = None
         """What a suspended run saved (status ``ask``); ``None`` otherwise."""
-        self.plan: dict[str, Any] | None = None
+        self.plan: JSONObject | None = None
         self.output: Output | None = None
         """A typed run's validated answer (an instance of its schema's model, a dict for a
         JSON schema); ``None`` otherwise, and when the answer never validated (``invalid``)."""
@@ -159,20 +164,21 @@ class Run(Generic[Output]):
     @property
     def reasoning(self) -> str:
         """All reasoning text of the run."""
-        return "".join(i["text"] for i in self.view["items"] if i["kind"] == "reasoning")
+        return "".join(str(i.get("text", "")) for i in as_list(self.view.get("items"))
+                       if isinstance(i, dict) and i.get("kind") == "reasoning")
 
     @property
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[ToolRecord]:
         """Every tool call with its arguments, output, error, duration and raw ``value``."""
         return self.tool_records
 
     @property
-    def proposals(self) -> list[dict[str, Any]]:
+    def proposals(self) -> list[JSONObject]:
         """The cells the agent proposed (``insert_cell``), in order, as JSON (``id``,
         ``source``, ``kind``, ``explanation``, ``status``): headless, this is where they stay."""
         return [dict(e.proposal) for e in self.events if isinstance(e, CellProposed)]
 
-    def events_json(self) -> list[dict[str, Any]]:
+    def events_json(self) -> list[JSONObject]:
         """The event log as JSON dicts."""
         return [event_to_json(e) for e in self.events]
 
@@ -248,13 +254,13 @@ class RunRecorder:
         self.run = run
         self.store = store
         self.listeners: list[Listener] = list(listeners or [])
-        self._pending_store: list[dict[str, Any]] = []
+        self._pending_store: list[JSONObject] = []
         self._t0 = time.perf_counter()
         # Parallel tools report from worker threads; one event at a time keeps the view whole.
         self._lock = getattr(run, "event_lock", None) or threading.RLock()
         # Per streamed part (kind, round, call id): its masker and its last event.
-        self._streams: dict[tuple[Any, ...], tuple[StreamMasker, BaseEvent]] = {}
-        self._stdio: Any = None
+        self._streams: dict[tuple[str, int, str | None], tuple[StreamMasker, BaseEvent]] = {}
+        self._stdio: weakref.finalize[..., object] | None = None
         self.finished = False  # set by finish(); a resume gets a new recorder
         self.seconds = 0.0
         """This part's time (set by finish()): a resumed run's turn records its own part."""
@@ -311,7 +317,9 @@ class RunRecorder:
                     and last.get("call_id") == d.get("call_id")):
                 # What merge_deltas does at the flush, done as the deltas come: a streamed
                 # token costs no dict of its own (the buffered one is our copy).
-                last[field] += d[field]
+                so_far = last[field]
+                if isinstance(so_far, str):
+                    last[field] = so_far + d[field]
             else:
                 pending.append(event_to_json(event))
                 if d["type"] in self._FLUSH_ON:

@@ -29,11 +29,12 @@ import time
 import uuid
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from pydantic import BaseModel, PrivateAttr
 
 from ..base.errors import ConfigError, ToolError
+from ..base.jsontypes import JSONValue
 from ..sandbox import OverlayRun, Record, summary
 from ..sandbox.bwrap import bwrap_command, python_binds, sandbox_status
 from ..sandbox.limits import PidsGroup, limits
@@ -98,7 +99,7 @@ def _runner_source() -> str:
     return (Path(__file__).with_name("_sandbox_runner.py")).read_text(encoding="utf-8")
 
 
-def _feed(stream: Any, data: bytes) -> None:
+def _feed(stream: IO[bytes], data: bytes) -> None:
     """Write the code to the child's stdin from a thread: a big script must not block us."""
     try:
         stream.write(data)
@@ -267,9 +268,10 @@ def run_python_code(code: str, *, workspace: str | os.PathLike[str] = ".",
 def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code: int,
             timeout: float, memory_mb: int | None) -> SandboxResult:
     try:
-        payload: dict[str, Any] | None = json.loads(raw.decode("utf-8")) if raw else None
+        decoded: JSONValue = json.loads(raw.decode("utf-8")) if raw else None
     except ValueError:
-        payload = None  # cut off by a kill mid-write
+        decoded = None  # cut off by a kill mid-write
+    payload = decoded if isinstance(decoded, dict) else None
     r = SandboxResult(stdout=stdout, stderr=stderr, timed_out=timed_out)
     if timed_out:
         r.error = (f"Code timed out after {timeout:g} s (killed; raise it with "
@@ -285,7 +287,9 @@ def _result(stdout: str, stderr: str, raw: bytes, *, timed_out: bool, exit_code:
         how = f"signal {-exit_code}" if exit_code < 0 else f"exit code {exit_code}"
         r.error = f"The Python process ended without a result ({how})."
         return r
-    r.result, r.error = payload.get("result"), payload.get("error")
+    result, error = payload.get("result"), payload.get("error")
+    r.result = result if isinstance(result, str) else None
+    r.error = error if isinstance(error, str) else None
     return r
 
 

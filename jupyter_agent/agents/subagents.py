@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
+
+from typing_extensions import Unpack
 
 from ..base.errors import ConfigError, ToolError
 from ..runtime.agents import Agent as AgentProfile
@@ -89,6 +91,14 @@ def _agent_task(agent: AgentProfile, task: str, tool_name: str, *,
                         model=agent.model, agent=agent.name, max_rounds=max_rounds)
 
 
+class AgentToolOptions(TypedDict, total=False):
+    """The keyword options of :func:`agent_tool` (and :meth:`Agent.as_tool`)."""
+
+    client: ModelClient | None
+    max_rounds: int
+    requires_approval: bool
+
+
 class Agent(AgentProfile):
     """A named agent profile (see :class:`~jupyter_agent.runtime.agents.Agent` for the fields)
     that can also be handed to another run as a tool.
@@ -98,7 +108,7 @@ class Agent(AgentProfile):
     """
 
     def as_tool(self, name: str | None = None, description: str | None = None,
-                **options: Any) -> AgentTool:
+                **options: Unpack[AgentToolOptions]) -> AgentTool:
         """This agent as a tool of another run (``options``: see :func:`agent_tool`)."""
         return agent_tool(self, name=name, description=description, **options)
 

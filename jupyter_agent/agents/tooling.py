@@ -8,9 +8,10 @@ of a tool-loop run.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable, TypeAlias
 
 from ..base.errors import ParameterError
+from ..base.jsontypes import JSONObject
 from ..llm.profiles import map_temperature
 from ..llm.types import Message, ToolCall
 from ..loop.hooks import LoopHooks, RequestControl, ToolOutcome
@@ -22,8 +23,14 @@ from .compression import tool_output_processor, window_fitter
 from .limits import PARALLEL_BATCH
 from .turn.open import TurnContext
 
-__all__ = ["tool_runner", "unknown_tool_message", "loop_parts", "answer_after_tools",
+__all__ = ["ToolSpec", "tool_runner", "unknown_tool_message", "loop_parts", "answer_after_tools",
            "forced_choice"]
+
+
+ToolSpec: TypeAlias = "str | AnyTool | Callable[..., object]"
+"""How a caller names a tool of a run (``tools=``, ``--tools``, an agent's ``tools``): a
+registered name (a ``@tool`` function, a built-in such as ``"bash"``, an MCP tool,
+``"spawn_agent"``), a :class:`~jupyter_agent.tools.registry.Tool` or a plain function."""
 
 
 def unknown_tool_message(name: str, available: list[str]) -> str:
@@ -32,7 +39,7 @@ def unknown_tool_message(name: str, available: list[str]) -> str:
 
 
 def tool_runner(tools: list[AnyTool], permissions: PermissionContext | None = None
-                ) -> Callable[[ToolCall, list[dict[str, Any]]], ToolOutcome]:
+                ) -> Callable[[ToolCall, list[Message]], ToolOutcome]:
     """A ``run_tool`` hook over ``tools``: unknown names and failures go back to the model.
 
     With ``permissions`` every call passes the permission check first: a denial or an
@@ -41,7 +48,7 @@ def tool_runner(tools: list[AnyTool], permissions: PermissionContext | None = No
     by_name = {t.name: t for t in tools}
     names = list(by_name)
 
-    def run(call: ToolCall, snapshot: list[dict[str, Any]]) -> ToolOutcome:
+    def run(call: ToolCall, snapshot: list[Message]) -> ToolOutcome:
         t = by_name.get(call.name)
         if t is None:
             msg = unknown_tool_message(call.name, names)
@@ -96,7 +103,7 @@ def _noting_failures(run: Callable[[ToolCall, list[Message]], ToolOutcome], fail
 
 
 def forced_choice(tool_choice: str | None, tools: list[AnyTool]
-                  ) -> str | dict[str, Any] | None:
+                  ) -> str | JSONObject | None:
     """The wire ``tool_choice`` of a run's first request (``docs/behaviour.md`` §2).
 
     ``None``/``auto``: nothing forced; ``required``/``none`` as they are; any other value must
@@ -120,7 +127,7 @@ def forced_choice(tool_choice: str | None, tools: list[AnyTool]
 def loop_parts(p: TurnContext, tools: list[AnyTool], *, parallel: bool, max_rounds: int,
                temperature: float | None, max_tokens: int | None, stream: bool,
                permissions: PermissionContext | None = None, round_offset: int = 0,
-               tool_choice: str | dict[str, Any] | None = None
+               tool_choice: str | JSONObject | None = None
                ) -> tuple[LoopConfig, LoopHooks]:
     """The loop configuration and hooks of a tool-loop run (fresh, resumed, or a sub-agent).
 

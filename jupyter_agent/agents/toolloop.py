@@ -2,29 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any, overload
+from collections.abc import Mapping, Sequence
+from typing import overload
 
+from typing_extensions import Unpack
+
+from ..base.jsontypes import JSONObject
 from .limits import MAX_ROUNDS, PARALLEL_BATCH
 from .run import Model, Run
-from .tooling import forced_choice, loop_parts
+from .tooling import ToolSpec, forced_choice, loop_parts
 from .toolloop_suspend import approval_suspender
 from .turn.drive import drive
+from .turn.options import OutputOption, TurnArgs
 from .turn.start import start_turn
 
 __all__ = ["toolloop", "MAX_ROUNDS", "PARALLEL_BATCH"]
 
 
 @overload
-def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
+def toolloop(prompt: str, *, tools: Sequence[ToolSpec] | None = None, parallel: bool = False,
              max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
-             output: type[Model], **options: Any) -> Run[Model]: ...
+             output: type[Model], **options: Unpack[TurnArgs]) -> Run[Model]: ...
 @overload
-def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
+def toolloop(prompt: str, *, tools: Sequence[ToolSpec] | None = None, parallel: bool = False,
              max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
-             output: dict[str, Any] | None = None, **options: Any) -> Run[Any]: ...
-def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = False,
+             output: Mapping[str, object], **options: Unpack[TurnArgs]) -> Run[JSONObject]: ...
+@overload
+def toolloop(prompt: str, *, tools: Sequence[ToolSpec] | None = None, parallel: bool = False,
              max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
-             output: Any = None, **options: Any) -> Run[Any]:
+             output: None = None, **options: Unpack[TurnArgs]) -> Run[None]: ...
+def toolloop(prompt: str, *, tools: Sequence[ToolSpec] | None = None, parallel: bool = False,
+             max_rounds: int = MAX_ROUNDS, tool_choice: str | None = None,
+             output: OutputOption = None, **options: Unpack[TurnArgs]) -> Run:
     """Let the model call ``tools`` (all registered ones by default) until it answers.
 
     Args:
@@ -36,15 +45,15 @@ def toolloop(prompt: str, *, tools: list[Any] | None = None, parallel: bool = Fa
         max_rounds: Model requests before the final-answer round (default 50).
         tool_choice: Forced on the first request only (a tool name, ``required``, ``none``);
             later rounds use ``auto`` with the consecutive-tool-turn guard.
+        output: A typed answer: a pydantic model class (``run.output`` its instance: a
+            ``Run[Model]``) or a JSON schema dict (a ``Run[JSONObject]``); none: ``Run[None]``.
         **options: :class:`~jupyter_agent.agents.turn.options.TurnOptions` fields (``agent``,
             ``auto_approve``, ``session``, ``model``...).
 
     Raises:
         ParameterError: an empty prompt or a value outside its range.
     """
-    if output is not None:  # a typed run (a Run[Model] for mypy)
-        options["output"] = output
-    turn = start_turn("toolloop", prompt, options, tools=tools,
+    turn = start_turn("toolloop", prompt, options, output=output, tools=tools,
                       checks={"max_rounds": max_rounds, "tool_choice": tool_choice})
     p, setup, opt = turn.ctx, turn.setup, turn.opt
     assert setup is not None  # a tool-loop turn always has its runtime setup

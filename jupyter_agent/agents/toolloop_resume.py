@@ -10,8 +10,6 @@ a call still waits, and otherwise continues the loop where it stopped.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..base.answers import Answer
 from .approval_answers import approval_choice, settle_approvals
 from .held import HELD, Parts
@@ -40,7 +38,7 @@ def resume_toolloop(p: TurnContext, pending: ToolloopPending, answer: Answer,
                     held: Parts) -> Run:
     """Continue a ``%%toolloop`` run after one of its approval cards was answered."""
     setup = restore_setup(pending.turn, p, held.tools)
-    tools: dict[str, Any] = {t.name: t for t in setup.tools}
+    tools = {t.name: t for t in setup.tools}
     pending = pending.model_copy(deep=True)
     stops: list[str] = []
     rest = settle_approvals(p, pending.approvals, pending.call_id, approval_choice(answer),

@@ -9,7 +9,7 @@ after an answer is :mod:`.toolloop_resume`'s.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..llm.types import Message
 from .held import HELD
@@ -40,7 +40,7 @@ def show_card(p: TurnContext, pending: ToolloopPending) -> None:
 
 
 def approval_suspender(p: TurnContext, setup: TurnSetup,
-                       options: ToolloopOptions | Mapping[str, Any],
+                       options: ToolloopOptions | Mapping[str, object],
                        turn_messages: list[Message]) -> Callable[[LoopResult], None]:
     """The ``on_result`` of a tool-loop run: on status ``ask``, save it with its approvals.
 

@@ -18,23 +18,25 @@ make the request ambiguous (two results for one id) instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from ..llm.ids import new_call_id
 
 __all__ = ["CallIds", "ids_in_messages"]
 
 
-def ids_in_messages(messages: Iterable[dict[str, Any]]) -> set[str]:
+def ids_in_messages(messages: Iterable[Mapping[str, object]]) -> set[str]:
     """Every tool-call id in ``messages`` (assistant ``tool_calls`` and tool answers)."""
     out: set[str] = set()
     for m in messages:
-        for c in m.get("tool_calls") or ():
-            if isinstance(c, dict) and isinstance(c.get("id"), str):
-                out.add(c["id"])
-        if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
-            out.add(m["tool_call_id"])
+        calls = m.get("tool_calls")
+        for c in calls if isinstance(calls, (list, tuple)) else ():
+            cid = c.get("id") if isinstance(c, dict) else None
+            if isinstance(cid, str):
+                out.add(cid)
+        answered = m.get("tool_call_id")
+        if m.get("role") == "tool" and isinstance(answered, str):
+            out.add(answered)
     return out
 
 

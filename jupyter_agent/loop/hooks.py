@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal, TypedDict
 
+from ..base.jsontypes import JSONArray, JSONObject
 from ..base.secrets import mask
 from ..llm.types import Message, ToolCall
 from ..llm.usage_context import UsageItem
 
+if TYPE_CHECKING:
+    from ..base.events import BaseEvent
+
 __all__ = [
     "ToolOutcome",
+    "ToolRecord",
     "StopDecision",
     "RequestControl",
     "StopContext",
@@ -26,18 +31,18 @@ class ToolOutcome:
 
     output: str
     """Text for the model (compressed later unless ``skip_compress``)."""
-    value: Any = None
+    value: object = None
     """Raw Python value, kept on the run object."""
     error: str | None = None
     stop: bool = False
     """End the run after this round (the stop signal)."""
-    interactive: dict[str, Any] | None = None
+    interactive: JSONObject | None = None
     """A pending question (ask or approval): the run suspends after this round."""
     usages: list[UsageItem] = field(default_factory=list)
     skip_compress: bool = False
     internal: bool = False
     seconds: float = 0.0
-    events: list[Any] = field(default_factory=list)
+    events: list[BaseEvent] = field(default_factory=list)
     """More events about this call (a figure, a proposed cell), emitted after its
     ``tool_returned`` with the round filled in."""
     images: list[str] = field(default_factory=list)
@@ -52,6 +57,20 @@ class ToolOutcome:
             self.error = mask(self.error)
 
 
+class ToolRecord(TypedDict):
+    """One tool call as ``Run.tool_calls`` lists it: the call, what it returned, and the raw
+    Python value the tool returned (not JSON: kept in this process only)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    """The arguments as the raw JSON text the model sent."""
+    output: str
+    error: str | None
+    seconds: float
+    value: object
+
+
 MAX_IMAGES_PER_ROUND = 4
 IMAGES_NOTE = "The figures drawn by the tool calls above:"
 
@@ -62,7 +81,7 @@ def images_message(images: list[str]) -> Message | None:
     :data:`MAX_IMAGES_PER_ROUND`. ``None`` when there is nothing to show."""
     if not images:
         return None
-    parts: list[dict[str, Any]] = [{"type": "text", "text": IMAGES_NOTE}]
+    parts: JSONArray = [{"type": "text", "text": IMAGES_NOTE}]
     parts += [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}}
               for b in images[:MAX_IMAGES_PER_ROUND]]
     return {"role": "user", "content": parts}
@@ -86,7 +105,7 @@ class StopDecision:
 class RequestControl:
     """Per-request overrides; ``tool_choice`` replaces the consecutive-tool-turn guard."""
 
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: str | JSONObject | None = None
 
 
 @dataclass

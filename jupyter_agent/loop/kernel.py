@@ -13,8 +13,9 @@ import contextvars
 import math
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Callable, Literal
 
 from ..base.errors import tool_error_text
 from ..base.events import (
@@ -32,11 +33,12 @@ from ..base.events import (
     UsageRecorded,
     Warning_,
 )
+from ..base.jsontypes import JSONObject, object_field, str_field
 from ..llm.protocol import ModelClient
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
 from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from .call_ids import CallIds, ids_in_messages
-from .hooks import LoopHooks, StopContext, ToolOutcome, UsageItem, images_message
+from .hooks import LoopHooks, StopContext, ToolOutcome, ToolRecord, UsageItem, images_message
 
 __all__ = ["ARGS_EVERY", "FINAL_ANSWER_PROMPT", "GUARD_LIMIT", "LoopConfig", "LoopResult", "answer_of",
            "run_loop"]
@@ -61,7 +63,7 @@ class LoopConfig:
     """Request settings and limits of one loop run."""
 
     model: str
-    tools: list[dict[str, Any]] | None = None
+    tools: list[JSONObject] | None = None
     max_rounds: int = 50
     batch_size: int = 1
     temperature: float | None = None
@@ -74,10 +76,10 @@ class LoopConfig:
     """Rounds already made before (a resumed run numbers its rounds on from there)."""
     reserved_ids: frozenset[str] = frozenset()
     """Tool-call ids the run used before (a resumed run): no new call gets one of them."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
     vision: bool = False
     """The model accepts images: figures a tool drew are sent as image parts."""
-    response_format: dict[str, Any] | None = None
+    response_format: JSONObject | None = None
     """Sent with every request (a typed answer's JSON schema: ``llm/structured.py``)."""
 
 
@@ -99,12 +101,12 @@ class LoopResult:
     error: str | None = None
     finish_reason: str | None = None
     request_ids: list[str] = field(default_factory=list)
-    interactive: dict[str, Any] | None = None
+    interactive: JSONObject | None = None
     """The pending question when ``status == 'ask'``."""
     interactive_call_id: str | None = None
-    tool_values: dict[str, Any] = field(default_factory=dict)
+    tool_values: dict[str, object] = field(default_factory=dict)
     """Raw Python value of every tool call, by call id."""
-    tool_records: list[dict[str, Any]] = field(default_factory=list)
+    tool_records: list[ToolRecord] = field(default_factory=list)
     stopped: bool = False
     """A tool raised the stop signal (§2.7); kept when the same round also waits on a card."""
 
@@ -146,29 +148,31 @@ class _DeltaRelay:
         self._held: tuple[str, list[str]] | None = None  # a call id, its pieces not relayed
         self._sent: dict[str, float] = {}  # call id -> when a piece of it was last relayed
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+    def __call__(self, kind: str, data: Mapping[str, object]) -> None:
         rnd, emit, renamed = self.rnd, self.emit, self.renamed
         if self.is_aborted is not None and self.is_aborted():
             # The abort races the stream: the client treats this like Ctrl-C (it closes
             # the response and reports finish_reason "close").
             raise KeyboardInterrupt
         if kind == "tool_args":
-            cid = renamed.get(data["id"])
+            cid = renamed.get(str_field(data, "id"))
             if cid is not None:
-                self._args(cid, data["delta"])
+                self._args(cid, str_field(data, "delta"))
             return
         self.release()  # held arguments come first: the events keep the stream's order
-        if kind == "text":
-            emit(TextDelta(round=rnd, text=data["text"]))
-        elif kind == "reasoning":
-            emit(ReasoningDelta(round=rnd, text=data["text"]))
+        if kind == "text" or kind == "reasoning":  # per token: no helper call
+            text = data.get("text")
+            text = text if isinstance(text, str) else ""
+            emit(TextDelta(round=rnd, text=text) if kind == "text"
+                 else ReasoningDelta(round=rnd, text=text))
         elif kind == "tool_call":
-            cid = renamed.get(data["id"])
+            sent = str_field(data, "id")
+            cid = renamed.get(sent)
             if cid is None:
-                cid = renamed[data["id"]] = self.ids.claim(data["id"])
-            emit(ToolCalled(round=rnd, call_id=cid, name=data["name"]))
+                cid = renamed[sent] = self.ids.claim(sent)
+            emit(ToolCalled(round=rnd, call_id=cid, name=str_field(data, "name")))
         elif kind == "warning":
-            emit(Warning_(message=data["message"]))
+            emit(Warning_(message=str_field(data, "message")))
         elif kind == "reset":
             self.ids.release(renamed.values())  # the withdrawn attempt's calls are gone
             renamed.clear()
@@ -308,7 +312,7 @@ class _LoopRun:
                                     tokens_after=fit.tokens,
                                     seconds=round(time.perf_counter() - start, 2)))
 
-    def _tool_choice(self, snapshot: list[Message]) -> str | dict[str, Any] | None:
+    def _tool_choice(self, snapshot: list[Message]) -> str | JSONObject | None:
         if not self.cfg.tools:
             return None
         if self.hooks.request_control is not None:
@@ -317,7 +321,7 @@ class _LoopRun:
                 return ctl.tool_choice
         return "none" if self.consecutive_tool_turns > GUARD_LIMIT else "auto"
 
-    def _request(self, snapshot: list[Message], forced_choice: str | dict[str, Any] | None
+    def _request(self, snapshot: list[Message], forced_choice: str | JSONObject | None
                  ) -> ChatResponse | None:
         cfg = self.cfg
         tool_choice = forced_choice if forced_choice is not None else self._tool_choice(snapshot)
@@ -574,10 +578,10 @@ class _LoopRun:
             self._append({"role": "assistant", "content": resp.text})
 
 
-def _choice_label(tool_choice: str | dict[str, Any] | None) -> str | None:
+def _choice_label(tool_choice: str | JSONObject | None) -> str | None:
     """``auto``/``none``/``required``, or the name of the tool a request forces."""
     if isinstance(tool_choice, dict):
-        name = (tool_choice.get("function") or {}).get("name")
+        name = object_field(tool_choice, "function").get("name")
         return str(name) if name else None
     return tool_choice
 

@@ -259,3 +259,11 @@ def test_an_old_record_of_an_unknown_shape_is_damaged_not_a_crash() -> None:
         load_pending({"kind": "toolloop", "call_id": "c1"})  # no card, no messages
     with pytest.raises(ResumeError, match="damaged"):
         load_pending({"kind": "plan", "ask": "not a card", "messages": []})
+
+
+@pytest.mark.parametrize("card", ["not a card", 7, ["x"], None])
+def test_a_damaged_acp_card_is_unreadable_not_a_crash(card: object) -> None:
+    """An ACP agent's saved permission whose card is not an object: ``%agent pending`` says it
+    cannot read it (``card_of`` gives ``None``) instead of raising ValueError/TypeError from
+    ``dict(card)`` (the typed ``Mapping[str, object]`` showed the card was never checked)."""
+    assert card_of({"kind": "acp", "card": card}) is None

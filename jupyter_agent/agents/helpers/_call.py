@@ -8,12 +8,13 @@ carries it as well.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Protocol, TypeAlias, Union, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from ...base.errors import JupyterAgentError, ModelRequestError
+from ...base.jsontypes import JSONValue
 from ...llm.protocol import ModelClient
 from ...llm.types import ChatRequest, Message, Usage
 from ...llm.usage_context import report_usage
@@ -21,6 +22,8 @@ from ...llm.usage_context import report_usage
 __all__ = [
     "HISTORY_ROUNDS",
     "CallResult",
+    "HasMessages",
+    "History",
     "EmptyInputError",
     "add_usage",
     "call_model",
@@ -31,6 +34,21 @@ __all__ = [
 
 HISTORY_ROUNDS = 6
 """History a helper sees by default: the last 6 rounds (12 messages), docs/behaviour.md §7.1."""
+
+
+@runtime_checkable
+class HasMessages(Protocol):
+    """A conversation object (a chat session) whose ``messages`` a helper reads."""
+
+    @property
+    def messages(self) -> Iterable[object]:
+        """Its messages: OpenAI-format dicts, ``(role, text)`` pairs or message objects."""
+        ...
+
+
+History: TypeAlias = Union[Iterable[object], HasMessages, None]
+"""The conversation a helper sees: OpenAI-format messages, ``(role, text)`` pairs, objects with
+``role`` and ``content``, or an object holding them in ``messages``."""
 
 
 class EmptyInputError(JupyterAgentError, ValueError):
@@ -79,7 +97,7 @@ def call_model(
     *,
     model: str | None = None,
     client: ModelClient | None = None,
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, JSONValue] | None = None,
 ) -> CallResult:
     """Make one streamed call for helper ``module`` and report its usage.
 
@@ -99,7 +117,7 @@ def call_model(
     return CallResult(text=response.text, usage=response.usage, cost=cost, model=request.model)
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: object) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -111,7 +129,7 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _as_message(item: Any) -> Message | None:
+def _as_message(item: object) -> Message | None:
     if isinstance(item, dict):
         return item
     if isinstance(item, (tuple, list)) and len(item) == 2:
@@ -122,7 +140,7 @@ def _as_message(item: Any) -> Message | None:
     return None
 
 
-def history_messages(history: Any, *, rounds: int = HISTORY_ROUNDS) -> list[Message]:
+def history_messages(history: History, *, rounds: int = HISTORY_ROUNDS) -> list[Message]:
     """The user and assistant text messages of ``history``, the last ``rounds`` rounds.
 
     ``history`` is a list of OpenAI-format messages, ``(role, text)`` pairs, or an object with a
@@ -131,7 +149,7 @@ def history_messages(history: Any, *, rounds: int = HISTORY_ROUNDS) -> list[Mess
     """
     if history is None:
         return []
-    items: Iterable[Any] = getattr(history, "messages", history)
+    items = history.messages if isinstance(history, HasMessages) else history
     out: list[Message] = []
     for item in items:
         msg = _as_message(item)

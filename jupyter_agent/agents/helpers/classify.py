@@ -8,13 +8,12 @@ last category, flagged as the fallback.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ...llm.protocol import ModelClient
 from ...llm.types import Message, Usage
-from ._call import EmptyInputError, call_model, history_messages, squeeze_newlines
+from ._call import EmptyInputError, History, call_model, history_messages, squeeze_newlines
 from .prompts import classify_system_prompt
 
 __all__ = [
@@ -108,7 +107,8 @@ def match_category(answer: str, categories: list[Category]) -> tuple[int, bool]:
     return len(categories) - 1, True
 
 
-def _previous(previous: Any, categories: list[Category]) -> dict[str, str] | None:
+def _previous(previous: ClassifyResult | str | None, categories: list[Category]
+              ) -> dict[str, str] | None:
     if previous is None:
         return None
     key = previous.category if isinstance(previous, ClassifyResult) else str(previous)
@@ -122,11 +122,11 @@ def classify(
     text: str,
     categories: Categories,
     *,
-    history: Any = None,
+    history: History = None,
     model: str | None = None,
     client: ModelClient | None = None,
     system: str | None = None,
-    previous: Any = None,
+    previous: ClassifyResult | str | None = None,
 ) -> ClassifyResult:
     """Decide which category ``text`` belongs to, with one model call.
 

@@ -9,17 +9,21 @@ itself; that is the only second call.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Generic, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from typing_extensions import TypeVar
 
 from ...base.errors import ModelBehaviorError
+from ...base.jsontypes import JSONObject
 from ...llm.json_text import parse_json_object
 from ...llm.protocol import ModelClient
 from ...llm.schema_target import Target, make_target
 from ...llm.types import Message, Usage
 from ._call import (
     EmptyInputError,
+    History,
     add_usage,
     call_model,
     history_messages,
@@ -32,6 +36,12 @@ __all__ = ["ExtractResult", "FieldError", "extract"]
 
 MODULE = "extract"
 
+Value = TypeVar("Value", covariant=True, default=object)
+"""What an extraction gives: the user's model class (``extract(text, Invoice)`` is an
+``ExtractResult[Invoice]``), ``JSONObject`` for a JSON schema dict."""
+
+Model = TypeVar("Model", bound=BaseModel)
+
 
 class FieldError(BaseModel):
     """One problem with the model's answer, field by field."""
@@ -41,8 +51,8 @@ class FieldError(BaseModel):
     message: str
     type: str = ""
     """pydantic's error type (``missing``, ``float_parsing``…) or ``json_invalid``."""
-    input: Any = None
-    """The offending value, when there was one."""
+    input: object = None
+    """The offending value, when there was one (any Python value pydantic was given)."""
 
     def __str__(self) -> str:
         where = f"`{self.field}`: " if self.field else ""
@@ -52,7 +62,7 @@ class FieldError(BaseModel):
         return f"{where}{self.message}{got}"
 
 
-class ExtractResult(BaseModel):
+class ExtractResult(BaseModel, Generic[Value]):
     """What ``extract`` returns: the value, whether it is complete, and what it cost.
 
     ``inv = extract(text, Invoice)``; then ``inv.value.total`` (or ``inv.unwrap().total``, which
@@ -61,12 +71,12 @@ class ExtractResult(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    value: Any = None
+    value: Value | None = None
     """The validated instance of the user's model, or a dict for a JSON schema; ``None``
     unless ``success``."""
     success: bool = False
     """True when every required field is present and valid."""
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, JsonValue] = Field(default_factory=dict)
     """The cleaned fields the model produced (even when validation failed)."""
     errors: list[FieldError] = Field(default_factory=list)
     """The problems left after the last attempt. With ``success`` true they concern optional
@@ -81,11 +91,12 @@ class ExtractResult(BaseModel):
     """Model calls made: 1, or 2 when the first answer did not validate."""
     model: str = ""
 
-    def unwrap(self) -> Any:
+    def unwrap(self) -> Value:
         """The value; raises ``ModelBehaviorError`` listing the field errors when not ``success``."""
         if not self.success:
             listed = "; ".join(str(e) for e in self.errors) or "no value"
             raise ModelBehaviorError(f"extract failed: {listed}")
+        assert self.value is not None  # success: the value validated
         return self.value
 
     def __str__(self) -> str:
@@ -96,7 +107,7 @@ class ExtractResult(BaseModel):
 
 
 class _Outcome:
-    def __init__(self, data: dict[str, Any], instance: BaseModel | None,
+    def __init__(self, data: JSONObject, instance: BaseModel | None,
                  errors: list[FieldError], parsed: bool) -> None:
         self.data, self.instance, self.errors, self.parsed = data, instance, errors, parsed
 
@@ -109,14 +120,14 @@ def _field_errors(exc: ValidationError) -> list[FieldError]:
     ]
 
 
-def _clean(obj: dict[str, Any], target: Target) -> dict[str, Any]:
+def _clean(obj: JSONObject, target: Target) -> JSONObject:
     """Keys the schema does not know and empty-string values are dropped (§7.3)."""
     keep_unknown = target.model.model_config.get("extra") == "allow"
     keys = target.keys
     return {k: v for k, v in obj.items() if v != "" and (keep_unknown or k in keys)}
 
 
-def _validate(data: dict[str, Any], target: Target) -> tuple[BaseModel | None, list[FieldError]]:
+def _validate(data: JSONObject, target: Target) -> tuple[BaseModel | None, list[FieldError]]:
     try:
         return target.model.model_validate(data), []
     except ValidationError as exc:
@@ -146,7 +157,7 @@ def _salvage(outcome: _Outcome, target: Target) -> _Outcome:
     return _Outcome(kept, instance, outcome.errors + errors, outcome.parsed)
 
 
-def _previous_value(previous: Any) -> Any:
+def _previous_value(previous: object) -> object:
     if isinstance(previous, ExtractResult):
         return previous.data or None
     if isinstance(previous, BaseModel):
@@ -154,15 +165,24 @@ def _previous_value(previous: Any) -> Any:
     return previous
 
 
+@overload
+def extract(text: str, schema: type[Model], *, history: History = None, model: str | None = None,
+            client: ModelClient | None = None, description: str | None = None,
+            previous: object = None, retry: bool = True) -> ExtractResult[Model]: ...
+@overload
+def extract(text: str, schema: Mapping[str, object], *, history: History = None,
+            model: str | None = None, client: ModelClient | None = None,
+            description: str | None = None, previous: object = None, retry: bool = True
+            ) -> ExtractResult[JSONObject]: ...
 def extract(
     text: str,
-    schema: type[BaseModel] | dict[str, Any],
+    schema: type[BaseModel] | Mapping[str, object],
     *,
-    history: Any = None,
+    history: History = None,
     model: str | None = None,
     client: ModelClient | None = None,
     description: str | None = None,
-    previous: Any = None,
+    previous: object = None,
     retry: bool = True,
 ) -> ExtractResult:
     """Extract structured data from ``text`` into ``schema`` with one model call.

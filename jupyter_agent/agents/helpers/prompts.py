@@ -7,7 +7,7 @@ the newline runs this leaves are squeezed by the caller.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 __all__ = [
     "QUERY_SYSTEM_PROMPT",
@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
@@ -56,10 +56,10 @@ def classify_system_prompt(
 
 
 def extract_system_prompt(
-    schema: dict[str, Any],
+    schema: Mapping[str, object],
     *,
     description: str | None = None,
-    previous: Any = None,
+    previous: object = None,
 ) -> str:
     """The extractor's system prompt: background, basic and specific requirements, previous
     result, the JSON schema and the output rules (docs/behaviour.md §7.3)."""

@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -20,7 +20,7 @@ from ...llm.json_text import parse_json_array
 from ...llm.protocol import ModelClient
 from ...llm.tokens import count_text_tokens
 from ...llm.types import Message, Usage
-from ._call import call_model, history_messages, resolve_client
+from ._call import History, call_model, history_messages, resolve_client
 from .prompts import QUERY_SYSTEM_PROMPT, query_user_prompt
 
 __all__ = [
@@ -41,6 +41,9 @@ HISTORY_RESERVE = 1000
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
 """``embed(texts) -> one vector per text``."""
 
+Vector = TypeVar("Vector")
+"""One text's vector: word and trigram counts (the default), or an embedding."""
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -59,7 +62,7 @@ class QueryExpansion(BaseModel):
     model: str = ""
 
 
-def clean_candidates(value: list[Any] | None) -> list[str]:
+def clean_candidates(value: Sequence[object] | None) -> list[str]:
     """Items as trimmed strings, blanks and non-scalars dropped (repeats are kept here)."""
     out = []
     for item in value or ():
@@ -85,15 +88,17 @@ def _lexical_vectors(texts: list[str]) -> list[Counter[str]]:
     return vectors
 
 
-def _cosine(a: Any, b: Any) -> float:
-    if isinstance(a, Mapping):
-        dot = sum(v * b.get(key, 0) for key, v in a.items())
-        na, nb = math.sqrt(sum(v * v for v in a.values())), math.sqrt(sum(v * v for v in b.values()))
-    else:
-        if len(a) != len(b):
-            raise ValueError(f"embedding lengths differ: {len(a)} != {len(b)}")
-        dot = sum(x * y for x, y in zip(a, b))
-        na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(y * y for y in b))
+def _count_cosine(a: Mapping[str, int], b: Mapping[str, int]) -> float:
+    dot = sum(v * b.get(key, 0) for key, v in a.items())
+    na, nb = math.sqrt(sum(v * v for v in a.values())), math.sqrt(sum(v * v for v in b.values()))
+    return 0.0 if na == 0 or nb == 0 else dot / (na * nb)
+
+
+def _dense_cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(a) != len(b):
+        raise ValueError(f"embedding lengths differ: {len(a)} != {len(b)}")
+    dot = sum(x * y for x, y in zip(a, b))
+    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(y * y for y in b))
     return 0.0 if na == 0 or nb == 0 else dot / (na * nb)
 
 
@@ -112,10 +117,16 @@ def select_queries(query: str, candidates: list[str], *, k: int = 3, alpha: floa
     k = min(k, len(candidates))
     if not query.strip() or k <= 0:
         return []
-    vectors: list[Any] = (list(embed([query, *candidates])) if embed is not None
-                          else _lexical_vectors([query, *candidates]))
+    if embed is not None:
+        return _pick(candidates, list(embed([query, *candidates])), _dense_cosine, k, alpha)
+    return _pick(candidates, _lexical_vectors([query, *candidates]), _count_cosine, k, alpha)
+
+
+def _pick(candidates: list[str], vectors: Sequence[Vector],
+          cosine: Callable[[Vector, Vector], float], k: int, alpha: float) -> list[str]:
+    """The greedy pick of :func:`select_queries` over ``vectors`` (the query's first)."""
     qv, cvs = vectors[0], vectors[1:]
-    relevance = [alpha * _cosine(qv, v) for v in cvs]
+    relevance = [alpha * cosine(qv, v) for v in cvs]
     selected: list[int] = []
     while len(selected) < k:
         best, best_gain = -1, -math.inf
@@ -124,14 +135,14 @@ def select_queries(query: str, candidates: list[str], *, k: int = 3, alpha: floa
                 continue
             gain = relevance[i]
             if selected:
-                gain += 1 - max(_cosine(cvs[i], cvs[s]) for s in selected)
+                gain += 1 - max(cosine(cvs[i], cvs[s]) for s in selected)
             if gain > best_gain:  # strict: ties go to the earlier candidate (the model's order)
                 best, best_gain = i, gain
         selected.append(best)
     return [candidates[i] for i in selected]
 
 
-def history_text(history: Any, *, budget: int) -> str:
+def history_text(history: History, *, budget: int) -> str:
     """``role: text`` lines of the user and assistant messages, newest kept within ``budget``
     tokens."""
     lines: list[str] = []
@@ -148,7 +159,7 @@ def history_text(history: Any, *, budget: int) -> str:
 def expand_query(
     query: str,
     *,
-    history: Any = None,
+    history: History = None,
     model: str | None = None,
     client: ModelClient | None = None,
     n: int = 10,

@@ -7,13 +7,14 @@ the calling run through the usage sink like any helper call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .classify import classify
 from .extract import extract
 from .query import expand_query
 
 if TYPE_CHECKING:
+    from ...base.jsontypes import JSONObject
     from ...llm.protocol import ModelClient
     from ...tools.registry import AnyTool
 
@@ -29,7 +30,7 @@ def helper_tools(*, model: str | None = None, client: ModelClient | None = None)
     """
     from ...tools.registry import Tool  # lazy: keeps ``helpers`` importable on its own
 
-    def classify_text(text: str, categories: dict[str, str]) -> dict[str, Any]:
+    def classify_text(text: str, categories: dict[str, str]) -> dict[str, str | bool]:
         """Classify a text into one of the given categories.
 
         Args:
@@ -39,7 +40,7 @@ def helper_tools(*, model: str | None = None, client: ModelClient | None = None)
         r = classify(text, categories, model=model, client=client)
         return {"category": r.category, "label": r.label, "fallback": r.fallback}
 
-    def extract_fields(text: str, json_schema: dict[str, Any]) -> dict[str, Any] | str:
+    def extract_fields(text: str, json_schema: dict[str, object]) -> JSONObject | str:
         """Extract structured fields from a text.
 
         Args:

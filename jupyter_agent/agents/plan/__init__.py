@@ -11,7 +11,7 @@ it imports the loop, the client and the store, which the pure modules must not p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .ask import (
     ASK_INVALID_JSON,
@@ -76,10 +76,13 @@ from .tools import (
     update_plan_tool_schema,
 )
 
+if TYPE_CHECKING:  # what __getattr__ gives, as mypy should see it
+    from .agent import plan, resume_hint, resume_plan
+
 _LAZY = frozenset({"plan", "resume_plan", "resume_hint"})
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """``plan``, ``resume_plan`` and ``resume_hint`` from ``agent`` (which imports the loop,
     the client and the store), imported on first use."""
     if name in _LAZY:

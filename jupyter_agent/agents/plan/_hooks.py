@@ -9,10 +9,11 @@ A fresh run and a resumed one build the same hooks; only the starting state diff
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...base.events import BaseEvent, PlanUpdated
 from ...base.frozen_json import FrozenList, freeze
+from ...base.jsontypes import JSONObject, JSONValue
 from ...llm.protocol import ModelClient
 from ...llm.types import Message, ToolCall
 from ...loop.compress.checkpoint import below_checkpoint_threshold, compress_request_messages
@@ -36,7 +37,11 @@ from .ask import parse_ask_arguments
 from .constants import INTERACTIVE_NOT_SUPPORTED, WAITING_FOR_USER_ANSWER
 from .gate import StopGateCounter
 from .run_state import PlanRunState
+from .state import Plan, PlanStep
 from .tools import ToolCatalog
+
+if TYPE_CHECKING:
+    from ...runtime.policy import PermissionContext
 
 __all__ = ["PlanHooks", "GATE_FEEDBACK_PREFIX"]
 
@@ -71,14 +76,14 @@ class PlanHooks:
 
     def __init__(self, client: ModelClient, catalog: ToolCatalog, tools: dict[str, AnyTool],
                  state: PlanRunState, emit: Callable[[BaseEvent], None], tools_tokens: int,
-                 permissions: Any = None) -> None:
+                 permissions: PermissionContext | None = None) -> None:
         self.client = client
         self.catalog = catalog
         self.tools = tools
         self.state = state
         self.emit = emit
         self.tools_tokens = tools_tokens
-        self.permissions = permissions  # runtime.policy.PermissionContext (None: no checks)
+        self.permissions = permissions  # None: no checks
         self.gate = StopGateCounter()  # refusals are counted per run part: a resume starts at 0
         self._process_output = tool_output_processor(client)
         self._compress = compress_llm(client, MODULE_COMPRESS_MESSAGES)
@@ -86,8 +91,8 @@ class PlanHooks:
         # update changes one step and keeps the others' objects, so only that step is dumped
         # again and the run's events share the rest (a 100-step plan is not 100 new dicts per
         # round, which the garbage collector would rescan with the whole kernel's heap).
-        self._steps: list[Any] = []
-        self._step_json: list[Any] = []
+        self._steps: list[PlanStep] = []
+        self._step_json: list[JSONValue] = []
 
     def hooks(self) -> LoopHooks:
         """The :class:`LoopHooks` to hand to ``run_loop``."""
@@ -145,7 +150,7 @@ class PlanHooks:
         return ToolOutcome(output=r.message, error=None if r.ok else r.message,
                            skip_compress=True, internal=True)
 
-    def _plan_json(self, plan: Any) -> dict[str, Any]:
+    def _plan_json(self, plan: Plan) -> JSONObject:
         """``plan.to_json()``, reusing the JSON of steps unchanged since the last update
         (shared, never mutated: events are read-only). Steps and the list of them are frozen
         (``_frozen_json``): the recorder's secret scan and the store encode only the changed
@@ -162,7 +167,7 @@ class PlanHooks:
             steps[i] = freeze(now[i].to_json())
         self._steps, self._step_json = now, steps
         head = plan.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"steps"})
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for name, info in type(plan).model_fields.items():  # the field order of to_json()
             key = info.alias or name
             if name == "steps":
@@ -182,7 +187,7 @@ class PlanHooks:
         # call. A later ask of the same round replaces it (the kernel keeps the last one).
         synthetic: Message = {"role": "assistant", "content": "",
                               "tool_calls": [call.to_message_part()]}
-        interactive = {
+        interactive: JSONObject = {
             "ask": event.model_dump(mode="json", exclude={"type", "t"}),
             "messages": [*snapshot, synthetic],
             "state": self.state.to_json(),

@@ -8,10 +8,11 @@ all of that, because a refused plan update costs a whole round.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import json5
 from pydantic import ValidationError
+
+from ...base.jsontypes import JSONValue
 
 __all__ = ["format_validation_error", "parse_arguments_text"]
 
@@ -28,14 +29,16 @@ def _strip_fence(text: str) -> str:
     return stripped
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> JSONValue:
+    value: JSONValue  # what a JSON (or JSON5) parser gives
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError:
-        return json5.loads(text)
+        value = json5.loads(text)
+    return value
 
 
-def parse_arguments_text(text: str | None) -> Any:
+def parse_arguments_text(text: str | None) -> JSONValue:
     """Decode raw tool-argument text leniently (JSON, then JSON5).
 
     Empty text decodes to ``{}``. A JSON string that itself holds JSON (arguments encoded
@@ -49,7 +52,7 @@ def parse_arguments_text(text: str | None) -> Any:
     return value
 
 
-def _location(loc: tuple[Any, ...]) -> str:
+def _location(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc)
 
 

@@ -13,15 +13,21 @@ suspended with status ``ask``; :func:`resume_hint` says how to continue it.
 
 from __future__ import annotations
 
-from typing import Any, Literal, overload
+from collections.abc import Mapping, Sequence
+from typing import Literal, overload
+
+from typing_extensions import Unpack
 
 from ...base.answers import Answer
 from ...base.errors import ParameterError
 from ...base.events import Warning_
-from ..pending import PlanPending
+from ...base.jsontypes import JSONObject
+from ..pending import PlanPending, QuestionCard
 from ..resume import answer_now, settle
 from ..run import Model, Run, RunRecorder
+from ..tooling import ToolSpec
 from ..turn.open import TurnContext
+from ..turn.options import OutputOption, TurnArgs
 from ..turn.start import start_turn
 from .constants import MAX_ROUNDS
 from .loop import KIND, resume_plan, run_plan
@@ -30,19 +36,24 @@ __all__ = ["plan", "resume_plan", "resume_hint", "KIND", "MAX_ROUNDS"]
 
 
 @overload
-def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_ROUNDS,
+def plan(prompt: str, *, tools: Sequence[ToolSpec] | None = None, max_rounds: int = MAX_ROUNDS,
          answer: str | None = None, option: int | None = None,
          auto_answer: Literal["first"] | None = None, output: type[Model],
-         **options: Any) -> Run[Model]: ...
+         **options: Unpack[TurnArgs]) -> Run[Model]: ...
 @overload
-def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_ROUNDS,
+def plan(prompt: str, *, tools: Sequence[ToolSpec] | None = None, max_rounds: int = MAX_ROUNDS,
          answer: str | None = None, option: int | None = None,
-         auto_answer: Literal["first"] | None = None, output: dict[str, Any] | None = None,
-         **options: Any) -> Run[Any]: ...
-def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_ROUNDS,
+         auto_answer: Literal["first"] | None = None, output: Mapping[str, object],
+         **options: Unpack[TurnArgs]) -> Run[JSONObject]: ...
+@overload
+def plan(prompt: str, *, tools: Sequence[ToolSpec] | None = None, max_rounds: int = MAX_ROUNDS,
          answer: str | None = None, option: int | None = None,
-         auto_answer: Literal["first"] | None = None, output: Any = None,
-         **options: Any) -> Run[Any]:
+         auto_answer: Literal["first"] | None = None, output: None = None,
+         **options: Unpack[TurnArgs]) -> Run[None]: ...
+def plan(prompt: str, *, tools: Sequence[ToolSpec] | None = None, max_rounds: int = MAX_ROUNDS,
+         answer: str | None = None, option: int | None = None,
+         auto_answer: Literal["first"] | None = None, output: OutputOption = None,
+         **options: Unpack[TurnArgs]) -> Run:
     """Run the planning agent on ``prompt`` and return its :class:`Run`.
 
     Args:
@@ -74,9 +85,7 @@ def plan(prompt: str, *, tools: list[Any] | None = None, max_rounds: int = MAX_R
     if auto_answer not in (None, "first"):
         raise ParameterError(f"auto_answer must be 'first', not {auto_answer!r}.",
                              parameters=("auto_answer",))
-    if output is not None:  # a typed run (a Run[Model] for mypy)
-        options["output"] = output
-    turn = start_turn(KIND, prompt, options, tools=tools,
+    turn = start_turn(KIND, prompt, options, output=output, tools=tools,
                       checks={"max_rounds": max_rounds, "option": option})
     run = run_plan(turn, max_rounds)
     run = settle(turn.ctx, run)  # a replay answers the asks that were clicked
@@ -91,7 +100,7 @@ def resume_hint(run: Run) -> str:
             f"`%agent resume {run.run_id} --option N` / `--answer \"...\"` / `--dismiss`.")
 
 
-def _up_front(card: Any, first: bool, answer: str | None, option: int | None,
+def _up_front(card: QuestionCard, first: bool, answer: str | None, option: int | None,
               auto_answer: str | None) -> Answer | None:
     """The answer given in advance for this ask, if any."""
     if first and option is not None:

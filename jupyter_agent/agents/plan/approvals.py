@@ -9,14 +9,15 @@ answer becomes that call's result: the tool's real output, or the denial.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from ...base.answers import Answer
 from ...base.events import AskPending, BaseEvent
-from ...llm.types import ToolCall
+from ...base.jsontypes import JSONObject
+from ...llm.types import Message, ToolCall
 from ...loop.hooks import ToolOutcome
 from ...runtime.policy import PermissionContext, check_permission
+from ...tools.registry import AnyTool
 from ..approval_answers import answered_outcome, approval_choice
 from ..pending import ApprovalCard, WaitingCall
 from ..turn.open import TurnContext
@@ -24,8 +25,8 @@ from ..turn.open import TurnContext
 __all__ = ["plan_permission", "plan_approval_answer"]
 
 
-def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | None,
-                    snapshot: list[dict[str, Any]], state_json: dict[str, Any],
+def plan_permission(call: ToolCall, tool: AnyTool, permissions: PermissionContext | None,
+                    snapshot: list[Message], state_json: JSONObject,
                     emit: Callable[[BaseEvent], None]) -> ToolOutcome | None:
     """The permission check of a ``%%plan`` runtime tool call.
 
@@ -37,8 +38,8 @@ def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | 
         return out
     assert permissions is not None
     permissions.take_waiting()  # the plan saves one card per round in its own format
-    emit(AskPending(**out.interactive))
-    synthetic = {"role": "assistant", "content": "", "tool_calls": [call.to_message_part()]}
+    emit(AskPending.model_validate(out.interactive))
+    synthetic: JSONObject = {"role": "assistant", "content": "", "tool_calls": [call.to_message_part()]}
     out.interactive = {"ask": out.interactive, "messages": [*snapshot, synthetic],
                        "state": state_json}
     out.stop = True
@@ -47,7 +48,7 @@ def plan_permission(call: ToolCall, tool: Any, permissions: PermissionContext | 
 
 
 def plan_approval_answer(p: TurnContext, card: ApprovalCard, answer: Answer,
-                         tools: dict[str, Any], permissions: PermissionContext | None, *,
+                         tools: Mapping[str, AnyTool], permissions: PermissionContext | None, *,
                          round_: int) -> ToolOutcome:
     """The outcome of the call an approval card waited on, after ``answer``: the tool's
     (allowed; its ``stop`` says it raised the stop signal) or the denial ``Permission denied

@@ -9,7 +9,7 @@ which, in words it cannot confuse (docs/behaviour.md §6.10).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -80,10 +80,10 @@ class AskRequest(BaseModel):
 
     @field_validator("descriptions", mode="before")
     @classmethod
-    def _descriptions_none_is_empty(cls, value: Any) -> Any:
+    def _descriptions_none_is_empty(cls, value: object) -> object:
         return [] if value is None else value
 
-    def model_post_init(self, context: Any) -> None:
+    def model_post_init(self, context: object) -> None:
         """Fit ``descriptions`` to the options (they are display text, never worth a retry)."""
         if self.descriptions:
             fitted = [d.strip() for d in self.descriptions[: len(self.options)]]
@@ -116,13 +116,14 @@ class AskParseResult(BaseModel):
 
 
 def parse_ask_arguments(
-    args: str | Mapping[str, Any] | None, *, tool_name: str = ASK_TOOL_NAME
+    args: str | Mapping[str, object] | None, *, tool_name: str = ASK_TOOL_NAME
 ) -> AskParseResult:
     """Decode (leniently) and validate ``ask_agent`` arguments.
 
     Undecodable text gives ``Ask tool arguments are not valid JSON.``; any other problem gives
     ``Invalid ask_agent arguments: <field>: <message>; ...``. Unknown keys are dropped.
     """
+    data: object
     if args is None or isinstance(args, str):
         try:
             data = parse_arguments_text(args)

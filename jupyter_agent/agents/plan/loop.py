@@ -15,6 +15,7 @@ from typing import Final, Literal
 
 from ...base.answers import Answer
 from ...base.events import BaseEvent, PlanStatus, ToolCalled, Warning_
+from ...base.jsontypes import as_list, object_field
 from ...llm.profiles import map_temperature
 from ...llm.tokens import count_tools_tokens
 from ...llm.types import Message
@@ -51,7 +52,8 @@ def run_plan(turn: Turn, max_rounds: int) -> Run:
     messages = build_initial_messages([*p.history, turn.user_message], system_prompt=turn.system,
                                       has_runtime_tools=catalog.has_runtime_tools)
     state = PlanRunState.start(messages)
-    by_name = {t.name: t for t in catalog.runtime_tools}
+    kept = set(catalog.runtime_names)  # the catalog drops a tool named like an internal one
+    by_name = {t.name: t for t in rt.tools if t.name in kept}
     opt = turn.opt
     lo = PlanOptions(temperature=opt.temperature, max_tokens=opt.max_tokens,
                      stream=opt.stream, max_rounds=max_rounds)
@@ -155,7 +157,7 @@ def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanO
              turn_messages: list[Message], runtime: TurnSetup | None) -> PlanPending:
     """The saved state of a suspended run."""
     interactive = result.interactive or {}
-    saved = interactive["messages"]
+    saved = [m for m in as_list(interactive.get("messages")) if isinstance(m, dict)]
     # This run part's output up to the ask round, whose assistant message is replaced by the
     # synthetic one carrying only the winning ask call (§6.11): that is what the session
     # gets once the run ends, so its history matches what the model saw.
@@ -163,9 +165,9 @@ def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanO
     last = max((i for i, m in enumerate(out) if m.get("role") == "assistant"), default=len(out))
     assert result.interactive_call_id is not None
     return PlanPending(
-        call_id=result.interactive_call_id, card=parse_card(interactive["ask"]), messages=saved,
+        call_id=result.interactive_call_id, card=parse_card(object_field(interactive, "ask")), messages=saved,
         model=p.client.profile.name, tools=list(catalog.runtime_names), options=lo,
-        plan_state=PlanRunState.model_validate(interactive["state"]), rounds=p.run.rounds,
+        plan_state=PlanRunState.model_validate(interactive.get("state")), rounds=p.run.rounds,
         turn_messages=[*turn_messages, *out[:last], saved[-1]],
         turn=runtime.state() if runtime is not None else None,
         output=p.output.schema if p.output else None, schema_retries=p.schema_retries)

@@ -6,15 +6,14 @@ counts, and the answer is worked out once per run (a resume reuses the saved val
 Latin words match as whole words: matching anywhere would make "build an explanation"
 (ex*plan*ation), "create a planet" and "makeplan" ask for a plan. The glued forms meant as
 requests ("planmode", "activeplan", "updateplan", "stepbystep plan") still match, plural
-"plans" counts as "plan", and the Chinese phrases match anywhere. "Any character" gaps
-never cross a line break (the JavaScript meaning of ``.``), while whitespace gaps do.
+"plans" counts as "plan", and the Chinese phrases match anywhere. Wildcard gaps (``.``)
+never cross a line break (its JavaScript meaning), while whitespace gaps do.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 __all__ = ["REQUIRE_PLAN_PATTERNS", "last_user_text", "should_require_plan", "text_requires_plan"]
 
@@ -23,7 +22,7 @@ __all__ = ["REQUIRE_PLAN_PATTERNS", "last_user_text", "should_require_plan", "te
 _WORD_CHAR = r"A-Za-z0-9\u00C0-\u024F"
 _LB = rf"(?<![{_WORD_CHAR}])"
 _RB = rf"(?![{_WORD_CHAR}])"
-# Any character but a line break, as in JavaScript.
+# Every character but a line break, as in JavaScript.
 _ANY = r"[^\n\r\u2028\u2029]"
 
 
@@ -67,7 +66,7 @@ REQUIRE_PLAN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 """The nine require-plan patterns, in the order of docs/behaviour.md §6.9."""
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, Iterable):
@@ -81,9 +80,9 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def last_user_text(messages: Iterable[Mapping[str, Any]]) -> str:
+def last_user_text(messages: Iterable[Mapping[str, object]]) -> str:
     """Text of the last user-role message (text parts joined with ``\\n``); ``""`` if none."""
-    last: Mapping[str, Any] | None = None
+    last: Mapping[str, object] | None = None
     for message in messages:
         if message.get("role") == "user":
             last = message
@@ -95,6 +94,6 @@ def text_requires_plan(text: str) -> bool:
     return any(pattern.search(text) for pattern in REQUIRE_PLAN_PATTERNS)
 
 
-def should_require_plan(messages: Iterable[Mapping[str, Any]]) -> bool:
+def should_require_plan(messages: Iterable[Mapping[str, object]]) -> bool:
     """True when the last user message explicitly asks for a plan (see the module notes)."""
     return text_requires_plan(last_user_text(messages))

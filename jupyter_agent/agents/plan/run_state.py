@@ -10,10 +10,12 @@ again at 0 on every resume (``gate.StopGateCounter``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...base.jsontypes import JSONObject
+from ...llm.types import Message
 from .gate import GateDecision, evaluate_stop_gate, request_tool_choice
 from .prompts import build_main_system_prompt
 from .require_plan import should_require_plan
@@ -37,7 +39,7 @@ class PlanRunState(BaseModel):
 
     @classmethod
     def start(
-        cls, messages: Iterable[Mapping[str, Any]], active_plan: Plan | None = None
+        cls, messages: Iterable[Mapping[str, object]], active_plan: Plan | None = None
     ) -> PlanRunState:
         """The state of a fresh run: ``require_plan`` is worked out once, from ``messages``."""
         return cls(active_plan=active_plan, require_plan=should_require_plan(messages))
@@ -54,7 +56,7 @@ class PlanRunState(BaseModel):
         )
 
     def on_update_plan(
-        self, arguments: str | Mapping[str, Any] | UpdatePlanArgs | None
+        self, arguments: str | Mapping[str, object] | UpdatePlanArgs | None
     ) -> PlanUpdateResult:
         """Apply an ``update_plan`` call; on success adopt the plan and clear the runtime flag.
 
@@ -80,17 +82,17 @@ class PlanRunState(BaseModel):
             runtime_tool_called_since_last_plan_update=self._runtime_flag(),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form saved with a suspended run (``activePlan``, ``requirePlan``, ...)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def build_initial_messages(
-    messages: Iterable[Mapping[str, Any]],
+    messages: Iterable[Message],
     *,
     system_prompt: str | None = None,
     has_runtime_tools: bool,
-) -> list[dict[str, Any]]:
+) -> list[Message]:
     """A fresh run's messages: the planning prompt, then ``messages`` minus every system one.
 
     The caller's own system text belongs in ``system_prompt`` (it lands in
@@ -101,7 +103,7 @@ def build_initial_messages(
     return [{"role": "system", "content": system}, *rest]
 
 
-def final_answer_text(assistant_messages: Iterable[Mapping[str, Any]]) -> str:
+def final_answer_text(assistant_messages: Iterable[Mapping[str, object]]) -> str:
     """The answer of a finished run: text of assistant messages without tool calls, joined.
 
     Text that came with tool calls is left out; withdrawn drafts must not be passed in.

@@ -14,10 +14,11 @@ import json
 import secrets
 import string
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ...base.jsontypes import JSONObject
 from ._validation import format_validation_error, parse_arguments_text
 from .constants import RANDOM_ID_LENGTH
 
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 StepStatus = Literal["pending", "in_progress", "done", "blocked", "skipped"]
-"""Where a step stands. Any status may move to any other (there is no transition table)."""
+"""Where a step stands. A status may move to any other (there is no transition table)."""
 
 EvidenceKind = Literal["tool_result", "model_output", "user_input", "manual"]
 """Where a piece of evidence came from."""
@@ -71,7 +72,7 @@ class _SpecModel(BaseModel):
         coerce_numbers_to_str=True,
     )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form with the camelCase names; unset optional fields are left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -325,7 +326,7 @@ def _update_step(plan: Plan | None, op: UpdateStepOperation) -> tuple[Plan, list
     return plan.model_copy(update={"steps": steps}), warnings
 
 
-def _apply_operation(plan: Plan | None, op: Any) -> tuple[Plan, list[str]]:
+def _apply_operation(plan: Plan | None, op: PlanOperation) -> tuple[Plan, list[str]]:
     if isinstance(op, SetPlanOperation):
         return op.plan.model_copy(deep=True), []
     if isinstance(op, ReplacePlanOperation):
@@ -337,13 +338,15 @@ def _apply_operation(plan: Plan | None, op: Any) -> tuple[Plan, list[str]]:
     return _update_step(plan, op)
 
 
-def parse_update_plan_args(args: str | Mapping[str, Any] | UpdatePlanArgs | None) -> UpdatePlanArgs:
+def parse_update_plan_args(args: str | Mapping[str, object] | UpdatePlanArgs | None
+                           ) -> UpdatePlanArgs:
     """Decode and validate ``update_plan`` arguments (raw text is decoded leniently).
 
     Raises ``ValueError`` with the one-line reason (no ``Invalid ...`` prefix) on failure.
     """
     if isinstance(args, UpdatePlanArgs):
         return args
+    data: object
     if args is None or isinstance(args, str):
         try:
             data = parse_arguments_text(args)
@@ -365,7 +368,7 @@ def parse_update_plan_args(args: str | Mapping[str, Any] | UpdatePlanArgs | None
 
 def apply_plan_update(
     active_plan: Plan | None,
-    args: str | Mapping[str, Any] | UpdatePlanArgs | None,
+    args: str | Mapping[str, object] | UpdatePlanArgs | None,
     *,
     isolate: bool = True,
 ) -> PlanUpdateResult:

@@ -7,10 +7,11 @@ that takes an internal tool's name is dropped with a warning, so the internal on
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from ...base.jsontypes import JSONArray, JSONObject
 from .constants import ASK_MAX_OPTIONS, ASK_MIN_OPTIONS, ASK_TOOL_NAME, UPDATE_PLAN_TOOL_NAME
 
 __all__ = [
@@ -38,9 +39,9 @@ ASK_AGENT_DESCRIPTION = (
 )
 """The ``ask_agent`` tool description (docs/behaviour.md §6.10)."""
 
-_STATUSES = ["pending", "in_progress", "done", "blocked", "skipped"]
+_STATUSES: JSONArray = ["pending", "in_progress", "done", "blocked", "skipped"]
 
-_EVIDENCE_SCHEMA: dict[str, Any] = {
+_EVIDENCE_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "kind": {
@@ -55,7 +56,7 @@ _EVIDENCE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_STEP_SCHEMA: dict[str, Any] = {
+_STEP_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "id": {"type": "string", "description": 'Short stable step id, e.g. "1".'},
@@ -76,7 +77,7 @@ _STEP_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_PLAN_SCHEMA: dict[str, Any] = {
+_PLAN_SCHEMA: JSONObject = {
     "type": "object",
     "description": "A complete plan object.",
     "properties": {
@@ -89,10 +90,10 @@ _PLAN_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_REASON_SCHEMA: dict[str, Any] = {"type": "string", "description": "Why this change is made."}
+_REASON_SCHEMA: JSONObject = {"type": "string", "description": "Why this change is made."}
 
 
-def _plan_operation_schema(action: str, description: str) -> dict[str, Any]:
+def _plan_operation_schema(action: str, description: str) -> JSONObject:
     return {
         "type": "object",
         "description": description,
@@ -106,7 +107,7 @@ def _plan_operation_schema(action: str, description: str) -> dict[str, Any]:
     }
 
 
-_UPDATE_STEP_SCHEMA: dict[str, Any] = {
+_UPDATE_STEP_SCHEMA: JSONObject = {
     "type": "object",
     "description": "Change one step of the active plan.",
     "properties": {
@@ -130,9 +131,9 @@ _UPDATE_STEP_SCHEMA: dict[str, Any] = {
 }
 
 
-def update_plan_tool_schema(name: str = UPDATE_PLAN_TOOL_NAME) -> dict[str, Any]:
+def update_plan_tool_schema(name: str = UPDATE_PLAN_TOOL_NAME) -> JSONObject:
     """The OpenAI function-tool dict advertised for ``update_plan`` (a fresh copy each call)."""
-    schema = {
+    schema: JSONObject = {
         "type": "function",
         "function": {
             "name": name,
@@ -174,7 +175,7 @@ def update_plan_tool_schema(name: str = UPDATE_PLAN_TOOL_NAME) -> dict[str, Any]
     return copy.deepcopy(schema)
 
 
-def ask_agent_tool_schema(name: str = ASK_TOOL_NAME) -> dict[str, Any]:
+def ask_agent_tool_schema(name: str = ASK_TOOL_NAME) -> JSONObject:
     """The OpenAI function-tool dict advertised for ``ask_agent``.
 
     ``descriptions`` (one line under each option) and ``allowOther`` (offer a free-text
@@ -236,7 +237,7 @@ def runtime_tool_conflict_warning(name: str) -> str:
     return f'Runtime tool "{name}" conflicts with internal agent tool.'
 
 
-def _tool_name(tool: Any) -> str:
+def _tool_name(tool: object) -> str:
     if isinstance(tool, str):
         return tool
     if isinstance(tool, dict):
@@ -247,7 +248,7 @@ def _tool_name(tool: Any) -> str:
     return str(getattr(tool, "name", ""))
 
 
-def _tool_schema(tool: Any) -> dict[str, Any] | None:
+def _tool_schema(tool: object) -> JSONObject | None:
     if isinstance(tool, str):
         return None
     if isinstance(tool, dict):
@@ -261,7 +262,7 @@ def _tool_schema(tool: Any) -> dict[str, Any] | None:
 class ToolCatalog(BaseModel):
     """The tools one ``%%plan`` run offers, in the order the model sees them."""
 
-    runtime_tools: list[Any] = Field(default_factory=list)
+    runtime_tools: list[object] = Field(default_factory=list)
     """The kept runtime tools, as they were given (names, schema dicts or tool objects)."""
     runtime_names: list[str] = Field(default_factory=list)
     ask_name: str | None = ASK_TOOL_NAME
@@ -288,12 +289,12 @@ class ToolCatalog(BaseModel):
         """True for the ask and plan tools (which never batch and skip compression)."""
         return name in self.internal_names
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[JSONObject]:
         """The ``tools`` list of a request, in the order shown.
 
         Runtime tools given only by name contribute no schema: the caller then builds those.
         """
-        out: list[dict[str, Any]] = []
+        out: list[JSONObject] = []
         for tool in self.runtime_tools:
             schema = _tool_schema(tool)
             if schema is not None:
@@ -306,7 +307,7 @@ class ToolCatalog(BaseModel):
 
 
 def normalize_catalog(
-    runtime_tools: list[Any],
+    runtime_tools: Sequence[object],
     *,
     ask_name: str | None = ASK_TOOL_NAME,
     update_plan_name: str | None = UPDATE_PLAN_TOOL_NAME,
@@ -318,7 +319,7 @@ def normalize_catalog(
     ``ask_name=None`` or ``update_plan_name=None`` to leave that internal tool out.
     """
     reserved = {ask_name, update_plan_name} - {None}
-    kept: list[Any] = []
+    kept: list[object] = []
     names: list[str] = []
     warnings: list[str] = []
     for tool in runtime_tools:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import Callable
 
 from ...base.events import OutputChecked, ToolCalled
 from ...llm.structured import OutputSpec, retry_message
+from ...llm.types import Message
 from ...loop.hooks import LoopHooks
 from ...loop.kernel import LoopConfig, LoopResult, answer_of, run_loop
 from ..run import Run
@@ -38,13 +39,13 @@ class _SessionWriter:
     nothing already finished: ``head`` (the user message, or a resumed turn's messages from
     before its suspension) and then what the loop adds."""
 
-    def __init__(self, p: TurnContext, head: list[dict[str, Any]]) -> None:
+    def __init__(self, p: TurnContext, head: list[Message]) -> None:
         self.p = p
         self.head = head
         self.written = p.persisted
         """Leading messages of head + output already in the session (a resumed run counts on)."""
 
-    def persist(self, output: list[dict[str, Any]]) -> None:
+    def persist(self, output: list[Message]) -> None:
         """Write what is new: the round's messages (a run in a session) and its buffered
         events, in one transaction (the only write a round makes)."""
         p = self.p
@@ -66,7 +67,7 @@ def _turn_hooks(p: TurnContext, hooks: LoopHooks, writer: _SessionWriter) -> Loo
     run, user_hook, user_aborted, caller_aborted = (p.run, hooks.on_round_end, hooks.is_aborted,
                                                     p.is_aborted)
 
-    def on_round_end(output: list[dict[str, Any]]) -> None:
+    def on_round_end(output: list[Message]) -> None:
         writer.persist(output)
         if user_hook is not None:
             user_hook(output)
@@ -102,9 +103,9 @@ def _add_result(run: Run, result: LoopResult) -> None:
     run.request_ids.extend(result.request_ids)
 
 
-def drive(p: TurnContext, messages: list[dict[str, Any]], cfg: LoopConfig, hooks: LoopHooks,
+def drive(p: TurnContext, messages: list[Message], cfg: LoopConfig, hooks: LoopHooks,
           *, persist_from: int, on_result: Callable[[LoopResult], None] | None = None,
-          persist_prefix: list[dict[str, Any]] | None = None, stopped: bool = False) -> Run:
+          persist_prefix: list[Message] | None = None, stopped: bool = False) -> Run:
     """Run the kernel and finish the run.
 
     ``persist_from`` is the index in ``messages`` of the first message that belongs to this

@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...base.events import ToolReturned
+from ...base.jsontypes import JSONObject
 from ...base.previews import history_text
 from ..held import HELD
 from .open import TurnContext
@@ -40,16 +41,15 @@ def _close_record(p: TurnContext, status: str) -> None:
                         tools=_turn_tools(p), history=history_text(r.messages))
 
 
-def _turn_tools(p: TurnContext) -> list[dict[str, Any]]:
+def _turn_tools(p: TurnContext) -> list[JSONObject]:
     """The tool calls this turn answered, with their whole results (the store keeps previews:
     the events hold only the stream preview)."""
-    whole = {rec.get("call_id"): rec for rec in p.run.tool_records}
-    out = []
+    whole = {rec["call_id"]: rec["output"] for rec in p.run.tool_records}
+    out: list[JSONObject] = []
     for e in p.run.events[p.event_base:]:
         if isinstance(e, ToolReturned):
-            rec = whole.get(e.call_id) or {}
             out.append({"call_id": e.call_id, "name": e.name, "error": e.error,
-                        "output": rec.get("output", e.output)})
+                        "output": whole.get(e.call_id, e.output)})
     return out
 
 

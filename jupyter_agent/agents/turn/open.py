@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ...base.events import Warning_
+from ...base.jsontypes import JSONObject
 from ...base.state import STATE
 from ...llm.protocol import ModelClient
-from ...llm.structured import SCHEMA_RETRIES
+from ...llm.structured import SCHEMA_RETRIES, output_spec
 from ..run import Run, RunRecorder
 from .options import TurnOptions
 from .saving import SavingStore, saving_store
@@ -45,7 +46,7 @@ class TurnContext:
     recorder: RunRecorder
     store: Store | None
     turn_id: str | None
-    history: list[dict[str, Any]]
+    history: list[JSONObject]
     turn_base: tuple[int, int, float] = (0, 0, 0.0)
     """The run's tokens and cost before this turn (a resumed run): the turn records the rest."""
     persisted: int = 0
@@ -87,7 +88,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     store = saving_store(store)  # a resume's store too: a full disk leaves it unsaved
     run = resuming or Run(agent=kind, model=model, prompt=prompt, session=opt.session)
     recorder = RunRecorder(run, store, opt.listeners)
-    history: list[dict[str, Any]] = []
+    history: list[JSONObject] = []
     # A very small model follows an earlier answer instead of calling the tools: its tool
     # loops get no history, and the card says so (once the recorder runs, below).
     fresh = (kind == "toolloop" and bool(opt.history)
@@ -97,7 +98,8 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
             history = store.history_messages(run.session, opt.history)
         store.create_run(run.run_id, run.session, kind, origin=opt.origin)
     p = TurnContext(tc, run, recorder, store, None, history, persisted=persisted,
-                    is_aborted=opt.is_aborted, on_end=opt.on_end, output=opt.output,
+                    is_aborted=opt.is_aborted, on_end=opt.on_end,
+                    output=None if opt.output is None else output_spec(opt.output),
                     schema_retries=opt.schema_retries)
     if resuming is not None:
         p.turn_base = (run.input_tokens, run.output_tokens, run.cost)
@@ -110,7 +112,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
                                          profile=client.profile.name)
     if resuming is None:
         recorder.start()
-    saving: Any = store
+    saving: object = store
     if isinstance(saving, SavingStore):  # a full disk: one warning on the card, once
         saving.on_full = lambda line: recorder.emit(Warning_(message=line))
     if resuming is None:

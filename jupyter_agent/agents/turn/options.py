@@ -9,21 +9,32 @@ per turn, here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal, TypedDict, Union
 
 from ...base import config
 from ...base.events import BaseEvent
 from ...llm.protocol import ModelClient
 from ...llm.structured import SCHEMA_RETRIES
+from ..context import Knowledge, Shell
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ...clients.turn_client import TurnClient
     from ...llm.profiles import ModelProfile
+    from ...llm.structured import OutputSpec
+    from ...runtime.agents import Agent
     from ...session.store import Store
     from ..run import Run
 
-__all__ = ["TurnOptions", "store_of", "client_of", "profile_of"]
+__all__ = ["OutputOption", "Shell", "TurnArgs", "TurnOptions", "store_of", "client_of",
+           "profile_of"]
+
+OutputOption = Union["type[BaseModel]", Mapping[str, object], "OutputSpec", None]
+"""A typed answer as a caller gives it: a pydantic model class, a JSON schema dict, or the
+spec a batch made once for all its items (``llm/structured.py``)."""
 
 
 @dataclass
@@ -40,7 +51,7 @@ class TurnOptions:
     temperature: float | None = None
     max_tokens: int | None = None
     stream: bool = True
-    knowledge: Any = None
+    knowledge: Knowledge | None = None
     quote_role: Literal["system", "user"] = "system"
     """Where the knowledge goes: an extra system part, or the user message (docs/behaviour.md
     §3.2); a ``quote_prompt`` naming ``{{question}}`` always makes it ``user``."""
@@ -53,7 +64,7 @@ class TurnOptions:
     """A :class:`~jupyter_agent.session.Store`, ``None`` for no persistence, or ``"default"``."""
     client: ModelClient | None = None
     """Use this client instead of resolving one from the settings (tests, sub-agents)."""
-    agent: Any = None
+    agent: Agent | str | None = None
     """A named agent (:class:`~jupyter_agent.runtime.agents.Agent` or its name); ``%%toolloop``
     and ``%%plan`` only."""
     agent_model: str | None = None
@@ -61,10 +72,10 @@ class TurnOptions:
     ``model`` in the model order of :mod:`jupyter_agent.clients.factory`)."""
     auto_approve: bool = False
     """Scripts: tools that would ask for approval run without a card (denies still apply)."""
-    approve: frozenset[str] | None = None
+    approve: str | Iterable[str] | None = None
     """Tools the person approved in the cell or the call (``--approve bash,run_python``,
     ``approve=["bash"]``): their calls run without a card, shown on the run's card; denies
-    still apply."""
+    still apply. A checked ``frozenset`` once the turn started (``agents/turn/start.py``)."""
     is_aborted: Callable[[], bool] | None = None
     """Polled before each round and between streamed chunks: ``True`` ends the run with
     status ``aborted`` (a batch's stop button aborts its items in flight this way)."""
@@ -80,16 +91,16 @@ class TurnOptions:
     closes their cards)."""
     notebook: bool = False
     """Offer the notebook tools (``--notebook``; docs/notebook-tools.md)."""
-    context: list[str] | None = None
+    context: str | Iterable[str] | None = None
     """Notebook variables whose summaries are added to the user's message (``--with``)."""
-    shell: Any = None
+    shell: Shell = None
     """The IPython shell (or a namespace dict) the notebook tools and ``context`` read; the
     edge passes it. ``None``: the running shell, else the script's ``__main__``."""
     skills: str | list[str] | None = None
     """Skill folders (``--skills DIR``; a comma-separated string or a list), added to the
     agent's own: their names and descriptions go into the system prompt, the ``read_skill``
     tool reads them (docs/behaviour.md §5.5). ``%%toolloop`` and ``%%plan`` only."""
-    output: Any = None
+    output: OutputOption = None
     """A typed answer: a pydantic model class or a JSON schema dict (``--schema``). The run's
     ``output`` is then the validated instance (docs/behaviour.md §10.14)."""
     schema_retries: int = SCHEMA_RETRIES
@@ -98,6 +109,42 @@ class TurnOptions:
     cache: bool | None = None
     """Answer a request identical to an earlier one from the on-disk cache (``--cache``);
     ``None``: the ``cache`` setting."""
+
+
+class TurnArgs(TypedDict, total=False):
+    """The keyword options of ``chat()``, ``toolloop()`` and ``plan()`` (``**options``): the
+    fields of :class:`TurnOptions` but ``output``, which each entry point takes by name (its
+    overloads give the run's output type). ``tests/agents/test_options_types.py`` keeps the
+    two in step."""
+
+    model: str | None
+    system: str | None
+    session: str | None
+    history: int | None
+    temperature: float | None
+    max_tokens: int | None
+    stream: bool
+    knowledge: Knowledge | None
+    quote_role: Literal["system", "user"]
+    quote_prompt: str | None
+    quote_template: str | None
+    listeners: list[Callable[[BaseEvent], None]]
+    store: Store | Literal["default"] | None
+    client: ModelClient | None
+    agent: Agent | str | None
+    agent_model: str | None
+    auto_approve: bool
+    approve: str | Iterable[str] | None
+    is_aborted: Callable[[], bool] | None
+    on_end: Callable[[Run], None] | None
+    origin: str | None
+    on_superseded: Callable[[list[str]], None] | None
+    notebook: bool
+    context: str | Iterable[str] | None
+    shell: Shell
+    skills: str | list[str] | None
+    schema_retries: int
+    cache: bool | None
 
 
 def _current_session() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import cast
 
 from ...session import Store, StoreFullError
 
@@ -68,12 +68,12 @@ class SavingStore:
         except StoreFullError as exc:
             self._fail(exc)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         attr = getattr(self._store, name)
         if not callable(attr):
             return attr
 
-        def guarded(*args: Any, **kwargs: Any) -> Any:
+        def guarded(*args: object, **kwargs: object) -> object:
             if self.failed is not None and name in _WRITES:
                 return None
             try:

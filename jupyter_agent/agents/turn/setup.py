@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 from ...base.errors import ConfigError, ParameterError, ToolError
 from ...base.events import ToolsOffered, UsageRecorded, Warning_
@@ -31,7 +32,13 @@ from ...runtime.catalog import (
     resolve_tool_specs,
     workspace_agent_specs,
 )
-from ...runtime.grants import GRANTS, AmbiguousNameError, CellApprovals, resolve_approvals
+from ...runtime.grants import (
+    GRANTS,
+    AmbiguousNameError,
+    CellApprovals,
+    parse_approve,
+    resolve_approvals,
+)
 from ...runtime.intent import INTENT_RULES, IntentResult, intent_system_text
 from ...runtime.policy import PermissionContext
 from ...tools import skills as skill_folders  # its modules load when a turn has skills
@@ -41,13 +48,15 @@ from ...tools.skills import READ_SKILL_TOOL
 from .recognize import recognize_intent
 
 if TYPE_CHECKING:
+    from ...session.permissions import Decision
     from ...session.store import Store
     from ...tools.skills import Skill
     from ..delegation import SubAgentRunner
     from ..pending import TurnState
     from ..spawn import SpawnParent
+    from ..tooling import ToolSpec
     from .open import TurnContext
-    from .options import TurnOptions
+    from .options import Shell, TurnOptions
 
 __all__ = ["TurnSetup", "setup_turn", "restore_turn", "notebook_factory", "default_specs"]
 
@@ -68,7 +77,7 @@ class TurnSetup:
     spawn: SpawnParent | None = None
     notices: list[str] = field(default_factory=list)
     """Warnings to show once the run exists (e.g. a bound agent not defined in this kernel)."""
-    usages: list[Any] = field(default_factory=list)
+    usages: list[UsageItem] = field(default_factory=list)
     """Model calls made before the run existed (model-based intent), added to it by ``bind``."""
     skills: list[Skill] = field(default_factory=list)
     """The turn's skills (their names and descriptions are in the system prompt)."""
@@ -189,7 +198,7 @@ def _recent_workspace(root: str, read_only: bool, network: bool) -> Workspace:
     return workspace
 
 
-def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[AnyTool]]:
+def notebook_factory(agent: Agent | None, shell: Shell) -> Callable[[], list[AnyTool]]:
     """What builds the notebook tools of a turn: bound to ``shell`` (the edge's; ``None``: the
     running one), limited to the agent's ``notebook_variables`` (then without ``run_python``:
     code could read any variable)."""
@@ -203,7 +212,7 @@ def notebook_factory(agent: Agent | None, shell: Any) -> Callable[[], list[AnyTo
     return make
 
 
-def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext,
+def _make_tools(specs: Sequence[object] | None, workspace: Workspace, permissions: PermissionContext,
                 run_sub_agent: SubAgentRunner, *, lenient: bool = False,
                 notebook: Callable[[], list[AnyTool]] | None = None,
                 with_notebook: bool = False) -> tuple[list[AnyTool], SpawnParent | None]:
@@ -217,7 +226,7 @@ def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext
                              run_sub_agent=run_sub_agent)
         return make_spawn_tool(parent)
 
-    def resolve(names: Any) -> list[AnyTool]:
+    def resolve(names: Sequence[object] | None) -> list[AnyTool]:
         return resolve_tool_specs(names, workspace=lambda: workspace, spawn=spawn,
                                   notebook=notebook)
 
@@ -240,7 +249,7 @@ def _make_tools(specs: Any, workspace: Workspace, permissions: PermissionContext
     return tools, parent
 
 
-def default_specs(agent: Agent | None) -> list[Any] | None:
+def default_specs(agent: Agent | None) -> Sequence[object] | None:
     """The tools of a turn that named none (docs/behaviour.md §5.1): the agent's own ``tools``;
     for an agent with a workspace and no ``tools``, its built-ins, the connected MCP servers'
     tools and the notebook's ``@tool`` functions; otherwise (no agent, or an agent without a
@@ -252,7 +261,7 @@ def default_specs(agent: Agent | None) -> list[Any] | None:
     return workspace_agent_specs() if agent.workspace else None
 
 
-def _turn_skills(agent: Agent | None, opt: TurnOptions, notices: list[str]) -> list[Any]:
+def _turn_skills(agent: Agent | None, opt: TurnOptions, notices: list[str]) -> list[Skill]:
     """The skills of a turn (the agent's, then the cell's); a notice when the listing's cap
     left some out."""
     paths = [*(agent.skills if agent is not None else []), *_skill_paths(opt.skills)]
@@ -263,7 +272,8 @@ def _turn_skills(agent: Agent | None, opt: TurnOptions, notices: list[str]) -> l
     return skills
 
 
-def setup_turn(kind: str, prompt: str, opt: TurnOptions, tools: Any = None, *,
+def setup_turn(kind: str, prompt: str, opt: TurnOptions,
+               tools: Sequence[ToolSpec] | None = None, *,
                mode: str = "agent",
                store: Store | None = None, run_sub_agent: SubAgentRunner) -> TurnSetup:
     """Resolve the agent, intent, workspace, tools and permissions of a new turn.
@@ -292,7 +302,7 @@ def setup_turn(kind: str, prompt: str, opt: TurnOptions, tools: Any = None, *,
             notices.append(f"Session {opt.session!r} is bound to agent {record.agent!r}, which "
                            "is not defined in this kernel: running without its role (its "
                            "workspace still applies).")
-    usages: list[Any] = []
+    usages: list[UsageItem] = []
     # A model-based intent call happens before the run exists: its usage is kept for ``bind``.
     with usage_sink(lambda module, model, usage, cost: usages.append(
             UsageItem(f"intent_{module}", model, usage, cost))):
@@ -311,7 +321,7 @@ def setup_turn(kind: str, prompt: str, opt: TurnOptions, tools: Any = None, *,
         overrides=dict(agent.permissions) if agent is not None else {},
         read_only=workspace.read_only, cwd=str(workspace.root),
         auto_approve=opt.auto_approve,
-        approve=opt.approve or frozenset())
+        approve=parse_approve(opt.approve))
     # The tool offer follows this cell: the agent it names (or the intent picked), else the
     # default set. A session's bound agent keeps its role and workspace, not its tools: after
     # a `--agent sh` cell, a plain cell offering only `bash` surprised (issue 37).
@@ -337,7 +347,7 @@ def setup_turn(kind: str, prompt: str, opt: TurnOptions, tools: Any = None, *,
                      notices=notices, usages=usages, skills=skills)
 
 
-def _skill_paths(value: Any) -> list[str]:
+def _skill_paths(value: str | Iterable[str | os.PathLike[str]] | None) -> list[str]:
     if not value:
         return []
     return [p.strip() for p in value.split(",") if p.strip()] if isinstance(value, str) \
@@ -401,7 +411,7 @@ def restore_turn(state: TurnState, *, tools: list[AnyTool] | None,
                      tools=selected, spawn=parent, skills=skills, _approvals_shown=True)
 
 
-def _connected_mcp_tools() -> list[Any]:
+def _connected_mcp_tools() -> list[AnyTool]:
     """Every connected MCP tool (the other tools an approval's name could mean); none when
     the MCP module was never loaded, so a turn without MCP does not load it."""
     mcp = sys.modules.get("jupyter_agent.tools.mcp")
@@ -410,11 +420,11 @@ def _connected_mcp_tools() -> list[Any]:
     return [t for server in mcp.mcp_servers() for t in server.tools]
 
 
-def restored_overrides(state: TurnState, agent: Agent | None) -> dict[str, Any]:
+def restored_overrides(state: TurnState, agent: Agent | None) -> dict[str, Decision]:
     """A resumed run's agent overrides: the agent's own when this kernel defines it; of the
     saved ones only the denies (a saved ``allow`` could have been written into the store by
     the sandbox: it never lifts a card, docs/security.md)."""
-    out: dict[str, Any] = {k: v for k, v in state.overrides.items() if v == "deny"}
+    out: dict[str, Decision] = {k: v for k, v in state.overrides.items() if v == "deny"}
     if agent is not None:
         out.update({k: v for k, v in agent.permissions.items() if out.get(k) != "deny"})
     return out

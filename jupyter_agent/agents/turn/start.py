@@ -24,9 +24,9 @@ sub-agent from its :class:`~jupyter_agent.agents.delegation.SubAgentTask`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ...base.errors import ConfigError, ParameterError, ToolError
 from ...base.events import UsageRecorded
@@ -40,12 +40,12 @@ from ...runtime.intent import IntentResult, intent_system_text
 from ...tools.registry import AnyTool
 from ..context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
 from ..limits import SUB_AGENT_MAX_ROUNDS
-from ..params import check_parameters
+from ..params import Checks, check_parameters
 from ..run import Run, last_run, set_last_run
-from ..tooling import forced_choice, loop_parts
+from ..tooling import ToolSpec, forced_choice, loop_parts
 from .drive import calling_abort_check, drive
 from .open import TurnContext, open_turn
-from .options import TurnOptions, client_of, profile_of, store_of
+from .options import OutputOption, TurnArgs, TurnOptions, client_of, profile_of, store_of
 from .recognize import recognize_intent
 from .saving import saving_store
 from .setup import TurnSetup, restore_turn, setup_turn
@@ -83,16 +83,16 @@ class Turn:
         return out
 
 
-def _checked_options(kind: TurnKind, prompt: str, options: Mapping[str, Any],
-                     checks: Mapping[str, Any] | None) -> TurnOptions:
+def _checked_options(kind: TurnKind, prompt: str, options: TurnArgs, output: OutputOption,
+                     checks: Checks | None) -> TurnOptions:
     """The turn's options, checked before anything is set up: a prompt, values in range, and
     nothing a chat cannot do (``notebook``, ``skills``, approvals)."""
     if not prompt or not prompt.strip():
         raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
-    check_parameters(options, **dict(checks or {}))
+    check_parameters(options, **(checks or {}))
     opt = TurnOptions(**options)
-    if opt.output is not None:
-        opt.output = typed_output(opt.output)
+    if output is not None:
+        opt.output = typed_output(output)
     if kind == "chat" and opt.notebook:
         raise ParameterError("notebook: a chat calls no tools; use toolloop or plan.",
                              parameters=("notebook",))
@@ -103,8 +103,8 @@ def _checked_options(kind: TurnKind, prompt: str, options: Mapping[str, Any],
     return opt
 
 
-def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
-               tools: list[Any] | None = None, checks: Mapping[str, Any] | None = None) -> Turn:
+def start_turn(kind: TurnKind, prompt: str, options: TurnArgs, *, output: OutputOption = None,
+               tools: Sequence[ToolSpec] | None = None, checks: Checks | None = None) -> Turn:
     """Validate, set up and open a new turn of ``kind`` (the order is in the module doc).
 
     Args:
@@ -112,6 +112,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
         prompt: The user's message.
         options: :class:`~jupyter_agent.agents.turn.options.TurnOptions` fields, as the caller gave
             them.
+        output: A typed answer (a pydantic model class, a JSON schema dict), or ``None``.
         tools: The cell's tool specs (``toolloop``, ``plan``); ``None``: the agent's, else every
             ``@tool`` function.
         checks: More parameters to check (``max_rounds``, ``option``).
@@ -119,7 +120,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     Raises:
         ParameterError: an empty prompt or a value outside its range.
     """
-    opt = _checked_options(kind, prompt, options, checks)
+    opt = _checked_options(kind, prompt, options, output, checks)
     store = saving_store(store_of(opt))  # a full disk: the run goes on unsaved, in one line
     if kind == "plan":
         _refuse_unfit_for_planning(profile_of(opt, store))
@@ -168,7 +169,7 @@ def start_turn(kind: TurnKind, prompt: str, options: Mapping[str, Any], *,
     return Turn(ctx, opt, setup, system, {"role": "user", "content": user_text})
 
 
-def _approved_names(kind: str, value: Any) -> frozenset[str]:
+def _approved_names(kind: str, value: object) -> frozenset[str]:
     """``approve``: the tool names the caller approved for this turn, checked."""
     try:
         names = parse_approve(value)
@@ -181,7 +182,7 @@ def _approved_names(kind: str, value: Any) -> frozenset[str]:
     return names
 
 
-def typed_output(output: Any) -> OutputSpec:
+def typed_output(output: object) -> OutputSpec:
     """``output`` as an :class:`OutputSpec`, or a :class:`ParameterError` naming it."""
     try:
         return output_spec(output)

@@ -14,7 +14,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -111,7 +111,7 @@ def normalize_checkpoint(answer: str) -> str | None:
     return f"{CHECKPOINT_START_TAG}\n{text}\n{CHECKPOINT_END_TAG}"
 
 
-def with_active_plan(checkpoint: str, active_plan: BaseModel | Mapping[str, Any] | None) -> str:
+def with_active_plan(checkpoint: str, active_plan: BaseModel | Mapping[str, object] | None) -> str:
     """Put the active plan's JSON (2-space indent) in an ``<active_plan>`` block before the
     checkpoint; ``</active_plan>`` inside the JSON is escaped as ``<\\/active_plan>``."""
     if active_plan is None:
@@ -190,7 +190,7 @@ def compress_request_messages(
     tools_tokens: int,
     llm: CompressLLM | None,
     *,
-    active_plan: BaseModel | Mapping[str, Any] | None = None,
+    active_plan: BaseModel | Mapping[str, object] | None = None,
     known_tokens: int | None = None,
     count_messages: MessagesCounter = count_messages_tokens,
 ) -> CompressionResult | None:

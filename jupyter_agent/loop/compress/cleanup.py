@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
+from jupyter_agent.base.jsontypes import JSONValue
 from jupyter_agent.loop.compress.constants import (
     BASE64_MIN_RUN,
     HEX_ID_MIN_CHARS,
@@ -89,30 +89,30 @@ def light_cleanup(text: str) -> str:
     return _whitespace(text).strip()
 
 
-def parse_json_truthy(text: str) -> tuple[bool, Any]:
+def parse_json_truthy(text: str) -> tuple[bool, JSONValue]:
     """``(True, value)`` when ``text`` is JSON whose value is truthy the JavaScript way.
 
     ``{}`` and ``[]`` count as truthy; ``0``, ``false``, ``null`` and
     ``""`` do not, so those take the text path.
     """
     try:
-        value = json.loads(text)
+        value: JSONValue = json.loads(text)
     except (ValueError, RecursionError):
         return False, None
     if value is None or value is False or value == "":
         return False, value
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if is_number and (value == 0 or math.isnan(value)):  # 0, -0.0 and NaN are falsy
+    if (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and (value == 0 or math.isnan(value))):  # 0, -0.0 and NaN are falsy
         return False, value
     return True, value
 
 
-def minify_json(value: Any) -> str:
+def minify_json(value: object) -> str:
     """Compact JSON text (no whitespace, non-ASCII kept as is)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _scalar_text(value: Any) -> str | None:
+def _scalar_text(value: JSONValue) -> str | None:
     if isinstance(value, str):
         return value
     if value is None or isinstance(value, (bool, int, float)):
@@ -120,7 +120,7 @@ def _scalar_text(value: Any) -> str | None:
     return None
 
 
-def json_structural_summary(value: Any, token_limit: int) -> str:
+def json_structural_summary(value: JSONValue, token_limit: int) -> str:
     """A compact description of a large JSON value: important scalars and its structure.
 
     The character budget is ``max(420, floor(limit * 3 * 0.3))``. Up to 80 ``key=value``
@@ -137,7 +137,7 @@ def json_structural_summary(value: Any, token_limit: int) -> str:
     scalars: list[str] = []
     seen: set[str] = set()
 
-    def collect(node: Any, key: str = "") -> None:
+    def collect(node: JSONValue, key: str = "") -> None:
         if len(scalars) >= JSON_SUMMARY_MAX_SCALARS:
             return
         if isinstance(node, list):
@@ -176,7 +176,7 @@ def json_structural_summary(value: Any, token_limit: int) -> str:
 
     priority = {k: i for i, k in enumerate(JSON_SUMMARY_KEY_PRIORITY)}
 
-    def visit(node: Any, path: str, depth: int) -> bool:
+    def visit(node: JSONValue, path: str, depth: int) -> bool:
         if depth > JSON_SUMMARY_MAX_DEPTH:
             return True
         if isinstance(node, list):

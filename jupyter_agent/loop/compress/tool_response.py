@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from jupyter_agent.base.jsontypes import JSONValue
 from jupyter_agent.llm.tokens import count_text_tokens
 from jupyter_agent.loop.compress.anchors import extract_anchors, render_anchor_block
 from jupyter_agent.loop.compress.cleanup import (
@@ -189,7 +190,7 @@ def compress_tool_response(
     )
 
 
-def _json_light(value: object, direct: int, count_tokens: TokenCounter) -> str:
+def _json_light(value: JSONValue, direct: int, count_tokens: TokenCounter) -> str:
     """Minified JSON if it fits ``direct``, else a smaller structural summary that fits, else
     the minified JSON."""
     minified = minify_json(value)

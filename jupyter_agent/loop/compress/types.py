@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel
 
 from jupyter_agent.base.errors import ModelRequestError
-from jupyter_agent.llm.types import Usage
+from jupyter_agent.llm.types import Message, Usage
 
 __all__ = ["CompressLLM", "CompressLLMError", "CompressUsage", "MessagesCounter", "TokenCounter"]
 
 TokenCounter = Callable[[str], int]
 """Counts the tokens of one text (default: ``jupyter_agent.llm.tokens.count_text_tokens``)."""
 
-MessagesCounter = Callable[[list[dict[str, Any]]], int]
+MessagesCounter = Callable[[list[Message]], int]
 """Counts the tokens of a message list (default: ``count_messages_tokens``)."""
 
 
