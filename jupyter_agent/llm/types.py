@@ -7,11 +7,14 @@ objects and back on every round would only cost time.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 from pydantic import BaseModel, Field
 
 from ..base.deferred import DeferredModel
+
+# JSONValue: the name pydantic looks up when it reads ``JSONObject`` in the fields below.
+from ..base.jsontypes import JSONObject, JSONValue, Shallow  # noqa: F401
 
 __all__ = [
     "Message",
@@ -36,7 +39,7 @@ class ToolCall(DeferredModel):
     arguments: str = ""
     """Raw JSON text of the arguments, exactly as the model produced it."""
 
-    def to_message_part(self) -> dict[str, Any]:
+    def to_message_part(self) -> JSONObject:
         """The ``tool_calls`` item of an assistant message (only id, type and function)."""
         return {
             "id": self.id,
@@ -61,18 +64,20 @@ class ChatRequest(DeferredModel):
     """Everything one model call sends (minus the key)."""
 
     model: str
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None = None
+    # The JSON fields are checked one level deep (base/jsontypes.py, ``Shallow``): a request
+    # is made every round, and its history grows with every round.
+    messages: Annotated[list[Message], Shallow(list[dict[str, object]])]
+    tools: Annotated[list[JSONObject] | None, Shallow(list[dict[str, object]] | None)] = None
     """Function tool schemas in the OpenAI format; ``None`` or empty sends no tools."""
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: Annotated[str | JSONObject | None, Shallow(str | dict[str, object] | None)] = None
     parallel_tool_calls: bool | None = None
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
-    response_format: dict[str, Any] | None = None
+    response_format: Annotated[JSONObject | None, Shallow(dict[str, object] | None)] = None
     stream: bool = True
-    extra: dict[str, Any] = {}
+    extra: Annotated[JSONObject, Shallow(dict[str, object])] = {}
     """Extra body fields passed through unchanged (a profile's ``default_config``)."""
 
 
@@ -110,7 +115,7 @@ class ChatResponse(BaseModel):
         return msg
 
 
-StreamCallback = Callable[[str, dict[str, Any]], None]
+StreamCallback = Callable[[str, JSONObject], None]
 """``callback(kind, data)`` for stream deltas.
 
 kinds: ``text`` ``{"text"}``, ``reasoning`` ``{"text"}``, ``tool_call`` ``{"index", "id",
