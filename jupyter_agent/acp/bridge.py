@@ -36,6 +36,7 @@ from ..base.events import (
     ToolStarted,
     UsageRecorded,
 )
+from ..base.jsontypes import JSONValue
 from .client import AcpAgent, FsCall, PermissionAsk, PromptFeed, agent_for
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ def _update(turn: _Turn, recorder: RunRecorder, u: dict[str, Any]) -> None:
         else:
             recorder.emit(ReasoningDelta(round=1, text=text))
     elif kind == "plan":
-        steps = [{"id": f"acp-{i}", "title": str(e.get("content", "")), "description": "",
+        steps: list[JSONValue] = [{"id": f"acp-{i}", "title": str(e.get("content", "")), "description": "",
                   "status": _STEP.get(str(e.get("status")), "pending")}
                  for i, e in enumerate(u.get("entries") or [], start=1)]
         if steps:

@@ -158,8 +158,9 @@ def permission_call(call_id: str, question: str, detail: dict[str, Any]) -> Tool
     tool = str(detail.get("tool") or "")
     args = mask_obj(detail.get("arguments"))
     content: list[Any] | None = None
-    if tool == "write_file" and isinstance(args, dict) and isinstance(args.get("path"), str):
-        content = [tool_diff_content(args["path"], str(args.get("content") or ""))]
+    path = args.get("path") if isinstance(args, dict) else None
+    if tool == "write_file" and isinstance(args, dict) and isinstance(path, str):
+        content = [tool_diff_content(path, str(args.get("content") or ""))]
     return ToolCallUpdate(tool_call_id=call_id, title=mask(question), kind=tool_kind(tool),
                           status="pending", raw_input=args, content=content)
 

@@ -2,7 +2,7 @@
 
 A message, a tool's arguments, a stored event or a card's state is JSON: ``JSONObject`` says so,
 and mypy then asks the reader to look before it reaches in (``isinstance``, or one of the
-narrowing helpers below), where ``dict[str, Any]`` let a wrong guess through to run time.
+narrowing helpers below), where an untyped ``dict`` let a wrong guess through to run time.
 
 Pure ``typing``: importing this module costs nothing at kernel start (pydantic is imported
 lazily, docs/architecture.md). Inside a pydantic model use ``pydantic.JsonValue``, which is the
@@ -39,7 +39,7 @@ JSONScalar: TypeAlias = Union[None, bool, int, float, str]
 """A JSON leaf."""
 
 JSONValue: TypeAlias = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
-"""Any JSON value (``json.loads`` gives one)."""
+"""A JSON value of whichever kind (``json.loads`` gives one)."""
 
 JSONObject: TypeAlias = dict[str, JSONValue]
 """A JSON object: a message, a tool call's arguments, an event's payload."""
