@@ -15,8 +15,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-# JSONValue: the name pydantic looks up when it reads ``JSONObject`` in the fields below.
-from .jsontypes import JSONObject, JSONValue, Shallow  # noqa: F401
+from .jsontypes import JSONObject, Shallow
 
 # A JSON field of an event, checked one level deep (``Shallow``): a plan of a thousand steps
 # is sent whole on every update, and its values are JSON already (``event_to_json``).

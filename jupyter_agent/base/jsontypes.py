@@ -12,7 +12,7 @@ same union and which pydantic can build a validator for.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeAlias, Union
+from typing import TYPE_CHECKING, ForwardRef, TypeAlias, Union
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
@@ -38,7 +38,15 @@ __all__ = [
 JSONScalar: TypeAlias = Union[None, bool, int, float, str]
 """A JSON leaf."""
 
-JSONValue: TypeAlias = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
+if TYPE_CHECKING:
+    JSONValue: TypeAlias = Union[
+        None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
+else:
+    # The same alias whose self-references name this module: pydantic resolves them here
+    # when it reads a ``Shallow`` JSON field of a model in any module (it evaluates every
+    # reference of an annotation before the field's ``Shallow`` says what to check).
+    _SELF = ForwardRef("JSONValue", module=__name__)
+    JSONValue = Union[None, bool, int, float, str, list[_SELF], dict[str, _SELF]]
 """A JSON value of whichever kind (``json.loads`` gives one)."""
 
 JSONObject: TypeAlias = dict[str, JSONValue]
@@ -101,7 +109,9 @@ def bool_field(obj: Mapping[str, object], key: str, default: bool = False) -> bo
 
 
 class Shallow:
-    """Pydantic metadata for a JSON field checked only as deep as ``shape``:
+    """Pydantic metadata for a JSON field checked only as deep as ``shape``. A model field
+    that holds JSON is either ``pydantic.JsonValue`` (checked all through) or annotated with
+    this: pydantic cannot build a validator for the recursive ``JSONValue`` itself.
     ``Annotated[list[JSONObject], Shallow(list[dict[str, object]])]`` is a list of JSON objects
     to mypy, and to pydantic a list of dicts with string keys whose values are not looked at
     (``object`` validates as anything).

@@ -24,9 +24,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from ..base.answers import Answer, WaitingAsk
 from ..base.errors import JupyterAgentError
-
-# JSONValue: the name pydantic looks up when it reads ``JSONObject`` in the fields below.
-from ..base.jsontypes import JSONObject, JSONValue, Shallow  # noqa: F401
+from ..base.jsontypes import JSONObject, JSONValue, Shallow
 from ._diff import closest, describe_difference
 from ._turnmatch import turn_match
 

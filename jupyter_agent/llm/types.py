@@ -7,17 +7,17 @@ objects and back on every round would only cost time.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from collections.abc import Mapping
+from typing import Annotated, Callable
 
 from pydantic import BaseModel, Field
 
 from ..base.deferred import DeferredModel
-
-# JSONValue: the name pydantic looks up when it reads ``JSONObject`` in the fields below.
-from ..base.jsontypes import JSONObject, JSONValue, Shallow  # noqa: F401
+from ..base.jsontypes import JSONObject, JSONValue, Shallow
 
 __all__ = [
     "Message",
+    "tool_calls_of",
     "ToolCall",
     "Usage",
     "ChatRequest",
@@ -25,8 +25,17 @@ __all__ = [
     "StreamCallback",
 ]
 
-Message = dict[str, Any]
-"""One chat message in the OpenAI wire format."""
+Message = Annotated[JSONObject, Shallow(dict[str, object])]
+"""One chat message in the OpenAI wire format (``role``, ``content``, ``tool_calls``…): a
+``JSONObject``, whose fields are looked at before use (``tool_calls_of``, the helpers of
+``base.jsontypes``). A pydantic field of messages checks each is an object with string keys,
+not every value below (``Shallow``): a history grows every round, and it is JSON already."""
+
+
+def tool_calls_of(message: Mapping[str, JSONValue]) -> list[JSONObject]:
+    """The ``tool_calls`` of ``message`` that are objects (``[]`` when it has none)."""
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
 class ToolCall(DeferredModel):
@@ -66,7 +75,7 @@ class ChatRequest(DeferredModel):
     model: str
     # The JSON fields are checked one level deep (base/jsontypes.py, ``Shallow``): a request
     # is made every round, and its history grows with every round.
-    messages: Annotated[list[Message], Shallow(list[dict[str, object]])]
+    messages: list[Message]
     tools: Annotated[list[JSONObject] | None, Shallow(list[dict[str, object]] | None)] = None
     """Function tool schemas in the OpenAI format; ``None`` or empty sends no tools."""
     tool_choice: Annotated[str | JSONObject | None, Shallow(str | dict[str, object] | None)] = None

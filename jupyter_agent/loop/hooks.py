@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from ..base.jsontypes import JSONValue
 from ..base.secrets import mask
 from ..llm.types import Message, ToolCall
 from ..llm.usage_context import UsageItem
@@ -62,7 +63,7 @@ def images_message(images: list[str]) -> Message | None:
     :data:`MAX_IMAGES_PER_ROUND`. ``None`` when there is nothing to show."""
     if not images:
         return None
-    parts: list[dict[str, Any]] = [{"type": "text", "text": IMAGES_NOTE}]
+    parts: list[JSONValue] = [{"type": "text", "text": IMAGES_NOTE}]
     parts += [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}}
               for b in images[:MAX_IMAGES_PER_ROUND]]
     return {"role": "user", "content": parts}
