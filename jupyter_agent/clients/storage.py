@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..base.errors import ConfigError
 from ..base.jsontypes import JSONObject, JSONValue, as_object, object_field
 from ..base.secrets import mask_json
 from .cassette import Cassette
@@ -86,12 +87,15 @@ def save_cassette(cassette: Cassette, path: str | Path | None = None) -> Path:
 
 
 def _entry(obj: JSONObject, key: str, path: Path) -> JSONObject:
-    """``obj[key]``, an object (made empty when absent); a notebook whose entry is
-    something else is not overwritten."""
+    """``obj[key]``, an object (made empty when absent).
+
+    Raises:
+        ConfigError: the entry is something else (the notebook is not overwritten).
+    """
     value = obj.setdefault(key, {})
     if not isinstance(value, dict):
-        raise ValueError(f"{path.name}: its {key!r} is not a JSON object; the cassette was "
-                         "not saved in it")
+        raise ConfigError(f"{path.name}: its {key!r} is not a JSON object; the cassette was "
+                          "not saved in it")
     return value
 
 
