@@ -376,7 +376,7 @@ def _track_connections(client: httpx2.Client) -> None:
     pool: object = getattr(getattr(client, "_transport", None), "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is not None and not isinstance(backend, _TrackingBackend):
-        setattr(pool, "_network_backend", _TrackingBackend(backend))  # noqa: B010
+        setattr(pool, "_network_backend", _TrackingBackend(backend))  # noqa: B010 - pool is untyped
 
 
 _CLOSING: dict[type, type[httpx2.Client]] = {}
