@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NoReturn, Union, cast
+from typing import NoReturn, Union, cast, overload
 
 from .jsontypes import JSONValue
 
@@ -91,9 +91,16 @@ class FrozenList(list[JSONValue]):
         return list, (list(self),)  # copy, deepcopy and pickle give a plain list
 
 
+@overload
+def freeze(value: list[JSONValue]) -> FrozenList: ...
+@overload
+def freeze(value: dict[str, JSONValue]) -> FrozenDict: ...
+@overload
+def freeze(value: JSONValue) -> JSONValue: ...
 def freeze(value: JSONValue) -> JSONValue:
     """``value`` with every dict and list in it (at any depth) frozen; other values as they
-    are. Frozen parts are kept, not copied."""
+    are. Frozen parts are kept, not copied: a list gives a :class:`FrozenList`, a dict a
+    :class:`FrozenDict`."""
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, dict):

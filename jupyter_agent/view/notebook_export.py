@@ -21,7 +21,7 @@ from ..base.inert import code_span, inert_inline, inert_markdown
 from ..base.secrets import mask_obj
 
 if TYPE_CHECKING:
-    from ..session.models import RunRecord
+    from ..session.models import RunRecord, TranscriptDict
     from ..session.store import Store
 
 __all__ = ["session_notebook", "export_session"]
@@ -96,7 +96,7 @@ def session_notebook(store: Store, session: str) -> Any:
     # wrote none, e.g. a run still waiting), and messages that belong to no run.
     blocks: list[tuple[float, str, Any]] = []
     seen: set[str] = set()
-    by_run: dict[str, list[dict[str, Any]]] = {}
+    by_run: dict[str, list[TranscriptDict]] = {}
     for e in entries:
         rid = e.get("run_id")
         if rid in runs:
