@@ -35,6 +35,7 @@ from .turn.start import run_sub_agent as run_as_sub_agent
 
 if TYPE_CHECKING:
     from ..llm.protocol import ModelClient
+    from ..llm.types import Message
 
 __all__ = ["Agent", "SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
            "model_tool"]
@@ -196,7 +197,7 @@ def model_tool(name: str = "ask_model", system: str = DEFAULT_MODEL_SYSTEM,
         """
         if not task or not task.strip():
             raise ToolError("The task is empty.")
-        messages = [{"role": "user", "content": task.strip()}]
+        messages: list[Message] = [{"role": "user", "content": task.strip()}]
         if system.strip():
             messages.insert(0, {"role": "system", "content": system.strip()})
         result = call_model(tool_name, messages, model=model, client=client)

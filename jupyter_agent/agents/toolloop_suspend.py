@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..llm.types import Message
+from ..llm.types import Message, tool_calls_of
 from .held import HELD
 from .turn.finish import suspend
 from .turn.open import TurnContext
@@ -28,7 +28,7 @@ def _in_call_order(waiting: list[WaitingCall], messages: list[Message]) -> list[
     """The waiting calls in the order the model made them (parallel batches finish unordered)."""
     order: dict[str, int] = {}
     for m in messages:
-        for c in m.get("tool_calls") or []:
+        for c in tool_calls_of(m):
             order.setdefault(str(c.get("id")), len(order))
     return sorted(waiting, key=lambda w: order.get(w.call_id, len(order)))
 

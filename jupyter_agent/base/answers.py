@@ -10,8 +10,9 @@ layer can provide them without knowing the agents.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from .errors import ResumeError
 from .events import AskAnswered
@@ -28,11 +29,14 @@ class Answer:
     text: str = ""
 
     @classmethod
-    def from_message(cls, msg: dict[str, Any]) -> Answer:
+    def from_message(cls, msg: Mapping[str, object]) -> Answer:
         """From the widget's click message ``{type:"answer", how, option_index, answer}``."""
         how = msg.get("how")
         if how == "option":
-            return cls("option", option_index=int(msg.get("option_index") or 0))
+            index = msg.get("option_index") or 0
+            if not isinstance(index, (int, float, str)):
+                raise ResumeError(f"Unknown option index {index!r}.")
+            return cls("option", option_index=int(index))
         if how == "other":
             return cls("other", text=str(msg.get("answer") or ""))
         if how == "dismissed":

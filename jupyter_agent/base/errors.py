@@ -10,8 +10,6 @@ error that echoes the key never shows it, in a traceback, ``str(exc)`` or ``run.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .secrets import mask
 
 __all__ = [
@@ -32,7 +30,7 @@ __all__ = [
 class JupyterAgentError(Exception):
     """Base class of every error raised by jupyter_agent (its message never holds a secret)."""
 
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: object) -> None:
         super().__init__(*(mask(a) if isinstance(a, str) else a for a in args))
 
     def __str__(self) -> str:

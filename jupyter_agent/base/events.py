@@ -11,9 +11,15 @@ rename. ``RUN_FORMAT_VERSION`` is written into the MIME payload so old notebooks
 # classes. Each class also builds its validator at its first use (``defer_build``): a run
 # uses a few of them (docs/architecture.md, "The first run").
 import time
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .jsontypes import JSONObject, Shallow
+
+# A JSON field of an event, checked one level deep (``Shallow``): a plan of a thousand steps
+# is sent whole on every update, and its values are JSON already (``event_to_json``).
+_Object = Annotated[JSONObject, Shallow(dict[str, object])]
 
 __all__ = [
     "RUN_MIME_TYPE",
@@ -193,7 +199,7 @@ class UsageRecorded(BaseEvent):
 
 class PlanUpdated(BaseEvent):
     type: Literal["plan_updated"] = "plan_updated"
-    plan: dict[str, Any]
+    plan: _Object
     """The whole active plan after the update (see ``agents.plan.state.Plan``)."""
 
 
@@ -216,7 +222,7 @@ class AskPending(BaseEvent):
     descriptions: list[str] = []
     allow_other: bool = True
     """Whether a free-text answer ("Other") is offered."""
-    detail: dict[str, Any] = {}
+    detail: _Object = {}
     """For approvals: the tool name, its arguments, the working directory."""
 
 
@@ -270,7 +276,7 @@ class CellProposed(BaseEvent):
     round: int = 0
     call_id: str = ""
     """The ``insert_cell`` call that proposed the cell."""
-    proposal: dict[str, Any]
+    proposal: _Object
     """The proposal as JSON: ``id``, ``source``, ``kind``, ``explanation``, ``status``."""
 
 
@@ -279,7 +285,7 @@ class ToolFigures(BaseEvent):
     round: int = 0
     call_id: str
     """The call (``run_python``) that drew them; emitted right after its ``tool_returned``."""
-    figures: list[dict[str, Any]]
+    figures: Annotated[list[JSONObject], Shallow(list[dict[str, object]])]
     """Each ``{"index", "png", "width", "height", "description"}``; ``png`` is base64 PNG
     data, empty when the image was too large to keep (the description stays)."""
 
@@ -316,7 +322,7 @@ class OutputChecked(BaseEvent):
     type: Literal["output_checked"] = "output_checked"
     schema_name: str
     valid: bool
-    data: dict[str, Any] = {}
+    data: _Object = {}
     """The instance as JSON (what the model produced, when invalid)."""
     errors: list[str] = []
     """One line per problem of the last attempt; empty when valid."""
@@ -373,7 +379,7 @@ RunEvent = Annotated[
     ],
     Field(discriminator="type"),
 ]
-"""Any run event; ``EVENT_ADAPTER.validate_python`` parses one from its JSON form."""
+"""One run event, of whichever type; ``EVENT_ADAPTER.validate_python`` parses one from its JSON form."""
 
 EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent, config=ConfigDict(defer_build=True))
 
@@ -381,26 +387,29 @@ EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent, config=ConfigDict(d
 _DELTA_KEYS = {"text_delta": "text", "reasoning_delta": "text", "tool_args_delta": "delta"}
 
 
-def merge_deltas(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_deltas(events: list[JSONObject]) -> list[JSONObject]:
     """Event JSON with consecutive deltas of the same part merged into one event.
 
     A 20,000-token answer is stored and saved as one ``text_delta``, not 20,000. Inputs are
     not modified.
     """
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for d in events:
-        key = _DELTA_KEYS.get(d["type"])
+        kind = d["type"]
+        key = _DELTA_KEYS.get(kind) if isinstance(kind, str) else None
         if key and out:
             last = out[-1]
-            if (last["type"] == d["type"] and last.get("round") == d.get("round")
+            if (last["type"] == kind and last.get("round") == d.get("round")
                     and last.get("call_id") == d.get("call_id")):
-                last[key] += d[key]
-                continue
+                text, more = last[key], d[key]
+                if isinstance(text, str) and isinstance(more, str):  # a delta's text always is
+                    last[key] = text + more
+                    continue
         out.append(dict(d) if key else d)
     return out
 
 
-def event_to_json(event: BaseEvent) -> dict[str, Any]:
+def event_to_json(event: BaseEvent) -> JSONObject:
     """The JSON-ready dict of ``event`` (what the store and the MIME payload hold).
 
     Every event field is a JSON type already (str, numbers, bool, None, lists and dicts of

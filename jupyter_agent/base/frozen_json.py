@@ -18,27 +18,35 @@ any subclass: only code in the kernel can, and such code can read the secrets an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from typing import Any, NoReturn, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NoReturn, Union, cast, overload
+
+from .jsontypes import JSONValue
 
 __all__ = ["FrozenDict", "FrozenList", "dumps", "freeze"]
 
-Style = tuple[bool, str, str, Any]
+Default = Callable[[object], object]
+"""``json.dumps``'s ``default``: a value JSON cannot hold -> one it can (or raise)."""
+
+Style = tuple[bool, str, str, Union[Default, None]]
 """``(ensure_ascii, item separator, key separator, default)``: the ``json.dumps`` settings a
 text is for."""
 
+Encode = Callable[[object], str]
+"""One style's ``json.dumps``."""
 
-def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+
+def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
     raise TypeError(f"a {type(self).__name__} is read-only (its JSON is cached); copy it first")
 
 
-def _first_init(self: Any) -> None:
+def _first_init(self: object) -> None:
     """Refuse ``__init__`` on a made container: calling it again would change its contents."""
     if hasattr(self, "_texts"):  # an unset slot: the first call, from the constructor
         _refuse(self)
 
 
-def _composite(children: Iterable[Any]) -> bool:
+def _composite(children: Iterable[object]) -> bool:
     """Whether a frozen container's text is joined from its parts' (cached) texts: when a part
     is a frozen dict or itself composite. A leaf (a step with its lists of strings) is encoded
     in one ``json.dumps``, which is faster than joining small parts."""
@@ -46,30 +54,31 @@ def _composite(children: Iterable[Any]) -> bool:
                for c in children)
 
 
-class FrozenDict(dict[str, Any]):
+class FrozenDict(dict[str, JSONValue]):
     """A ``dict`` that refuses changes and keeps its JSON text per style."""
 
     __slots__ = ("_composite", "_texts")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, items: Mapping[str, JSONValue] | Iterable[tuple[str, JSONValue]] = (),
+                 /, **kwargs: JSONValue) -> None:
         _first_init(self)
-        super().__init__(*args, **kwargs)
+        super().__init__(items, **kwargs)
         self._texts: dict[Style, str] = {}
         self._composite = _composite(self.values())
 
     __setitem__ = __delitem__ = _refuse
     clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
-    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
+    def __reduce__(self) -> tuple[type, tuple[dict[str, JSONValue]]]:
         return dict, (dict(self),)  # copy, deepcopy and pickle give a plain dict
 
 
-class FrozenList(list[Any]):
+class FrozenList(list[JSONValue]):
     """A ``list`` that refuses changes and keeps its JSON text per style."""
 
     __slots__ = ("_composite", "_texts")
 
-    def __init__(self, items: Iterable[Any] = ()) -> None:
+    def __init__(self, items: Iterable[JSONValue] = ()) -> None:
         _first_init(self)
         super().__init__(items)
         self._texts: dict[Style, str] = {}
@@ -78,13 +87,20 @@ class FrozenList(list[Any]):
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
-    def __reduce__(self) -> tuple[type, tuple[list[Any]]]:
+    def __reduce__(self) -> tuple[type, tuple[list[JSONValue]]]:
         return list, (list(self),)  # copy, deepcopy and pickle give a plain list
 
 
-def freeze(value: Any) -> Any:
+@overload
+def freeze(value: list[JSONValue]) -> FrozenList: ...
+@overload
+def freeze(value: dict[str, JSONValue]) -> FrozenDict: ...
+@overload
+def freeze(value: JSONValue) -> JSONValue: ...
+def freeze(value: JSONValue) -> JSONValue:
     """``value`` with every dict and list in it (at any depth) frozen; other values as they
-    are. Frozen parts are kept, not copied."""
+    are. Frozen parts are kept, not copied: a list gives a :class:`FrozenList`, a dict a
+    :class:`FrozenDict`."""
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, dict):
@@ -94,7 +110,7 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def _text(value: Any, style: Style, plain: Callable[[Any], str], depth: int = 2) -> str:
+def _text(value: object, style: Style, plain: Encode, depth: int = 2) -> str:
     """The JSON text of ``value``; a frozen container's is made once per style. Containers
     are walked ``depth`` levels deep at most below a plain one (a plain value may hold a
     cycle, which ``json.dumps`` then reports); a frozen part met deeper is still its cached
@@ -111,7 +127,7 @@ def _text(value: Any, style: Style, plain: Callable[[Any], str], depth: int = 2)
     return plain(value)
 
 
-def _holds_frozen(value: dict[Any, Any], depth: int) -> bool:
+def _holds_frozen(value: Mapping[object, object], depth: int) -> bool:
     """Whether a plain dict holds a frozen value, directly or in plain dicts ``depth`` deep
     (an event's dict, then its ``plan``). Lists are not walked: they can be long."""
     for v in value.values():
@@ -122,7 +138,8 @@ def _holds_frozen(value: dict[Any, Any], depth: int) -> bool:
     return False
 
 
-def _joined(value: Any, style: Style, plain: Callable[[Any], str], depth: int) -> str:
+def _joined(value: Mapping[str, object] | Mapping[object, object] | Sequence[object],
+            style: Style, plain: Encode, depth: int) -> str:
     _, item_sep, key_sep, _ = style
     if isinstance(value, dict):
         if not all(type(k) is str for k in value):  # json.dumps's own key rules apply
@@ -142,11 +159,11 @@ def _joined(value: Any, style: Style, plain: Callable[[Any], str], depth: int) -
 # on every call, which costs more than encoding a small event. An encoder keeps no state
 # between calls (threads can share one). Bounded: a caller that makes a new ``default``
 # function per call must not grow it without end.
-_ENCODERS: dict[Style, Callable[[Any], str]] = {}
+_ENCODERS: dict[Style, Encode] = {}
 _MAX_ENCODERS = 32
 
 
-def _encoder(style: Style) -> Callable[[Any], str]:
+def _encoder(style: Style) -> Encode:
     encode = _ENCODERS.get(style)
     if encode is None:
         ensure_ascii, item_sep, key_sep, default = style
@@ -158,8 +175,8 @@ def _encoder(style: Style) -> Callable[[Any], str]:
     return encode
 
 
-def dumps(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] = (", ", ": "),
-          default: Callable[[Any], Any] | None = None) -> str:
+def dumps(value: object, *, ensure_ascii: bool = True,
+          separators: tuple[str, str] = (", ", ": "), default: Default | None = None) -> str:
     """``json.dumps(value, ensure_ascii=..., separators=..., default=...)``, reusing the texts
     of frozen parts (see the module doc). A value with no frozen part is one encoding."""
     style: Style = (ensure_ascii, *separators, default)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from .fresh_stack import preimport
 
@@ -19,7 +18,7 @@ __all__ = ["lazy_exports"]
 
 def lazy_exports(package: str, table: Mapping[str, str | tuple[str, str | None]],
                  exported: Sequence[str], *, entry: bool = False,
-                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+                 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package``.
 
     Each entry of ``table`` names where an attribute lives: ``"submodule"`` (relative to the
@@ -30,7 +29,10 @@ def lazy_exports(package: str, table: Mapping[str, str | tuple[str, str | None]]
     straight to the collector's oldest generation); a subpackage's names stay plain imports.
     """
 
-    def __getattr__(name: str) -> Any:
+    # ``object``: whatever the module holds. The packages declare their names for the type
+    # checker themselves (imports under ``TYPE_CHECKING``), so this hook is never what types
+    # an attribute.
+    def __getattr__(name: str) -> object:
         target = table.get(name)
         if target is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -11,8 +11,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+
+from .jsontypes import JSONValue, object_field
 
 __all__ = ["STREAM_PREVIEW", "NODE_PREVIEW", "HISTORY_PREVIEW", "MAX_ATTACHMENTS",
            "head_tail", "history_text", "history_preview"]
@@ -32,7 +33,7 @@ def head_tail(text: str, head: int, tail: int) -> str:
     return f"{text[:head]}\n\n...[hide {hidden} chars]...\n\n{text[len(text) - tail:]}"
 
 
-def history_text(messages: Iterable[dict[str, Any]]) -> str:
+def history_text(messages: Iterable[Mapping[str, JSONValue]]) -> str:
     """The messages as ``role: text`` lines (a tool call as ``name(arguments)``), whole: the
     store masks it, then keeps :func:`history_preview` of it."""
     lines: list[str] = []
@@ -41,9 +42,10 @@ def history_text(messages: Iterable[dict[str, Any]]) -> str:
         if isinstance(content, list):  # multi-part content: its text parts
             content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         text = str(content or "")
-        calls = [f"{(c.get('function') or {}).get('name', '')}"
-                 f"({(c.get('function') or {}).get('arguments', '')})"
-                 for c in m.get("tool_calls") or []]
+        listed = m.get("tool_calls") or []
+        functions = [object_field(c, "function") if isinstance(c, dict) else {}
+                     for c in (listed if isinstance(listed, list) else [])]
+        calls = [f"{f.get('name', '')}({f.get('arguments', '')})" for f in functions]
         lines.append(f"{m.get('role', '?')}: {' '.join([text, *calls]).strip()}")
     return "\n".join(lines)
 

@@ -26,10 +26,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Protocol, Union, overload
 from urllib.parse import quote, quote_plus
 
 from . import frozen_json as _frozen_json
+from .jsontypes import JSONObject, JSONValue
 from .state import STATE
 
 __all__ = [
@@ -154,15 +155,19 @@ def register_secret(value: str | None) -> None:
 # -- the environment, watched cheaply ------------------------------------------------------
 
 
+_Raw = Union[bytes, str]
+"""A key or value of ``os.environ._data``, encoded as the platform does (bytes on POSIX)."""
+
+
 class _EnvCache:
     """What the last scan of ``os.environ`` found, and what tells that it is still true."""
 
     def __init__(self) -> None:
-        self.environ: Any = None  # the os.environ object scanned, and its ``_data`` dict
-        self.data: dict[Any, Any] = {}
-        self.keys: tuple[Any, ...] | None = None
-        self.watched: tuple[Any, ...] = ()  # raw keys whose values hold secrets
-        self.values: tuple[Any, ...] = ()  # their raw values at the last scan
+        self.environ: object = None  # the os.environ object scanned (compared by identity)
+        self.data: dict[_Raw, _Raw] = {}  # and its ``_data`` dict
+        self.keys: tuple[_Raw, ...] | None = None
+        self.watched: tuple[_Raw, ...] = ()  # raw keys whose values hold secrets
+        self.values: tuple[_Raw | None, ...] = ()  # their raw values at the last scan
         self.secrets: frozenset[str] = frozenset()
 
 
@@ -334,8 +339,17 @@ def filled_in_secret(template: str, filled: str) -> bool:
     return mask(filled).count(MASK) > mask(template).count(MASK)
 
 
-def mask_obj(obj: Any) -> Any:
-    """A copy of a JSON-like value (dicts, lists, strings) with every secret masked."""
+@overload
+def mask_obj(obj: str) -> str: ...
+@overload
+def mask_obj(obj: Mapping[str, JSONValue]) -> JSONObject: ...
+@overload
+def mask_obj(obj: JSONValue) -> JSONValue: ...
+@overload
+def mask_obj(obj: object) -> object: ...
+def mask_obj(obj: object) -> object:
+    """A copy of a JSON-like value (dicts, lists, strings) with every secret masked; a
+    mapping comes back a ``dict`` and a tuple a ``list``, other values as they are."""
     if isinstance(obj, str):
         return mask(obj)
     if isinstance(obj, Mapping):
@@ -345,7 +359,7 @@ def mask_obj(obj: Any) -> Any:
     return obj
 
 
-def mask_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+def mask_fields(fields: Mapping[str, object]) -> dict[str, object]:
     """The masked copies of the string, dict and list values of ``fields`` that hold a known
     secret, by name (empty when none does): for a hot path, every event of a run.
 
@@ -355,7 +369,7 @@ def mask_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     rules = _current()
     if rules.pattern is None:
         return {}
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for name, value in fields.items():
         if isinstance(value, (str, dict, list)):
             masked = _shared(rules, value)
@@ -364,7 +378,7 @@ def mask_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def _shared(rules: _Rules, value: Any) -> Any:
+def _shared(rules: _Rules, value: object) -> object:
     """``value`` itself when it holds none of the secrets of ``rules`` (at least one), else a
     masked copy (like :func:`mask_obj`, for strings and JSON-like dicts, lists and tuples).
 
@@ -475,10 +489,20 @@ def _safe_cut(text: str, rules: _Rules) -> int:
 # -- stdout and stderr during a run ----------------------------------------------------------
 
 
+class _Stream(Protocol):
+    """What is used of the stream wrapped (``sys.stdout``, ipykernel's ``OutStream``): text is
+    written masked; bytes are handed to it as they come, and its answer (a count, or the
+    ``TypeError`` of a text stream) is the caller's."""
+
+    def write(self, s: str | bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
 class _MaskedStream:
     """A file-like wrapper that masks what is written (``print`` inside a tool)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: _Stream) -> None:
         self.inner = inner
         self._masker = StreamMasker()
         self._lock = threading.Lock()
@@ -504,7 +528,7 @@ class _MaskedStream:
             self.inner.write(out)
         self.inner.flush()
 
-    def __getattr__(self, name: str) -> Any:  # encoding, isatty, set_parent (ipykernel) …
+    def __getattr__(self, name: str) -> object:  # encoding, isatty, set_parent (ipykernel) …
         return getattr(self.inner, name)
 
 
@@ -553,7 +577,7 @@ class masked_stdio:  # noqa: N801 - used like a function: ``with masked_stdio():
             _acquire_stdio()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._active:
             self._active = False
             _release_stdio()

@@ -19,11 +19,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast, overload
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["ProcessState", "STATE", "Clearable", "Box", "to_defaults"]
 
 T = TypeVar("T")
+C = TypeVar("C", bound="Clearable")
 
 
 class Clearable(Protocol):
@@ -36,8 +40,9 @@ class Clearable(Protocol):
 class _Slot:
     """A value and how to bring it back to its default."""
 
-    value: Any
-    reset: Callable[[Any], None] | None
+    value: object
+    reset: Callable[[], None]
+    """Brings ``value`` back to its default (the slot's ``reset`` applied to it)."""
 
 
 class Box(Generic[T]):
@@ -51,7 +56,7 @@ class Box(Generic[T]):
         self.value = None
 
 
-def to_defaults(obj: Any) -> None:
+def to_defaults(obj: BaseModel) -> None:
     """Reset a pydantic model in place to a fresh instance's field values (settings, rules:
     objects that hold defaults rather than start empty)."""
     fresh = type(obj)()
@@ -66,6 +71,12 @@ class ProcessState:
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.RLock()
 
+    @overload
+    def slot(self, name: str, factory: Callable[[], C], *, reset: None = None) -> C: ...
+
+    @overload
+    def slot(self, name: str, factory: Callable[[], T], *, reset: Callable[[T], None]) -> T: ...
+
     def slot(self, name: str, factory: Callable[[], T], *,
              reset: Callable[[T], None] | None = None) -> T:
         """The object of slot ``name``, made by ``factory`` on first use.
@@ -78,7 +89,8 @@ class ProcessState:
         with self._lock:
             found = self._slots.get(name)
             if found is None:
-                found = self._slots[name] = _Slot(factory(), reset)
+                value = factory()
+                found = self._slots[name] = _Slot(value, _emptier(value, reset))
             # Slots hold different types; the first caller's factory fixed this one's.
             return cast(T, found.value)
 
@@ -94,14 +106,19 @@ class ProcessState:
         errors: list[BaseException] = []
         for s in reversed(slots):
             try:
-                if s.reset is not None:
-                    s.reset(s.value)
-                else:
-                    s.value.clear()
+                s.reset()
             except Exception as exc:  # one slot failing must not leave the others dirty
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+
+def _emptier(value: T, reset: Callable[[T], None] | None) -> Callable[[], None]:
+    """What empties ``value``: ``reset`` applied to it, else its own ``clear()`` (a slot
+    without ``reset`` holds a :class:`Clearable`: :meth:`ProcessState.slot`'s overloads)."""
+    if reset is not None:
+        return lambda: reset(value)
+    return lambda: cast(Clearable, value).clear()
 
 
 STATE = ProcessState()

@@ -8,7 +8,9 @@ person would spot first, and the closest recording is the one that agrees the lo
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Union
+
+from ..base.jsontypes import JSONObject, JSONValue
 
 __all__ = ["FIELD_ORDER", "closest", "first_difference", "describe_difference"]
 
@@ -16,16 +18,24 @@ FIELD_ORDER = ("model", "messages", "tools", "tool_choice", "parallel_tool_calls
                "top_p", "max_tokens", "stop", "response_format")
 """Top-level request fields in comparison order; other fields follow, sorted by name."""
 
-_MISSING = object()
+
+
+class _Missing:
+    """A field present on one side only (its value on the other)."""
+
+
+_MISSING = _Missing()
+Side = Union[JSONValue, _Missing]
+"""One side's value of a field: JSON, or missing."""
 _EXCERPT = 48
 
 
-def _keys(d: dict[str, Any]) -> list[str]:
+def _keys(d: JSONObject) -> list[str]:
     known = [k for k in FIELD_ORDER if k in d]
     return known + sorted(k for k in d if k not in FIELD_ORDER)
 
 
-def _leaves(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
+def _leaves(value: JSONValue, path: str, out: list[tuple[str, JSONValue]]) -> None:
     """Flatten ``value`` into ``(path, scalar)`` pairs in reading order."""
     if isinstance(value, dict):
         keys = _keys(value) if not path else sorted(value, key=_field_rank)
@@ -47,7 +57,8 @@ def _field_rank(key: str) -> tuple[int, str]:
     return (order.index(key) if key in order else len(order), key)
 
 
-def _agreement(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> tuple[int, int]:
+def _agreement(a: list[tuple[str, JSONValue]], b: list[tuple[str, JSONValue]]
+               ) -> tuple[int, int]:
     """How long ``a`` and ``b`` agree from the start, then how much they share overall."""
     prefix = 0
     for x, y in zip(a, b, strict=False):
@@ -58,19 +69,19 @@ def _agreement(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> tuple[int,
     return prefix, shared
 
 
-def _hashable(pair: tuple[str, Any]) -> tuple[str, str]:
+def _hashable(pair: tuple[str, JSONValue]) -> tuple[str, str]:
     return pair[0], json.dumps(pair[1], sort_keys=True, default=str)
 
 
-def closest(summary: dict[str, Any], recorded: list[dict[str, Any]]) -> int:
+def closest(summary: JSONObject, recorded: list[JSONObject]) -> int:
     """Index of the recorded request summary closest to ``summary`` (-1 when none)."""
     if not recorded:
         return -1
-    mine: list[tuple[str, Any]] = []
+    mine: list[tuple[str, JSONValue]] = []
     _leaves(summary, "", mine)
     best, best_score = 0, (-1, -1)
     for i, other in enumerate(recorded):
-        theirs: list[tuple[str, Any]] = []
+        theirs: list[tuple[str, JSONValue]] = []
         _leaves(other, "", theirs)
         score = _agreement(mine, theirs)
         if score > best_score:
@@ -78,7 +89,7 @@ def closest(summary: dict[str, Any], recorded: list[dict[str, Any]]) -> int:
     return best
 
 
-def first_difference(new: Any, old: Any, path: str = "") -> tuple[str, Any, Any] | None:
+def first_difference(new: Side, old: Side, path: str = "") -> tuple[str, Side, Side] | None:
     """``(path, new value, recorded value)`` of the first differing field, or None if equal.
 
     A field present on one side only is reported with the other side as ``_MISSING``.
@@ -93,8 +104,8 @@ def first_difference(new: Any, old: Any, path: str = "") -> tuple[str, Any, Any]
         return None
     if isinstance(new, list) and isinstance(old, list):
         for i in range(max(len(new), len(old))):
-            a = new[i] if i < len(new) else _MISSING
-            b = old[i] if i < len(old) else _MISSING
+            a: Side = new[i] if i < len(new) else _MISSING
+            b: Side = old[i] if i < len(old) else _MISSING
             found = first_difference(a, b, f"{path}[{i}]")
             if found is not None:
                 return found
@@ -110,22 +121,22 @@ def _excerpt(text: str, at: int) -> str:
     return ("…" if start else "") + piece + ("…" if start + _EXCERPT < len(text) else "")
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def describe_difference(new: dict[str, Any], old: dict[str, Any]) -> str:
+def describe_difference(new: JSONObject, old: JSONObject) -> str:
     """One phrase naming the first differing field, e.g.
     ``messages[3].content differs ("…" vs "…")`` (this request's value first)."""
     found = first_difference(new, old)
     if found is None:
         return "it equals a recorded request that was already used up"
     path, a, b = found
-    if b is _MISSING:
+    if isinstance(b, _Missing):
         if path.endswith("]"):
             return f"{path} is new (the recorded request has no such item)"
         return f"{path} is new (the recorded request has no such field)"
-    if a is _MISSING:
+    if isinstance(a, _Missing):
         return f"{path} is missing (the recorded request has {_show(_clip(b))})"
     if isinstance(a, str) and isinstance(b, str):
         at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
@@ -133,7 +144,7 @@ def describe_difference(new: dict[str, Any], old: dict[str, Any]) -> str:
     return f"{path} differs ({_show(_clip(a))} vs {_show(_clip(b))})"
 
 
-def _clip(value: Any) -> Any:
+def _clip(value: JSONValue) -> JSONValue:
     text = _show(value)
     if len(text) <= _EXCERPT:
         return value

@@ -12,28 +12,33 @@ the turn's own prompt.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+
+from ..base.jsontypes import JSONObject, JSONValue, list_field
 
 __all__ = ["turn_match"]
 
-Normalize = Callable[[list[Any]], list[Any]]
+Normalize = Callable[[list[JSONValue]], list[JSONValue]]
 
 
-def _split(summary: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[Any]]:
+def _split(summary: JSONObject) -> tuple[JSONObject, list[JSONValue], list[JSONValue]]:
     """(the fields other than messages, the leading system messages, the rest)."""
-    messages = list(summary.get("messages") or [])
+    messages = list(list_field(summary, "messages"))
     n = 0
-    while n < len(messages) and isinstance(messages[n], dict) and messages[n].get("role") == "system":
+    while n < len(messages) and _role(messages[n]) == "system":
         n += 1
     rest = {k: v for k, v in summary.items() if k != "messages"}
     return rest, messages[:n], messages[n:]
 
 
-def _user_starts(messages: list[Any]) -> list[int]:
-    return [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+def _role(message: JSONValue) -> JSONValue:
+    return message.get("role") if isinstance(message, dict) else None
 
 
-def turn_match(summary: dict[str, Any], recorded: Sequence[dict[str, Any]],
+def _user_starts(messages: list[JSONValue]) -> list[int]:
+    return [i for i, m in enumerate(messages) if _role(m) == "user"]
+
+
+def turn_match(summary: JSONObject, recorded: Sequence[JSONObject],
                normalize: Normalize) -> tuple[list[int], int] | None:
     """The recordings whose end equals the request's longest possible turn tail.
 
@@ -51,8 +56,8 @@ def turn_match(summary: dict[str, Any], recorded: Sequence[dict[str, Any]],
         tail = normalize(rest[start:])
         n = len(tail)
         hits = [i for i, r_rest in candidates
-                if len(r_rest) >= n and isinstance(r_rest[-n], dict)
-                and r_rest[-n].get("role") == "user" and normalize(r_rest[-n:]) == tail]
+                if len(r_rest) >= n and _role(r_rest[-n]) == "user"
+                and normalize(r_rest[-n:]) == tail]
         if hits:
             return hits, n
     return None

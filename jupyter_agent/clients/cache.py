@@ -27,13 +27,15 @@ import os
 import stat
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..base.jsontypes import JSONValue
 from ..base.state import STATE
 from ..llm.profiles import ModelProfile
-from ..llm.types import ChatRequest, ChatResponse, StreamCallback, ToolCall, Usage
+from ..llm.types import ChatRequest, ChatResponse, StreamCallback, Usage
 
 if TYPE_CHECKING:
     from ..llm.protocol import ModelClient
@@ -82,7 +84,7 @@ def cache_dir() -> Path:
 
 
 def request_digest(scope: str, request: ChatRequest,
-                   defaults: dict[str, Any] | None = None) -> str:
+                   defaults: Mapping[str, object] | None = None) -> str:
     """The hex SHA-256 of everything that makes ``request`` what it is, within ``scope``;
     ``defaults`` is the profile's ``default_config``, merged into every body the server gets.
 
@@ -197,7 +199,7 @@ def _refused() -> ChatResponse | None:
     return None
 
 
-def _answer_of(entry: Any, digest: str, secret: str) -> ChatResponse | None:
+def _answer_of(entry: JSONValue, digest: str, secret: str) -> ChatResponse | None:
     """The answer of a read entry, after every check (shape, digest, MAC)."""
     if not isinstance(entry, dict) or entry.get("format") != _FORMAT:
         return _refused()
@@ -209,10 +211,10 @@ def _answer_of(entry: Any, digest: str, secret: str) -> ChatResponse | None:
     if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(secret, digest, canon)):
         return _refused()
     try:
-        return ChatResponse(text=answer["text"], reasoning=answer["reasoning"],
-                            tool_calls=[ToolCall(**c) for c in answer["tool_calls"]],
-                            finish_reason=answer["finish_reason"],
-                            usage=Usage(**answer["usage"]), cached=True)
+        return ChatResponse.model_validate(
+            {"text": answer["text"], "reasoning": answer["reasoning"],
+             "tool_calls": answer["tool_calls"], "finish_reason": answer["finish_reason"],
+             "usage": answer["usage"], "cached": True})
     except (KeyError, TypeError, ValueError):
         return _refused()
 

@@ -16,13 +16,15 @@ import hashlib
 import json
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from ..base.answers import Answer, WaitingAsk
 from ..base.errors import JupyterAgentError
+from ..base.jsontypes import JSONObject, JSONValue, Shallow
 from ._diff import closest, describe_difference
 from ._turnmatch import turn_match
 
@@ -46,26 +48,27 @@ class Chunk(BaseModel):
     """One decoded SSE chunk, ``t`` seconds after its request was sent."""
 
     t: float
-    data: dict[str, Any]
+    # Checked one level deep (base/jsontypes.py ``Shallow``): a cassette holds thousands.
+    data: Annotated[JSONObject, Shallow(dict[str, object])]
 
 
 class Interaction(BaseModel):
     """One model call: the request summary and what came back."""
 
     key: str
-    request: dict[str, Any]
+    request: Annotated[JSONObject, Shallow(dict[str, object])]
     """The identifying fields (see :func:`request_summary`)."""
     chunks: list[Chunk] | None = None
     """The streamed answer, chunk by chunk (``None`` for a non-streamed call); read them with
     :meth:`chunk_payloads`."""
-    response: dict[str, Any] | None = None
+    response: Annotated[JSONObject | None, Shallow(dict[str, object] | None)] = None
     """The JSON body of a non-streamed answer."""
     error: str | None = None
     """The call failed (after retries) with this message; replayed as the same failure."""
     status_code: int | None = None
     seconds: float = 0.0
 
-    def chunk_payloads(self) -> list[dict[str, Any]]:
+    def chunk_payloads(self) -> list[JSONObject]:
         """The chunks as they came over the wire (the envelope fields that every chunk
         repeats are stored once, on the first chunk)."""
         if not self.chunks:
@@ -102,42 +105,44 @@ class RecordedAnswer(BaseModel):
         return Answer(self.how, option_index=self.option_index, text=self.text)
 
 
-def _normalize_ids(messages: list[Any]) -> list[Any]:
+def _normalize_ids(messages: list[JSONValue]) -> list[JSONValue]:
     """Messages with every tool-call id replaced by ``call#N`` (N in order of appearance)."""
     ids: dict[str, str] = {}
 
-    def alias(value: Any) -> Any:
+    def alias(value: JSONValue) -> JSONValue:
         if not isinstance(value, str):
             return value
         return ids.setdefault(value, f"call#{len(ids) + 1}")
 
-    out = []
+    out: list[JSONValue] = []
     for m in messages:
         if not isinstance(m, dict) or not (m.get("tool_calls") or m.get("tool_call_id")):
             out.append(m)
             continue
         m = dict(m)
-        if m.get("tool_calls"):
+        calls = m.get("tool_calls")
+        if calls and isinstance(calls, list):
             m["tool_calls"] = [{**c, "id": alias(c.get("id"))} if isinstance(c, dict) else c
-                               for c in m["tool_calls"]]
+                               for c in calls]
         if m.get("tool_call_id"):
             m["tool_call_id"] = alias(m["tool_call_id"])
         out.append(m)
     return out
 
 
-def request_summary(body: dict[str, Any]) -> dict[str, Any]:
+def request_summary(body: Mapping[str, JSONValue]) -> JSONObject:
     """The fields of a request body that identify it (what the key is a hash of)."""
     out = {k: v for k, v in body.items() if k not in _NOT_IDENTIFYING}
     if "max_completion_tokens" in out:  # the same limit under another name
         out["max_tokens"] = out.pop("max_completion_tokens")
-    out["messages"] = _normalize_ids(list(out.get("messages") or []))
+    messages = out.get("messages") or []
+    out["messages"] = _normalize_ids(list(messages) if isinstance(messages, list) else [])
     # A JSON round trip, so the summary equals what a saved cassette holds (tuples, floats…).
-    summary: dict[str, Any] = json.loads(json.dumps(out, ensure_ascii=False, default=str))
+    summary: JSONObject = json.loads(json.dumps(out, ensure_ascii=False, default=str))
     return summary
 
 
-def request_key(summary: dict[str, Any]) -> str:
+def request_key(summary: JSONObject) -> str:
     """A stable hash of a request summary."""
     text = json.dumps(summary, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
@@ -149,7 +154,8 @@ class Cassette(BaseModel):
     version: int = CASSETTE_VERSION
     model: str | None = None
     """The model (profile name) the recording was made with; replay selects it."""
-    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    profiles: Annotated[dict[str, JSONObject], Shallow(dict[str, dict[str, object]])] = Field(
+        default_factory=dict)
     """The profiles used while recording (never a key or base URL), so a replay builds the
     same requests (system prompt, capabilities, prices) without the provider's setup."""
     interactions: list[Interaction] = Field(default_factory=list)
@@ -170,8 +176,8 @@ class Cassette(BaseModel):
             if self.model is None:
                 self.model = profile.name
 
-    def add(self, body: dict[str, Any], *, chunks: list[Chunk] | None = None,
-            response: dict[str, Any] | None = None, error: str | None = None,
+    def add(self, body: JSONObject, *, chunks: list[Chunk] | None = None,
+            response: JSONObject | None = None, error: str | None = None,
             status_code: int | None = None, seconds: float = 0.0) -> Interaction:
         """Record one call made with ``body``."""
         summary = request_summary(body)
@@ -183,7 +189,7 @@ class Cassette(BaseModel):
             self.interactions.append(item)
         return item
 
-    def add_answer(self, ask: WaitingAsk, answer: Any, via: str = "click") -> None:
+    def add_answer(self, ask: WaitingAsk, answer: Answer, via: str = "click") -> None:
         """Record the answer given to ``ask`` (the card a suspended run waited on)."""
         item = RecordedAnswer(call_id=ask.call_id, question=ask.question, kind=ask.kind,
                               how=answer.how, option_index=answer.option_index,
@@ -207,7 +213,7 @@ class Cassette(BaseModel):
             self._served.clear()
             self._used_answers.clear()
 
-    def find(self, body: dict[str, Any]) -> Interaction:
+    def find(self, body: JSONObject) -> Interaction:
         """The recording for ``body``; the n-th identical request gets the n-th recording
         (the last one again once they are used up). A request whose earlier turns differ from
         the recording's (a cell run again, a run resumed in a session that has moved on) gets
@@ -234,7 +240,7 @@ class Cassette(BaseModel):
                 return self.interactions[hits[min(n, len(hits) - 1)]]
         raise NoRecordingError(self.miss_message(summary))
 
-    def miss_message(self, summary: dict[str, Any]) -> str:
+    def miss_message(self, summary: JSONObject) -> str:
         """The one-line explanation of a miss."""
         # The file name only: an absolute path has no place in a saved notebook output.
         where = f" in {Path(self.location).name}" if self.location else ""

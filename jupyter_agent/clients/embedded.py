@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ..llm.profiles import (
     BUILTIN_PROFILES,
-    Capabilities,
     ModelProfile,
     register_profile,
     resolve_profile,
@@ -46,9 +45,8 @@ def local_model_profile() -> ModelProfile:
     """The profile of the embedded model. Its ``base_url`` is set when the server starts."""
     from ..llm.local import local_profile
 
-    info = local_profile()["profile"]
-    caps = Capabilities(**info.pop("capabilities"))
-    return ModelProfile(capabilities=caps, api_key_env="JUPYTER_AGENT_LOCAL_KEY", **info)
+    return ModelProfile.model_validate({**local_profile()["profile"],
+                                        "api_key_env": "JUPYTER_AGENT_LOCAL_KEY"})
 
 
 def local_endpoint() -> tuple[str, str]:

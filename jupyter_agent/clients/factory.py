@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from ..base import config
 from ..base.config import CassetteMode
@@ -49,7 +48,7 @@ __all__ = ["DEFAULT_MODEL", "ModelChoice", "resolve_model", "make_client", "clie
 DEFAULT_MODEL = "gpt-4.1-mini"
 """The model when nothing is configured and the embedded one is not installed (or a key is)."""
 
-_clients: dict[tuple[Any, ...], ModelClient] = STATE.slot("clients.cache", dict)
+_clients: dict[tuple[object, ...], ModelClient] = STATE.slot("clients.cache", dict)
 _clients_lock = threading.Lock()
 _notices_shown: set[str] = STATE.slot("clients.notices_shown", set)
 

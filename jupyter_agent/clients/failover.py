@@ -21,9 +21,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from ..base.events import BaseEvent, Warning_
+from ..base.jsontypes import JSONObject
 from ..base.state import STATE
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import ModelClient
@@ -69,7 +69,7 @@ class _Watched:
         self.on_delta = on_delta
         self.streamed = False
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+    def __call__(self, kind: str, data: JSONObject) -> None:
         self.streamed = kind != "reset"
         if self.on_delta is not None:
             self.on_delta(kind, data)

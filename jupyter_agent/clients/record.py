@@ -18,9 +18,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ..base.answers import Answer, WaitingAsk
+from ..base.jsontypes import JSONObject
 from ..llm.client import OpenAIClient
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import ChunkStream, Reply, Transport
@@ -40,12 +41,12 @@ class _Capture:
     """What one ``complete`` call sent and received, in the thread that made it."""
 
     def __init__(self) -> None:
-        self.body: dict[str, Any] | None = None
+        self.body: JSONObject | None = None
         self.chunks: list[Chunk] | None = None
-        self.response: dict[str, Any] | None = None
+        self.response: JSONObject | None = None
         self.t0 = time.perf_counter()
 
-    def start(self, body: dict[str, Any]) -> None:
+    def start(self, body: JSONObject) -> None:
         # A retry starts over: only the attempt that answered is kept.
         self.body, self.chunks, self.response = body, None, None
         self.t0 = time.perf_counter()
@@ -67,7 +68,7 @@ class _Tee:
         finally:
             self._local.capture = None
 
-    def send(self, body: dict[str, Any], stream: bool) -> Reply:
+    def send(self, body: JSONObject, stream: bool) -> Reply:
         cap: _Capture | None = getattr(self._local, "capture", None)
         if cap is not None:
             cap.start(body)
@@ -87,7 +88,7 @@ class _TeeStream:
         self._inner = inner
         self._cap = cap
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[JSONObject]:
         cap = self._cap
         cap.chunks = kept = []
         for chunk in self._inner:

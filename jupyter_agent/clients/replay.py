@@ -15,10 +15,10 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
 
 from ..base.answers import Answer, WaitingAsk
 from ..base.config import CassetteTiming
+from ..base.jsontypes import JSONObject
 from ..llm.client import OpenAIClient, RetryPolicy
 from ..llm.profiles import ModelProfile
 from ..llm.protocol import Reply, TransportError
@@ -40,7 +40,7 @@ class CassetteTransport:
         self.cassette = cassette
         self.timing: CassetteTiming = timing
 
-    def send(self, body: dict[str, Any], stream: bool) -> Reply:
+    def send(self, body: JSONObject, stream: bool) -> Reply:
         """The recording for ``body``.
 
         Raises:
@@ -57,7 +57,7 @@ class CassetteTransport:
             time.sleep(item.seconds)
         return item.response or {}
 
-    def _play(self, item: Interaction) -> Generator[dict[str, Any], None, None]:
+    def _play(self, item: Interaction) -> Generator[JSONObject, None, None]:
         t0 = time.perf_counter()
         for c, payload in zip(item.chunks or [], item.chunk_payloads(), strict=True):
             if self.timing == "recorded":

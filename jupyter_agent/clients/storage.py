@@ -2,7 +2,7 @@
 
 A path ending in ``.ipynb`` means the notebook's ``metadata["jupyter_agent"]["cassette"]``
 (nothing else in the notebook changes; the file is read and written as the plain JSON of the
-nbformat 4 format, because importing nbformat costs seconds in a kernel). Any other path is a
+nbformat 4 format, because importing nbformat costs seconds in a kernel). Every other path is a
 JSON file. Writes are atomic (temporary file, then rename) and masked: every known secret
 (:func:`jupyter_agent.base.secrets.mask`, docs/security.md) is replaced before anything is written.
 
@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from ..base.errors import ConfigError
+from ..base.jsontypes import JSONObject, JSONValue, as_object, object_field
 from ..base.secrets import mask_json
 from .cassette import Cassette
 
@@ -52,11 +54,12 @@ def default_cassette_path() -> Path:
 def load_cassette(path: str | Path) -> Cassette:
     """The cassette stored at ``path`` (an empty one when nothing is stored there yet)."""
     p = Path(path)
-    data: Any = None
+    data: JSONValue = None
     if p.exists():
         if is_notebook(p):
-            nb = json.loads(p.read_text(encoding="utf-8"))
-            data = ((nb.get("metadata") or {}).get(METADATA_KEY) or {}).get("cassette")
+            nb: JSONValue = json.loads(p.read_text(encoding="utf-8"))
+            meta = object_field(as_object(nb) or {}, "metadata")
+            data = object_field(meta, METADATA_KEY).get("cassette")
         else:
             text = p.read_text(encoding="utf-8")
             data = json.loads(text) if text.strip() else None
@@ -73,26 +76,40 @@ def save_cassette(cassette: Cassette, path: str | Path | None = None) -> Path:
     with cassette._lock:
         data = json.loads(mask_json(cassette.model_dump_json()))
         if is_notebook(p):
-            nb: dict[str, Any] = (
+            nb: JSONObject = (
                 json.loads(p.read_text(encoding="utf-8")) if p.exists() else
                 {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
-            nb.setdefault("metadata", {}).setdefault(METADATA_KEY, {})["cassette"] = data
+            _entry(_entry(nb, "metadata", p), METADATA_KEY, p)["cassette"] = data
             _atomic_write(p, write_notebook_json(nb))
         else:
             _atomic_write(p, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return p
 
 
-def write_notebook_json(nb: dict[str, Any]) -> str:
+def _entry(obj: JSONObject, key: str, path: Path) -> JSONObject:
+    """``obj[key]``, an object (made empty when absent).
+
+    Raises:
+        ConfigError: the entry is something else (the notebook is not overwritten).
+    """
+    value = obj.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path.name}: its {key!r} is not a JSON object; the cassette was "
+                          "not saved in it")
+    return value
+
+
+def write_notebook_json(nb: Mapping[str, object]) -> str:
     """A notebook as nbformat writes it (1-space indent, sorted keys, trailing newline)."""
     return json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "),
                       ensure_ascii=False) + "\n"
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: JSONValue) -> JSONValue:
     """nbformat's NotebookNode dicts as plain dicts (pydantic validates them either way, but
     the chunk payloads must be plain JSON for the stream assembler)."""
-    return json.loads(json.dumps(value))
+    plain: JSONValue = json.loads(json.dumps(value))
+    return plain
 
 
 def _atomic_write(path: Path, text: str) -> None:

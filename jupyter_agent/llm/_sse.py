@@ -20,10 +20,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Protocol
+
+from ..base.jsontypes import JSONObject, JSONValue
 
 __all__ = ["MAX_LINE_BYTES", "Deadline", "DeadlineExceeded", "HttpBody", "StreamProblem",
-           "Watchdog", "chunk_problem", "completion_chunk", "decode_json", "sse_payloads"]
+           "Watchdog", "checked_chunk", "chunk_problem", "completion_chunk", "decode_json",
+           "sse_payloads"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Longest SSE line (one chunk) or non-streamed body accepted: 16 MiB. Real chunks are a few
@@ -78,7 +81,7 @@ class HttpBody(Protocol):
     whichever the installed SDK uses)."""
 
     @property
-    def extensions(self) -> Mapping[str, Any]:
+    def extensions(self) -> Mapping[str, object]:
         ...
 
     def iter_bytes(self) -> Iterator[bytes]:
@@ -169,7 +172,8 @@ class Watchdog:
         sock = None
         try:
             stream = self._http.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
+            extra_info = getattr(stream, "get_extra_info", None)  # httpcore's NetworkStream
+            sock = extra_info("socket") if callable(extra_info) else None
         except Exception:  # noqa: BLE001 - any transport: fall back to closing
             sock = None
         try:
@@ -217,13 +221,14 @@ def _too_large() -> StreamProblem:
                          "the response was dropped")
 
 
-def decode_json(text: str | bytes, what: str = "chunk") -> Any:
+def decode_json(text: str | bytes, what: str = "chunk") -> JSONValue:
     """``json.loads`` that fails with a one-line :class:`StreamProblem` (too deep included).
 
     Callers bound the size first (``sse_payloads`` per line, the client per body).
     """
     try:
-        return json.loads(text)
+        value: JSONValue = json.loads(text)
+        return value
     except RecursionError:
         raise StreamProblem(f"Model response {what} is nested too deeply to read") from None
     except ValueError as exc:
@@ -233,7 +238,7 @@ def decode_json(text: str | bytes, what: str = "chunk") -> Any:
                             f"{head!r}", retryable=True) from None
 
 
-def completion_chunk(data: Any) -> dict[str, Any]:
+def completion_chunk(data: JSONValue) -> JSONObject:
     """A non-streamed completion as one stream chunk (checked with :func:`chunk_problem`)."""
     if not isinstance(data, dict):
         raise StreamProblem(f"Model response is a JSON {type(data).__name__}, not an object")
@@ -246,8 +251,11 @@ def completion_chunk(data: Any) -> dict[str, Any]:
     calls = msg.get("tool_calls") or []
     if not isinstance(calls, list) or not all(isinstance(tc, dict) for tc in calls):
         raise StreamProblem("Model response is malformed: 'tool_calls' is not a list of objects")
-    delta = {"content": msg.get("content"), "reasoning_content": msg.get("reasoning_content"),
-             "tool_calls": [dict(tc, index=i) for i, tc in enumerate(calls)]}
+    tool_calls: list[JSONValue] = [{**tc, "index": i} for i, tc in enumerate(calls)
+                                   if isinstance(tc, dict)]  # all are (checked above)
+    delta: JSONObject = {"content": msg.get("content"),
+                         "reasoning_content": msg.get("reasoning_content"),
+                         "tool_calls": tool_calls}
     return {"id": data.get("id"), "model": data.get("model"), "usage": data.get("usage"),
             "choices": [{"delta": delta, "finish_reason": choice.get("finish_reason")}]}
 
@@ -256,7 +264,16 @@ _STR = (str, type(None))
 _NUM = (int, float, type(None))
 
 
-def chunk_problem(chunk: Any) -> str | None:
+def checked_chunk(chunk: JSONValue, what: str) -> JSONObject:
+    """``chunk`` as the object it must be; a :class:`StreamProblem` saying ``what: why`` when
+    :func:`chunk_problem` finds one."""
+    problem = chunk_problem(chunk)
+    if problem is not None or not isinstance(chunk, dict):
+        raise StreamProblem(f"{what}: {problem}")
+    return chunk
+
+
+def chunk_problem(chunk: JSONValue) -> str | None:
     """Why a decoded stream chunk cannot be used, or ``None`` when its shape is fine.
 
     Only the fields the assembler reads are checked; unknown fields are ignored, whatever
@@ -296,7 +313,7 @@ def chunk_problem(chunk: Any) -> str | None:
     return None
 
 
-def _tool_calls_problem(calls: Any) -> str | None:
+def _tool_calls_problem(calls: JSONValue) -> str | None:
     if calls is None:
         return None
     if not isinstance(calls, list):

@@ -5,8 +5,9 @@ Kept apart from the HTTP code so it can be fed chunks from anywhere (live HTTP, 
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from ..base.jsontypes import JSONObject, JSONValue, object_field
 from .ids import new_call_id
 from .types import StreamCallback, ToolCall, Usage
 
@@ -86,6 +87,11 @@ class _CallState(TypedDict):
     announced: bool
 
 
+def _number(value: JSONValue) -> float:
+    """A token count as the chunk gave it (``int()`` of it is taken); 0 when absent."""
+    return value if isinstance(value, (int, float)) else 0
+
+
 USER_KEY_FIELD = "usedUserOpenAIKey"
 """What a gateway reports (in ``usage`` or the chunk) when the user's own key paid the call."""
 
@@ -110,7 +116,7 @@ class StreamAssembler:
         self._last_index = 0
         self._saw_reasoning_field = False
 
-    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+    def _emit(self, kind: str, data: JSONObject) -> None:
         self.emitted = True
         if self.on_delta is not None:
             self.on_delta(kind, data)
@@ -119,56 +125,69 @@ class StreamAssembler:
         (self.text_parts if kind == "text" else self.reasoning_parts).append(text)
         self._emit(kind, {"text": text})
 
-    def add_chunk(self, chunk: dict[str, Any]) -> None:
-        """Consume one decoded SSE chunk."""
+    def add_chunk(self, chunk: JSONObject) -> None:
+        """Consume one decoded SSE chunk, whose shape ``llm/_sse.py``'s ``chunk_problem``
+        checked: the fields read here are strings, numbers, objects and lists where they
+        must be (the ``isinstance`` below say so to the type checker, and skip nothing
+        that passed the check)."""
         if self.request_id is None:
-            self.request_id = chunk.get("id")
-        if self.model is None and isinstance(chunk.get("model"), str):
-            self.model = chunk["model"]
+            request_id = chunk.get("id")
+            self.request_id = request_id if isinstance(request_id, str) else None
+        model = chunk.get("model")
+        if self.model is None and isinstance(model, str):
+            self.model = model
         usage = chunk.get("usage")
-        if usage:
+        if usage and isinstance(usage, dict):
             self.usage = Usage(
-                input_tokens=int(usage.get("prompt_tokens") or 0),
-                output_tokens=int(usage.get("completion_tokens") or 0),
+                input_tokens=int(_number(usage.get("prompt_tokens"))),
+                output_tokens=int(_number(usage.get("completion_tokens"))),
                 user_key=usage.get(USER_KEY_FIELD) is True or chunk.get(USER_KEY_FIELD) is True,
             )
-        for choice in chunk.get("choices") or ():
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-            delta = choice.get("delta") or {}
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if not isinstance(choice, dict):
+                continue
+            finish = choice.get("finish_reason")
+            if finish and isinstance(finish, str):
+                self.finish_reason = finish
+            delta = object_field(choice, "delta")
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if reasoning:
+            if reasoning and isinstance(reasoning, str):
                 self._saw_reasoning_field = True
                 self._text("reasoning", reasoning)
             content = delta.get("content")
-            if content:
+            if content and isinstance(content, str):
                 if self._splitter is not None and not self._saw_reasoning_field:
                     for kind, piece in self._splitter.feed(content):
                         self._text(kind, piece)
                 else:
                     self._text("text", content)
-            for tc in delta.get("tool_calls") or ():
-                self._add_tool_delta(tc)
+            calls = delta.get("tool_calls")
+            for tc in calls if isinstance(calls, list) else ():
+                if isinstance(tc, dict):
+                    self._add_tool_delta(tc)
 
-    def _add_tool_delta(self, tc: dict[str, Any]) -> None:
+    def _add_tool_delta(self, tc: JSONObject) -> None:
         index = self._index_of(tc)
-        fn = tc.get("function") or {}
+        fn = object_field(tc, "function")
+        wire_id = tc.get("id")
+        wire_id = wire_id if isinstance(wire_id, str) and wire_id else None
         call = self.calls.get(index)
         if call is None:
-            call = self.calls[index] = {"id": None, "wire_id": tc.get("id") or None, "name": "",
+            call = self.calls[index] = {"id": None, "wire_id": wire_id, "name": "",
                                         "arguments": "", "announced": False}
-        elif not call["wire_id"] and tc.get("id"):
-            call["wire_id"] = tc["id"]
+        elif not call["wire_id"] and wire_id:
+            call["wire_id"] = wire_id
         # else: the same id repeated in every chunk of one call (llama.cpp): taken once
         name = fn.get("name")
-        if name:
+        if name and isinstance(name, str):
             if not call["name"]:
                 call["name"] = name
-            elif name != call["name"] and not tc.get("id"):
+            elif name != call["name"] and not wire_id:
                 call["name"] += name  # a name streamed in pieces (rare, but allowed)
             # else: the whole name repeated in every chunk (llama.cpp): keep the first
         args = fn.get("arguments")
-        if args:
+        if args and isinstance(args, str):
             call["arguments"] += args
             if call["announced"]:
                 self._emit("tool_args", {"index": index, "id": call["id"], "delta": args})
@@ -176,7 +195,7 @@ class StreamAssembler:
                 # Announce once arguments start: by then the name is complete.
                 self._announce(index, call)
 
-    def _index_of(self, tc: dict[str, Any]) -> int:
+    def _index_of(self, tc: JSONObject) -> int:
         """The call a delta belongs to. Without an ``index`` (some servers omit it) a delta
         continues the last call, unless it names another id: then it opens a new call, so
         two calls are never merged into one."""

@@ -27,15 +27,15 @@ import hashlib
 import random
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from ..base.errors import MissingKeyError
+from ..base.jsontypes import JSONObject, JSONValue
 from ..base.secrets import register_secret
 from ._sse import (
     Deadline,
     DeadlineExceeded,
     StreamProblem,
-    chunk_problem,
+    checked_chunk,
     completion_chunk,
 )
 from ._stream import StreamAssembler
@@ -70,7 +70,7 @@ class RetryPolicy:
         return min(self.max_delay, d)  # jitter never pushes past the bound
 
 
-def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: list[JSONObject]) -> list[JSONObject]:
     """Messages as the API takes them: private keys (``hideInUI``…) removed, ``null`` content
     next to tool calls sent as ``""`` (llama.cpp and others answer HTTP 500 to ``null``).
 
@@ -163,13 +163,13 @@ class OpenAIClient:
         """The cost of one call with ``usage`` under the profile's prices."""
         return self.profile.cost(usage)
 
-    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+    def build_body(self, request: ChatRequest) -> JSONObject:
         """The JSON body for ``request`` (model defaults merged, quirks handled)."""
         caps = self.profile.capabilities
-        body: dict[str, Any] = {"model": request.model or self.profile.model,
-                                "messages": wire_messages(request.messages)}
+        messages: list[JSONValue] = [*wire_messages(request.messages)]
+        body: JSONObject = {"model": request.model or self.profile.model, "messages": messages}
         if request.tools:
-            body["tools"] = request.tools
+            body["tools"] = [*request.tools]
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
             if request.parallel_tool_calls is not None:
@@ -183,7 +183,7 @@ class OpenAIClient:
                 request.max_tokens
             )
         if request.stop:
-            body["stop"] = request.stop
+            body["stop"] = [*request.stop]
         if request.response_format is not None:
             body["response_format"] = request.response_format
         if request.stream:
@@ -252,11 +252,12 @@ class OpenAIClient:
         gate = ConstrainedStreamGate()
         streamed: list[str] = []
 
-        def relay(kind: str, data: dict[str, Any]) -> None:
+        def relay(kind: str, data: JSONObject) -> None:
             if on_delta is None:
                 return
             if kind == "text":
-                out = gate.feed(data["text"])
+                text = data["text"]
+                out = gate.feed(text if isinstance(text, str) else "")
                 if out:
                     streamed.append(out)
                     on_delta("text", {"text": out})
@@ -287,7 +288,7 @@ class OpenAIClient:
         with call_deadline(deadline):
             return self._attempts(request, body, on_delta, deadline, start)
 
-    def _attempts(self, request: ChatRequest, body: dict[str, Any],
+    def _attempts(self, request: ChatRequest, body: JSONObject,
                   on_delta: StreamCallback | None, deadline: Deadline,
                   start: float) -> ChatResponse:
         """Attempt the call, retrying per the policy within the deadline."""
@@ -341,7 +342,7 @@ class OpenAIClient:
         return (f". Is the server at {url} running? Set OPENAI_BASE_URL or "
                 "`%config AgentMagics.base_url = '...'` to use another one.")
 
-    def _attempt(self, request: ChatRequest, body: dict[str, Any],
+    def _attempt(self, request: ChatRequest, body: JSONObject,
                  on_delta: StreamCallback | None) -> ChatResponse:
         reply = self.transport.send(body, request.stream)
         if isinstance(reply, dict):
@@ -351,7 +352,7 @@ class OpenAIClient:
         finally:
             reply.close()
 
-    def _assemble(self, request: ChatRequest, chunks: Iterable[dict[str, Any]],
+    def _assemble(self, request: ChatRequest, chunks: Iterable[JSONObject],
                   on_delta: StreamCallback | None) -> ChatResponse:
         """Feed decoded chunks (from the wire, or recorded: a replay's transport) into one
         :class:`StreamAssembler` and build the response."""
@@ -381,14 +382,11 @@ class OpenAIClient:
                             finish_reason="close" if aborted else asm.finish_reason, usage=usage,
                             request_id=asm.request_id, model=asm.model, aborted=aborted)
 
-    def _from_json(self, request: ChatRequest, data: dict[str, Any],
+    def _from_json(self, request: ChatRequest, data: JSONObject,
                    on_delta: StreamCallback | None) -> ChatResponse:
         # Re-use the stream assembler so non-stream answers get the same <think> splitting.
         asm = StreamAssembler(on_delta, split_think=True)
-        chunk = completion_chunk(data)
-        problem = chunk_problem(chunk)
-        if problem:
-            raise StreamProblem(f"Model response is malformed: {problem}")
+        chunk = checked_chunk(completion_chunk(data), "Model response is malformed")
         asm.add_chunk(chunk)
         asm.finish()
         return self._response(request, asm)

@@ -11,20 +11,22 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 import json5
 
 from jupyter_agent.base.errors import ToolError
-from jupyter_agent.llm.tool_prompt import make_call, tool_functions
+from jupyter_agent.base.jsontypes import JSONObject, JSONValue
+from jupyter_agent.llm.tool_prompt import ToolSchemas, make_call, tool_functions
 from jupyter_agent.llm.types import ToolCall
 
 __all__ = ["tool_call_grammar", "parse_constrained_output", "ConstrainedStreamGate"]
 
 
 def tool_call_grammar(
-    tools: list[dict[str, Any]] | None, tool_choice: str | dict[str, Any] | None = None
-) -> dict[str, Any]:
+    tools: ToolSchemas | None, tool_choice: str | Mapping[str, JSONValue] | None = None
+) -> JSONObject:
     """A JSON schema forcing one answer or one well-formed tool call.
 
     Send it as ``response_format={"type": "json_object", "schema": ...}`` to llama.cpp (or as a
@@ -32,7 +34,7 @@ def tool_call_grammar(
     answer or any tool; ``"none"`` (or no tools) only an answer; ``"required"`` any tool; a tool
     name or ``{"type": "function", "function": {"name": ...}}`` only that tool.
     """
-    answer = {
+    answer: JSONObject = {
         "type": "object",
         "properties": {"answer": {"type": "string"}},
         "required": ["answer"],
@@ -44,7 +46,7 @@ def tool_call_grammar(
         functions = [f for f in functions if f["name"] == forced]
         if not functions:
             raise ToolError(f'tool_choice names "{forced}", which is not among the tools')
-    calls = [
+    calls: list[JSONObject] = [
         {
             "type": "object",
             "properties": {
@@ -59,31 +61,36 @@ def tool_call_grammar(
     if tool_choice == "none" or not calls:
         return answer
     if tool_choice == "required" or forced is not None:
-        return calls[0] if len(calls) == 1 else {"anyOf": calls}
+        return calls[0] if len(calls) == 1 else {"anyOf": [*calls]}
     return {"anyOf": [answer, *calls]}
 
 
-def _forced_name(tool_choice: str | dict[str, Any] | None) -> str | None:
+def _forced_name(tool_choice: str | Mapping[str, JSONValue] | None) -> str | None:
     """The tool name a ``tool_choice`` forces, if it forces one."""
-    if isinstance(tool_choice, dict):
-        return tool_choice.get("function", {}).get("name") or tool_choice.get("name")
+    if isinstance(tool_choice, Mapping):
+        function = tool_choice.get("function", {})
+        name = (function.get("name") if isinstance(function, dict) else None) or tool_choice.get(
+            "name")
+        return name if isinstance(name, str) else None
     if tool_choice in (None, "auto", "none", "required"):
         return None
     return tool_choice
 
 
-def _inline_refs(schema: Any) -> Any:
+def _inline_refs(schema: JSONValue) -> JSONValue:
     """The schema with local ``$ref``s replaced by their definitions and ``$defs`` dropped.
 
     Tool schemas are nested under ``arguments`` here, so their ``#/$defs/...`` pointers would
     no longer resolve. A recursive reference becomes ``{}`` (any value) after one level.
     """
     schema = copy.deepcopy(schema)
-    defs = {}
+    defs: JSONObject = {}
     if isinstance(schema, dict):
-        defs = {**schema.pop("definitions", {}), **schema.pop("$defs", {})}
+        for key in ("definitions", "$defs"):
+            found = schema.pop(key, {})
+            defs.update(found if isinstance(found, dict) else {})
 
-    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+    def walk(node: JSONValue, stack: tuple[str, ...]) -> JSONValue:
         if isinstance(node, list):
             return [walk(n, stack) for n in node]
         if not isinstance(node, dict):
@@ -94,7 +101,8 @@ def _inline_refs(schema: Any) -> Any:
             if name in stack:
                 return {}
             rest = {k: v for k, v in node.items() if k != "$ref"}
-            return walk({**defs[name], **rest}, (*stack, name))
+            target = defs[name]
+            return walk({**(target if isinstance(target, dict) else {}), **rest}, (*stack, name))
         return {k: walk(v, stack) for k, v in node.items()}
 
     return walk(schema, ())
@@ -115,10 +123,11 @@ def parse_constrained_output(text: str, *, answer_only: bool = False
     """
     obj = _loads_lenient(text)
     if isinstance(obj, dict):
-        if isinstance(obj.get("tool"), str) and obj["tool"] and not answer_only:
-            return None, make_call(obj["tool"], obj.get("arguments"))
-        if isinstance(obj.get("answer"), str):
-            return obj["answer"], None
+        tool, answer = obj.get("tool"), obj.get("answer")
+        if isinstance(tool, str) and tool and not answer_only:
+            return None, make_call(tool, obj.get("arguments"))
+        if isinstance(answer, str):
+            return answer, None
     match = _ANSWER_PREFIX.match(text)
     if match:
         decoder = _JsonStringDecoder()
@@ -129,15 +138,18 @@ def parse_constrained_output(text: str, *, answer_only: bool = False
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
-def _loads_lenient(text: str) -> Any:
+def _loads_lenient(text: str) -> JSONValue:
     """JSON allowing raw control characters in strings (llama.cpp's string grammar lets the
     model emit a bare newline), then JSON5; None when neither parses."""
+    value: JSONValue
     try:
-        return json.loads(text, strict=False)
+        value = json.loads(text, strict=False)
+        return value
     except ValueError:
         pass
     try:
-        return json5.loads(text)
+        value = json5.loads(text)
+        return value
     except ValueError:
         return None
 

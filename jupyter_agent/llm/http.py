@@ -15,9 +15,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..base.fresh_stack import preimport
+from ..base.jsontypes import JSONObject, JSONValue
 from ..base.secrets import mask
 from . import tls
 from ._sse import (
@@ -25,11 +26,19 @@ from ._sse import (
     HttpBody,
     StreamProblem,
     Watchdog,
-    chunk_problem,
+    checked_chunk,
     decode_json,
     sse_payloads,
 )
 from .protocol import Reply, TransportError
+
+if TYPE_CHECKING:
+    # The SDK's HTTP library as installed for type checking (``httpx2``; an older SDK uses
+    # ``httpx``, which has the same ``Client``): only its types are used here.
+    import httpx2
+    from openai import APIStatusError
+
+_T = TypeVar("_T")  # what one socket operation returns
 
 __all__ = ["DEFAULT_DEADLINE", "Fatal", "HttpTransport", "call_deadline", "cut_requests",
            "forget_cut"]
@@ -91,7 +100,7 @@ class HttpTransport:
         self._read_errors: tuple[type[BaseException], ...] = (
             *self._transport_errors, openai.APIConnectionError)
 
-    def send(self, body: dict[str, Any], stream: bool) -> Reply:
+    def send(self, body: JSONObject, stream: bool) -> Reply:
         """Post ``body``; the decoded JSON answer, or the stream of decoded chunks. Both are
         read under the current call's deadline, with a watchdog for a read that blocks."""
         http = self._post(body)
@@ -109,7 +118,7 @@ class HttpTransport:
             return data
         return _SSEStream(self, http, watchdog)
 
-    def _post(self, body: dict[str, Any]) -> HttpBody:
+    def _post(self, body: JSONObject) -> HttpBody:
         """Send the request; returns the response once its headers are in, body unread.
 
         Body reading is always left to us (``stream=True`` to the SDK, also for non-streamed
@@ -137,7 +146,7 @@ class HttpTransport:
                 raise _Retryable(_timed_out(wait, "waiting for the server")) from None
             raise _Retryable(f"connection error: {_short(exc)}") from None
 
-    def _read_json(self, http: HttpBody, deadline: Deadline) -> Any:
+    def _read_json(self, http: HttpBody, deadline: Deadline) -> JSONValue:
         """The decoded body of a non-streamed response (read under the deadline)."""
         raw = bytearray()
         try:
@@ -159,7 +168,7 @@ class HttpTransport:
                 raise _Retryable(f"invalid JSON response: {exc}") from None
             raise
 
-    def _stream_chunks(self, http: HttpBody) -> Iterator[dict[str, Any]]:
+    def _stream_chunks(self, http: HttpBody) -> Iterator[JSONObject]:
         """The decoded SSE chunks of a streamed response, read to the end of the body.
 
         The deadline is checked on every read, keep-alive comments included; a malformed,
@@ -174,11 +183,7 @@ class HttpTransport:
                     finished = True
                 if payload == "[DONE]" or not payload:  # an empty data line is a heartbeat
                     continue  # keep reading to the end of the body: the connection is reused
-                chunk = decode_json(payload)
-                problem = chunk_problem(chunk)
-                if problem:
-                    raise StreamProblem(f"Model stream sent a malformed chunk: {problem}")
-                yield chunk
+                yield checked_chunk(decode_json(payload), "Model stream sent a malformed chunk")
         except self._read_errors as exc:
             deadline.check(_GRACE)  # the watchdog cut the connection: not a retryable loss
             if _is_timeout(exc):
@@ -199,7 +204,7 @@ class _SSEStream:
         self._http = http
         self._watchdog = watchdog
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[JSONObject]:
         return self._transport._stream_chunks(self._http)
 
     def close(self) -> None:
@@ -213,7 +218,7 @@ _MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest non-streamed response body read (a whole answer, so larger than one SSE chunk)."""
 
 
-def _http_client(oa: ModuleType, httpx: ModuleType) -> Any:
+def _http_client(oa: ModuleType, httpx: ModuleType) -> httpx2.Client | None:
     """The SDK's default HTTP client (its timeouts, limits and redirects) over the shared TLS
     context (:mod:`.tls`), its connections tracked so a stop can cut them
     (:func:`cut_requests`); ``None`` (the SDK builds its own) when there is no context."""
@@ -271,7 +276,7 @@ def _consume_cut(ident: int) -> bool:
     return cut
 
 
-def _watched(op: Callable[[], Any], sock: Any) -> Any:
+def _watched(op: Callable[[], _T], sock: object) -> _T:
     """Run one socket operation of this thread's request where :func:`cut_requests` can cut
     it; a cut one raises KeyboardInterrupt (whatever the cut socket made the operation do)."""
     ident = threading.get_ident()
@@ -294,13 +299,39 @@ def _watched(op: Callable[[], Any], sock: Any) -> Any:
     return out
 
 
+class _NetworkStream(Protocol):
+    """What is used of httpcore's ``NetworkStream`` (``httpcore`` or ``httpcore2``, whichever
+    the SDK's HTTP library uses): the arguments of ``start_tls`` are passed through as
+    httpcore gives them."""
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes: ...
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+    def start_tls(self, *args: object, **kwargs: object) -> _NetworkStream: ...
+
+    def get_extra_info(self, info: str) -> object: ...
+
+
+class _NetworkBackend(Protocol):
+    """What is used of httpcore's ``NetworkBackend`` (arguments passed through)."""
+
+    def connect_tcp(self, *args: object, **kwargs: object) -> _NetworkStream: ...
+
+    def connect_unix_socket(self, *args: object, **kwargs: object) -> _NetworkStream: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
 class _TrackedStream:
     """An httpcore network stream whose reads and writes :func:`cut_requests` can cut."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: _NetworkStream) -> None:
         self._inner = inner
 
-    def _sock(self) -> Any:
+    def _sock(self) -> object:
         try:
             return self._inner.get_extra_info("socket")
         except Exception:  # noqa: BLE001 - a stream without one: not cuttable
@@ -315,48 +346,48 @@ class _TrackedStream:
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+    def start_tls(self, *args: object, **kwargs: object) -> _TrackedStream:
         return _TrackedStream(self._inner.start_tls(*args, **kwargs))
 
-    def get_extra_info(self, info: str) -> Any:
+    def get_extra_info(self, info: str) -> object:
         return self._inner.get_extra_info(info)
 
 
 class _TrackingBackend:
     """httpcore's network backend, each connection a :class:`_TrackedStream`."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: _NetworkBackend) -> None:
         self._inner = inner
 
-    def connect_tcp(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+    def connect_tcp(self, *args: object, **kwargs: object) -> _TrackedStream:
         return _TrackedStream(self._inner.connect_tcp(*args, **kwargs))
 
-    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+    def connect_unix_socket(self, *args: object, **kwargs: object) -> _TrackedStream:
         return _TrackedStream(self._inner.connect_unix_socket(*args, **kwargs))
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
 
 
-def _track_connections(client: Any) -> None:
+def _track_connections(client: httpx2.Client) -> None:
     """Give ``client``'s connection pool the tracking backend. httpx builds the pool and its
     backend itself and offers no parameter for it, so this reaches into the pool; another
     version that moved them keeps working untracked (a stop then waits for the request)."""
-    pool: Any = getattr(getattr(client, "_transport", None), "_pool", None)
+    pool: object = getattr(getattr(client, "_transport", None), "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is not None and not isinstance(backend, _TrackingBackend):
-        pool._network_backend = _TrackingBackend(backend)
+        setattr(pool, "_network_backend", _TrackingBackend(backend))  # noqa: B010 - pool is untyped
 
 
-_CLOSING: dict[type, type] = {}
+_CLOSING: dict[type, type[httpx2.Client]] = {}
 
 
-def _closing_client_class(oa: ModuleType) -> type:
+def _closing_client_class(oa: ModuleType) -> type[httpx2.Client]:
     """``oa.DefaultHttpxClient`` closing its connections when dropped, as the client the SDK
     makes for itself does."""
     base = oa.DefaultHttpxClient
     if base not in _CLOSING:
-        def __del__(self: Any) -> None:
+        def __del__(self: httpx2.Client) -> None:
             try:
                 if not self.is_closed:
                     self.close()
@@ -421,7 +452,7 @@ def _short(exc: BaseException) -> str:
     return text.splitlines()[0][:200]
 
 
-def _error_message(exc: Any) -> str:
+def _error_message(exc: APIStatusError) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
@@ -430,7 +461,7 @@ def _error_message(exc: Any) -> str:
     return _short(exc)
 
 
-def _retry_after(exc: Any) -> float | None:
+def _retry_after(exc: APIStatusError) -> float | None:
     try:
         value = exc.response.headers.get("retry-after")
         return float(value) if value is not None else None

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+from ..base.jsontypes import JSONArray, JSONObject, JSONValue
 
 __all__ = ["parse_json_array", "parse_json_object", "slice_balanced"]
 
@@ -51,9 +52,10 @@ def slice_balanced(text: str, opener: str) -> str | None:
     return None
 
 
-def _loads(candidate: str) -> Any:
+def _loads(candidate: str) -> JSONValue:
     try:
-        return json.loads(candidate)
+        value: JSONValue = json.loads(candidate)
+        return value
     except RecursionError:  # nested deeper than the stack: json5 would recurse too
         return None
     except ValueError:
@@ -61,7 +63,8 @@ def _loads(candidate: str) -> Any:
     import json5  # only for the untidy answers: it is much slower than ``json``
 
     try:
-        return json5.loads(candidate)
+        loose: JSONValue = json5.loads(candidate)
+        return loose
     except Exception:  # noqa: BLE001  # json5 raises ValueError, but also IndexError on some truncated input
         return None
 
@@ -80,7 +83,7 @@ def _candidates(text: str, opener: str) -> list[str]:
     return list(dict.fromkeys(found))  # de-duplicated, order kept
 
 
-def parse_json_object(text: str) -> dict[str, Any] | None:
+def parse_json_object(text: str) -> JSONObject | None:
     """The first JSON(5) object found in a model's answer, or ``None``.
 
     An array or a scalar is not an object and gives ``None``: such answers extract nothing
@@ -93,7 +96,7 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def parse_json_array(text: str) -> list[Any] | None:
+def parse_json_array(text: str) -> JSONArray | None:
     """The first JSON(5) array found in a model's answer, or ``None``.
 
     As a last resort a cruder cleanup is applied (docs/behaviour.md §7.4): first ``[`` to last

@@ -27,9 +27,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Literal, TypedDict
 
 from jupyter_agent.base.errors import ConfigError, ModelRequestError
+from jupyter_agent.base.jsontypes import JSONObject
 
 __all__ = [
     "LOCAL_MODEL_NAME",
@@ -37,6 +38,7 @@ __all__ = [
     "get_local_server",
     "gguf_path",
     "local_available",
+    "LocalModelInfo",
     "local_profile",
     "stop_local_server",
 ]
@@ -73,7 +75,17 @@ def local_available() -> bool:
     return gguf_path() is not None
 
 
-def local_profile() -> dict[str, Any]:
+class LocalModelInfo(TypedDict):
+    """What :func:`local_profile` says of the embedded model."""
+
+    profile: JSONObject
+    """ModelProfile fields (``capabilities`` as a dict), as ``ModelProfile.model_validate``
+    takes them."""
+    tool_mode: Literal["grammar"]
+    quirks: dict[str, bool]
+
+
+def local_profile() -> LocalModelInfo:
     """Settings of the ``local`` ModelProfile and the server's quirks.
 
     ``profile`` holds ModelProfile keyword arguments (``base_url`` is known only once the
@@ -222,7 +234,7 @@ class LocalModelServer:
         """Start the child (if not running) and wait until it answers; returns self.
 
         A port taken between choosing and binding makes the child exit; it is retried on a new
-        port (twice). Any other failure raises ``ModelRequestError`` with the log's tail.
+        port (twice). Every other failure raises ``ModelRequestError`` with the log's tail.
         """
         if self.is_running():
             return self

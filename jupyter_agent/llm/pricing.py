@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -34,7 +33,7 @@ def _number(x: object) -> float | None:
     return None
 
 
-def sanitize_price_tiers(tiers: Sequence[Mapping[str, Any] | PriceTier]) -> list[PriceTier]:
+def sanitize_price_tiers(tiers: Sequence[Mapping[str, object] | PriceTier]) -> list[PriceTier]:
     """Clean a tier list (docs/behaviour.md §9.5: first tier kept, non-increasing bounds skipped,
     a bound-less tier with a price closes the list, a priceless one ends it)."""
     raw = [t.model_dump() if isinstance(t, PriceTier) else dict(t) for t in tiers]

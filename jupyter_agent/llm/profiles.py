@@ -7,9 +7,8 @@ profiles can be printed, saved and compared without leaking anything.
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ..base.state import STATE
 from .pricing import PriceTier, price_call, sanitize_price_tiers
@@ -79,7 +78,7 @@ class ModelProfile(BaseModel):
     default_temperature: float | None = None
     """The temperature sent when the caller gives none (``None``: the server's default)."""
     capabilities: Capabilities = Field(default_factory=Capabilities)
-    default_config: dict[str, Any] = {}
+    default_config: dict[str, JsonValue] = {}
     """Extra body fields merged over every request."""
 
     quote_max_tokens: int | None = Field(default=None, ge=1)

@@ -13,8 +13,9 @@ assembly and usage stay in the client, so a replayed answer goes through the pro
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol, Union
+from typing import Protocol, Union
 
+from ..base.jsontypes import JSONObject
 from .profiles import ModelProfile
 from .types import ChatRequest, ChatResponse, StreamCallback, Usage
 
@@ -24,7 +25,7 @@ __all__ = ["ModelClient", "Transport", "ChunkStream", "Reply", "TransportError"]
 class ChunkStream(Protocol):
     """The decoded chunks of a streamed answer (a generator will do)."""
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[JSONObject]:
         ...
 
     def close(self) -> None:
@@ -32,7 +33,7 @@ class ChunkStream(Protocol):
         ...
 
 
-Reply = Union[dict[str, Any], ChunkStream]
+Reply = Union[JSONObject, ChunkStream]
 """What a transport returns: the decoded JSON body of a non-streamed answer, or the stream of
 a streamed one."""
 
@@ -58,7 +59,7 @@ class ModelClient(Protocol):
 class Transport(Protocol):
     """Sends one request body and returns the answer as decoded JSON."""
 
-    def send(self, body: dict[str, Any], stream: bool) -> Reply:
+    def send(self, body: JSONObject, stream: bool) -> Reply:
         """Send ``body``; a dict for a non-streamed answer, an iterator of chunks otherwise.
 
         Raises:

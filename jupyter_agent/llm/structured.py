@@ -22,14 +22,20 @@ import json
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import PydanticUserError, ValidationError
+from pydantic import BaseModel, PydanticUserError, ValidationError
 
+from ..base.jsontypes import JSONObject, JSONValue
 from ..base.state import STATE
 from .json_text import parse_json_object
 from .schema_target import Target, make_target
 from .types import ChatRequest, ChatResponse
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from pydantic_core import ErrorDetails
 
 __all__ = ["OutputSpec", "Checked", "FINAL_ANSWER_TOOL", "SCHEMA_RETRIES", "SchemaMode",
            "output_spec", "typed_request", "bounded", "GRAMMAR_MAX_STRING", "typed_response",
@@ -64,9 +70,9 @@ _FORMAT_WORDS = re.compile(r"response[_ ]?format|json[_ ]?schema|structured[_ ]o
 class Checked:
     """One answer checked against the schema."""
 
-    value: Any = None
+    value: BaseModel | JSONObject | None = None
     """The validated instance (a dict for a JSON-schema target); ``None`` when invalid."""
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JSONObject = field(default_factory=dict)
     """The instance as JSON (what the card and the saved bundle show)."""
     errors: tuple[str, ...] = ()
     """One line per problem (``field: message``); empty when valid."""
@@ -84,19 +90,20 @@ class OutputSpec:
         self.target = target
         self.name = name
         """The schema's name as sent to the server (letters, digits, ``_`` and ``-``)."""
-        self.schema: dict[str, Any] = target.schema
-        self._format: dict[str, Any] = {
+        self.schema: JSONObject = target.schema
+        self._format: JSONObject = {
             "type": "json_schema",
             "json_schema": {"name": name, "schema": self.schema, "strict": False}}
 
     @property
-    def response_format(self) -> dict[str, Any]:
+    def response_format(self) -> JSONObject:
         """The ``response_format`` of every request of the turn (a copy: callers may keep it)."""
         return dict(self._format)
 
     @property
-    def fields(self) -> list[tuple[str, Any]]:
-        """``(name, annotation)`` of the top-level fields, in order (the table's columns)."""
+    def fields(self) -> list[tuple[str, object]]:
+        """``(name, annotation)`` of the top-level fields, in order (the table's columns); an
+        annotation is a type or a typing form (``list[int]``, ``Literal[...]``)."""
         return [(f.alias or n, f.annotation) for n, f in self.target.model.model_fields.items()]
 
     def check(self, text: str) -> Checked:
@@ -121,8 +128,8 @@ class OutputSpec:
         try:
             inst = self.target.model.model_validate(obj)
             value = self.target.output(inst)
-            data = (value if isinstance(value, dict)
-                    else inst.model_dump(mode="json", by_alias=True))
+            data: JSONObject = (value if isinstance(value, dict)
+                                else inst.model_dump(mode="json", by_alias=True))
         except ValidationError as exc:
             return Checked(data=obj, errors=tuple(_error_line(e) for e in exc.errors()))
         except Exception as exc:  # noqa: BLE001  # the user's own validator: any exception
@@ -131,13 +138,14 @@ class OutputSpec:
         return Checked(value=value, data=data)
 
 
-def _loads(text: str) -> dict[str, Any] | None:
+def _loads(text: str) -> JSONObject | None:
     """The answer's JSON object: plain JSON first (the usual, fast case), else the tolerant
     reader (fences, chatter around it).
 
     Raises:
         RecursionError: the text nests deeper than Python's stack.
     """
+    obj: JSONValue
     try:
         obj = json.loads(text)
     except ValueError:
@@ -145,13 +153,14 @@ def _loads(text: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _depth(obj: Any) -> int:
+def _depth(obj: JSONValue) -> int:
     """How deep ``obj``'s objects and arrays nest (without recursion: it may be deep)."""
     deepest, stack = 0, [(obj, 1)]
     while stack:
         node, d = stack.pop()
+        children: Iterable[JSONValue]
         if isinstance(node, dict):
-            children: Any = node.values()
+            children = node.values()
         elif isinstance(node, list):
             children = node
         else:
@@ -163,7 +172,7 @@ def _depth(obj: Any) -> int:
     return deepest
 
 
-def _error_line(err: Any) -> str:
+def _error_line(err: ErrorDetails) -> str:
     """One short line per validation error: a long path keeps its two first and three last
     parts (the model needs where, not every step), the input shown is cut, the line too."""
     loc = [str(p) for p in err.get("loc", ())]
@@ -189,7 +198,7 @@ _BY_SCHEMA: dict[str, OutputSpec] = STATE.slot("llm.output_schemas", dict)
 _MAX_SCHEMAS = 64
 
 
-def output_spec(output: Any) -> OutputSpec:
+def output_spec(output: object) -> OutputSpec:
     """The spec of ``output``: a pydantic model class or a JSON schema dict (made once per
     class or schema and kept: a batch's thousand items share one).
 
@@ -218,7 +227,7 @@ def output_spec(output: Any) -> OutputSpec:
     return _make_spec(output)
 
 
-def _make_spec(output: Any) -> OutputSpec:
+def _make_spec(output: object) -> OutputSpec:
     if isinstance(output, dict) and not ("properties" in output or output.get("type") == "object"):
         raise TypeError("a pydantic model class or a JSON schema of an object is needed")
     try:
@@ -230,7 +239,8 @@ def _make_spec(output: Any) -> OutputSpec:
     except TypeError:
         raise TypeError("a pydantic model class or a JSON schema dict is needed, not "
                         f"{type(output).__name__}") from None
-    title = output.__name__ if isinstance(output, type) else str(output.get("title") or "answer")
+    title = (output.__name__ if isinstance(output, type) else
+             str(output.get("title") or "answer") if isinstance(output, dict) else "answer")
     name = re.sub(r"[^A-Za-z0-9_-]+", "_", title).strip("_")[:64] or "answer"
     return OutputSpec(target, name)
 
@@ -243,7 +253,7 @@ def retry_message(errors: tuple[str, ...] | list[str]) -> str:
 
 
 # ------------------------------------------------------------------ the client's side
-def _schema_of(request: ChatRequest) -> dict[str, Any] | None:
+def _schema_of(request: ChatRequest) -> JSONObject | None:
     rf = request.response_format
     if not rf or rf.get("type") != "json_schema":
         return None
@@ -259,14 +269,14 @@ GRAMMAR_MAX_ITEMS = 20
 """Items an unbounded array may have in a grammar, for the same reason."""
 
 
-def bounded(node: Any) -> Any:
+def bounded(node: JSONValue) -> JSONValue:
     """A copy of a JSON schema whose free strings and arrays have an upper bound (the
     grammar's; the check still validates against the user's schema)."""
     if isinstance(node, list):
         return [bounded(n) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {k: bounded(v) for k, v in node.items()}
+    out: JSONObject = {k: bounded(v) for k, v in node.items()}
     free = not any(k in out for k in ("enum", "const", "format", "pattern"))
     if out.get("type") == "string" and free and "maxLength" not in out:
         out["maxLength"] = GRAMMAR_MAX_STRING
@@ -284,13 +294,13 @@ def typed_request(request: ChatRequest, mode: SchemaMode) -> ChatRequest:
     if mode == "grammar":
         return request.model_copy(update={
             "response_format": {"type": "json_object", "schema": bounded(schema)}})
-    tool = {"type": "function", "function": {
+    tool: JSONObject = {"type": "function", "function": {
         "name": FINAL_ANSWER_TOOL,
         "description": "Give your final answer: call this once, with the answer as arguments.",
         "parameters": schema}}
     tools = [*(request.tools or []), tool]
     # Alone it is forced; beside other tools the model picks, but must call one of them.
-    choice: str | dict[str, Any]
+    choice: str | JSONObject
     if not request.tools or request.tool_choice == "none":
         tools = [tool]
         choice = {"type": "function", "function": {"name": FINAL_ANSWER_TOOL}}
@@ -314,7 +324,7 @@ def typed_response(resp: ChatResponse) -> ChatResponse:
 
 def schema_refused(resp: ChatResponse) -> bool:
     """Whether ``resp`` is a server refusing the ``response_format``: a 400/422 whose message
-    names it. Any other 400 (a context too long, a bad temperature) is about something else:
+    names it. Every other 400 (a context too long, a bad temperature) is about something else:
     it is shown as the server said it, and the mode stays."""
     if resp.status_code not in (400, 422) or not resp.error:
         return False

@@ -5,7 +5,7 @@ The SDK's HTTP client loads the trusted certificates (``load_verify_locations``,
 here) in its constructor, for every client: a fallback model, a judge, a second profile each
 paid it again. The shared context is the one the HTTP library would build by default (its own
 ``create_ssl_context()``, which reads ``SSL_CERT_FILE``/``SSL_CERT_DIR``), so nothing about
-verification changes; a new value of those variables gets a new context. Any failure here
+verification changes; a new value of those variables gets a new context. Every failure here
 returns ``None`` and the SDK builds its own, as before.
 
 A cold process pays the load once more, on the path of its first request. :func:`prefetch`

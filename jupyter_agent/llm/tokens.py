@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..base.jsontypes import object_field, str_field
 
 __all__ = ["count_text_tokens", "count_message_tokens", "count_messages_tokens", "count_tools_tokens"]
 
@@ -43,31 +45,33 @@ def count_text_tokens(text: str) -> int:
     return total
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: object) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # multi-part content: count the text parts only
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return " ".join(str_field(p, "text") for p in content if isinstance(p, dict))
     return str(content)
 
 
-def count_message_tokens(message: dict[str, Any]) -> int:
+def count_message_tokens(message: Mapping[str, object]) -> int:
     """Estimated tokens of one chat message, tool calls included."""
     total = _MESSAGE_OVERHEAD + count_text_tokens(_content_text(message.get("content")))
-    for call in message.get("tool_calls") or ():
-        fn = call.get("function", {})
-        total += 3 + count_text_tokens(fn.get("name", "")) + count_text_tokens(fn.get("arguments", ""))
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        fn = object_field(call, "function") if isinstance(call, dict) else {}
+        total += 3 + count_text_tokens(str_field(fn, "name")) + count_text_tokens(
+            str_field(fn, "arguments"))
     return total
 
 
-def count_messages_tokens(messages: Iterable[dict[str, Any]]) -> int:
+def count_messages_tokens(messages: Iterable[Mapping[str, object]]) -> int:
     """Estimated tokens of a message list."""
     return sum(count_message_tokens(m) for m in messages) + 3
 
 
-def count_tools_tokens(tools: list[dict[str, Any]] | None) -> int:
+def count_tools_tokens(tools: Sequence[Mapping[str, object]] | None) -> int:
     """Estimated tokens of the tool schemas sent with a request."""
     if not tools:
         return 0

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Literal, TypedDict
 
 import json5
 
+from jupyter_agent.base.jsontypes import JSONValue, object_field, str_field
 from jupyter_agent.llm.types import Message, ToolCall
 
 __all__ = [
     "Style",
+    "ToolFunction",
+    "ToolSchemas",
     "make_call",
     "new_call_id",
     "rewrite_history",
@@ -37,18 +41,38 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def tool_functions(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+class ToolFunction(TypedDict):
+    """One tool as the prompt protocols describe it."""
+
+    name: str
+    description: JSONValue
+    """The schema's description (a string, as every tool of ours has)."""
+    parameters: JSONValue
+    """The JSON schema of the arguments."""
+
+
+ToolSchemas = Sequence[Mapping[str, JSONValue]]
+"""Function tool schemas in the OpenAI format (``ChatRequest.tools``)."""
+
+
+def tool_functions(tools: ToolSchemas | None) -> list[ToolFunction]:
     """The ``{name, description, parameters}`` of each tool, sorted by name.
 
     Accepts OpenAI function-tool dicts (``{"type": "function", "function": {...}}``) or bare
     function dicts. Sorting keeps the prompt, and so any prompt cache, stable.
+
+    Raises:
+        KeyError: a tool without a name (a schema of ours always has one).
     """
-    out = []
+    out: list[ToolFunction] = []
     for tool in tools or []:
         fn = tool.get("function", tool)
+        if not isinstance(fn, Mapping):
+            fn = {}
+        name = fn["name"]
         out.append(
             {
-                "name": fn["name"],
+                "name": name if isinstance(name, str) else str(name),
                 "description": fn.get("description", ""),
                 "parameters": fn.get("parameters") or {"type": "object", "properties": {}},
             }
@@ -73,7 +97,7 @@ call a tool, put the tool's name in the "tool" key and its arguments object in t
 message between <ToolResponse> and </ToolResponse>."""
 
 
-def tool_system_prompt(tools: list[dict[str, Any]] | None, style: Style = "text") -> str:
+def tool_system_prompt(tools: ToolSchemas | None, style: Style = "text") -> str:
     """The tool-description prompt added to the system message (tools sorted by name)."""
     listing = "\n".join(json.dumps(f, ensure_ascii=False) for f in tool_functions(tools))
     rules = _TEXT_RULES if style == "text" else _JSON_RULES
@@ -81,14 +105,14 @@ def tool_system_prompt(tools: list[dict[str, Any]] | None, style: Style = "text"
 
 
 def with_tool_prompt(
-    messages: list[Message], tools: list[dict[str, Any]] | None, style: Style = "text"
+    messages: list[Message], tools: ToolSchemas | None, style: Style = "text"
 ) -> list[Message]:
     """A copy of ``messages`` whose system message ends with the tool prompt.
 
     The first message is used when it is a system message; otherwise one is created in front.
     """
     prompt = tool_system_prompt(tools, style)
-    out = [dict(m) for m in messages]
+    out: list[Message] = [dict(m) for m in messages]
     if out and out[0].get("role") == "system":
         base = _content_text(out[0].get("content"))
         out[0]["content"] = f"{base}\n\n{prompt}" if base else prompt
@@ -117,10 +141,11 @@ def rewrite_history(messages: list[Message], style: Style = "text") -> list[Mess
     for msg in messages:
         role = msg.get("role")
         if role == "assistant":
-            calls = msg.get("tool_calls") or []
+            listed = msg.get("tool_calls")
+            calls = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
             if calls:
-                dropped_ids.update(c.get("id", "") for c in calls[1:])
-                fn = calls[0].get("function", {})
+                dropped_ids.update(str_field(c, "id") for c in calls[1:])
+                fn = object_field(calls[0], "function")
                 name, args = fn.get("name", ""), _decode_args(fn.get("arguments"))
                 if style == "text":
                     body = "1: " + json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
@@ -134,7 +159,7 @@ def rewrite_history(messages: list[Message], style: Style = "text") -> list[Mess
                     body = json.dumps({"answer": text}, ensure_ascii=False)
             out.append({"role": "assistant", "content": body})
         elif role == "tool":
-            if msg.get("tool_call_id") in dropped_ids:
+            if str_field(msg, "tool_call_id", "\0") in dropped_ids:
                 continue
             text = _content_text(msg.get("content"))
             out.append({"role": "user", "content": f"<ToolResponse>\n{text}\n</ToolResponse>"})
@@ -143,30 +168,31 @@ def rewrite_history(messages: list[Message], style: Style = "text") -> list[Mess
     return out
 
 
-def _decode_args(arguments: Any) -> Any:
+def _decode_args(arguments: JSONValue) -> JSONValue:
     """Arguments as a JSON value; a non-JSON string stays a string."""
     if not isinstance(arguments, str):
         return arguments if arguments is not None else {}
     if not arguments.strip():
         return {}
     try:
-        return json.loads(arguments)
+        decoded: JSONValue = json.loads(arguments)
+        return decoded
     except ValueError:
         return arguments
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: JSONValue) -> str:
     """The text of a message content (a string or a list of parts)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return "".join(str_field(p, "text") for p in content if isinstance(p, dict))
     return str(content)
 
 
-def make_call(name: str, arguments: Any) -> ToolCall:
+def make_call(name: str, arguments: JSONValue) -> ToolCall:
     """A ToolCall with a fresh id and arguments re-serialised as strict JSON."""
     if isinstance(arguments, str):
         try:

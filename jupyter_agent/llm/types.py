@@ -7,14 +7,17 @@ objects and back on every round would only cost time.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Mapping
+from typing import Annotated, Callable
 
 from pydantic import BaseModel, Field
 
 from ..base.deferred import DeferredModel
+from ..base.jsontypes import JSONObject, JSONValue, Shallow
 
 __all__ = [
     "Message",
+    "tool_calls_of",
     "ToolCall",
     "Usage",
     "ChatRequest",
@@ -22,8 +25,17 @@ __all__ = [
     "StreamCallback",
 ]
 
-Message = dict[str, Any]
-"""One chat message in the OpenAI wire format."""
+Message = Annotated[JSONObject, Shallow(dict[str, object])]
+"""One chat message in the OpenAI wire format (``role``, ``content``, ``tool_calls``…): a
+``JSONObject``, whose fields are looked at before use (``tool_calls_of``, the helpers of
+``base.jsontypes``). A pydantic field of messages checks each is an object with string keys,
+not every value below (``Shallow``): a history grows every round, and it is JSON already."""
+
+
+def tool_calls_of(message: Mapping[str, JSONValue]) -> list[JSONObject]:
+    """The ``tool_calls`` of ``message`` that are objects (``[]`` when it has none)."""
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
 class ToolCall(DeferredModel):
@@ -36,7 +48,7 @@ class ToolCall(DeferredModel):
     arguments: str = ""
     """Raw JSON text of the arguments, exactly as the model produced it."""
 
-    def to_message_part(self) -> dict[str, Any]:
+    def to_message_part(self) -> JSONObject:
         """The ``tool_calls`` item of an assistant message (only id, type and function)."""
         return {
             "id": self.id,
@@ -61,18 +73,20 @@ class ChatRequest(DeferredModel):
     """Everything one model call sends (minus the key)."""
 
     model: str
+    # The JSON fields are checked one level deep (base/jsontypes.py, ``Shallow``): a request
+    # is made every round, and its history grows with every round.
     messages: list[Message]
-    tools: list[dict[str, Any]] | None = None
+    tools: Annotated[list[JSONObject] | None, Shallow(list[dict[str, object]] | None)] = None
     """Function tool schemas in the OpenAI format; ``None`` or empty sends no tools."""
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: Annotated[str | JSONObject | None, Shallow(str | dict[str, object] | None)] = None
     parallel_tool_calls: bool | None = None
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
-    response_format: dict[str, Any] | None = None
+    response_format: Annotated[JSONObject | None, Shallow(dict[str, object] | None)] = None
     stream: bool = True
-    extra: dict[str, Any] = {}
+    extra: Annotated[JSONObject, Shallow(dict[str, object])] = {}
     """Extra body fields passed through unchanged (a profile's ``default_config``)."""
 
 
@@ -110,7 +124,7 @@ class ChatResponse(BaseModel):
         return msg
 
 
-StreamCallback = Callable[[str, dict[str, Any]], None]
+StreamCallback = Callable[[str, JSONObject], None]
 """``callback(kind, data)`` for stream deltas.
 
 kinds: ``text`` ``{"text"}``, ``reasoning`` ``{"text"}``, ``tool_call`` ``{"index", "id",

@@ -33,10 +33,10 @@ from ..base.events import (
     UsageRecorded,
     Warning_,
 )
-from ..base.jsontypes import JSONObject, object_field, str_field
+from ..base.jsontypes import JSONObject, JSONValue, object_field, str_field
 from ..llm.protocol import ModelClient
 from ..llm.tokens import count_message_tokens, count_messages_tokens, count_tools_tokens
-from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall
+from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall, tool_calls_of
 from .call_ids import CallIds, ids_in_messages
 from .hooks import LoopHooks, StopContext, ToolOutcome, ToolRecord, UsageItem, images_message
 
@@ -418,7 +418,7 @@ class _LoopRun:
         else:
             return
         answered = {m.get("tool_call_id") for m in self.messages[i + 1:] if m.get("role") == "tool"}
-        for c in self.messages[i].get("tool_calls") or ():
+        for c in tool_calls_of(self.messages[i]):
             if c.get("id") not in answered:
                 self._append({"role": "tool", "tool_call_id": c.get("id"),
                               "content": _INTERRUPTED})
@@ -549,7 +549,7 @@ class _LoopRun:
         # Withdraw the draft from the run's output, keep it in the request with the feedback.
         if res.assistant_messages and res.assistant_messages[-1] is msg:
             res.assistant_messages.pop()
-        feedback_msg = {"role": "user", "content": decision.feedback}
+        feedback_msg: Message = {"role": "user", "content": decision.feedback}
         self.messages.append(feedback_msg)
         if self.tokens is not None:
             self.tokens += count_message_tokens(feedback_msg)
@@ -561,7 +561,7 @@ class _LoopRun:
     def _final_answer_round(self) -> None:
         self.round += 1
         self.result.rounds += 1
-        prompt = {"role": "user", "content": FINAL_ANSWER_PROMPT}
+        prompt: Message = {"role": "user", "content": FINAL_ANSWER_PROMPT}
         self.messages.append(prompt)
         resp = self._request(list(self.messages), "none")
         if resp is None or resp.error:
@@ -587,11 +587,12 @@ def _choice_label(tool_choice: str | JSONObject | None) -> str | None:
 
 
 def _clean_calls(m: Message) -> Message:
-    calls = m.get("tool_calls")
+    calls = tool_calls_of(m)
     if m.get("role") != "assistant" or not calls:
         return m
-    return dict(m, tool_calls=[{"id": c.get("id"), "type": c.get("type", "function"),
-                                "function": c.get("function")} for c in calls])
+    cleaned: list[JSONValue] = [{"id": c.get("id"), "type": c.get("type", "function"),
+                                 "function": c.get("function")} for c in calls]
+    return dict(m, tool_calls=cleaned)
 
 
 def run_loop(client: ModelClient, messages: list[Message], cfg: LoopConfig,

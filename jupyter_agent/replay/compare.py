@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+from ..base.jsontypes import JSONObject, JSONValue, object_field
 
 __all__ = ["VOLATILE_FIELDS", "comparable_events", "comparable_view", "payload_view",
            "comparable_text", "comparable_outputs"]
@@ -22,24 +23,27 @@ VOLATILE_FIELDS = frozenset({"t", "seconds", "run_id"})
 _TOOL_RUN = frozenset({"tool_started", "tool_returned"})
 
 
-def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def comparable_events(events: list[JSONObject]) -> list[JSONObject]:
     """``events`` (JSON dicts) without volatile fields, with tool-call and plan ids replaced
     by ``call#N`` / ``plan#N`` and each run of consecutive ``tool_started`` /
     ``tool_returned`` events in one order (starts, then results, in call order)."""
     ids: dict[str, str] = {}
     plans: dict[str, str] = {}
     cells: dict[str, str] = {}
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for e in events:
         d = {k: v for k, v in e.items() if k not in VOLATILE_FIELDS}
-        if isinstance(d.get("call_id"), str):
-            d["call_id"] = ids.setdefault(d["call_id"], f"call#{len(ids) + 1}")
+        call_id = d.get("call_id")
+        if isinstance(call_id, str):
+            d["call_id"] = ids.setdefault(call_id, f"call#{len(ids) + 1}")
         plan = d.get("plan")
-        if isinstance(plan, dict) and "planId" in plan:  # generated at random by the agent
-            d["plan"] = {**plan, "planId": plans.setdefault(plan["planId"], f"plan#{len(plans) + 1}")}
+        plan_id = plan.get("planId") if isinstance(plan, dict) else None
+        if isinstance(plan, dict) and isinstance(plan_id, str):  # generated at random
+            d["plan"] = {**plan, "planId": plans.setdefault(plan_id, f"plan#{len(plans) + 1}")}
         proposal = d.get("proposal")
-        if isinstance(proposal, dict) and "id" in proposal:  # a proposed cell's random id
-            d["proposal"] = {**proposal, "id": cells.setdefault(proposal["id"],
+        cell_id = proposal.get("id") if isinstance(proposal, dict) else None
+        if isinstance(proposal, dict) and isinstance(cell_id, str):  # a proposed cell's id
+            d["proposal"] = {**proposal, "id": cells.setdefault(cell_id,
                                                                 f"cell#{len(cells) + 1}")}
         out.append(d)
     i = 0
@@ -56,7 +60,7 @@ def comparable_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def payload_view(payload: Any) -> dict[str, Any]:
+def payload_view(payload: JSONValue) -> JSONObject:
     """The view a saved run payload stands for, as this version draws it.
 
     A format-1 payload also holds its events: they are reduced again, so a recording made
@@ -82,7 +86,7 @@ def payload_view(payload: Any) -> dict[str, Any]:
 _VOLATILE_VIEW_FIELDS = frozenset({"run_id", "started_at", "seconds"})
 
 
-def comparable_view(view: dict[str, Any]) -> Any:
+def comparable_view(view: JSONObject) -> JSONValue:
     """A run's view state (what a saved run holds) without what differs from one execution to
     the next: times, durations and run ids left out, tool-call and plan ids replaced by
     ``call#N`` / ``plan#N`` in order of appearance. Tool cards are in call order already."""
@@ -90,12 +94,12 @@ def comparable_view(view: dict[str, Any]) -> Any:
     plans: dict[str, str] = {}
     cells: dict[str, str] = {}
 
-    def scrub(value: Any) -> Any:
+    def scrub(value: JSONValue) -> JSONValue:
         if isinstance(value, list):
             return [scrub(v) for v in value]
         if not isinstance(value, dict):
             return value
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for key, v in sorted(value.items()):  # a saved notebook's JSON has its keys sorted
             if key in _VOLATILE_VIEW_FIELDS:
                 continue
@@ -105,7 +109,7 @@ def comparable_view(view: dict[str, Any]) -> Any:
                 out[key] = plans.setdefault(v, f"plan#{len(plans) + 1}")
             elif key == "proposal" and isinstance(v, dict) and isinstance(v.get("id"), str):
                 # A proposed cell's id is random: numbered in order, like call ids.
-                numbered = {**v, "id": cells.setdefault(v["id"], f"cell#{len(cells) + 1}")}
+                numbered = {**v, "id": cells.setdefault(str(v["id"]), f"cell#{len(cells) + 1}")}
                 out[key] = scrub(numbered)
             else:
                 out[key] = scrub(v)
@@ -132,19 +136,21 @@ def comparable_text(text: str) -> str:
     return text
 
 
-def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
+def comparable_outputs(outputs: list[JSONObject]) -> list[tuple[object, ...]]:
     """A notebook cell's outputs as they must agree between a recording and its replay:
     run payloads by their comparable view (every format holds it), text with volatile parts
-    masked, widget views and markdown renderings (drawn from the same view) left out."""
+    masked, widget views and markdown renderings (drawn from the same view) left out. The
+    items are only compared: ``("stream", name, text)``, ``("run", view)``,
+    ``("plain", text)`` or ``("error", name, text)``."""
     from ..base.events import RUN_MIME_TYPE
 
-    out: list[Any] = []
+    out: list[tuple[object, ...]] = []
     for o in outputs:
         kind = o.get("output_type")
         if kind == "stream":
             out.append(("stream", o.get("name"), comparable_text(_joined(o.get("text")))))
         elif kind in ("display_data", "execute_result"):
-            data = o.get("data") or {}
+            data = object_field(o, "data")
             if RUN_MIME_TYPE in data:
                 payload = data[RUN_MIME_TYPE]
                 if isinstance(payload, str):
@@ -155,15 +161,15 @@ def comparable_outputs(outputs: list[dict[str, Any]]) -> list[Any]:
         elif kind == "error":
             out.append(("error", o.get("ename"), comparable_text(str(o.get("evalue")))))
     # Output text printed by a stream in pieces may be split differently: merge neighbours.
-    merged: list[Any] = []
+    merged: list[tuple[object, ...]] = []
     for item in out:
         if merged and item[0] == "stream" and merged[-1][0] == "stream" and \
                 merged[-1][1] == item[1]:
-            merged[-1] = ("stream", item[1], merged[-1][2] + item[2])
+            merged[-1] = ("stream", item[1], f"{merged[-1][2]}{item[2]}")  # two texts
         else:
             merged.append(item)
     return merged
 
 
-def _joined(text: Any) -> str:
-    return "".join(text) if isinstance(text, list) else str(text or "")
+def _joined(text: JSONValue) -> str:
+    return "".join(map(str, text)) if isinstance(text, list) else str(text or "")

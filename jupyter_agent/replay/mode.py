@@ -28,7 +28,7 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from ..base import config
 from ..base.config import CassetteMode, CassetteTiming
@@ -40,6 +40,9 @@ from ..clients.cassettes import active_cassette, cassette_at, resolve_cassette_p
 from ..clients.factory import clear_client_cache, make_client, resolve_model
 from ..llm.protocol import ModelClient
 
+if TYPE_CHECKING:
+    from ..session.store import Store
+
 __all__ = ["Mode", "start", "go_live", "cell_client", "describe", "replay_store_dir"]
 
 Mode = CassetteMode
@@ -47,14 +50,28 @@ Mode = CassetteMode
 _lock = threading.RLock()
 
 
-def _forget(state: dict[str, Any]) -> None:
+class _Saved(TypedDict, total=False):
+    """What ``go_live`` restores."""
+
+    store: Store | None
+    """The previous default store (``None``: the one at the default path)."""
+    scratch: Path
+    """The scratch directory, deleted when the mode ends."""
+    kept: Path
+    """A replay store's directory, left in place."""
+    model: str | None
+    """The previous ``settings.active_model``, when replay/record changed it."""
+
+
+def _forget(state: _Saved) -> None:
     """The process-state reset: the scratch store closed and deleted, and the store it stood
     in for closed too (the default store starts afresh, whatever resets first)."""
     from ..session.store import swap_default_store
 
     scratch = state.pop("scratch", None) or state.pop("kept", None)
     previous = state.pop("store", None)
-    state.clear()
+    state.pop("kept", None)  # the rest is forgotten: nothing to restore in a new process state
+    state.pop("model", None)
     if scratch is not None:
         current = swap_default_store(None)
         for store in (current, previous):
@@ -63,10 +80,8 @@ def _forget(state: dict[str, Any]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-_state: dict[str, Any] = STATE.slot("replay.mode", dict, reset=_forget)
-"""What ``go_live`` restores: ``store`` (the previous default store), ``scratch`` (the scratch
-directory), ``kept`` (a replay store's directory, left in place), ``model`` (the previous
-``settings.active_model``, when replay/record changed it)."""
+_state: _Saved = STATE.slot("replay.mode", _Saved, reset=_forget)
+"""What ``go_live`` restores (see :class:`_Saved`)."""
 
 
 def cell_client(mode: Literal["record", "replay"], model: str | None) -> ModelClient:

@@ -18,7 +18,15 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..base.jsontypes import JSONValue
+
+if TYPE_CHECKING:
+    # nbformat's and jupyter_client's own types; importing nbformat costs seconds, so only
+    # for the type checker.
+    from jupyter_client.manager import AsyncKernelManager
+    from nbformat import NotebookNode
 
 __all__ = ["CASSETTE_LINE", "find_cassette_line", "set_cassette_line", "cassette_of",
            "execute_notebook", "require_notebook_tools",
@@ -52,7 +60,7 @@ def require_notebook_tools() -> None:
                           "pip install 'jupyter-agent[notebooks]'")
 
 
-def find_cassette_line(nb: Any) -> tuple[int, str] | None:
+def find_cassette_line(nb: NotebookNode) -> tuple[int, str] | None:
     """``(cell index, line)`` of the first ``%agent replay|record|live`` line, or None."""
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -63,7 +71,7 @@ def find_cassette_line(nb: Any) -> tuple[int, str] | None:
     return None
 
 
-def set_cassette_line(nb: Any, line: str) -> str:
+def set_cassette_line(nb: NotebookNode, line: str) -> str:
     """Replace the cassette line with ``line``; returns the line it replaced.
 
     Raises:
@@ -77,7 +85,7 @@ def set_cassette_line(nb: Any, line: str) -> str:
     return old
 
 
-def cassette_of(nb: Any, notebook_path: Path) -> Path | None:
+def cassette_of(nb: NotebookNode, notebook_path: Path) -> Path | None:
     """The cassette the notebook's ``%agent replay`` line names (relative to the notebook)."""
     found = find_cassette_line(nb)
     if found is None:
@@ -87,7 +95,7 @@ def cassette_of(nb: Any, notebook_path: Path) -> Path | None:
     return notebook_path.parent / args[0] if args else None
 
 
-def kernel_manager() -> Any:
+def kernel_manager() -> AsyncKernelManager:
     """An async kernel manager whose kernel runs ``sys.executable -m ipykernel_launcher``."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
@@ -103,8 +111,8 @@ def kernel_manager() -> Any:
                               ip=str(folder.parent / "kernel"))
 
 
-def execute_notebook(nb: Any, cwd: str | Path, *, env: dict[str, str] | None = None,
-                     timeout: int = 600, allow_errors: bool = False) -> Any:
+def execute_notebook(nb: NotebookNode, cwd: str | Path, *, env: dict[str, str] | None = None,
+                     timeout: int = 600, allow_errors: bool = False) -> NotebookNode:
     """Execute ``nb`` in place (outputs filled in) with the working directory ``cwd``.
 
     ``env`` is added to this process's environment for the kernel; ``JUPYTER_AGENT_HOME``
@@ -129,11 +137,11 @@ def execute_notebook(nb: Any, cwd: str | Path, *, env: dict[str, str] | None = N
     return nb
 
 
-def run_outputs(nb: Any) -> list[tuple[int, dict[str, Any]]]:
+def run_outputs(nb: NotebookNode) -> list[tuple[int, JSONValue]]:
     """Every run payload (``application/vnd.jupyter-agent.run+json``) with its cell index."""
     from ..base.events import RUN_MIME_TYPE
 
-    found = []
+    found: list[tuple[int, JSONValue]] = []
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
             data = out.get("data") or {}
@@ -143,7 +151,7 @@ def run_outputs(nb: Any) -> list[tuple[int, dict[str, Any]]]:
     return found
 
 
-def scrub_folder(nb: Any, folder: str | Path) -> None:
+def scrub_folder(nb: NotebookNode, folder: str | Path) -> None:
     """Replace the absolute path of ``folder`` (where the notebook ran) by ``.`` in every
     output, so a saved notebook holds no path of the machine that executed it."""
     import nbformat

@@ -17,9 +17,9 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..base.errors import ConfigError
+from ..clients.cassette import Cassette
 from ..clients.storage import METADATA_KEY, is_notebook, load_cassette, save_cassette
 from .notebooks import (
     cassette_of,
@@ -34,7 +34,7 @@ __all__ = ["rerecord", "main"]
 
 
 def rerecord(notebook: str | Path, *, model: str | None = None,
-             env: dict[str, str] | None = None, timeout: int = 600) -> Any:
+             env: dict[str, str] | None = None, timeout: int = 600) -> Cassette:
     """Execute ``notebook`` in record mode and store the new cassette and outputs.
 
     Args:

@@ -153,6 +153,8 @@ def expand(rows: list[tuple[int, JSONObject]],
                 raise ValueError(f"the session store holds no plan at event {at} "
                                  f"(event {seq} patches it): a damaged event log")
             steps = base["steps"]
+            if not isinstance(steps, list):  # never: a base holds a list (``bases`` below)
+                raise ValueError(f"the plan at event {at} holds no steps: a damaged event log")
             if type(steps) is not FrozenList:
                 steps = base["steps"] = freeze(steps)  # shared from now on
             del event[PATCH_KEY]

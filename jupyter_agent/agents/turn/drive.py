@@ -161,7 +161,7 @@ def _typed(p: TurnContext, spec: OutputSpec, result: LoopResult, cfg: LoopConfig
     attempts = 1
     retry_hooks = LoopHooks(is_aborted=hooks.is_aborted)
     while not checked.valid and attempts <= p.schema_retries:
-        ask = {"role": "user", "content": retry_message(checked.errors)}
+        ask: Message = {"role": "user", "content": retry_message(checked.errors)}
         retry_cfg = dataclasses.replace(cfg, tools=None, max_rounds=1, final_answer_round=False,
                                         round_offset=cfg.round_offset + result.rounds)
         more = run_loop(p.client, [*result.messages, ask], retry_cfg, retry_hooks,

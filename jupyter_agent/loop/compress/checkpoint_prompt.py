@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from jupyter_agent.llm.types import Message
+from jupyter_agent.base.jsontypes import object_field
+from jupyter_agent.llm.types import Message, tool_calls_of
 from jupyter_agent.loop.compress.anchors import render_anchor_block
 from jupyter_agent.loop.compress.constants import (
     CHECKPOINT_PROMPT_ANCHOR_LIMIT,
@@ -143,15 +144,16 @@ def build_tool_call_memory(messages: list[Message]) -> str:
             continue
         if message.get("role") != "assistant":
             continue
-        for call in message.get("tool_calls") or ():
-            fn = call.get("function") or {}
+        for call in tool_calls_of(message):
+            fn = object_field(call, "function")
             if not fn.get("name"):
                 continue
             parts = [f"- fn={fn['name']}", f"args={fn.get('arguments') or '{}'}"]
             if intent:
                 parts.append(f"user={intent}")
-            if call.get("id") in results:
-                result = truncate_by_chars(results[call["id"]], TOOL_MEMORY_RESULT_CHARS)
+            call_id = call.get("id")
+            if isinstance(call_id, str) and call_id in results:
+                result = truncate_by_chars(results[call_id], TOOL_MEMORY_RESULT_CHARS)
                 parts.append(f"result={result}")
             lines.append("; ".join(parts))
     if not lines:
