@@ -162,7 +162,7 @@ def apply_knowledge(question: str, knowledge: Knowledge | None, *, mode: str = "
 VARIABLES_HEADER = "Notebook variables given with this message:"
 
 
-def with_variables(user_text: str, names: Iterable[str] | str | None, shell: Shell,
+def with_variables(user_text: str, names: Iterable[str] | str | None, shell: object,
                    allowed: Iterable[str] | None = None) -> str:
     """``user_text`` followed by the summaries of the notebook variables ``names``
     (``--with``, ``context=``): the model sees them without a tool call.

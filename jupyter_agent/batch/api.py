@@ -184,7 +184,8 @@ def _judged(ex: Execution) -> JudgeSummary | None:
 
     model = spec.judge_model or spec.models[0]
     client = spec.clients.get(model)
-    cache = spec.options.get("cache")
+    cached = spec.options.get("cache")
+    cache = cached if isinstance(cached, bool) else None
 
     def call(prompt: str, schema: type[BaseModel]) -> Run[BaseModel]:
         return chat(prompt, output=schema, model=model, client=client, store=None,
