@@ -101,6 +101,7 @@ def _answered_already(run_id: str | None, ns: dict[str, object]) -> Run | None:
 @TABLE.command("resume", "Answer a waiting run: RUN_ID --option N | --answer TEXT | --dismiss.")
 def _cmd_resume(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...agents.resume import Answer, resume
+    from ...agents.run import Run
     from ...ui.live import LiveDisplay, displays, show_hint
 
     if args.option is not None:
@@ -113,7 +114,7 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, object]) -> None:
         raise MagicUsageError("%agent resume: give --option N, --answer TEXT or --dismiss.")
     run_id = args.run_id or _newest_pending()
     live = displays.get(run_id) if run_id else None
-    run_obj = live.run if live is not None else None
+    run_obj = live.run if live is not None and isinstance(live.run, Run) else None
     holder: dict[str, LiveDisplay] = {}
 
     def listener(event: BaseEvent) -> None:
