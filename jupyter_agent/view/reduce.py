@@ -59,7 +59,7 @@ Shape::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import TypeVar
 
 from ..base.events import (
     AskAnswered,
@@ -150,8 +150,8 @@ def _footer(view: JSONObject) -> JSONObject:
 
 
 def _last_item(view: JSONObject, kind: str, round_: int) -> JSONObject | None:
-    items = _items(view)
-    last = items[-1] if items else None
+    items = view.get("items")  # not _items(): once per streamed piece, the call shows
+    last = items[-1] if isinstance(items, list) and items else None
     if isinstance(last, dict) and last.get("kind") == kind and last.get("round") == round_:
         return last
     return None
@@ -168,25 +168,20 @@ def _find_tool(view: JSONObject, call_id: str) -> JSONObject | None:
 
 E = TypeVar("E", bound=BaseEvent)
 
-
-class Reducer(Protocol):
-    """What one event type does to ``view`` (changed in place)."""
-
-    def __call__(self, view: JSONObject, event: BaseEvent) -> None: ...
+Reducer = Callable[[JSONObject, BaseEvent], None]
+"""What one event type does to ``view`` (changed in place)."""
 
 
-class _On(Generic[E]):
-    """A reducer of the events of one class: ``fn`` sees the event with its real type."""
+def _on(cls: type[E], fn: Callable[[JSONObject, E], None]) -> tuple[str, Reducer]:
+    """``fn`` as the reducer of ``cls``'s type name, keyed by that name (so a name is never
+    paired with another class): ``fn`` sees the event with its real type, and an event of
+    another class under that name (a newer version's) changes nothing."""
 
-    __slots__ = ("cls", "fn")
+    def reduce(view: JSONObject, event: BaseEvent) -> None:
+        if isinstance(event, cls):
+            fn(view, event)
 
-    def __init__(self, cls: type[E], fn: Callable[[JSONObject, E], None]) -> None:
-        self.cls = cls
-        self.fn = fn
-
-    def __call__(self, view: JSONObject, event: BaseEvent) -> None:
-        if isinstance(event, self.cls):
-            self.fn(view, event)
+    return str(cls.model_fields["type"].default), reduce
 
 
 def _delta(view: JSONObject, e: TextDelta | ReasoningDelta) -> None:
@@ -198,7 +193,8 @@ def _delta(view: JSONObject, e: TextDelta | ReasoningDelta) -> None:
         if item_kind == "text":
             last["withdrawn"] = False
         _items(view).append(last)
-    last["text"] = str_field(last, "text") + e.text
+    text = last.get("text")  # not str_field: once per streamed piece, the call shows
+    last["text"] = (text if isinstance(text, str) else "") + e.text
 
 
 def _tool_called(view: JSONObject, e: ToolCalled) -> None:
@@ -219,7 +215,8 @@ def _tool_started(view: JSONObject, e: ToolStarted) -> None:
 def _tool_args_delta(view: JSONObject, e: ToolArgsDelta) -> None:
     card = _find_tool(view, e.call_id)
     if card is not None:
-        card["arguments"] = str_field(card, "arguments") + e.delta
+        arguments = card.get("arguments")
+        card["arguments"] = (arguments if isinstance(arguments, str) else "") + e.delta
 
 
 def _tool_returned(view: JSONObject, e: ToolReturned) -> None:
@@ -402,39 +399,38 @@ def _run_failed(view: JSONObject, e: RunFailed) -> None:
     view["error"] = e.error
 
 
-REDUCERS: dict[str, Reducer] = {
-    "text_delta": _On(TextDelta, _delta),
-    "reasoning_delta": _On(ReasoningDelta, _delta),
-    "tool_called": _On(ToolCalled, _tool_called),
-    "tool_started": _On(ToolStarted, _tool_started),
-    "tool_args_delta": _On(ToolArgsDelta, _tool_args_delta),
-    "tool_returned": _On(ToolReturned, _tool_returned),
-    "tool_figures": _On(ToolFigures, _tool_figures),
-    "workspace_changed": _On(WorkspaceChanged, _workspace_changed),
-    "cell_proposed": _On(CellProposed, _cell_proposed),
-    "usage": _On(UsageRecorded, _usage),
-    "round_started": _On(RoundStarted, _round_started),
-    "plan_updated": _On(PlanUpdated, _plan_updated),
-    "tools_offered": _On(ToolsOffered, _tools_offered),
-    "plan_status": _On(PlanStatus, _plan_status),
-    "ask_pending": _On(AskPending, _ask_pending),
-    "ask_answered": _On(AskAnswered, _ask_answered),
-    "round_retried": _On(RoundRetried, _round_retried),
-    "stop_gate_feedback": _On(StopGateFeedback, _stop_gate_feedback),
-    "context_compressed": _On(ContextCompressed, _context_compressed),
-    "warning": _On(Warning_, _warning),
-    "output_checked": _On(OutputChecked, _output_checked),
-    "run_started": _On(RunStarted, _run_started),
-    "run_finished": _On(RunFinished, _run_finished),
-    "run_failed": _On(RunFailed, _run_failed),
-}
+REDUCERS: dict[str, Reducer] = dict([
+    _on(TextDelta, _delta),
+    _on(ReasoningDelta, _delta),
+    _on(ToolCalled, _tool_called),
+    _on(ToolStarted, _tool_started),
+    _on(ToolArgsDelta, _tool_args_delta),
+    _on(ToolReturned, _tool_returned),
+    _on(ToolFigures, _tool_figures),
+    _on(WorkspaceChanged, _workspace_changed),
+    _on(CellProposed, _cell_proposed),
+    _on(UsageRecorded, _usage),
+    _on(RoundStarted, _round_started),
+    _on(PlanUpdated, _plan_updated),
+    _on(ToolsOffered, _tools_offered),
+    _on(PlanStatus, _plan_status),
+    _on(AskPending, _ask_pending),
+    _on(AskAnswered, _ask_answered),
+    _on(RoundRetried, _round_retried),
+    _on(StopGateFeedback, _stop_gate_feedback),
+    _on(ContextCompressed, _context_compressed),
+    _on(Warning_, _warning),
+    _on(OutputChecked, _output_checked),
+    _on(RunStarted, _run_started),
+    _on(RunFinished, _run_finished),
+    _on(RunFailed, _run_failed),
+])
 """What each event type does to the view (an event type not listed changes nothing)."""
 
 
 def reduce_event(view: JSONObject, event: BaseEvent) -> JSONObject:
     """Apply one event to ``view`` in place and return it."""
-    kind = event.__dict__.get("type")
-    reducer = REDUCERS.get(kind) if isinstance(kind, str) else None
+    reducer = REDUCERS.get(getattr(event, "type", ""))
     if reducer is not None:
         reducer(view, event)
     return view
