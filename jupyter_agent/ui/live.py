@@ -244,7 +244,7 @@ class LiveDisplay:
             self._defer(self._last + self._interval - now)
         if kind in ("run_finished", "run_failed"):
             self.finish()
-            if (self.run.status != "ask" and getattr(self.run, "pending", None) is None
+            if (self.run.status != "ask" and self.run.pending is None
                     and not has_open_decisions(self.run.view)):
                 # Ended for good: nothing can draw into it any more (a new answer would be
                 # refused, no change row has a button left), so the kernel need not keep it.
