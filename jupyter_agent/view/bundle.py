@@ -158,6 +158,25 @@ def typed_answer_json(view: ReadOnlyJSON, text: str) -> bool:
         return False
 
 
+def _tool_md(item: ReadOnlyJSON) -> list[str]:
+    """A tool card: its call, a preview of its output, its figures, proposal and changes."""
+    status = "error" if item.get("error") else "ok"
+    head = (f"**Tool {code_span(str_field(item, 'name'))}** ({status}, "
+            f"{float_field(item, 'seconds'):.2f} s) "
+            f"{code_span(_preview(str_field(item, 'arguments'), 200))}")
+    # A short preview: the whole output is in the view, and the markdown is the fallback of
+    # readers without HTML (keeps a saved run close to its view's size).
+    out = [head + "\n\n" + _fence(_preview(str_field(item, "output"), _TOOL_PREVIEW))]
+    for fig in object_list(item, "figures"):
+        out.append(f"> *{_md_escape_inline(fig.get('description') or 'figure')}*")
+    if item.get("proposal"):
+        out.append(_proposal_md(object_field(item, "proposal")))
+    if item.get("changes"):  # paths are the command's: escaped like any model text
+        out.append("\n".join(f"> {_md_escape_inline(line)}"
+                              for line in changes_lines(object_field(item, "changes"))))
+    return out
+
+
 def render_markdown(view: ReadOnlyJSON) -> str:
     """A readable markdown transcript of the run (GitHub, nbconvert, VS Code)."""
     out: list[str] = []
@@ -179,20 +198,7 @@ def render_markdown(view: ReadOnlyJSON) -> str:
             else:
                 out.append(inert_markdown(text))
         elif kind == "tool":
-            status = "error" if item.get("error") else "ok"
-            head = (f"**Tool {code_span(str_field(item, 'name'))}** ({status}, "
-                    f"{float_field(item, 'seconds'):.2f} s) "
-                    f"{code_span(_preview(str_field(item, 'arguments'), 200))}")
-            # A short preview: the whole output is in the view, and the markdown is the fallback
-            # of readers without HTML (keeps a saved run close to its view's size).
-            out.append(head + "\n\n" + _fence(_preview(str_field(item, "output"), _TOOL_PREVIEW)))
-            for fig in object_list(item, "figures"):
-                out.append(f"> *{_md_escape_inline(fig.get('description') or 'figure')}*")
-            if item.get("proposal"):
-                out.append(_proposal_md(object_field(item, "proposal")))
-            if item.get("changes"):  # paths are the command's: escaped like any model text
-                out.append("\n".join(f"> {_md_escape_inline(line)}"
-                                      for line in changes_lines(object_field(item, "changes"))))
+            out += _tool_md(item)
         elif kind == "proposal":
             out.append(_proposal_md(object_field(item, "proposal")))
         elif kind == "gate":
