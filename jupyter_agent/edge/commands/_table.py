@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn, TypeAlias
+from typing import NoReturn, TypeAlias
 
 from ...base.errors import MagicUsageError
 
@@ -26,10 +26,10 @@ class Parser(argparse.ArgumentParser):
         raise MagicUsageError(f"%agent: {message} (see `%agent help`)")
 
 
-if TYPE_CHECKING:
-    # argparse names the type of ``add_subparsers()``'s value privately (typeshed declares it).
-    Subparsers: TypeAlias = argparse._SubParsersAction[Parser]
-    """What ``add_subparsers`` returns: a module's parser builder adds its subcommands to it."""
+# argparse names the type of ``add_subparsers()``'s value privately (typeshed declares it), and
+# it is generic only for type checkers: a string here.
+Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
+"""What ``add_subparsers`` returns: a module's parser builder adds its subcommands to it."""
 
 
 class CommandTable:
