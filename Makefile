@@ -50,9 +50,12 @@ $(BASE): | $(PY)
 	    "scikit-build-core>=0.9.2" cmake ninja
 	@touch $@
 
-# The JupyterLab extension, built with the JupyterLab builder into jupyter_agent/labextension.
-$(LABEXT): $(BASE) labextension/package.json labextension/package-lock.json \
-           $(wildcard labextension/src/*) $(wildcard labextension/style/*) $(wildcard jupyter_agent/ui/static/*)
+# The JupyterLab extension, built with the JupyterLab builder into jupyter_agent/labextension,
+# and the cards' module (esbuild, jupyter_agent/ui/static/bundle/cards.js: committed, rebuilt
+# here when its sources change; tests/ui/test_cards_bundle.py fails when it is stale).
+$(LABEXT): $(BASE) labextension/package.json labextension/package-lock.json labextension/build-cards.mjs \
+           $(wildcard labextension/src/*) $(wildcard labextension/style/*) \
+           $(wildcard jupyter_agent/ui/static/*.js jupyter_agent/ui/static/*.css jupyter_agent/ui/static/*.d.ts)
 	@echo "Building the JupyterLab extension (npm ci, then webpack: a minute or two) ..."
 	cd labextension && npm ci --no-audit --no-fund --loglevel=error
 	@cd labextension && $(HEARTBEAT) "building the JupyterLab extension" npm run build:prod

@@ -57,8 +57,7 @@ def measure(cards: int) -> dict[str, int]:
     import nbformat
 
     from bench._server import serve, stop
-    from jupyter_agent.ui._esm import bundle_esm
-    from jupyter_agent.ui.shared import STATIC
+    from jupyter_agent.ui.shared import BUNDLE, STATIC
     from tests.fakes.openai_server import text
 
     proc, url = serve(text("A short answer, as a card would show it."))
@@ -76,7 +75,7 @@ def measure(cards: int) -> dict[str, int]:
             entry["state"].pop(k, None)
     size = len(nbformat.writes(nb).encode())
     views = len(nbformat.writes(bare).encode())
-    per_card = len(bundle_esm(STATIC / "widget.js").encode()) + sum(
+    per_card = len(BUNDLE.read_bytes()) + sum(
         len((STATIC / n).read_bytes()) for n in ("run.css", "code.css"))
     return {"file": size, "views": views, "code": code, "extra": size - views,
             "per_card_copies": cards * per_card}

@@ -93,3 +93,51 @@ def test_a_typed_run_is_checked_by_mypy(tmp_path: Path) -> None:
     result = _mypy("--strict", str(src))
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and '"Ticket" has no attribute "lable"' in errors[0], result.stdout
+
+
+def test_a_tool_keeps_its_function_signature_for_mypy(tmp_path: Path) -> None:
+    """``@tool`` (bare or with options) gives ``Tool[P, R]``: calling the tool from Python is
+    checked like calling the function (wrong argument types, a wrong use of the result), and a
+    list of different tools is ``list[AnyTool]``. Before, ``Tool.__call__`` took and returned
+    ``Any``, so none of the three errors below was found."""
+    src = tmp_path / "tool_use.py"
+    src.write_text(
+        "from jupyter_agent import tool\n"
+        "from jupyter_agent.tools.registry import AnyTool, ToolResult\n\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    '''Add.'''\n"
+        "    return a + b\n\n"
+        "@tool(name='shout', timeout=5)\n"
+        "def upper(text: str) -> str:\n"
+        "    '''Upper.'''\n"
+        "    return text.upper()\n\n"
+        "n: int = add(1, 2)\n"
+        "s: str = upper('x')\n"
+        "tools: list[AnyTool] = [add, upper]\n"
+        "r: ToolResult = tools[0].invoke('{}')\n"
+        "add('1', 2)\n"                # error 1: wrong argument type
+        "upper(text=3)\n"              # error 2: wrong keyword argument type
+        "t: str = add(1, 2)\n",        # error 3: the result is an int
+        encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    lines = sorted(int(line.split(":")[1]) for line in errors)
+    assert lines == [18, 19, 20], result.stdout
+    assert 'Argument 1 to "__call__" of "Tool" has incompatible type "str"' in errors[0], errors
+
+
+def test_an_agents_options_are_checked_by_mypy(tmp_path: Path) -> None:
+    """``Agent(...)``'s keyword options are a TypedDict: a misspelt option or a wrong type is a
+    mypy error (pydantic would silently ignore the unknown name at run time). Before, they
+    were ``**extra: Any`` and neither was found."""
+    src = tmp_path / "agent_use.py"
+    src.write_text(
+        "from jupyter_agent.runtime.agents import Agent\n\n"
+        "Agent('a', read_only=True, skills='skills/', notebook_variables=['df'])\n"
+        "Agent('b', read_onyl=True)\n"       # error 1: unknown option
+        "Agent('c', notebook='yes')\n",      # error 2: wrong type
+        encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert sorted(int(line.split(":")[1]) for line in errors) == [4, 5], result.stdout

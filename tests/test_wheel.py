@@ -48,6 +48,59 @@ def test_the_wheel_carries_the_prebuilt_labextension(wheel: Path) -> None:
     assert not any(n.startswith("tests/") for n in names)
 
 
+def test_the_wheel_carries_the_cards_bundle_and_no_joiner(wheel: Path) -> None:
+    from jupyter_agent.ui.shared import BUNDLE
+
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+        assert whl.read("jupyter_agent/ui/static/bundle/cards.js") == BUNDLE.read_bytes()
+    assert "jupyter_agent/ui/_esm.py" not in names
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(600)
+def test_a_kernel_running_the_installed_wheel_draws_a_live_card(wheel: Path, tmp_path: Path
+                                                                ) -> None:
+    """The wheel's files alone (``pip install --target``, no checkout on the path) give a
+    kernel whose live card JupyterLab draws, from the bundle the wheel carries (without it the
+    card would be the static one: no ``.ja-widget``)."""
+    from playwright.sync_api import expect
+
+    from tests.browser.lab_harness import BUILT_EXTENSION, lab_notebook
+    from tests.browser.render_harness import chromium_path
+    from tests.fakes.openai_server import call, text, tool_calls
+
+    if chromium_path() is None or not BUILT_EXTENSION.exists():
+        pytest.skip("needs the system Chromium and the built extension (make test)")
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, timeout=300)
+    setup = textwrap.dedent(f"""\
+        %load_ext jupyter_agent
+        import time
+        import jupyter_agent.ui.shared as shared
+        from jupyter_agent import tool
+
+        @tool
+        def nap(seconds: int) -> str:
+            \"\"\"Sleep a while.\"\"\"
+            time.sleep(seconds)
+            return "rested"
+
+        print(shared.BUNDLE.is_file(), shared.BUNDLE.is_relative_to({str(target)!r}))
+        """)
+    cells = [setup, "%%toolloop --tools nap\nNap."]
+    with lab_notebook(tmp_path / "lab", "wheel.ipynb", cells, "sk-test-wheel-0123456789",
+                      extra_env={"PYTHONPATH": str(target)}) as nb:
+        expect(nb.ui.cell(0).locator(".jp-OutputArea-output")).to_have_text("True True")
+        nb.model.enqueue(tool_calls([call("nap", {"seconds": 6}, id="c1")]), text("Rested."))
+        nb.ui.start(1)
+        live = nb.ui.cell(1).locator(".ja-widget .ja-run")
+        expect(live.locator(".ja-tool-name", has_text="nap")).to_be_visible(timeout=30_000)
+        nb.ui.wait_ran(1)
+        expect(nb.ui.cell(1)).to_contain_text("Rested.")
+
+
 # ---------------------------------------------------------------------- a plain install
 PAGE = b"<html><head><title>Install check</title></head><body><h1>Served on loopback</h1>" \
        b"<p>The plain install fetched this page.</p></body></html>"

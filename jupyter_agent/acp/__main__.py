@@ -14,9 +14,14 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from . import INSTALL_HINT
+
+if TYPE_CHECKING:
+    from acp import Agent
+
+    from .agent import JupyterAcpAgent
 
 __all__ = ["main"]
 
@@ -34,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-async def _serve(agent: Any, proto_fd: int) -> None:
+async def _serve(agent: JupyterAcpAgent, proto_fd: int) -> None:
     from acp import run_agent
 
     loop = asyncio.get_running_loop()
@@ -44,7 +49,9 @@ async def _serve(agent: Any, proto_fd: int) -> None:
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     try:
-        await run_agent(agent, writer, reader)
+        # Not every method of the SDK's Agent (no list, fork, config options, auth): the SDK
+        # answers "method not found" for what an agent leaves out (it casts the same way).
+        await run_agent(cast("Agent", agent), writer, reader)
     finally:
         agent.abort_all()  # client EOF: runs end aborted; open approvals were never allowed
 

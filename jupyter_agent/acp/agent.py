@@ -15,13 +15,18 @@ import queue
 import re
 import secrets as _random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
 
 from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.schema import (
     AgentCapabilities,
+    AllowedOutcome,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
@@ -29,16 +34,20 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResourceContentBlock,
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
     StopReason,
+    TextContentBlock,
+    TextResourceContents,
 )
 
 from ..base.answers import Answer
 from ..base.events import AskPending, BaseEvent, RunStarted
 from ..base.secrets import mask
 from .updates import (
+    Update,
     UpdateMapper,
     history_updates,
     option_index,
@@ -47,6 +56,10 @@ from .updates import (
 )
 
 if TYPE_CHECKING:
+    from acp import Client
+    from acp.helpers import ContentBlock
+
+    from ..agents.run import Run
     from ..session.store import Store
 
 __all__ = ["AgentConfig", "JupyterAcpAgent", "MainThreadRunner", "MODES", "DEFAULT_TOOLS"]
@@ -60,6 +73,7 @@ _STOP: dict[str, StopReason] = {"done": "end_turn", "incomplete": "end_turn", "i
 # One turn at a time in this process: the tools are confined to the workspace through the
 # process's current directory (docs/acp.md), which two sessions cannot share at once.
 _RUN_LOCK = threading.Lock()
+T = TypeVar("T")
 
 
 @dataclass
@@ -76,7 +90,7 @@ class _Session:
     id: str
     cwd: str
     mode: str
-    run: Any = None
+    run: Run | None = None
     """The live Run while a turn runs (to abort it)."""
     cancelled: bool = False
     question: AskPending | None = None
@@ -100,18 +114,16 @@ def _one_line(exc: BaseException) -> str:
     return mask(text[0] if text else type(exc).__name__)
 
 
-def _prompt_text(blocks: list[Any]) -> str:
+def _prompt_text(blocks: Sequence[ContentBlock]) -> str:
     parts = []
     for b in blocks:
-        text = getattr(b, "text", None)
-        if isinstance(text, str):
-            parts.append(text)
-        else:  # resources: their text when embedded, else the link
-            res = getattr(b, "resource", None)
-            if res is not None and isinstance(getattr(res, "text", None), str):
-                parts.append(res.text)
-            elif isinstance(getattr(b, "uri", None), str):
-                parts.append(b.uri)
+        if isinstance(b, TextContentBlock):
+            parts.append(b.text)
+        elif isinstance(b, EmbeddedResourceContentBlock):  # its text (a blob: nothing)
+            if isinstance(b.resource, TextResourceContents):
+                parts.append(b.resource.text)
+        elif isinstance(b, (ResourceContentBlock, ImageContentBlock)) and b.uri:
+            parts.append(b.uri)  # a link
     return "\n".join(parts).strip()
 
 
@@ -124,13 +136,26 @@ class MainThreadRunner:
     """
 
     def __init__(self) -> None:
-        self.jobs: queue.Queue[Any] = queue.Queue()
+        self.jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        """Each job runs one call and settles its caller's future; ``None`` stops."""
 
-    async def call(self, fn: Callable[[], Any]) -> Any:
+    async def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the main thread and wait for its result (or exception)."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Any] = loop.create_future()
-        self.jobs.put((fn, loop, fut))
+        fut: asyncio.Future[T] = loop.create_future()
+
+        def job() -> None:
+            settle: Callable[[], None]
+            try:
+                settle = partial(_set_result, fut, fn())
+            except BaseException as exc:  # an interrupted run included: the caller decides
+                settle = partial(_set_exception, fut, exc)
+            try:
+                loop.call_soon_threadsafe(settle)
+            except RuntimeError:  # the protocol loop has ended (client EOF): no one waits
+                log.debug("a turn ended after its client left")
+
+        self.jobs.put(job)
         return await fut
 
     def stop(self) -> None:
@@ -141,30 +166,22 @@ class MainThreadRunner:
         """The main thread's loop: one job at a time until :meth:`stop`."""
         while True:
             try:
-                item = self.jobs.get()
-                if item is None:
+                job = self.jobs.get()
+                if job is None:
                     return
-                fn, loop, fut = item
-                outcome: tuple[bool, Any]
-                try:
-                    outcome = (True, fn())
-                except BaseException as exc:  # an interrupted run included: the caller decides
-                    outcome = (False, exc)
-                try:
-                    loop.call_soon_threadsafe(_settle, fut, outcome)
-                except RuntimeError:  # the protocol loop has ended (client EOF): no one waits
-                    log.debug("a turn ended after its client left")
+                job()
             except KeyboardInterrupt:  # a stop that arrived after its run ended
                 continue
 
 
-def _settle(fut: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
-    if fut.done():
-        return
-    if outcome[0]:
-        fut.set_result(outcome[1])
-    else:
-        fut.set_exception(outcome[1])
+def _set_result(fut: asyncio.Future[T], value: T) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+def _set_exception(fut: asyncio.Future[T], exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)
 
 
 class JupyterAcpAgent:
@@ -174,16 +191,23 @@ class JupyterAcpAgent:
                  runner: MainThreadRunner | None = None) -> None:
         self.config = config or AgentConfig()
         self.runner = runner
-        self.conn: Any = None
+        self.conn: Client | None = None
         self.sessions: dict[str, _Session] = {}
         self.closed = False
 
-    def on_connect(self, conn: Any) -> None:
+    def on_connect(self, conn: Client) -> None:
         """Keep the client proxy (updates, permission requests)."""
         self.conn = conn
 
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
-                         client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+    def _client(self) -> Client:
+        if self.conn is None:  # the SDK connects before it routes the first request
+            raise ConnectionError("no ACP client is connected")
+        return self.conn
+
+    async def initialize(self, protocol_version: int,
+                         client_capabilities: ClientCapabilities | None = None,
+                         client_info: Implementation | None = None,
+                         **kwargs: object) -> InitializeResponse:
         """Our name and capabilities; we never use the client's fs or terminal."""
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
@@ -206,8 +230,8 @@ class JupyterAcpAgent:
         self.sessions[session_id] = sess
         return sess
 
-    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None,
-                          **kwargs: Any) -> NewSessionResponse:
+    async def new_session(self, cwd: str, mcp_servers: Sequence[object] | None = None,
+                          **kwargs: object) -> NewSessionResponse:
         """A new project session in the store; ``cwd`` is its workspace."""
         from ..session import default_store
 
@@ -216,8 +240,9 @@ class JupyterAcpAgent:
         await asyncio.to_thread(default_store().ensure_session, sid)
         return NewSessionResponse(session_id=sid, modes=self._modes(sess.mode))
 
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
-                           **kwargs: Any) -> LoadSessionResponse:
+    async def load_session(self, cwd: str, session_id: str,
+                           mcp_servers: Sequence[object] | None = None,
+                           **kwargs: object) -> LoadSessionResponse:
         """Stream the stored conversation back, then continue it with the next prompt."""
         from ..session import default_store
 
@@ -228,7 +253,7 @@ class JupyterAcpAgent:
         await self._settle_left_open(sess, store)
         messages = await asyncio.to_thread(store.history_messages, session_id, None)
         for update in history_updates(messages):
-            await self.conn.session_update(session_id, update)
+            await self._client().session_update(session_id, update)
         return LoadSessionResponse(modes=self._modes(sess.mode))
 
     async def _settle_left_open(self, sess: _Session, store: Store) -> None:
@@ -244,7 +269,7 @@ class JupyterAcpAgent:
                 sess.question, sess.question_run = ask, record.run_id
                 continue
 
-            def deny(run_id: str = record.run_id, call_id: str = ask.call_id) -> Any:
+            def deny(run_id: str = record.run_id, call_id: str = ask.call_id) -> Run:
                 from ..agents.resume import resume
 
                 with _RUN_LOCK:
@@ -258,7 +283,7 @@ class JupyterAcpAgent:
                             _one_line(exc))
 
     async def set_session_mode(self, session_id: str, mode_id: str,
-                               **kwargs: Any) -> SetSessionModeResponse:
+                               **kwargs: object) -> SetSessionModeResponse:
         """Switch the session between toolloop, plan and chat."""
         sess = self._session(session_id)
         if mode_id not in MODES:
@@ -272,7 +297,7 @@ class JupyterAcpAgent:
             raise RequestError.invalid_params({"message": f"No session {mask(session_id)!r}."})
         return sess
 
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+    async def cancel(self, session_id: str, **kwargs: object) -> None:
         """Abort the session's run; the prompt then ends ``cancelled``."""
         sess = self.sessions.get(session_id)
         if sess is None:
@@ -291,7 +316,8 @@ class JupyterAcpAgent:
 
     # -- prompts ------------------------------------------------------------------------------
 
-    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+    async def prompt(self, session_id: str, prompt: list[ContentBlock],
+                     **kwargs: object) -> PromptResponse:
         """Run one turn; approvals become permission requests; a question ends the turn."""
         sess = self._session(session_id)
         if sess.busy:  # a second prompt while the first runs: refused, the first goes on
@@ -303,10 +329,10 @@ class JupyterAcpAgent:
         finally:
             sess.busy = False
 
-    async def _prompt(self, sess: _Session, prompt: list[Any]) -> PromptResponse:
+    async def _prompt(self, sess: _Session, prompt: list[ContentBlock]) -> PromptResponse:
         session_id = sess.id
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue: asyncio.Queue[Update | None] = asyncio.Queue()
         pump = asyncio.create_task(self._pump(session_id, queue))
         mapper = UpdateMapper()
 
@@ -350,19 +376,19 @@ class JupyterAcpAgent:
             raise RequestError(-32603, _one_line(Exception(run.error or "The run failed.")))
         return PromptResponse(stop_reason=_STOP.get(run.status, "end_turn"))
 
-    async def _pump(self, session_id: str, queue: asyncio.Queue[Any]) -> None:
+    async def _pump(self, session_id: str, queue: asyncio.Queue[Update | None]) -> None:
         while (update := await queue.get()) is not None:
             if self.closed:
                 continue
             try:
-                await self.conn.session_update(session_id, update)
+                await self._client().session_update(session_id, update)
             except Exception as exc:  # a closed pipe: the run goes on to its end
                 log.debug("session update not sent: %s", _one_line(exc))
 
     async def _permission(self, sess: _Session, ask: AskPending) -> Answer:
         """Ask the client; a cancelled request, a dead client or an unknown id denies."""
         try:
-            reply = await self.conn.request_permission(
+            reply = await self._client().request_permission(
                 sess.id, permission_call(ask.call_id, ask.question, ask.detail),
                 permission_options())
         except Exception as exc:
@@ -371,12 +397,13 @@ class JupyterAcpAgent:
             log.info("permission request failed, denied: %s", _one_line(exc))
             return Answer("dismissed")
         outcome = reply.outcome
-        index = option_index(getattr(outcome, "option_id", "") or "")
-        if getattr(outcome, "outcome", "") != "selected" or index is None or sess.cancelled:
+        index = option_index(outcome.option_id) if isinstance(outcome, AllowedOutcome) else None
+        if index is None or sess.cancelled:  # cancelled, or an id that is not ours
             return Answer("dismissed")
         return Answer("option", option_index=index)
 
-    async def _first_turn(self, sess: _Session, text: str, listen: Any) -> Any:
+    async def _first_turn(self, sess: _Session, text: str,
+                          listen: Callable[[BaseEvent], None]) -> Run:
         if sess.question is not None and sess.question_run is not None:
             ask, run_id = sess.question, sess.question_run
             sess.question = sess.question_run = None
@@ -386,38 +413,39 @@ class JupyterAcpAgent:
             raise RequestError.invalid_params({"message": "The prompt is empty."})
         return await self._call(lambda: self._run_turn(sess, text, listen))
 
-    async def _call(self, fn: Callable[[], Any]) -> Any:
+    async def _call(self, fn: Callable[[], T]) -> T:
         if self.runner is not None:
             return await self.runner.call(fn)
         return await asyncio.to_thread(fn)
 
-    def _run_turn(self, sess: _Session, text: str, listen: Any) -> Any:
+    def _run_turn(self, sess: _Session, text: str, listen: Callable[[BaseEvent], None]) -> Run:
         with _RUN_LOCK:
             os.chdir(sess.cwd)  # the workspace the file tools and bash are confined to
-            opts: dict[str, Any] = {"session": sess.id, "listeners": [listen],
-                                    "model": self.config.model}
+            session, model = sess.id, self.config.model
             try:
                 if sess.mode == "chat":
                     from ..agents.chat import chat
 
-                    return chat(text, **opts)
+                    return chat(text, session=session, listeners=[listen], model=model)
                 if sess.mode == "plan":
                     from ..agents.plan.agent import plan
 
-                    return plan(text, tools=list(self.config.tools), **opts)
+                    return plan(text, tools=list(self.config.tools), session=session,
+                                listeners=[listen], model=model)
                 from ..agents.toolloop import toolloop
 
-                return toolloop(text, tools=list(self.config.tools), **opts)
+                return toolloop(text, tools=list(self.config.tools), session=session,
+                                listeners=[listen], model=model)
             except Exception as exc:
                 raise RequestError(-32603, _one_line(exc)) from None
 
     async def _resume(self, sess: _Session, run_id: str, answer: Answer, call_id: str,
-                      listen: Any, live: Any = None) -> Any:
+                      listen: Callable[[BaseEvent], None], live: Run | None = None) -> Run:
         """Answer the run through resume(), as a click does; ``live``: the Run this process
         still holds, so a cancel during the resumed part aborts the run that goes on."""
         sess.run = live
 
-        def go() -> Any:
+        def go() -> Run:
             from ..agents.resume import resume
 
             with _RUN_LOCK:

@@ -16,7 +16,19 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    TerminalToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+)
 
 from ..agents.resume import register_external
 from ..agents.run import Run, RunRecorder
@@ -36,9 +48,21 @@ from ..base.events import (
     ToolStarted,
     UsageRecorded,
 )
-from .client import AcpAgent, FsCall, PermissionAsk, PromptFeed, agent_for
+from .client import (
+    AcpAgent,
+    FeedItem,
+    FsCall,
+    PermissionAsk,
+    PromptDone,
+    PromptFailed,
+    PromptFeed,
+    agent_for,
+)
 
 if TYPE_CHECKING:
+    from acp.helpers import ToolCallContentVariant
+    from pydantic import BaseModel
+
     from ..session.store import Store
 
 __all__ = ["parse_command", "run_prompt", "answer", "WAITING", "Waiting", "CANCEL_WAIT"]
@@ -48,13 +72,23 @@ CANCEL_WAIT = 10.0
 _STEP = {"pending": "pending", "in_progress": "in_progress", "completed": "done"}
 
 
-def parse_command(value: Any) -> list[str]:
+def parse_command(value: object) -> list[str]:
     """``--acp``'s value: a command line (shlex-split) or a list of strings."""
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-        return list(value)
+        return [str(v) for v in value]
     if isinstance(value, str) and value.strip():
         return shlex.split(value)
     raise ValueError("--acp needs a command: --acp \"npx @zed-industries/claude-code-acp\".")
+
+
+@dataclass
+class _Call:
+    """A tool call of the agent, as its rows are drawn."""
+
+    name: str
+    t: float
+    """When it was first seen (``perf_counter``): its row's seconds."""
+    returned: bool = False
 
 
 @dataclass
@@ -66,7 +100,7 @@ class _Turn:
     feed: PromptFeed
     run: Run
     task: str
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tools: dict[str, _Call] = field(default_factory=dict)
     text: list[str] = field(default_factory=list)
     ask: PermissionAsk | None = None
     call_id: str = ""
@@ -161,98 +195,93 @@ def _cancel(turn: _Turn, recorder: RunRecorder) -> None:
         except KeyboardInterrupt:  # a second interrupt: the agent goes
             turn.agent.close()
             break
-        if item[0] in ("done", "failed"):
+        if isinstance(item, (PromptDone, PromptFailed)):
             break
-        if item[0] == "permission":
-            item[1].answer(None)
+        if isinstance(item, PermissionAsk):
+            item.answer(None)
             continue
         _apply(turn, recorder, None, item)
     recorder.finish("aborted", answer="".join(turn.text), error="Interrupted by the user.")
 
 
-def _apply(turn: _Turn, recorder: RunRecorder, store: Store | None, item: tuple[Any, ...]) -> bool:
+def _apply(turn: _Turn, recorder: RunRecorder, store: Store | None, item: FeedItem) -> bool:
     """One item of the feed; True when the cell's part of the run ends here."""
-    kind = item[0]
-    if kind == "update":
-        _update(turn, recorder, item[1])
-    elif kind == "fs":
-        _fs_row(recorder, item[1])
-    elif kind == "permission":
-        _suspend(turn, recorder, store, item[1])
+    if isinstance(item, FsCall):
+        _fs_row(recorder, item)
+    elif isinstance(item, PermissionAsk):
+        _suspend(turn, recorder, store, item)
         return True
-    elif kind == "done":
-        stop, usage = item[1], item[2]
-        if usage:
+    elif isinstance(item, PromptDone):
+        stop, usage = item.stop_reason, item.usage
+        if usage is not None:
             recorder.emit(UsageRecorded(
-                model=turn.run.model, input_tokens=int(usage.get("inputTokens") or 0),
-                output_tokens=int(usage.get("outputTokens") or 0), priced=False))
+                model=turn.run.model, input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens, priced=False))
         status: RunStatus = "aborted" if stop == "cancelled" else "done"
         recorder.finish(status, answer="".join(turn.text), finish_reason=stop)
         return True
-    elif kind == "failed":
-        recorder.finish("error", answer="".join(turn.text), error=item[1])
+    elif isinstance(item, PromptFailed):
+        recorder.finish("error", answer="".join(turn.text), error=item.message)
         return True
+    else:
+        _update(turn, recorder, item)
     return False
 
 
-def _update(turn: _Turn, recorder: RunRecorder, u: dict[str, Any]) -> None:
-    kind = u.get("sessionUpdate")
-    if kind in ("agent_message_chunk", "agent_thought_chunk"):
-        text = (u.get("content") or {}).get("text")
-        if not isinstance(text, str) or not text:
+def _update(turn: _Turn, recorder: RunRecorder, u: BaseModel) -> None:
+    """One session update; the kinds not drawn (a usage gauge, the commands) are skipped."""
+    if isinstance(u, (AgentMessageChunk, AgentThoughtChunk)):
+        block = u.content
+        text = block.text if isinstance(block, TextContentBlock) else ""
+        if not text:
             return
-        if kind == "agent_message_chunk":
+        if isinstance(u, AgentMessageChunk):
             turn.text.append(text)
             recorder.emit(TextDelta(round=1, text=text))
         else:
             recorder.emit(ReasoningDelta(round=1, text=text))
-    elif kind == "plan":
-        steps = [{"id": f"acp-{i}", "title": str(e.get("content", "")), "description": "",
-                  "status": _STEP.get(str(e.get("status")), "pending")}
-                 for i, e in enumerate(u.get("entries") or [], start=1)]
-        if steps:
-            recorder.emit(PlanUpdated(plan={"planId": "acp", "task": turn.task,
-                                            "description": "", "steps": steps}))
-    elif kind in ("tool_call", "tool_call_update"):
+    elif isinstance(u, AgentPlanUpdate):
+        if u.entries:
+            recorder.emit(PlanUpdated(plan={"planId": "acp", "task": turn.task, "description": "",
+                                            "steps": [{"id": f"acp-{i}", "title": e.content,
+                                                       "description": "",
+                                                       "status": _STEP.get(e.status, "pending")}
+                                                      for i, e in enumerate(u.entries, start=1)]}))
+    elif isinstance(u, (ToolCallStart, ToolCallProgress)):
         _tool(turn, recorder, u)
-    elif kind == "usage_update":
-        return  # a context-window gauge, not a request's tokens
 
 
-def _tool(turn: _Turn, recorder: RunRecorder, u: dict[str, Any]) -> None:
-    cid = str(u.get("toolCallId") or "")
+def _tool(turn: _Turn, recorder: RunRecorder, u: ToolCallStart | ToolCallProgress) -> None:
+    cid = u.tool_call_id
     known = turn.tools.get(cid)
-    if known is None or (known.get("returned") and u.get("sessionUpdate") == "tool_call"):
-        name = str(u.get("title") or u.get("kind") or "tool")
-        raw = u.get("rawInput")
+    if known is None or (known.returned and isinstance(u, ToolCallStart)):
+        name = u.title or u.kind or "tool"
+        raw = u.raw_input
         args = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {})
-        known = turn.tools[cid] = {"name": name, "t": time.perf_counter()}
+        known = turn.tools[cid] = _Call(name, time.perf_counter())
         recorder.emit(ToolCalled(round=1, call_id=cid, name=name, arguments=args))
         recorder.emit(ToolStarted(round=1, call_id=cid, name=name))
-    status = u.get("status")
-    if status in ("completed", "failed") and not known.get("returned"):
-        known["returned"] = True
-        out = _content_text(u.get("content") or [])
+    status = u.status
+    if status in ("completed", "failed") and not known.returned:
+        known.returned = True
+        out = _content_text(u.content or [])
         recorder.emit(ToolReturned(
-            round=1, call_id=cid, name=known["name"], output=out,
+            round=1, call_id=cid, name=known.name, output=out,
             error=(out or "failed") if status == "failed" else None,
-            seconds=round(time.perf_counter() - known["t"], 3)))
+            seconds=round(time.perf_counter() - known.t, 3)))
 
 
-def _content_text(content: list[Any]) -> str:
+def _content_text(content: Sequence[ToolCallContentVariant]) -> str:
     """Tool call content as text: text blocks, diffs as ``path: -a +b``."""
     parts: list[str] = []
     for c in content:
-        if not isinstance(c, dict):
-            continue
-        if c.get("type") == "diff":
-            parts.append(f"{c.get('path')}: -{c.get('oldText') or ''} +{c.get('newText') or ''}")
-        elif c.get("type") == "content":
-            block = c.get("content") or {}
-            if isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        elif c.get("type") == "terminal":
-            parts.append(f"(terminal {c.get('terminalId')})")
+        if isinstance(c, FileEditToolCallContent):
+            parts.append(f"{c.path}: -{c.old_text or ''} +{c.new_text or ''}")
+        elif isinstance(c, ContentToolCallContent):
+            if isinstance(c.content, TextContentBlock):
+                parts.append(c.content.text)
+        elif isinstance(c, TerminalToolCallContent):
+            parts.append(f"(terminal {c.terminal_id})")
     return "\n".join(parts)
 
 
@@ -268,13 +297,12 @@ def _fs_row(recorder: RunRecorder, call: FsCall) -> None:
 def _suspend(turn: _Turn, recorder: RunRecorder, store: Store | None, ask: PermissionAsk) -> None:
     """The permission's approval card; the run ends the cell at ``ask``."""
     tc = ask.tool_call
-    cid = str(tc.get("toolCallId") or f"acp-perm-{len(turn.tools)}")
+    cid = tc.tool_call_id or f"acp-perm-{len(turn.tools)}"
     card = AskPending(
-        call_id=cid, kind="approval", question=str(tc.get("title") or "The agent asks"),
-        options=[str(o.get("name")) for o in ask.options], allow_other=False,
-        detail={"tool": str(tc.get("title") or ""),
-                "kinds": [o.get("kind") for o in ask.options],
-                "arguments": tc.get("rawInput") or {}, "agent": turn.agent.agent_name})
+        call_id=cid, kind="approval", question=tc.title or "The agent asks",
+        options=[o.name for o in ask.options], allow_other=False,
+        detail={"tool": tc.title or "", "kinds": [o.kind for o in ask.options],
+                "arguments": tc.raw_input or {}, "agent": turn.agent.agent_name})
     turn.ask, turn.call_id = ask, cid
     recorder.emit(card)
     WAITING[turn.run.run_id] = Waiting(turn, cid)
@@ -302,7 +330,7 @@ def answer(run_id: str, given: Answer, *, store: Store,
         raise ResumeError(f"That card (call {expected_call_id}) is no longer waiting; "
                           "nothing changed.")
     assert ask is not None
-    names = [str(o.get("name")) for o in ask.options]
+    names = [o.name for o in ask.options]
     index: int | None = None
     if given.how == "option":
         index = given.option_index
@@ -329,7 +357,7 @@ def answer(run_id: str, given: Answer, *, store: Store,
         return run
     recorder.emit(AskAnswered(call_id=waiting.call_id, how="option", answer=names[index - 1],
                               option_index=index))
-    ask.answer(str(ask.options[index - 1].get("optionId")))
+    ask.answer(ask.options[index - 1].option_id)
     _drive(turn, recorder, store)
     return run
 

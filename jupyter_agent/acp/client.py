@@ -17,16 +17,33 @@ import collections
 import os
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, Union, cast
 
+from ..base.jsontypes import JSONObject
 from ..base.secrets import mask
 
-__all__ = ["AcpError", "AcpAgent", "PromptFeed", "PermissionAsk", "FsCall", "agent_for",
-           "shutdown_all", "INSTALL_HINT"]
+if TYPE_CHECKING:
+    from acp import Client
+    from acp.client.connection import ClientSideConnection
+    from acp.interfaces import Agent
+    from acp.schema import (
+        PermissionOption,
+        ReadTextFileResponse,
+        RequestPermissionResponse,
+        ToolCallUpdate,
+        Usage,
+        WriteTextFileResponse,
+    )
+    from pydantic import BaseModel
+
+__all__ = ["AcpError", "AcpAgent", "PromptFeed", "PermissionAsk", "FsCall", "PromptDone",
+           "PromptFailed", "FeedItem", "agent_for", "shutdown_all", "INSTALL_HINT"]
+
+T = TypeVar("T")
 
 INSTALL_HINT = 'ACP needs its SDK: pip install "jupyter-agent[acp]"'
 _STOP_GRACE = 2.0
@@ -44,10 +61,10 @@ class AcpError(Exception):
 class PermissionAsk:
     """An open ``session/request_permission``: answered by :meth:`answer` (thread-safe)."""
 
-    tool_call: dict[str, Any]
-    options: list[dict[str, Any]]
-    """``optionId``, ``name``, ``kind`` of each option, in the agent's order."""
-    future: asyncio.Future[Any]
+    tool_call: ToolCallUpdate
+    options: list[PermissionOption]
+    """The agent's options, in its order."""
+    future: asyncio.Future[str | None]
     loop: asyncio.AbstractEventLoop
     answered: bool = False
 
@@ -70,19 +87,38 @@ class FsCall:
 
     call_id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     output: str
     error: str | None
 
 
+@dataclass(frozen=True)
+class PromptDone:
+    """The agent answered the prompt: why it stopped, and its token counts if it sent them."""
+
+    stop_reason: str
+    usage: Usage | None
+
+
+@dataclass(frozen=True)
+class PromptFailed:
+    """The prompt ended without an answer (the process died, a JSON-RPC error): one line."""
+
+    message: str
+
+
+FeedItem = Union["BaseModel", PermissionAsk, FsCall, PromptDone, PromptFailed]
+"""One item of a :class:`PromptFeed`: a session update (one of the SDK's
+``SessionNotification.update`` models), an open permission, an fs call, or the end."""
+
+
 @dataclass
 class PromptFeed:
-    """What one ``session/prompt`` brings, in order: ``("update", dict)``,
-    ``("permission", PermissionAsk)``, ``("fs", FsCall)``, ``("done", stopReason, usage)``
-    or ``("failed", message)``."""
+    """What one ``session/prompt`` brings, in order; it ends with a :class:`PromptDone` or a
+    :class:`PromptFailed`."""
 
-    items: queue.Queue[tuple[Any, ...]] = field(default_factory=queue.Queue)
-    future: Future[Any] | None = None
+    items: queue.Queue[FeedItem] = field(default_factory=queue.Queue)
+    future: Future[None] | None = None
 
 
 class _Client:
@@ -91,33 +127,31 @@ class _Client:
     def __init__(self, owner: AcpAgent) -> None:
         self.owner = owner
 
-    def on_connect(self, conn: Any) -> None:
+    def on_connect(self, conn: Agent) -> None:
         pass
 
     def _feed(self, session_id: str) -> PromptFeed | None:
         return self.owner.feeds.get(session_id)
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+    async def session_update(self, session_id: str, update: BaseModel, **kwargs: object) -> None:
         feed = self._feed(session_id)
         if feed is not None:
-            feed.items.put(("update", update.model_dump(mode="json", by_alias=True,
-                                                        exclude_none=True)))
+            feed.items.put(update)
 
-    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
-                                 **kwargs: Any) -> Any:
+    async def request_permission(self, options: list[PermissionOption], session_id: str,
+                                 tool_call: ToolCallUpdate,
+                                 **kwargs: object) -> RequestPermissionResponse:
         from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
         loop = asyncio.get_running_loop()
-        ask = PermissionAsk(
-            tool_call=tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
-            options=[o.model_dump(mode="json", by_alias=True, exclude_none=True)
-                     for o in options], future=loop.create_future(), loop=loop)
+        ask = PermissionAsk(tool_call=tool_call, options=list(options),
+                            future=loop.create_future(), loop=loop)
         feed = self._feed(session_id)
         if feed is None or not options:  # nobody could answer it, or nothing to choose
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         open_asks = self.owner.open_asks.setdefault(session_id, [])
         open_asks.append(ask)  # an agent may ask several at once: each waits its turn
-        feed.items.put(("permission", ask))
+        feed.items.put(ask)
         try:
             chosen = await ask.future
         finally:
@@ -138,19 +172,18 @@ class _Client:
                                        "client reads and writes only there.")
         return resolved
 
-    def _row(self, session_id: str, name: str, args: dict[str, Any], output: str,
+    def _row(self, session_id: str, name: str, args: JSONObject, output: str,
              error: str | None) -> None:
         feed = self._feed(session_id)
         self.owner.fs_calls += 1
         if feed is not None:
-            feed.items.put(("fs", FsCall(f"acp-fs-{self.owner.fs_calls}", name, args, output,
-                                         error)))
+            feed.items.put(FsCall(f"acp-fs-{self.owner.fs_calls}", name, args, output, error))
 
     async def read_text_file(self, path: str, session_id: str, limit: int | None = None,
-                             line: int | None = None, **kwargs: Any) -> Any:
+                             line: int | None = None, **kwargs: object) -> ReadTextFileResponse:
         from acp.schema import ReadTextFileResponse
 
-        args: dict[str, Any] = {"path": path}
+        args: JSONObject = {"path": path}
         try:
             text = self._confined(path).read_text(encoding="utf-8")
         except Exception as exc:
@@ -163,10 +196,10 @@ class _Client:
         return ReadTextFileResponse(content=text)
 
     async def write_text_file(self, content: str, path: str, session_id: str,
-                              **kwargs: Any) -> Any:
+                              **kwargs: object) -> WriteTextFileResponse:
         from acp.schema import WriteTextFileResponse
 
-        args: dict[str, Any] = {"path": path, "chars": len(content)}
+        args: JSONObject = {"path": path, "chars": len(content)}
         try:
             target = self._confined(path)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -178,12 +211,12 @@ class _Client:
                   None)
         return WriteTextFileResponse()
 
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def ext_method(self, method: str, params: JSONObject) -> JSONObject:
         from acp import RequestError
 
         raise RequestError.method_not_found(method)
 
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+    async def ext_notification(self, method: str, params: JSONObject) -> None:
         return None
 
 
@@ -216,13 +249,19 @@ class AcpAgent:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name=f"acp-{self.name}")
-        self._conn: Any = None
-        self._proc: Any = None
+        self._conn: ClientSideConnection | None = None
+        self._proc: asyncio.subprocess.Process | None = None
         self.closed = False
 
     # ------------------------------------------------------------------ the loop thread
-    def _call(self, coro: Any, timeout: float | None = None) -> Any:
+    def _call(self, coro: Coroutine[object, object, T], timeout: float | None = None) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def _connection(self) -> ClientSideConnection:
+        """The connection (opened by :meth:`start`, which raises when it cannot)."""
+        if self._conn is None:
+            raise AcpError(f"The ACP agent `{self.name}` is not connected.")
+        return self._conn
 
     def start(self) -> None:
         """Spawn the process and initialize it; raises :class:`AcpError` with its stderr."""
@@ -254,7 +293,9 @@ class AcpAgent:
         self._proc, self.pid = proc, proc.pid
         if proc.stderr is not None:
             self._loop.create_task(self._drain(proc.stderr))
-        client: Any = _Client(self)  # duck-typed: no terminal methods (we offer none)
+        # Not every method of the SDK's Client: no terminal (we offer none), no elicitation.
+        # The SDK answers "method not found" for what a client leaves out (it casts the same).
+        client = cast("Client", _Client(self))
         assert proc.stdin is not None and proc.stdout is not None
         conn = ClientSideConnection(client, proc.stdin, proc.stdout)
         self._conn = conn
@@ -268,7 +309,7 @@ class AcpAgent:
         if info is not None and getattr(info, "name", None):
             self.agent_name = str(info.name)
 
-    async def _drain(self, stream: Any) -> None:
+    async def _drain(self, stream: asyncio.StreamReader) -> None:
         while True:
             raw = await stream.readline()
             if not raw:
@@ -280,6 +321,8 @@ class AcpAgent:
     async def _stop(self) -> None:
         """Close stdin, then SIGTERM, then SIGKILL after :data:`_STOP_GRACE` s."""
         proc = self._proc
+        if proc is None:
+            return
         if self._conn is not None:
             try:
                 await self._conn.close()
@@ -309,8 +352,8 @@ class AcpAgent:
         sid = self.sessions.get(session)
         if sid is None:
             async def new() -> str:
-                reply = await self._conn.new_session(cwd=self.cwd, mcp_servers=[])
-                return str(reply.session_id)
+                reply = await self._connection().new_session(cwd=self.cwd, mcp_servers=[])
+                return reply.session_id
             try:
                 sid = self._call(new(), _INIT_TIMEOUT)
             except Exception as exc:
@@ -330,23 +373,23 @@ class AcpAgent:
         self.feeds[session_id] = feed
 
         async def run() -> None:
+            proc = self._proc
             try:
-                reply = await self._conn.prompt(session_id=session_id, prompt=[text_block(text)])
-                usage = getattr(reply, "usage", None)
-                feed.items.put(("done", str(reply.stop_reason),
-                                usage.model_dump(mode="json", by_alias=True) if usage else None))
+                reply = await self._connection().prompt(session_id=session_id,
+                                                        prompt=[text_block(text)])
+                feed.items.put(PromptDone(str(reply.stop_reason), getattr(reply, "usage", None)))
             except BaseException as exc:  # the process died, a JSON-RPC error
                 from acp import RequestError
 
-                if not isinstance(exc, RequestError):  # a closed pipe, not the agent's answer:
-                    try:  # its exit status comes just after; wait for it a little
-                        await asyncio.wait_for(self._proc.wait(), 1.0)
+                if proc is not None and not isinstance(exc, RequestError):
+                    try:  # a closed pipe, not the agent's answer: its exit status comes just
+                        await asyncio.wait_for(proc.wait(), 1.0)  # after; wait a little
                     except Exception:
                         pass
-                dead = self._proc is not None and self._proc.returncode is not None
-                msg = (f"The ACP agent `{self.name}` ended (exit {self._proc.returncode})"
-                       if dead else f"The ACP agent `{self.name}` failed: {_line(exc)}")
-                feed.items.put(("failed", msg + self._tail()))
+                code = proc.returncode if proc is not None else None
+                msg = (f"The ACP agent `{self.name}` ended (exit {code})" if code is not None
+                       else f"The ACP agent `{self.name}` failed: {_line(exc)}")
+                feed.items.put(PromptFailed(msg + self._tail()))
         feed.future = asyncio.run_coroutine_threadsafe(run(), self._loop)
         return feed
 
@@ -356,7 +399,7 @@ class AcpAgent:
             ask.answer(None)
         if self.alive():
             try:
-                self._call(self._conn.cancel(session_id=session_id), 5)
+                self._call(self._connection().cancel(session_id=session_id), 5)
             except Exception:  # a dead or hung agent: the caller's wait decides
                 pass
 

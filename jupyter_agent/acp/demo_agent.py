@@ -11,6 +11,8 @@ a permission with three options before writing through the client
   refuses it);
 * ``capabilities``: what the client offered, the cwd and ``$ACP_DEMO_MARKER`` (the tests);
 * ``crash``: one chunk, a line on stderr, then the process exits (status 5);
+* ``shapes``: the update shapes a real agent sends besides text (a diff, a terminal, a call
+  with no title, arguments as text, an image chunk, token usage) (the tests);
 * ``stubborn``: like ``slow``, but ignores ``session/cancel`` (a hung agent);
 * ``slow``: streams a dot every 0.1 s until cancelled;
 * ``flood N``: N message chunks and N/10 tool calls, as fast as it can (the bench).
@@ -23,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from acp import (
     PROTOCOL_VERSION,
@@ -35,63 +39,95 @@ from acp import (
     update_agent_message_text,
 )
 from acp.helpers import (
+    image_block,
     plan_entry,
     start_tool_call,
     tool_content,
+    tool_diff_content,
+    tool_terminal_ref,
+    update_agent_thought,
     update_agent_thought_text,
     update_plan,
     update_tool_call,
 )
-from acp.schema import AgentCapabilities, Implementation, PermissionOption
+from acp.schema import (
+    AgentCapabilities,
+    AllowedOutcome,
+    ClientCapabilities,
+    Implementation,
+    PermissionOption,
+    PermissionOptionKind,
+    TextContentBlock,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from acp import Agent, Client
+    from acp.helpers import ContentBlock
 
 __all__ = ["DemoAgent", "main"]
 
-OPTIONS: list[tuple[str, str, Any]] = [("allow", "Allow once", "allow_once"), ("always", "Always allow notes", "allow_always"),
-           ("reject", "Reject", "reject_once")]
+OPTIONS: list[tuple[str, str, PermissionOptionKind]] = [
+    ("allow", "Allow once", "allow_once"), ("always", "Always allow notes", "allow_always"),
+    ("reject", "Reject", "reject_once")]
+
+
+@dataclass
+class _Session:
+    cwd: str
+    prompts: int = 0
 
 
 class DemoAgent:
     """The scripted agent (one per process, any number of sessions)."""
 
     def __init__(self) -> None:
-        self.conn: Any = None
-        self.sessions: dict[str, dict[str, Any]] = {}
+        self._conn: Client | None = None
+        self.sessions: dict[str, _Session] = {}
         self.cancelled: set[str] = set()
-        self.caps: Any = None
+        self.caps: ClientCapabilities | None = None
 
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
 
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
-                         client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+    @property
+    def conn(self) -> Client:
+        """The client (the SDK connects it before the first request)."""
+        assert self._conn is not None
+        return self._conn
+
+    async def initialize(self, protocol_version: int,
+                         client_capabilities: ClientCapabilities | None = None,
+                         client_info: Implementation | None = None,
+                         **kwargs: object) -> InitializeResponse:
         self.caps = client_capabilities
         return InitializeResponse(protocol_version=PROTOCOL_VERSION,
                                   agent_capabilities=AgentCapabilities(load_session=False),
                                   agent_info=Implementation(name="demo-acp", version="1.0"))
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any
-                          ) -> NewSessionResponse:
+    async def new_session(self, cwd: str, mcp_servers: Sequence[object] | None = None,
+                          **kwargs: object) -> NewSessionResponse:
         sid = f"demo-{len(self.sessions) + 1}"
-        self.sessions[sid] = {"cwd": cwd, "prompts": 0}
+        self.sessions[sid] = _Session(cwd)
         return NewSessionResponse(session_id=sid)
 
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+    async def cancel(self, session_id: str, **kwargs: object) -> None:
         self.cancelled.add(session_id)
 
     async def _say(self, sid: str, text: str) -> None:
         await self.conn.session_update(sid, update_agent_message_text(text))
 
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any
+    async def prompt(self, prompt: list[ContentBlock], session_id: str, **kwargs: object
                      ) -> PromptResponse:
         sid = session_id
         self.cancelled.discard(sid)
         state = self.sessions[sid]
-        state["prompts"] += 1
-        text = " ".join(getattr(b, "text", "") for b in prompt).lower()
+        state.prompts += 1
+        text = " ".join(b.text if isinstance(b, TextContentBlock) else "" for b in prompt).lower()
         if "capabilities" in text:
             return await self._capabilities(sid)
         if "hello" in text:
-            await self._say(sid, f"Hello from demo-acp (prompt {state['prompts']} of this "
+            await self._say(sid, f"Hello from demo-acp (prompt {state.prompts} of this "
                                  "session).")
             return PromptResponse(stop_reason="end_turn")
         if text.startswith("flood"):
@@ -104,6 +140,8 @@ class DemoAgent:
                     await self.conn.session_update(sid, update_tool_call(
                         f"t{i}", status="completed", content=[tool_content(text_block("ok"))]))
             return PromptResponse(stop_reason="end_turn")
+        if "shapes" in text:
+            return await self._shapes(sid)
         if "crash" in text:
             await self._say(sid, "About to fail.")
             print("demo-acp: crashing on purpose", file=sys.stderr, flush=True)
@@ -134,6 +172,21 @@ class DemoAgent:
                              f"env={os.environ.get('ACP_DEMO_MARKER', '(missing)')}")
         return PromptResponse(stop_reason="end_turn")
 
+    async def _shapes(self, sid: str) -> PromptResponse:
+        """A diff, a terminal and a text block in one result; a call with no title and text
+        arguments; an update for a call never started, failed; an image thought; usage."""
+        up = self.conn.session_update
+        await up(sid, update_agent_thought(image_block("iVBORw0KGgo=", "image/png")))
+        await up(sid, start_tool_call("e1", "", kind="edit", status="in_progress",
+                                      raw_input="sed -i s/old/new/ a.txt"))
+        await up(sid, update_tool_call("e1", status="completed", content=[
+            tool_diff_content("a.txt", "new", "old"), tool_content(text_block("ok")),
+            tool_terminal_ref("term-1")]))
+        await up(sid, update_tool_call("x1", status="failed"))
+        await self._say(sid, "Shapes sent.")
+        return PromptResponse(stop_reason="end_turn",
+                              usage=Usage(input_tokens=12, output_tokens=5, total_tokens=17))
+
     async def _write_outside(self, sid: str) -> PromptResponse:
         """Try to write outside the client's folder and report what the client said."""
         await self.conn.session_update(sid, start_tool_call(
@@ -151,7 +204,7 @@ class DemoAgent:
         await self._say(sid, f"The write outside was {result}.")
         return PromptResponse(stop_reason="end_turn")
 
-    async def _script(self, sid: str, state: dict[str, Any]) -> PromptResponse:
+    async def _script(self, sid: str, state: _Session) -> PromptResponse:
         conn = self.conn
         steps = ["Read notes.txt", "Write summary.txt"]
         await conn.session_update(sid, update_plan([plan_entry(s) for s in steps]))
@@ -160,7 +213,7 @@ class DemoAgent:
             "read-1", "Read notes.txt", kind="read", status="in_progress",
             raw_input={"path": "notes.txt"}))
         try:
-            notes = (await conn.read_text_file(path=f"{state['cwd']}/notes.txt",
+            notes = (await conn.read_text_file(path=f"{state.cwd}/notes.txt",
                                                session_id=sid)).content
         except Exception as exc:
             notes = f"(no notes: {exc})"
@@ -176,9 +229,9 @@ class DemoAgent:
             options=[PermissionOption(option_id=i, name=n, kind=k) for i, n, k in OPTIONS],
             session_id=sid, tool_call=tool_call)
         outcome = answer.outcome
-        if getattr(outcome, "outcome", "") == "cancelled" or sid in self.cancelled:
+        if not isinstance(outcome, AllowedOutcome) or sid in self.cancelled:
             return PromptResponse(stop_reason="cancelled")
-        chosen = getattr(outcome, "option_id", "")
+        chosen = outcome.option_id
         if chosen == "reject":
             await conn.session_update(sid, update_tool_call("write-1", status="failed",
                                       content=[tool_content(text_block("rejected"))]))
@@ -187,7 +240,7 @@ class DemoAgent:
         await conn.session_update(sid, start_tool_call(
             "write-1", "Write summary.txt", kind="edit", status="in_progress",
             raw_input={"path": "summary.txt"}))
-        await conn.write_text_file(content=summary, path=f"{state['cwd']}/summary.txt",
+        await conn.write_text_file(content=summary, path=f"{state.cwd}/summary.txt",
                                    session_id=sid)
         await conn.session_update(sid, update_tool_call(
             "write-1", status="completed", content=[tool_content(text_block("wrote summary.txt"))]))
@@ -199,8 +252,8 @@ class DemoAgent:
 
 def main() -> None:
     """Serve the demo agent on stdio."""
-    agent: Any = DemoAgent()  # duck-typed: the SDK answers what it does not define
-    asyncio.run(run_agent(agent))
+    # Not every method of the SDK's Agent: the SDK answers what it does not define.
+    asyncio.run(run_agent(cast("Agent", DemoAgent())))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 try:
     from jupyter_ai_persona_manager import PersonaDefaults, PersonaRequirementsUnmet
@@ -27,15 +26,15 @@ except ImportError as exc:
 __all__ = ["JupyterAgentPersona"]
 
 
-# jupyter-ai ships no type hints: its base class is Any to mypy, so subclassing it is allowed.
+# jupyter-ai ships no type hints: mypy knows nothing of its base class (subclassing is allowed).
 class JupyterAgentPersona(BaseAcpPersona):  # type: ignore[misc]
     """jupyter-agent in jupyter-ai's chat: our tools, sandbox and session store, over ACP."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, executable=[sys.executable, "-m", "jupyter_agent.acp"], **kwargs)
 
     @property
-    def defaults(self) -> Any:
+    def defaults(self) -> PersonaDefaults:
         """How jupyter-ai lists the persona."""
         return PersonaDefaults(
             name="Jupyter Agent",

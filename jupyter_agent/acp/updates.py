@@ -7,7 +7,8 @@ leaves goes through :func:`jupyter_agent.base.secrets.mask` here, whatever the c
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Union
 
 from acp import (
     plan_entry,
@@ -22,11 +23,17 @@ from acp import (
     update_user_message_text,
 )
 from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
     PermissionOption,
     PermissionOptionKind,
     PlanEntryStatus,
+    ToolCallProgress,
+    ToolCallStart,
     ToolCallUpdate,
     ToolKind,
+    UserMessageChunk,
 )
 
 from ..base.events import (
@@ -42,8 +49,15 @@ from ..base.events import (
 )
 from ..base.secrets import mask, mask_obj
 
-__all__ = ["KINDS", "UpdateMapper", "event_updates", "permission_options", "permission_call", "option_index",
-           "history_updates", "tool_kind"]
+if TYPE_CHECKING:
+    from acp.helpers import ToolCallContentVariant
+
+__all__ = ["KINDS", "Update", "UpdateMapper", "event_updates", "permission_options",
+           "permission_call", "option_index", "history_updates", "tool_kind"]
+
+Update = Union[AgentMessageChunk, AgentThoughtChunk, UserMessageChunk, ToolCallStart,
+               ToolCallProgress, AgentPlanUpdate]
+"""A session update this agent sends (the kinds of the SDK's ``session/update`` we use)."""
 
 KINDS: dict[str, ToolKind] = {
     "read_file": "read", "write_file": "edit", "bash": "execute", "web_fetch": "fetch",
@@ -61,7 +75,7 @@ def tool_kind(name: str) -> ToolKind:
     return KINDS.get(name, "other")
 
 
-def _arguments(text: str) -> Any:
+def _arguments(text: str) -> object:
     """The model's raw arguments text as JSON when it parses (rawInput), else the text."""
     try:
         return mask_obj(json.loads(text)) if text else {}
@@ -69,8 +83,10 @@ def _arguments(text: str) -> Any:
         return mask(text)
 
 
-def _plan(plan: dict[str, Any]) -> Any:
-    steps = plan.get("steps") or []
+def _plan(plan: Mapping[str, object]) -> AgentPlanUpdate:
+    steps = plan.get("steps")
+    if not isinstance(steps, list):
+        steps = []
     return update_plan([
         plan_entry(mask(str(s.get("title") or s.get("description") or "")),
                    status=_PLAN_STATUS.get(str(s.get("status")), "pending"))
@@ -91,7 +107,7 @@ class UpdateMapper:
     def __init__(self) -> None:
         self._held: dict[str, tuple[str, list[str]]] = {}
 
-    def updates(self, event: BaseEvent) -> list[Any]:
+    def updates(self, event: BaseEvent) -> list[Update]:
         """The updates for ``event`` (none for most bookkeeping events)."""
         if isinstance(event, ToolCalled) and event.name not in _INTERNAL and not event.arguments:
             self._held[event.call_id] = (event.name, [])
@@ -100,16 +116,16 @@ class UpdateMapper:
             if event.call_id in self._held:
                 self._held[event.call_id][1].append(event.delta)
             return []
-        call_id = getattr(event, "call_id", None)
-        first: list[Any] = []
-        if isinstance(event, (ToolStarted, ToolReturned, AskPending)) and call_id in self._held:
-            name, parts = self._held.pop(call_id)
-            first = event_updates(ToolCalled(round=0, call_id=call_id, name=name,
+        first: list[Update] = []
+        if (isinstance(event, (ToolStarted, ToolReturned, AskPending))
+                and event.call_id in self._held):
+            name, parts = self._held.pop(event.call_id)
+            first = event_updates(ToolCalled(round=0, call_id=event.call_id, name=name,
                                              arguments="".join(parts)))
         return first + event_updates(event)
 
 
-def event_updates(event: BaseEvent) -> list[Any]:
+def event_updates(event: BaseEvent) -> list[Update]:
     """The session updates one complete event becomes (stateless: see :class:`UpdateMapper`).
 
     Internal tools (``update_plan``, ``ask_agent``) are not shown as tool calls: their effect
@@ -153,20 +169,22 @@ def option_index(option_id: str) -> int | None:
     return None
 
 
-def permission_call(call_id: str, question: str, detail: dict[str, Any]) -> ToolCallUpdate:
+def permission_call(call_id: str, question: str, detail: Mapping[str, object]) -> ToolCallUpdate:
     """The waiting call as the ``toolCall`` of a permission request (a diff for write_file)."""
     tool = str(detail.get("tool") or "")
     args = mask_obj(detail.get("arguments"))
-    content: list[Any] | None = None
-    if tool == "write_file" and isinstance(args, dict) and isinstance(args.get("path"), str):
-        content = [tool_diff_content(args["path"], str(args.get("content") or ""))]
+    content: list[ToolCallContentVariant] | None = None
+    if tool == "write_file" and isinstance(args, dict):
+        path, text = args.get("path"), args.get("content")
+        if isinstance(path, str):
+            content = [tool_diff_content(path, str(text or ""))]
     return ToolCallUpdate(tool_call_id=call_id, title=mask(question), kind=tool_kind(tool),
                           status="pending", raw_input=args, content=content)
 
 
-def history_updates(messages: list[dict[str, Any]]) -> list[Any]:
+def history_updates(messages: Sequence[Mapping[str, object]]) -> list[Update]:
     """A stored conversation as chunks: the user's turns and the assistant's answers."""
-    out: list[Any] = []
+    out: list[Update] = []
     for msg in messages:
         content = msg.get("content")
         if isinstance(content, list):  # content parts: keep the text ones

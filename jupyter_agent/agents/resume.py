@@ -74,7 +74,8 @@ def _external(store: Store, run_id: str, answer: Answer,
                                   expected_call_id=expected_call_id)
         if run is not None:
             return run
-    command = " ".join(str(a) for a in (pending or {}).get("command") or []) or "the agent"
+    words = (pending or {}).get("command")
+    command = " ".join(str(a) for a in (words if isinstance(words, list) else [])) or "the agent"
     message = (f"The ACP agent `{command}` ended with its kernel: run its cell again "
                "(nothing was answered).")
     if store.claim_pending(run_id) is not None:

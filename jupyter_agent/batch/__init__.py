@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..base.fresh_stack import preimport
 from ..base.lazy import lazy_exports
@@ -39,9 +40,11 @@ __getattr__ = lazy_exports(__name__, _LAZY, __all__)[0]
 class _CallableModule(types.ModuleType):
     """``jupyter_agent.batch`` is both this package and the function that runs a batch."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> BatchResult | BatchRun:
         preimport("jupyter_agent.batch.api")  # the engine, as the --over cell does
-        from .api import batch as run
+        from .api import batch
+
+        run: Callable[..., BatchResult | BatchRun] = batch  # (checks its arguments itself)
 
         if "namespace" not in kwargs:
             kwargs["namespace"] = sys._getframe(1).f_globals  # the caller's, not this frame's

@@ -7,19 +7,32 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, cast, overload
+
+from typing_extensions import TypedDict, Unpack
 
 from ..base.errors import ParameterError
+from ..base.jsontypes import JSONObject, int_field, object_field, str_field
 from .engine import Controller, Execution, execute
 from .evaluate import score_outcomes
 from .inputs import load_inputs
+from .item import Outcome
 from .progress import preview
-from .results import as_table, board_rows, chart_png, results_table
+from .results import Table, as_table, board_rows, chart_png, results_table
 from .spec import BatchSpec
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from pydantic import BaseModel
+
+    from ..agents.run import Run
+    from ..llm.protocol import ModelClient
+    from ..llm.structured import OutputSpec
     from ..session.store import Store, StoreChoice
+    from .cards import RunCard
+    from .judge import JudgeSummary
+    from .typed import TypedColumns
 
 __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 
@@ -74,31 +87,31 @@ class BatchResult:
         view: The card's final state.
     """
 
-    def __init__(self, ex: Execution, judged: Any = None) -> None:
+    def __init__(self, ex: Execution, judged: JudgeSummary | None = None) -> None:
         spec = ex.spec
         self.batch_id = ex.batch_id
         self.outcomes = ex.outcomes
         self.view = ex.progress.view()
-        self.status: str = self.view["status"]
-        self.stop_reason: str = self.view["stop_reason"]
+        self.status: str = str_field(self.view, "status")
+        self.stop_reason: str = str_field(self.view, "stop_reason")
         scored = spec.expect is not None or spec.score is not None
         typed = _typed(spec, ex.outcomes)
         self.scores = score_outcomes(ex.outcomes, ex.items, spec.inputs.rows, expect=spec.expect,
                                      match=spec.match, score=spec.score,
                                      checks=typed.checks if typed else None) if scored else None
-        extra: dict[str, list[Any]] = dict(typed.columns) if typed else {}
+        extra: dict[str, list[object]] = dict(typed.columns) if typed else {}
         self.judge = judged.view() if judged is not None else None
         if judged is not None:
-            extra.update(judge_score=judged.scores, judge_reason=judged.reasons)
+            extra.update(judge_score=list(judged.scores), judge_reason=list(judged.reasons))
             self.view["judge"] = self.judge
-            if self.view.get("cost") is not None:  # unknown stays unknown (docs/security.md)
-                self.view["cost"] = (self.view["cost"] + judged.cost if judged.priced
-                                     else None)
-            self.view["input_tokens"] = self.view.get("input_tokens", 0) + judged.input_tokens
-            self.view["output_tokens"] = (self.view.get("output_tokens", 0)
+            cost = self.view.get("cost")
+            if isinstance(cost, (int, float)):  # unknown (None) stays unknown (docs/security.md)
+                self.view["cost"] = cost + judged.cost if judged.priced else None
+            self.view["input_tokens"] = int_field(self.view, "input_tokens") + judged.input_tokens
+            self.view["output_tokens"] = (int_field(self.view, "output_tokens")
                                           + judged.output_tokens)
-        self.results = results_table(spec.inputs, ex.items, ex.outcomes, spec.models,
-                                     self.scores, extra=extra)
+        self.results: Table = results_table(spec.inputs, ex.items, ex.outcomes, spec.models,
+                                            self.scores, extra=extra)
         if typed is not None and hasattr(self.results, "dtypes"):
             from .typed import apply_dtypes
 
@@ -106,10 +119,11 @@ class BatchResult:
         self.board_rows = (board_rows(ex.items, ex.outcomes, spec.models, self.scores,
                                       ex.progress.unpriced)
                            if scored or len(spec.models) > 1 else [])
-        self.board = as_table(self.board_rows) if self.board_rows else None
+        self.board: pd.DataFrame | Sequence[Mapping[str, object]] | None = (
+            as_table(self.board_rows) if self.board_rows else None)
         if self.board is not None and hasattr(self.results, "attrs"):
             self.results.attrs["board"] = self.board
-        self.view["board"] = self.board_rows
+        self.view["board"] = [*self.board_rows]
         self.view["preview"] = [
             {"row": i.row + 1, "model": i.model, "status": o["status"],
              "answer": preview(o.get("answer")), "error": preview(o.get("error")),
@@ -119,7 +133,7 @@ class BatchResult:
         # Every result, so the card can say how many the preview leaves out (never silently).
         self.view["results_total"] = len(ex.items)
 
-    def card(self, run_id: str) -> Any:
+    def card(self, run_id: str) -> RunCard:
         """The full card of one item's run (see :func:`jupyter_agent.batch.cards.run_card`)."""
         from .cards import run_card
 
@@ -129,28 +143,28 @@ class BatchResult:
         """The comparison as a PNG (``None`` without matplotlib or without a comparison)."""
         return chart_png(self.board_rows)
 
-    def bundle(self) -> dict[str, Any]:
+    def bundle(self) -> JSONObject:
         """The card as a static MIME bundle (markdown and plain text)."""
         from ..view.batch import batch_bundle
 
         return batch_bundle(self.view)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> JSONObject:
         return self.bundle()
 
     def __repr__(self) -> str:
-        c = self.view["counts"]
+        c = object_field(self.view, "counts")
         return (f"<BatchResult {self.batch_id} {self.status}: {c['done']} done, {c['failed']} "
                 f"failed, {c['ask']} waiting for an answer, {c['skipped']} not run>")
 
 
-def _output_spec(spec: BatchSpec) -> Any:
+def _output_spec(spec: BatchSpec) -> OutputSpec:
     from ..llm.structured import output_spec
 
     return output_spec(spec.options["output"])
 
 
-def _typed(spec: BatchSpec, outcomes: list[dict[str, Any]]) -> Any:
+def _typed(spec: BatchSpec, outcomes: list[Outcome]) -> TypedColumns | None:
     """The typed columns of a batch with ``output`` (``None`` without)."""
     if spec.options.get("output") is None:
         return None
@@ -159,7 +173,7 @@ def _typed(spec: BatchSpec, outcomes: list[dict[str, Any]]) -> Any:
     return typed_columns(_output_spec(spec), outcomes)
 
 
-def _judged(ex: Execution) -> Any:
+def _judged(ex: Execution) -> JudgeSummary | None:
     """Run the judge over the finished items (``None`` without ``judge``)."""
     spec = ex.spec
     if not spec.judge:
@@ -172,7 +186,7 @@ def _judged(ex: Execution) -> Any:
     client = spec.clients.get(model)
     cache = spec.options.get("cache")
 
-    def call(prompt: str, schema: Any) -> Any:
+    def call(prompt: str, schema: type[BaseModel]) -> Run[BaseModel]:
         return chat(prompt, output=schema, model=model, client=client, store=None,
                     session=None, history=0, stream=False, cache=cache)
 
@@ -208,8 +222,25 @@ def split_models(model: str | list[str] | tuple[str, ...] | None) -> list[str | 
     return out
 
 
-def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[str, Any],
-          options: dict[str, Any], **fields: Any) -> BatchSpec:
+class _SpecFields(TypedDict):
+    """``batch()``'s own parameters that :class:`BatchSpec` keeps as they are."""
+
+    concurrency: int
+    expect: str | None
+    match: str
+    score: Callable[..., object] | None
+    max_cost: float | None
+    max_items: int | None
+    rerun: bool
+    engine: str
+    auto_answer: str | None
+    judge: str | None
+    judge_model: str | None
+
+
+def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
+          namespace: Mapping[str, object], options: dict[str, object],
+          clients: Mapping[str, ModelClient] | None, **fields: Unpack[_SpecFields]) -> BatchSpec:
     if kind not in _KINDS:
         raise ParameterError(f"kind must be chat, toolloop or plan, not {kind!r}.")
     for name in options:
@@ -230,7 +261,11 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
         from ..agents.context import with_variables
 
         # A missing or secret-looking name: one line before any item starts.
-        with_variables("", options["context"], options.get("shell"))
+        context = options["context"]
+        names = (context if isinstance(context, str) else
+                 [n for n in context if isinstance(n, str)] if isinstance(context, Iterable)
+                 else None)  # (with_variables reads the text names of a list)
+        with_variables("", names, options.get("shell"))
     from ..agents.params import check_parameters
 
     check_parameters(options, max_rounds=options.get("max_rounds"), option=options.get("option"))
@@ -249,7 +284,7 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
     if fields.get("engine") == "dask":
         from ..base import config
 
-        if fields.get("clients") or options.get("client") or \
+        if clients or options.get("client") or \
                 config.settings.cassette_mode != "live":
             raise ParameterError("engine 'dask' makes live model calls only: record and replay "
                                  "run on the thread engine.")
@@ -258,28 +293,54 @@ def _spec(template: str, over: Any, kind: str, model: Any, namespace: Mapping[st
                                  "engine, not on dask workers.", parameters=("context",))
     inputs = load_inputs(over)
     models = [resolve_model(m).name for m in split_models(model)]
-    clients = dict(fields.pop("clients", None) or {})
+    per_model = dict(clients or {})
     client = options.pop("client", None)
     if client is not None:
         if len(models) > 1:
             raise ParameterError("client serves one model: pass clients per model, or one model.")
-        clients[models[0]] = client
+        # What the entry point's client= takes: a wrong object fails at its first call, as
+        # in a single run.
+        per_model[models[0]] = cast("ModelClient", client)
     # ``kind`` is one of ``_OPTIONS``' keys (checked above), a str to mypy.
     return BatchSpec(kind=kind, template=template, inputs=inputs, models=models,  # type: ignore[arg-type]
-                     options=options, clients=clients, namespace=namespace, **fields)
+                     options=options, clients=per_model, namespace=namespace, **fields)
 
 
-def batch(template: str, over: Any, *, kind: str = "toolloop",
+@overload
+def batch(template: str, over: object, *, kind: str = "toolloop",
           model: str | list[str] | None = None, concurrency: int = 4,
           expect: str | None = None, match: str = "exact",
-          score: Callable[..., Any] | None = None, max_cost: float | None = None,
+          score: Callable[..., object] | None = None, max_cost: float | None = None,
           max_items: int | None = None, rerun: bool = False, engine: str = "thread",
-          auto_answer: str | None = None, namespace: Mapping[str, Any] | None = None,
-          store: StoreChoice = "default", wait: bool = True,
-          on_progress: Callable[[dict[str, Any]], None] | None = None,
-          controller: Controller | None = None, clients: dict[str, Any] | None = None,
+          auto_answer: str | None = None, namespace: Mapping[str, object] | None = None,
+          store: StoreChoice = "default", wait: Literal[True] = True,
+          on_progress: Callable[[JSONObject], None] | None = None,
+          controller: Controller | None = None, clients: dict[str, ModelClient] | None = None,
           judge: str | None = None, judge_model: str | None = None,
-          **options: Any) -> Any:
+          **options: object) -> BatchResult: ...
+@overload
+def batch(template: str, over: object, *, kind: str = "toolloop",
+          model: str | list[str] | None = None, concurrency: int = 4,
+          expect: str | None = None, match: str = "exact",
+          score: Callable[..., object] | None = None, max_cost: float | None = None,
+          max_items: int | None = None, rerun: bool = False, engine: str = "thread",
+          auto_answer: str | None = None, namespace: Mapping[str, object] | None = None,
+          store: StoreChoice = "default", wait: Literal[False],
+          on_progress: Callable[[JSONObject], None] | None = None,
+          controller: Controller | None = None, clients: dict[str, ModelClient] | None = None,
+          judge: str | None = None, judge_model: str | None = None,
+          **options: object) -> BatchRun: ...
+def batch(template: str, over: object, *, kind: str = "toolloop",
+          model: str | list[str] | None = None, concurrency: int = 4,
+          expect: str | None = None, match: str = "exact",
+          score: Callable[..., object] | None = None, max_cost: float | None = None,
+          max_items: int | None = None, rerun: bool = False, engine: str = "thread",
+          auto_answer: str | None = None, namespace: Mapping[str, object] | None = None,
+          store: StoreChoice = "default", wait: bool = True,
+          on_progress: Callable[[JSONObject], None] | None = None,
+          controller: Controller | None = None, clients: dict[str, ModelClient] | None = None,
+          judge: str | None = None, judge_model: str | None = None,
+          **options: object) -> BatchResult | BatchRun:
     """Run ``kind`` (``chat``, ``toolloop`` or ``plan``) once per row of ``over``.
 
     Args:
@@ -320,10 +381,10 @@ def batch(template: str, over: Any, *, kind: str = "toolloop",
     """
     if namespace is None:
         namespace = sys._getframe(1).f_globals  # a notebook cell's variables, as in the cell
-    spec = _spec(template, over, kind, model, namespace, dict(options), concurrency=concurrency,
-                 expect=expect, match=match, score=score, max_cost=max_cost,
-                 max_items=max_items, rerun=rerun, engine=engine, auto_answer=auto_answer,
-                 clients=clients, judge=judge, judge_model=judge_model)
+    spec = _spec(template, over, kind, model, namespace, dict(options), clients,
+                 concurrency=concurrency, expect=expect, match=match, score=score,
+                 max_cost=max_cost, max_items=max_items, rerun=rerun, engine=engine,
+                 auto_answer=auto_answer, judge=judge, judge_model=judge_model)
     if store == "default":
         from ..session import default_store
 
@@ -339,7 +400,7 @@ class BatchRun:
     """A batch running in a background thread (``batch(..., wait=False)``)."""
 
     def __init__(self, spec: BatchSpec, store: Store | None,
-                 on_progress: Callable[[dict[str, Any]], None] | None = None,
+                 on_progress: Callable[[JSONObject], None] | None = None,
                  controller: Controller | None = None) -> None:
         self.spec = spec
         self.store = store

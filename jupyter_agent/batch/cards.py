@@ -1,4 +1,4 @@
-"""Any stored run's full card, on demand: ``result.card(run_id)`` or ``%agent show RUN_ID``.
+"""A stored run's full card, on demand: ``result.card(run_id)`` or ``%agent show RUN_ID``.
 
 The card is rebuilt from the run's stored events (the same view and MIME bundle a live run
 ends with), so it can be shown in any kernel, long after the batch.
@@ -6,11 +6,14 @@ ends with), so it can be shown in any kernel, long after the batch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..base.errors import ConfigError
 
 if TYPE_CHECKING:
+    from ..base.events import BaseEvent
+    from ..base.jsontypes import JSONObject
     from ..session.store import StoreChoice
 
 __all__ = ["RunCard", "run_card"]
@@ -19,7 +22,7 @@ __all__ = ["RunCard", "run_card"]
 class RunCard:
     """A stored run, displayable (``_repr_mimebundle_``) like the run's own output."""
 
-    def __init__(self, run_id: str, view: dict[str, Any], events: list[Any]) -> None:
+    def __init__(self, run_id: str, view: JSONObject, events: Sequence[BaseEvent]) -> None:
         self.run_id = run_id
         self.view = view
         self.events = events
@@ -34,13 +37,13 @@ class RunCard:
         """The run's answer (empty while it waits or when it failed)."""
         return str(self.view.get("answer") or "")
 
-    def bundle(self) -> dict[str, Any]:
+    def bundle(self) -> JSONObject:
         """The static MIME bundle (run JSON, markdown, plain text)."""
         from ..view.bundle import build_bundle
 
         return build_bundle(self.view)  # (its second parameter is a widget's model id)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> JSONObject:
         return self.bundle()
 
     def __repr__(self) -> str:

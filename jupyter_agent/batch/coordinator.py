@@ -29,21 +29,28 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from ..base.jsontypes import JSONObject
 from .control import Controller
 from .item import (
     FATAL_ERRORS,
-    KEPT_FIELDS,
+    ClientSettings,
     ItemTask,
+    Outcome,
     error_outcome,
+    kept,
     one_line,
 )
 from .progress import Progress
 from .spec import BatchSpec, Item
 
 if TYPE_CHECKING:
+    from ..base.events import BaseEvent
     from ..session.store import Store
+    from .lanes import LanePool
+    from .ship import ToolPack
 
 __all__ = ["Coordinator", "MAX_UNSTORED"]
 
@@ -54,14 +61,14 @@ GATHER = 0.02
 over by then: at 64 items in flight a transaction per item (most held one or two) cost the
 interpreter about a millisecond per item; well under ``MAX_UNSTORED``."""
 
-Progressed = Callable[[dict[str, Any]], None] | None
+Progressed = Callable[[JSONObject], None] | None
 
 
 class Coordinator:
     """One batch run: its pending items, the running ones and the outcomes."""
 
     def __init__(self, spec: BatchSpec, store: Store | None, ctl: Controller, progress: Progress,
-                 outcomes: list[dict[str, Any] | None], skey: str, batch_id: str,
+                 outcomes: list[Outcome | None], skey: str, batch_id: str,
                  todo: deque[Item]) -> None:
         self.spec, self.store, self.ctl, self.progress = spec, store, ctl, progress
         self.outcomes, self.skey, self.batch_id, self.todo = outcomes, skey, batch_id, todo
@@ -71,7 +78,7 @@ class Coordinator:
         self.handed: deque[float] = deque()  # when each outcome not yet stored was handed over
         # What the workers hand over to the writer: (item, outcome) when an item ended, None
         # to stop the writer. ``exited`` counts the worker threads that ended.
-        self.ended: queue.SimpleQueue[tuple[Item, dict[str, Any]] | None] = queue.SimpleQueue()
+        self.ended: queue.SimpleQueue[tuple[Item, Outcome] | None] = queue.SimpleQueue()
         self.exited = 0
         self.write_error: BaseException | None = None
         self.stopping_writer = threading.Event()
@@ -80,10 +87,10 @@ class Coordinator:
         self.running: dict[int, Item] = {}
         self.started = 0
         self.fatal: BaseException | None = None
-        self.settings: dict[str, Any] | None = None
-        self.trace: dict[str, Any] | None = None
+        self.settings: ClientSettings | None = None
+        self.trace: JSONObject | None = None
         self.options = spec.options
-        self.pack: Any = None
+        self.pack: ToolPack | None = None
         if spec.engine == "dask":
             from ..tracing import remote_target
             from .ship import check_shippable, client_settings
@@ -137,7 +144,7 @@ class Coordinator:
         return ItemTask(self.spec.kind, item.prompt, item.model, opts, self.spec.auto_answer,
                         self.settings, self.trace)
 
-    def _pack_tools(self) -> Any:
+    def _pack_tools(self) -> ToolPack | None:
         """Dask: the batch's tools packed once, to be sent to the cluster once."""
         if self.spec.kind == "chat":
             return None
@@ -161,30 +168,31 @@ class Coordinator:
             return True
         return False
 
-    def on_event(self, position: int, event: Any) -> None:
+    def on_event(self, position: int, event: BaseEvent) -> None:
         """An event of a running item (any thread): its usage counts at once."""
-        if event.type == "usage":
+        from ..base.events import UsageRecorded  # (loaded: the item's run made the event)
+
+        if isinstance(event, UsageRecorded):
             self.progress.live.add(position, event.input_tokens, event.output_tokens, event.cost)
 
     # ---------------------------------------------------------------------- taking in
-    def outcome(self, value: Any) -> dict[str, Any]:
+    def outcome(self, value: Outcome | BaseException) -> Outcome:
         """An item's outcome from what its worker returned (an exception included)."""
         if not isinstance(value, BaseException):
-            outcome: dict[str, Any] = value  # what ``run_item`` returns
-            return outcome
+            return value  # what ``run_item`` returns
         raw = error_outcome(one_line(value))
         if isinstance(value, FATAL_ERRORS):
             self.fatal = self.fatal or value
             self.ctl.stop("abort", one_line(value))
         elif self.ctl.aborting.is_set():  # Dask: a future cancelled by the stop
-            raw.update(status="aborted", error="Aborted by a stop.")
+            raw["status"], raw["error"] = "aborted", "Aborted by a stop."
         return raw
 
-    def record(self, item: Item, raw: dict[str, Any]) -> None:
+    def record(self, item: Item, raw: Outcome) -> None:
         """Store an ended item (its run and its row) and count it (the coordinating thread)."""
         self.record_all([(item, raw)])
 
-    def record_all(self, ended: list[tuple[Item, dict[str, Any]]]) -> None:
+    def record_all(self, ended: list[tuple[Item, Outcome]]) -> None:
         """Store ended items in one transaction, then count those not counted yet (a worker
         counts its items when it hands them over). An item already recorded (e.g. given up on
         after interrupts) is not recorded twice; an interrupt during the write stores none of
@@ -201,20 +209,20 @@ class Coordinator:
             for item, raw in fresh:
                 if (self.running.pop(item.position, None) is not None
                         and self.outcomes[item.position] is None):  # (done() counts most)
-                    self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
+                    self._count(item, kept(raw))
 
-    def _count(self, item: Item, outcome: dict[str, Any]) -> None:
+    def _count(self, item: Item, outcome: Outcome) -> None:
         """Count an ended item once (under ``self.lock``)."""
         if self.outcomes[item.position] is None:
             self.outcomes[item.position] = outcome
             self.progress.finished(item, outcome)
 
-    def done(self, item: Item, value: Any) -> None:
+    def done(self, item: Item, value: Outcome | BaseException) -> None:
         """A worker thread ended an item: count it at once (the card and the cost limit see
         it), and hand it to the coordinating thread to store."""
         raw = self.outcome(value)
         with self.lock:
-            self._count(item, {f: raw.get(f) for f in KEPT_FIELDS})
+            self._count(item, kept(raw))
             if raw.get("held"):  # Dask: not run again after its worker was lost
                 self.progress.lost_held += 1
             self.handed.append(time.monotonic())
@@ -226,7 +234,7 @@ class Coordinator:
         raise (the outcomes stay counted on the card; they are asked again on a re-run)."""
         stop = False
         while not stop:
-            taken: list[tuple[Item, dict[str, Any]]] = []
+            taken: list[tuple[Item, Outcome]] = []
             got = self.ended.get()
             if got is not None:  # the items ending meanwhile join this transaction
                 self.stopping_writer.wait(GATHER)  # (the end of the batch waits for none)
@@ -256,7 +264,7 @@ class Coordinator:
             self.exited += 1
             self.exits.notify_all()
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> JSONObject:
         """The card's state now."""
         with self.lock:
             return self.progress.view()
@@ -342,7 +350,7 @@ class Coordinator:
                                 self.progress.started()
                         elif kind == "unstarted":
                             self.unstart(item)
-                        else:
+                        elif value is not None:  # "end": what the item ended with
                             self.done(item, value)
                     if time.monotonic() - checked >= interval:
                         self._check_lanes(pool)
@@ -355,10 +363,10 @@ class Coordinator:
         finally:
             pool.close()
 
-    def _feed(self, pool: Any) -> None:
+    def _feed(self, pool: LanePool) -> None:
         """Fill the lanes' room (items wait on the workers a little ahead: no round trip to
         this kernel between two items)."""
-        items = []
+        items: list[tuple[Item, ItemTask]] = []
         for _ in range(pool.room()):
             nxt = self.next_item(count_start=False)
             if nxt is None:
@@ -366,7 +374,7 @@ class Coordinator:
             items.append(nxt)
         pool.send(items)
 
-    def _check_lanes(self, pool: Any) -> None:
+    def _check_lanes(self, pool: LanePool) -> None:
         """Lanes lost with their worker (their items sent again and counted, or held) or
         failed (their items end with its exception); at most once per card update."""
         from .lanes import held_outcome
@@ -393,7 +401,7 @@ class Coordinator:
         return now
 
 
-def _with_tool_objects(options: dict[str, Any]) -> dict[str, Any]:
+def _with_tool_objects(options: dict[str, object]) -> dict[str, object]:
     """``options`` with each plain function in ``tools`` made a ``Tool`` once, for every item.
 
     An item's turn would otherwise build the function's argument model and JSON schema again
@@ -406,5 +414,6 @@ def _with_tool_objects(options: dict[str, Any]) -> dict[str, Any]:
         return options
     from ..tools.registry import Tool
 
-    made = [t if isinstance(t, (str, Tool)) or not callable(t) else Tool(t) for t in tools]
+    made: list[object] = [t if isinstance(t, (str, Tool)) or not callable(t) else Tool(t)
+                          for t in tools]
     return {**options, "tools": made}

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import secrets
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..base.collector import short_lived
 from ..base.errors import ParameterError
+from ..base.jsontypes import JSONObject, as_object, float_field, int_field, str_field
 from ..tracing import batch_span
 from .control import Controller
 from .coordinator import Coordinator
-from .item import FINISHED, OUTCOME_FIELDS, error_outcome, one_line
+from .item import FINISHED, Outcome, error_outcome, one_line
 from .progress import Progress
 from .spec import BatchSpec, Item, build_items, check_spec, fingerprint, inputs_hash, spec_key
 
 if TYPE_CHECKING:
+    from ..session._batches import BatchItemRecord
     from ..session.store import Store
 
 __all__ = ["Controller", "execute", "Execution", "PROGRESS_INTERVAL"]
@@ -36,7 +39,7 @@ class Execution:
     """What :func:`execute` produced (the public ``BatchResult`` is built from it)."""
 
     def __init__(self, spec: BatchSpec, batch_id: str, items: list[Item],
-                 outcomes: list[dict[str, Any]], progress: Progress) -> None:
+                 outcomes: list[Outcome], progress: Progress) -> None:
         self.spec = spec
         self.batch_id = batch_id
         self.items = items
@@ -44,16 +47,19 @@ class Execution:
         self.progress = progress
 
 
-def _skipped() -> dict[str, Any]:
+def _skipped() -> Outcome:
     out = error_outcome("")
-    out.update(status="skipped", error=None)
+    out["status"], out["error"] = "skipped", None
     return out
 
 
-def _stored_outcome(store: Store, rec: Any) -> dict[str, Any] | None:
+def _stored_outcome(store: Store, rec: BatchItemRecord) -> Outcome | None:
     """A stored item to keep: finished, or still waiting on its ask (refreshed from its run,
     which ``%agent resume`` may have finished since). ``None``: run it again."""
-    out = {f: getattr(rec, f) for f in OUTCOME_FIELDS}
+    out: Outcome = {"answer": rec.answer, "status": rec.status, "rounds": rec.rounds,
+                    "input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens,
+                    "cost": rec.cost, "seconds": rec.seconds, "error": rec.error,
+                    "run_id": rec.run_id}
     if rec.status in FINISHED:
         return out
     if rec.status != "ask" or not rec.run_id:
@@ -65,13 +71,13 @@ def _stored_outcome(store: Store, rec: Any) -> dict[str, Any] | None:
         return out
     events = store.get_events(rec.run_id)
     usage = [e for e in events if e.get("type") == "usage"]
-    end: dict[str, Any] = next(
-        (e for e in reversed(events) if e.get("type") == "run_finished"), {})
-    out.update(status=run.status, answer=end.get("answer") or "", error=end.get("error"),
-               rounds=int(end.get("rounds") or rec.rounds),
-               input_tokens=sum(int(e.get("input_tokens") or 0) for e in usage),
-               output_tokens=sum(int(e.get("output_tokens") or 0) for e in usage),
-               cost=sum(float(e.get("cost") or 0.0) for e in usage))
+    end = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    out["status"], out["answer"] = run.status, str_field(end, "answer")
+    out["error"] = str_field(end, "error") or None
+    out["rounds"] = int_field(end, "rounds") or rec.rounds
+    out["input_tokens"] = sum(int_field(e, "input_tokens") for e in usage)
+    out["output_tokens"] = sum(int_field(e, "output_tokens") for e in usage)
+    out["cost"] = sum(float_field(e, "cost") for e in usage)
     return out
 
 
@@ -85,7 +91,8 @@ def _check_tools(spec: BatchSpec) -> None:
     from ..runtime.catalog import resolve_tool_specs
     from ..tools.builtin import Workspace
 
-    resolve_tool_specs([t for t in tools if t != "spawn_agent"],
+    resolve_tool_specs([t for t in (tools if isinstance(tools, Iterable) else [tools])
+                        if t != "spawn_agent"],
                        workspace=lambda: Workspace(os.getcwd()))
 
 
@@ -95,7 +102,7 @@ def _unpriced_models(spec: BatchSpec) -> list[str]:
 
     out = []
     for model in spec.models:
-        client = spec.clients.get(model) or spec.options.get("client")
+        client = spec.clients.get(model)
         profile = client.profile if client is not None else turn_profile(model)
         if not profile.priced:
             out.append(model)
@@ -113,8 +120,9 @@ def _check_prices(spec: BatchSpec, unpriced: list[str]) -> None:
             parameters=("max_cost", "max_items"))
 
 
-def _still_to_run(items: list[Item], stored: dict[Any, Any], store: Store | None,
-                  outcomes: list[dict[str, Any] | None], progress: Progress) -> deque[Item]:
+def _still_to_run(items: list[Item], stored: dict[tuple[str, str], BatchItemRecord],
+                  store: Store | None, outcomes: list[Outcome | None],
+                  progress: Progress) -> deque[Item]:
     """The items to run: an item the store has a finished outcome for is reused, one that
     cannot start (a field with no value) fails at once; both fill ``outcomes``."""
     todo: deque[Item] = deque()
@@ -134,7 +142,7 @@ def _still_to_run(items: list[Item], stored: dict[Any, Any], store: Store | None
 
 
 def execute(spec: BatchSpec, *, store: Store | None, controller: Controller | None = None,
-            on_progress: Callable[[dict[str, Any]], None] | None = None,
+            on_progress: Callable[[JSONObject], None] | None = None,
             interval: float = PROGRESS_INTERVAL) -> Execution:
     """Run the batch ``spec`` to the end (or to a stop) and return every item's outcome.
 
@@ -155,14 +163,15 @@ def execute(spec: BatchSpec, *, store: Store | None, controller: Controller | No
         batch_id = store.open_batch(
             spec_key=skey, inputs_hash=inputs_hash(items), kind=spec.kind,
             template=spec.template,
-            options=fingerprint({k: v for k, v in spec.options.items() if k != "shell"}),
+            options=as_object(fingerprint({k: v for k, v in spec.options.items()
+                                           if k != "shell"})) or {},
             models=spec.models,
             n_items=len(items)).batch_id
     progress = Progress(batch_id=batch_id, kind=spec.kind, total=len(items),
                         models=spec.models, rows=len(spec.inputs.rows),
                         concurrency=spec.concurrency, engine=spec.engine,
                         unpriced=unpriced)
-    outcomes: list[dict[str, Any] | None] = [None] * len(items)
+    outcomes: list[Outcome | None] = [None] * len(items)
     stored = store.batch_items(skey) if store is not None and not spec.rerun else {}
     todo = _still_to_run(items, stored, store, outcomes, progress)
     # Exported traces: one span for the batch, the items' runs its children (docs/tracing.md).

@@ -10,15 +10,20 @@ an answer (failed, waiting, not run) gets no score; the comparison counts it as 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
 from .inputs import is_missing
-from .item import FINISHED, one_line
+from .item import FINISHED, Outcome, one_line
+
+if TYPE_CHECKING:
+    from ..llm.structured import Checked
+    from .spec import Item
 
 __all__ = ["matches", "score_outcomes"]
 
 
-def matches(answer: str, expected: Any, mode: str) -> bool:
+def matches(answer: object, expected: object, mode: str) -> bool:
     """Whether ``answer`` matches ``expected`` under ``mode`` (``exact``/``icase``/``contains``)."""
     got = str(answer).strip()
     want = str(expected).strip()
@@ -29,7 +34,7 @@ def matches(answer: str, expected: Any, mode: str) -> bool:
     return want.casefold() in got.casefold()
 
 
-def _arity(fn: Callable[..., Any]) -> int:
+def _arity(fn: Callable[..., object]) -> int:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -40,7 +45,7 @@ def _arity(fn: Callable[..., Any]) -> int:
     return 1 if len(positional) == 1 else 2
 
 
-def _number(value: Any) -> float:
+def _number(value: object) -> float:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     item = getattr(value, "item", None)  # a numpy scalar
@@ -54,10 +59,10 @@ def _number(value: Any) -> float:
                     "a bool")
 
 
-def score_outcomes(outcomes: list[dict[str, Any]], items: list[Any], rows: list[dict[str, Any]],
-                   *, expect: str | None, match: str,
-                   score: Callable[..., Any] | None,
-                   checks: list[Any] | None = None) -> list[float | None]:
+def score_outcomes(outcomes: list[Outcome], items: list[Item],
+                   rows: list[dict[Hashable, object]], *, expect: str | None, match: str,
+                   score: Callable[..., object] | None,
+                   checks: list[Checked | None] | None = None) -> list[float | None]:
     """One score per outcome (``None`` when the item has no answer to score).
 
     A score function that raises (or returns something else than a number) gives no score;
@@ -76,7 +81,7 @@ def score_outcomes(outcomes: list[dict[str, Any]], items: list[Any], rows: list[
             out.append(None)
             continue
         row = rows[item.row]
-        answer = outcome.get("answer") or ""
+        answer: object = outcome["answer"] or ""
         check = checks[n] if checks is not None else None
         if check is not None:
             if expect is not None and check.valid and expect in check.data:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, cast
 
 from ..base.errors import ParameterError
 from ..base.template import prompt_fields
@@ -31,23 +31,34 @@ class Inputs:
     """The rows of a batch, as dicts, and where they came from."""
 
     kind: FrameKind
-    rows: list[dict[str, Any]]
-    columns: list[str]
-    source: Any
+    rows: list[dict[Hashable, object]]
+    """One dict per row: a field's name is its key (a DataFrame's column may be named by a
+    number: only a text key is a template field)."""
+    columns: list[Hashable]
+    source: object
     """The object given (the results keep its columns and, for pandas, its index)."""
 
 
-def _module(obj: Any) -> str:
+def _module(obj: object) -> str:
     return type(obj).__module__.split(".")[0]
 
 
-def load_inputs(over: Any, name: str = "over") -> Inputs:
+def load_inputs(over: object, name: str = "over") -> Inputs:
     """Read ``over`` into rows; raise :class:`ParameterError` naming ``name`` for anything
     that is not a table or a list (a string, a dict, a number...)."""
-    if _module(over) == "pandas" and hasattr(over, "columns") and hasattr(over, "to_dict"):
-        return Inputs("pandas", over.to_dict("records"), list(over.columns), over)
-    if _module(over) == "polars" and hasattr(over, "to_dicts") and hasattr(over, "columns"):
-        return Inputs("polars", over.to_dicts(), list(over.columns), over)
+    # A frame's library is loaded already when ``over`` is one of its frames: no import cost.
+    if _module(over) == "pandas":
+        import pandas as pd
+
+        if isinstance(over, pd.DataFrame):
+            return Inputs("pandas", over.to_dict("records"), list(over.columns), over)
+    if _module(over) == "polars":
+        import polars as pl
+
+        if isinstance(over, pl.DataFrame):
+            # Its column names are text, so its rows are ``dict[Hashable, object]`` too.
+            return Inputs("polars", cast("list[dict[Hashable, object]]", over.to_dicts()),
+                          list(over.columns), over)
     if isinstance(over, (str, bytes, Mapping)) or not isinstance(over, Iterable):
         kind = type(over).__name__
         raise ParameterError(f"{name} must be a DataFrame, a list of dicts or a list of values, "
@@ -55,8 +66,8 @@ def load_inputs(over: Any, name: str = "over") -> Inputs:
     values = list(over)  # a Series, a tuple, a generator: read once
     dicts = [isinstance(v, Mapping) for v in values]
     if values and all(dicts):
-        rows = [dict(v) for v in values]
-        columns: list[str] = []
+        rows: list[dict[Hashable, object]] = [dict(v) for v in values]
+        columns: list[Hashable] = []
         for row in rows:
             columns.extend(k for k in row if k not in columns)
         return Inputs("records", rows, columns, values)
@@ -78,7 +89,7 @@ def template_fields(template: str) -> list[str]:
     return prompt_fields(template, "the template")
 
 
-def check_fields(template: str, inputs: Inputs, namespace: Mapping[str, Any]) -> list[str]:
+def check_fields(template: str, inputs: Inputs, namespace: Mapping[str, object]) -> list[str]:
     """The template's fields, checked: each is in every row, or in no row and in
     ``namespace``.
 
@@ -103,7 +114,7 @@ def check_fields(template: str, inputs: Inputs, namespace: Mapping[str, Any]) ->
     return fields
 
 
-def is_missing(value: Any) -> bool:
+def is_missing(value: object) -> bool:
     """``None``, NaN, ``NaT`` or ``pd.NA``: a cell of the table with no value."""
     if value is None:
         return True
@@ -117,15 +128,15 @@ def is_missing(value: Any) -> bool:
     return type(value).__name__ in ("NAType", "NaTType")
 
 
-def render(template: str, fields: list[str], row: Mapping[str, Any],
-           namespace: Mapping[str, Any]) -> str:
+def render(template: str, fields: list[str], row: Mapping[Hashable, object],
+           namespace: Mapping[str, object]) -> str:
     """The prompt of one row: row fields first, then notebook variables.
 
     Raises:
         ValueError: a field this row uses has no value (NaN, None), or a ``{field.attr}`` /
             ``{field[key]}`` part failed; the item fails with this message, others go on.
     """
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for f in fields:
         if f in row:
             if is_missing(row[f]):

@@ -17,12 +17,15 @@ import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from ..base.jsontypes import JSONObject, int_field, object_field
+
 if TYPE_CHECKING:
     from ..agents.run import Run
+    from .item import Outcome
 
 __all__ = ["SCALE", "Verdict", "Preference", "JudgeSummary", "judge_outcomes", "judge_prompt"]
 
@@ -38,7 +41,7 @@ class Verdict(BaseModel):
 
     @field_validator("score", mode="before")
     @classmethod
-    def _not_a_bool(cls, v: Any) -> Any:
+    def _not_a_bool(cls, v: object) -> object:
         # pydantic reads true as 1: a judge answering "true" (it meets them) would score 1.
         if isinstance(v, bool):
             raise ValueError(f"the score is a number from 1 to {SCALE}, not {str(v).lower()}")
@@ -114,13 +117,13 @@ class JudgeSummary:
     """Judge answers that never fit the scale (those items have no score)."""
     failed: int = 0
     """Judge calls that got no answer (the judge's server down, a key refused)."""
-    pairwise: dict[str, Any] | None = None
+    pairwise: JSONObject | None = None
     cached: int = 0
     """Judge calls answered by the response cache (counted in ``calls``; nothing was sent)."""
     priced: bool = True
     """False once a judge call's model has no price: the cost is unknown, never 0."""
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> JSONObject:
         """The card's part: mean score, counts, cost, and the win rate with two models."""
         got = [s for s in self.scores if s is not None]
         return {"criteria": self.criteria, "model": self.model, "scale": SCALE,
@@ -132,13 +135,13 @@ class JudgeSummary:
                 "pairwise": self.pairwise}
 
 
-Call = Callable[[str, type[BaseModel]], Any]
+Call = Callable[[str, type[BaseModel]], "Run[BaseModel]"]
 """``call(prompt, schema)``: one typed ``chat()`` run (returns the :class:`Run`)."""
 
 
-def _count(summary: JudgeSummary, run: Run) -> None:
-    footer = (getattr(run, "view", None) or {}).get("footer") or {}
-    summary.cached += int(footer.get("cached") or 0)
+def _count(summary: JudgeSummary, run: Run[BaseModel]) -> None:
+    footer = object_field(run.view, "footer")
+    summary.cached += int_field(footer, "cached")
     if footer.get("unpriced"):
         summary.priced = False
     summary.calls += run.rounds
@@ -148,7 +151,7 @@ def _count(summary: JudgeSummary, run: Run) -> None:
 
 
 def judge_outcomes(criteria: str, model: str, prompts: Sequence[str],
-                   outcomes: Sequence[dict[str, Any]], *, call: Call, answered: set[str],
+                   outcomes: Sequence[Outcome], *, call: Call, answered: set[str],
                    pairs: Sequence[tuple[int, int]] = (), names: tuple[str, str] = ("", ""),
                    concurrency: int = 4) -> JudgeSummary:
     """Judge every answered outcome (and each pair of positions in ``pairs``).
@@ -169,21 +172,21 @@ def judge_outcomes(criteria: str, model: str, prompts: Sequence[str],
     summary.scores = [None] * n
     summary.reasons = [None] * n
 
-    def one(i: int) -> Any:
+    def one(i: int) -> Run[BaseModel] | None:
         o = outcomes[i]
-        if o.get("status") not in answered or not str(o.get("answer") or "").strip():
+        if o["status"] not in answered or not str(o["answer"] or "").strip():
             return None
         return call(judge_prompt(criteria, prompts[i], str(o["answer"])), Verdict)
 
-    def pair(k: int) -> Any:
+    def pair(k: int) -> Run[BaseModel] | None:
         first, second = pairs[k]
         a, b = outcomes[first], outcomes[second]
-        if a.get("status") not in answered or b.get("status") not in answered:
+        if a["status"] not in answered or b["status"] not in answered:
             return None
         if k % 2:  # every other row the other way round: a judge's bias for "A" cancels out
             a, b = b, a
-        return call(_pair_prompt(criteria, prompts[first], str(a.get("answer") or ""),
-                                 str(b.get("answer") or "")), Preference)
+        return call(_pair_prompt(criteria, prompts[first], str(a["answer"] or ""),
+                                 str(b["answer"] or "")), Preference)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         runs = list(pool.map(one, range(n)))

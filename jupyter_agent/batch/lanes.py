@@ -31,8 +31,16 @@ import queue
 import secrets as _secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from distributed import Client, Future, LocalCluster, Queue
+
+    from .item import FatalReport, ItemTask, Outcome
+    from .ship import ToolPack
+    from .spec import Item
 
 __all__ = ["LanePool", "run_lane", "held_outcome"]
 
@@ -44,7 +52,11 @@ _END_WAIT = 10.0
 """Seconds the kernel waits at the end of a batch for the lanes to end (they were told to)."""
 
 
-def _drain(q: Any, closed: Callable[[], bool]) -> list[Any]:
+_Report = Union[tuple[str, str, int], tuple[str, str, int, "Outcome | FatalReport"]]
+"""What a lane tells the kernel: ``(kind, lane, position)``, and an ended item's outcome."""
+
+
+def _drain(q: Queue, closed: Callable[[], bool]) -> list[bytes | str]:
     """Everything waiting in ``q``, looking again (less and less often) while it is empty
     and ``closed()`` is false (then: ``[]``)."""
     pause = _POLL[0]
@@ -58,7 +70,8 @@ def _drain(q: Any, closed: Callable[[], bool]) -> list[Any]:
 
 
 # ------------------------------------------------------------------------------ worker side
-def run_lane(lane: str, inbox: str, outbox: str, threads: int, pack: Any, strict: bool) -> str:
+def run_lane(lane: str, inbox: str, outbox: str, threads: int, pack: ToolPack | None,
+             strict: bool) -> str:
     """A Dask task: run the items sent to ``inbox`` on ``threads`` threads until told "end".
 
     Messages to the kernel on ``outbox`` (pickled lists): ``("start", lane, position)``,
@@ -75,14 +88,14 @@ def run_lane(lane: str, inbox: str, outbox: str, threads: int, pack: Any, strict
 
 
 class _Lane:
-    def __init__(self, lane: str, inq: Any, outq: Any, threads: int, pack: Any,
+    def __init__(self, lane: str, inq: Queue, outq: Queue, threads: int, pack: ToolPack | None,
                  strict: bool) -> None:
         self.lane, self.inq, self.outq = lane, inq, outq
         self.threads, self.pack, self.strict = threads, pack, strict
-        self.buffer: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
+        self.buffer: queue.SimpleQueue[tuple[int, ItemTask] | None] = queue.SimpleQueue()
         self.stopping = threading.Event()
         self.aborting = threading.Event()
-        self.pending: list[tuple[Any, ...]] = []
+        self.pending: list[_Report] = []
         self.wake = threading.Condition()
         self.closing = False
 
@@ -133,13 +146,14 @@ class _Lane:
                 self.outq.put(_dumps([("start", self.lane, position)]))
             else:
                 self._report(("start", self.lane, position))
+            value: Outcome | FatalReport
             try:
-                value: Any = run_remote(task, self.pack, is_aborted=self.aborting.is_set)
+                value = run_remote(task, self.pack, is_aborted=self.aborting.is_set)
             except Exception as exc:  # noqa: BLE001 - a bug here fails this item, not the lane
                 value = error_outcome(one_line(exc))
             self._report(("end", self.lane, position, value))
 
-    def _report(self, msg: tuple[Any, ...]) -> None:
+    def _report(self, msg: _Report) -> None:
         with self.wake:
             self.pending.append(msg)
             self.wake.notify()
@@ -174,10 +188,11 @@ def _worker_was_lost() -> bool:
 @dataclass
 class _LaneState:
     key: str
-    inbox: Any
+    inbox: Queue
     threads: int
-    future: Any = None
-    assigned: dict[int, Any] = field(default_factory=dict)
+    future: Future[str]
+    """The lane's task (``run_lane``)."""
+    assigned: dict[int, tuple[Item, ItemTask]] = field(default_factory=dict)
     """position -> (item, task) sent to this lane and not ended."""
     started: set[int] = field(default_factory=set)
 
@@ -192,8 +207,8 @@ class Lost:
     """What a lost lane leaves: items to count as run again, or to hold (side effects)."""
 
     rerun: int = 0
-    held: list[Any] = field(default_factory=list)
-    unstarted: list[Any] = field(default_factory=list)
+    held: list[Item] = field(default_factory=list)
+    unstarted: list[Item] = field(default_factory=list)
     """After a stop: the lost lane's items not run again (they count as not run)."""
 
 
@@ -201,7 +216,7 @@ class LanePool:
     """The kernel's side of the lanes: the active client's cluster, or a ``LocalCluster``
     started here (and closed at the end); ``pack`` (the batch's tools) is sent once."""
 
-    def __init__(self, concurrency: int, pack: Any = None) -> None:
+    def __init__(self, concurrency: int, pack: ToolPack | None = None) -> None:
         try:
             from distributed import Client, LocalCluster, Queue, get_client
         except ImportError:
@@ -209,7 +224,8 @@ class LanePool:
 
             raise ConfigError("engine 'dask' needs dask.distributed: "
                               "pip install 'jupyter-agent[dask]'") from None
-        self._own: tuple[Any, Any] | None = None
+        self._own: tuple[Client, LocalCluster] | None = None
+        self.client: Client
         try:
             self.client = get_client()
         except ValueError:  # no active client: start a cluster on this machine
@@ -220,20 +236,20 @@ class LanePool:
                                    env=_worker_env())
             self.client = Client(cluster)
             self._own = (self.client, cluster)
-        self._Queue: Any = Queue
+        self._Queue: type[Queue] = Queue
         self._tag = _secrets.token_hex(4)
         self._count = 0
         self.strict = bool(pack is not None and pack.side_effects)
         self._pack = (None if pack is None
                       else self.client.scatter(pack, broadcast=True, hash=False))
         self._outbox = Queue(f"jupyter-agent-out-{self._tag}", client=self.client)
-        self.received: queue.SimpleQueue[list[tuple[Any, ...]]] = queue.SimpleQueue()
+        self.received: queue.SimpleQueue[list[_Report]] = queue.SimpleQueue()
         self._closed = threading.Event()
         self._receiver = threading.Thread(target=self._receive_loop, daemon=True,
                                           name="jupyter-agent-lane-receiver")
         self._receiver.start()
         self.lanes: dict[str, _LaneState] = {}
-        self._resend: list[tuple[Any, Any]] = []
+        self._resend: list[tuple[Item, ItemTask]] = []
         self.stopped: str | None = None
         for address, threads in _split(concurrency, self.client):
             self._start_lane(threads, address)
@@ -242,12 +258,11 @@ class LanePool:
         self._count += 1
         key = f"jupyter-agent-lane-{self._tag}-{self._count}"
         inbox = self._Queue(f"{key}-in", client=self.client)
-        state = _LaneState(key, inbox, threads)
-        state.future = self.client.submit(
+        future = self.client.submit(
             run_lane, key, inbox.name, self._outbox.name, threads, self._pack, self.strict,
             key=key, pure=False,
             **({"workers": [address], "allow_other_workers": True} if address else {}))
-        self.lanes[key] = state
+        self.lanes[key] = _LaneState(key, inbox, threads, future)
 
     # ---------------------------------------------------------------------- sending
     def room(self) -> int:
@@ -256,14 +271,14 @@ class LanePool:
             return 0
         return max(0, sum(max(0, s.room) for s in self.lanes.values()) - len(self._resend))
 
-    def send(self, items: list[tuple[Any, Any]]) -> None:
+    def send(self, items: list[tuple[Item, ItemTask]]) -> None:
         """Hand ``(item, task)`` pairs to the lanes with room (items given back by a lost
         lane first), one inbox message per lane."""
         if self.stopped:
             return
         todo = self._resend + items
         self._resend = []
-        batches: dict[str, list[tuple[Any, Any]]] = {}
+        batches: dict[str, list[tuple[Item, ItemTask]]] = {}
         for n, (item, task) in enumerate(todo):  # each to the lane with the most room
             state = max(self.lanes.values(), key=lambda s: s.room, default=None)
             if state is None or state.room <= 0:
@@ -279,7 +294,7 @@ class LanePool:
         """Items sent and not ended (or to send again)."""
         return sum(len(s.assigned) for s in self.lanes.values()) + len(self._resend)
 
-    def stop(self, mode: str) -> list[Any]:
+    def stop(self, mode: str) -> list[Item]:
         """Tell every lane to start nothing more (``abort``: and to end its running items at
         their next round); the items still in the inboxes come back, not started."""
         if self.stopped == mode or self.stopped == "abort":
@@ -306,9 +321,10 @@ class LanePool:
                     return
                 raise
             if msgs:
-                self.received.put([m for msg in msgs for m in pickle.loads(msg)])
+                self.received.put([m for msg in msgs if isinstance(msg, bytes)
+                                    for m in pickle.loads(msg)])
 
-    def take(self, timeout: float) -> list[tuple[str, Any, Any]]:
+    def take(self, timeout: float) -> list[tuple[str, Item, Outcome | BaseException | None]]:
         """What the lanes reported, waiting up to ``timeout``: ``("start", item, None)``,
         ``("end", item, value)`` (an outcome, or the exception that ended the item) and
         ``("unstarted", item, None)``. Reports of a lane given up as lost are dropped."""
@@ -321,7 +337,7 @@ class LanePool:
                 got += self.received.get_nowait()
             except queue.Empty:
                 break
-        out: list[tuple[str, Any, Any]] = []
+        out: list[tuple[str, Item, Outcome | BaseException | None]] = []
         for kind, lane, position, *rest in got:
             state = self.lanes.get(lane)
             pair = state.assigned.get(position) if state is not None else None
@@ -336,12 +352,12 @@ class LanePool:
             out.append((kind, pair[0], _value(rest[0]) if kind == "end" else None))
         return out
 
-    def check_lanes(self) -> tuple[Lost, list[tuple[Any, BaseException]], BaseException | None]:
+    def check_lanes(self) -> tuple[Lost, list[tuple[Item, BaseException]], BaseException | None]:
         """Lanes lost with their worker (replaced, their items sent again) and lanes that
         failed (their items end with the lane's exception, returned last: the batch stops):
         one question to the scheduler."""
         lost = Lost()
-        failed: list[tuple[Any, BaseException]] = []
+        failed: list[tuple[Item, BaseException]] = []
         error: BaseException | None = None
         keys = list(self.lanes)
         counts = self.client.run_on_scheduler(
@@ -403,28 +419,28 @@ class LanePool:
             cluster.close()
 
 
-def _dumps(obj: Any) -> bytes:
+def _dumps(obj: object) -> bytes:
     """Bytes for a queue (which carries msgpack data only). cloudpickle, as Dask sends a
     task's arguments: a function or a class defined in the notebook travels by value."""
     from .ship import pickler
 
-    data: bytes = pickler().dumps(obj)
-    return data
+    return pickler().dumps(obj)
 
 
-def _value(out: Any) -> Any:
+def _value(out: Outcome | FatalReport) -> Outcome | BaseException:
     """An item's outcome, or the fatal mistake it made on the worker rebuilt here (exceptions
     with custom constructors do not survive pickling whole)."""
-    if isinstance(out, dict) and out.get("fatal"):
+    if "fatal" in out:
         from ..base.errors import ConfigError, MagicUsageError, ParameterError, ToolError
 
-        kinds = {"ToolError": ToolError, "ParameterError": ParameterError,
-                 "MagicUsageError": MagicUsageError}
+        kinds: dict[str, type[Exception]] = {
+            "ToolError": ToolError, "ParameterError": ParameterError,
+            "MagicUsageError": MagicUsageError}
         return kinds.get(out["fatal"], ConfigError)(out["error"])
     return out
 
 
-def _future_error(future: Any) -> BaseException:
+def _future_error(future: Future[str]) -> BaseException:
     try:
         exc = future.exception(timeout=1)
     except BaseException as e:  # noqa: BLE001 - cancelled: that is the reason
@@ -432,7 +448,7 @@ def _future_error(future: Any) -> BaseException:
     return exc if isinstance(exc, BaseException) else RuntimeError("the Dask lane ended")
 
 
-def _split(concurrency: int, client: Any) -> list[tuple[str | None, int]]:
+def _split(concurrency: int, client: Client) -> list[tuple[str | None, int]]:
     """``concurrency`` split between the workers by their threads: ``(address, threads)``."""
     workers = {a: int(w.get("nthreads") or 1)
                for a, w in (client.scheduler_info().get("workers") or {}).items()}
@@ -460,7 +476,7 @@ def _worker_env() -> dict[str, str]:
     return {"OPENAI_API_KEY": key} if key and not os.environ.get("OPENAI_API_KEY") else {}
 
 
-def held_outcome(side_effects: list[str]) -> dict[str, Any]:
+def held_outcome(side_effects: list[str]) -> Outcome:
     """An item started on a worker that died, offered a tool with side effects: not run
     again (it may have called the tool), for the user to check."""
     from .item import error_outcome

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .item import ItemTask, run_item
+from .item import ItemTask, Outcome, run_item
+
+if TYPE_CHECKING:
+    from ..base.events import BaseEvent
+    from .spec import Item
 
 __all__ = ["ThreadPool"]
 
@@ -27,7 +32,7 @@ class ThreadPool:
     """
 
     def __init__(self, concurrency: int, *, is_aborted: Callable[[], bool],
-                 on_event: Callable[[int, Any], None]) -> None:
+                 on_event: Callable[[int, BaseEvent], None]) -> None:
         self.concurrency = concurrency
         self._is_aborted = is_aborted
         self._on_event = on_event
@@ -42,8 +47,8 @@ class ThreadPool:
             threads = list(self._threads)
         return cut_requests(threads)
 
-    def start(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
-              on_done: Callable[[Any, Any], None], workers: int,
+    def start(self, next_item: Callable[[], tuple[Item, ItemTask] | None],
+              on_done: Callable[[Item, Outcome | BaseException], None], workers: int,
               on_exit: Callable[[], None]) -> None:
         """Start ``workers`` threads: each runs ``next_item()`` until it returns ``None``,
         hands every outcome (or the exception that ended the item) to ``on_done``, and calls
@@ -55,8 +60,9 @@ class ThreadPool:
                              args=(self._work, next_item, on_done, on_exit), daemon=True,
                              name=f"jupyter-agent-batch-{n}").start()
 
-    def _work(self, next_item: Callable[[], tuple[Any, ItemTask] | None],
-              on_done: Callable[[Any, Any], None], on_exit: Callable[[], None]) -> None:
+    def _work(self, next_item: Callable[[], tuple[Item, ItemTask] | None],
+              on_done: Callable[[Item, Outcome | BaseException], None],
+              on_exit: Callable[[], None]) -> None:
         ident = threading.get_ident()
         with self._lock:
             self._threads.add(ident)
@@ -64,11 +70,12 @@ class ThreadPool:
             while (nxt := next_item()) is not None:
                 item, task = nxt
 
-                def listen(event: Any, position: int = item.position) -> None:
+                def listen(event: BaseEvent, position: int = item.position) -> None:
                     self._on_event(position, event)
 
+                value: Outcome | BaseException
                 try:
-                    value: Any = run_item(task, store=None, is_aborted=self._is_aborted,
+                    value = run_item(task, store=None, is_aborted=self._is_aborted,
                                           on_event=listen, detail=True)
                 except BaseException as exc:  # a fatal mistake: on_done stops the batch
                     value = exc

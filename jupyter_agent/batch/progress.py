@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .item import FINISHED
+from typing_extensions import TypedDict
+
+from ..base.jsontypes import JSONObject
+from .item import FINISHED, Outcome
+
+if TYPE_CHECKING:
+    from .spec import Item
 
 __all__ = ["Progress", "LiveUsage", "LATEST", "BATCH_FORMAT_VERSION", "preview"]
 
@@ -20,6 +26,18 @@ BATCH_FORMAT_VERSION = 1
 _PREVIEW = 120
 MIN_RATE_SECONDS = 1.0
 """A batch younger than this shows no items/min (rate 0: the rate would be noise)."""
+
+
+class _Latest(TypedDict):
+    """A finished item under the card's counts (its texts masked and cut when shown)."""
+
+    row: int
+    model: str
+    status: str
+    answer: str
+    error: str
+    seconds: float
+    run_id: str | None
 
 
 class LiveUsage:
@@ -91,7 +109,7 @@ class Progress:
         """What those rounds would have cost."""
         self.spent = 0.0
         """Cost of the items run this time (``max_cost`` compares it)."""
-        self.latest: list[dict[str, Any]] = []
+        self.latest: list[_Latest] = []
         self.status = "running"
         self.stop_reason = ""
         self.live = LiveUsage()
@@ -99,7 +117,7 @@ class Progress:
         self.elapsed = 0.0
 
     # ------------------------------------------------------------------ updates
-    def reuse(self, outcome: dict[str, Any]) -> None:
+    def reuse(self, outcome: Outcome) -> None:
         """An item finished by an earlier run of the cell."""
         self.reused += 1
         self._count(outcome)
@@ -109,24 +127,24 @@ class Progress:
         self.counts["waiting"] -= 1
         self.counts["running"] += 1
 
-    def finished(self, item: Any, outcome: dict[str, Any]) -> None:
+    def finished(self, item: Item, outcome: Outcome) -> None:
         """An item ended this time (any status)."""
         self.counts["running"] -= 1
         self.finished_now += 1
         self.live.drop(item.position)
-        self.spent += float(outcome.get("cost") or 0.0)
+        self.spent += float(outcome["cost"] or 0.0)
         self._count(outcome)
         # Masked and cut when shown (view), a few times a second, not once per item; masked
         # before it is cut, so no part of a secret can survive the cut.
         self.latest.append({"row": item.row + 1, "model": item.model,
                             "status": outcome["status"],
-                            "answer": str(outcome.get("answer") or ""),
-                            "error": str(outcome.get("error") or ""),
-                            "seconds": outcome.get("seconds") or 0.0,
-                            "run_id": outcome.get("run_id")})
+                            "answer": str(outcome["answer"] or ""),
+                            "error": str(outcome["error"] or ""),
+                            "seconds": outcome["seconds"] or 0.0,
+                            "run_id": outcome["run_id"]})
         del self.latest[:-LATEST]
 
-    def failed_early(self, outcome: dict[str, Any]) -> None:
+    def failed_early(self, outcome: Outcome) -> None:
         """An item that could not start (a field with no value): failed, never running."""
         self.counts["waiting"] -= 1
         self._count(outcome)
@@ -136,12 +154,12 @@ class Progress:
         self.counts["skipped"] += self.counts["waiting"]
         self.counts["waiting"] = 0
 
-    def _count(self, outcome: dict[str, Any]) -> None:
+    def _count(self, outcome: Outcome) -> None:
         if outcome["status"] != "skipped":
             self.counts[_bucket(outcome["status"])] += 1
-        self.tokens[0] += int(outcome.get("input_tokens") or 0)
-        self.tokens[1] += int(outcome.get("output_tokens") or 0)
-        self.cost += float(outcome.get("cost") or 0.0)
+        self.tokens[0] += int(outcome["input_tokens"] or 0)
+        self.tokens[1] += int(outcome["output_tokens"] or 0)
+        self.cost += float(outcome["cost"] or 0.0)
         self.cached += int(outcome.get("cached") or 0)
         self.saved += float(outcome.get("saved") or 0.0)
 
@@ -150,7 +168,7 @@ class Progress:
         """Cost of this run so far, items still running included."""
         return self.spent + self.live.totals()[2]
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> JSONObject:
         """The card's state (JSON)."""
         if self.status == "running":
             self.elapsed = time.monotonic() - self._t0
@@ -173,8 +191,7 @@ class Progress:
                 "cached": self.cached, "saved": None if self.unpriced else self.saved,
                 "elapsed": round(self.elapsed, 3), "rate": round(rate, 2),
                 "eta": None if eta is None else round(eta, 1),
-                "latest": [{**x, "answer": preview(x["answer"]), "error": preview(x["error"])}
-                           for x in self.latest]}
+                "latest": [_shown(x) for x in self.latest]}
 
     def close(self, status: str, reason: str = "") -> None:
         """The batch ended: ``done``, ``stopped`` or ``error`` (``reason`` says why)."""
@@ -183,7 +200,14 @@ class Progress:
         self.stop_reason = reason
 
 
-def preview(text: Any) -> str:
+def _shown(x: _Latest) -> JSONObject:
+    """A latest item as the card shows it: its texts on one line, cut, masked."""
+    return {"row": x["row"], "model": x["model"], "status": x["status"],
+            "answer": preview(x["answer"]), "error": preview(x["error"]),
+            "seconds": x["seconds"], "run_id": x["run_id"]}
+
+
+def preview(text: object) -> str:
     """One line of model text for the card: cut short, secrets masked."""
     from ..base.secrets import mask
 

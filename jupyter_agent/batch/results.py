@@ -10,54 +10,78 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar, Union
 
+from ..base.jsontypes import JSONObject, float_field
 from .inputs import VALUE_FIELD, Inputs
-from .item import FINISHED, OUTCOME_FIELDS
+from .item import FINISHED, OUTCOME_FIELDS, Outcome
+from .spec import Item
 
-__all__ = ["results_table", "board_rows", "as_table", "chart_png", "percentile"]
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+    from matplotlib.axes import Axes
+
+__all__ = ["Table", "results_table", "board_rows", "as_table", "chart_png", "percentile"]
+
+_K = TypeVar("_K", bound=Hashable)
+"""The column names of a table: text, or a DataFrame's (any hashable)."""
+
+Table = Union["pd.DataFrame", "pl.DataFrame", Sequence[Mapping[Hashable, object]]]
+"""The results: a pandas table, a polars table (for a polars input), or the rows as dicts
+(no pandas installed)."""
 
 
-def _columns(outcomes: list[dict[str, Any]], items: list[Any], models: list[str],
+def _columns(outcomes: Sequence[Outcome], items: list[Item], models: list[str],
              scores: list[float | None] | None,
-             extra: dict[str, list[Any]] | None = None) -> dict[str, list[Any]]:
-    cols: dict[str, list[Any]] = {}
+             extra: dict[str, list[object]] | None = None) -> dict[str, list[object]]:
+    cols: dict[str, list[object]] = {}
     if len(models) > 1:
         cols["model"] = [i.model for i in items]
     for f in OUTCOME_FIELDS:
         cols[f] = [o.get(f) for o in outcomes]
     if scores is not None:
-        cols["score"] = scores
+        cols["score"] = list(scores)
     for name, values in (extra or {}).items():  # typed fields, judge columns
         cols[name if name not in cols else f"output_{name}"] = values
     return cols
 
 
-def _renamed(name: Any, taken: set[str]) -> Any:
+def _renamed(name: Hashable, taken: set[str]) -> Hashable:
     return f"input_{name}" if isinstance(name, str) and name in taken else name
 
 
-def results_table(inputs: Inputs, items: list[Any], outcomes: list[dict[str, Any]],
+def results_table(inputs: Inputs, items: list[Item], outcomes: Sequence[Outcome],
                   models: list[str], scores: list[float | None] | None = None,
-                  extra: dict[str, list[Any]] | None = None) -> Any:
+                  extra: dict[str, list[object]] | None = None) -> Table:
     """The results, one row per item (row by row, models in order); ``extra``: more columns
     (a typed batch's fields and ``errors``, the judge's)."""
     cols = _columns(outcomes, items, models, scores, extra)
     taken = set(cols)
     rows = [i.row for i in items]
+    source = inputs.source
     if inputs.kind == "pandas":
-        frame = inputs.source.iloc[rows].copy()
+        import pandas as pd  # loaded: the input is a pandas frame
+
+        assert isinstance(source, pd.DataFrame)  # what load_inputs calls "pandas"
+        frame: pd.DataFrame = source.iloc[rows].copy()
         frame.columns = [_renamed(c, taken) for c in frame.columns]
         for name, values in cols.items():
-            frame[name] = values
+            # pandas takes a list of any values (and infers the dtype); its stubs do not.
+            frame[name] = values  # type: ignore[assignment]
         return frame
     if inputs.kind == "polars":
         # The frame's own class builds the new columns: polars is there (the input is a polars
         # frame) but is no dependency of this package, so it is not imported by name.
-        frame = inputs.source[rows] if rows else inputs.source.clear()
-        frame = frame.rename({c: _renamed(c, taken) for c in frame.columns if c in taken})
-        return frame.hstack(type(frame)(cols, strict=False))
-    records = []
+        import polars as pl  # loaded: the input is a polars frame
+
+        assert isinstance(source, pl.DataFrame)  # what load_inputs calls "polars"
+        frame_pl = source[rows] if rows else source.clear()
+        frame_pl = frame_pl.rename({c: str(_renamed(c, taken)) for c in frame_pl.columns
+                                    if c in taken})
+        return frame_pl.hstack(type(frame_pl)(cols, strict=False))
+    records: list[dict[Hashable, object]] = []
     for n, item in enumerate(items):
         src = inputs.rows[item.row]
         rec = {_renamed(k, taken): v for k, v in src.items()}
@@ -68,13 +92,15 @@ def results_table(inputs: Inputs, items: list[Any], outcomes: list[dict[str, Any
     return as_table(records, columns=None if records else [VALUE_FIELD, *cols])
 
 
-def as_table(records: list[dict[str, Any]], columns: list[str] | None = None) -> Any:
+def as_table(records: Sequence[Mapping[_K, object]], columns: list[str] | None = None
+             ) -> pd.DataFrame | Sequence[Mapping[_K, object]]:
     """A pandas DataFrame of ``records`` when pandas is installed, else the list itself."""
     try:
         import pandas as pd
     except ImportError:
         return records
-    return pd.DataFrame.from_records(records, columns=columns)
+    table: pd.DataFrame = pd.DataFrame.from_records(records, columns=columns)
+    return table
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -87,9 +113,9 @@ def percentile(values: list[float], q: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[str],
+def board_rows(items: list[Item], outcomes: Sequence[Outcome], models: list[str],
                scores: list[float | None] | None,
-               unpriced: list[str] | None = None) -> list[dict[str, Any]]:
+               unpriced: list[str] | None = None) -> list[JSONObject]:
     """One row per model: items, done, failed, accuracy (failures count as wrong), cost
     (``None`` for a model in ``unpriced``: unknown is not 0), p50/p95 seconds of the answered
     items, tokens."""
@@ -98,8 +124,8 @@ def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[st
         mine = [(o, s) for i, o, s in zip(items, outcomes, scores or [None] * len(items))
                 if i.model == model]
         answered = [o for o, _ in mine if o["status"] in FINISHED]
-        seconds = [float(o.get("seconds") or 0.0) for o in answered]
-        row: dict[str, Any] = {
+        seconds = [float(o["seconds"] or 0.0) for o in answered]
+        row: JSONObject = {
             "model": model, "items": len(mine), "done": len(answered),
             "failed": sum(1 for o, _ in mine if o["status"] in ("error", "aborted")),
             "waiting": sum(1 for o, _ in mine if o["status"] in ("ask", "skipped")),
@@ -108,10 +134,10 @@ def board_rows(items: list[Any], outcomes: list[dict[str, Any]], models: list[st
             row["accuracy"] = (sum(s or 0.0 for _, s in mine) / len(mine)) if mine else None
         row.update({
             "cost": None if model in (unpriced or ()) else
-            sum(float(o.get("cost") or 0.0) for o, _ in mine),
+            sum(float(o["cost"] or 0.0) for o, _ in mine),
             "p50_seconds": percentile(seconds, 50), "p95_seconds": percentile(seconds, 95),
-            "input_tokens": sum(int(o.get("input_tokens") or 0) for o, _ in mine),
-            "output_tokens": sum(int(o.get("output_tokens") or 0) for o, _ in mine),
+            "input_tokens": sum(int(o["input_tokens"] or 0) for o, _ in mine),
+            "output_tokens": sum(int(o["output_tokens"] or 0) for o, _ in mine),
         })
         out.append(row)
     return out
@@ -123,7 +149,7 @@ _BARS = ("#3b8fd9", "#e0803a")
 """Bar colours of middle lightness (blue, orange): visible on both themes."""
 
 
-def _theme_neutral(ax: Any) -> None:
+def _theme_neutral(ax: Axes) -> None:
     """Axes, ticks and frame in :data:`_INK` on a transparent background."""
     ax.set_facecolor("none")
     ax.tick_params(colors=_INK)
@@ -131,7 +157,13 @@ def _theme_neutral(ax: Any) -> None:
         spine.set_color(_INK)
 
 
-def chart_png(board: list[dict[str, Any]]) -> bytes | None:
+def _cost(row: JSONObject) -> float | None:
+    """A board row's cost, ``None`` when unknown (no price)."""
+    cost = row.get("cost")
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+
+
+def chart_png(board: list[JSONObject]) -> bytes | None:
     """A PNG bar chart of the comparison (accuracy, cost, p50/p95 seconds), or ``None`` when
     matplotlib is not installed or there is nothing to draw. No pyplot state is touched.
 
@@ -148,10 +180,10 @@ def chart_png(board: list[dict[str, Any]]) -> bytes | None:
     names = [str(r["model"]) for r in board]
     panels: list[tuple[str, list[float | None], list[float] | None]] = []
     if "accuracy" in board[0]:
-        panels.append(("Accuracy", [r["accuracy"] or 0.0 for r in board], None))
-    panels.append(("Cost", [r["cost"] for r in board], None))
-    panels.append(("Seconds per item (p50, p95)", [r["p50_seconds"] or 0.0 for r in board],
-                   [r["p95_seconds"] or 0.0 for r in board]))
+        panels.append(("Accuracy", [float_field(r, "accuracy") for r in board], None))
+    panels.append(("Cost", [_cost(r) for r in board], None))
+    panels.append(("Seconds per item (p50, p95)", [float_field(r, "p50_seconds") for r in board],
+                   [float_field(r, "p95_seconds") for r in board]))
     fig = Figure(figsize=(3.2 * len(panels), 2.8), dpi=100)
     fig.patch.set_alpha(0.0)
     FigureCanvasAgg(fig)

@@ -15,13 +15,18 @@ keeps them for every item of the batch (:func:`built_tools`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["ShippedTool", "ToolPack", "pack_tools", "unpack_tools", "built_tools",
+if TYPE_CHECKING:
+    from ..tools.registry import AnyTool
+    from .item import ClientSettings
+
+__all__ = ["Pickler", "ShippedTool", "ToolPack", "pack_tools", "unpack_tools", "built_tools",
            "client_settings", "check_shippable", "pickler"]
 
-_BUILT: dict[str, list[Any] | None] = {}
+_BUILT: dict[str, list[object] | None] = {}
 """On a worker: the tools of the last few batches, built (token -> tools)."""
 _BUILT_LOCK = threading.Lock()
 _KEEP = 8
@@ -31,7 +36,7 @@ _KEEP = 8
 class ShippedTool:
     """A user tool as data: the function and the options of its ``@tool``."""
 
-    fn: Callable[..., Any]
+    fn: Callable[..., object]
     name: str
     description: str
     batchable: bool = True
@@ -46,27 +51,29 @@ class ToolPack:
     """A batch's tools as sent once to the cluster; ``token`` names them on the workers."""
 
     token: str
-    tools: list[Any] | None
+    tools: list[object] | None
+    """What :func:`pack_tools` made: :class:`ShippedTool` s and built-in tools' names."""
     side_effects: list[str] = field(default_factory=list)
     """Names of the tools marked ``side_effects``: an item offered one is not run twice."""
 
 
-def _ship(t: Any) -> ShippedTool:
+def _ship(t: AnyTool) -> ShippedTool:
     return ShippedTool(fn=t.fn, name=t.name, description=t.description, batchable=t.batchable,
                        timeout=t.timeout, requires_approval=t.requires_approval,
                        origin=getattr(t, "origin", None),
                        side_effects=bool(getattr(t, "side_effects", False)))
 
 
-def pack_tools(specs: list[Any] | None, agent: Any = None) -> list[Any]:
+def pack_tools(specs: object, agent: object = None) -> list[object]:
     """The tools an item may use, ready to send: :class:`ShippedTool` for user tools, names
-    for built-ins. ``None`` means the agent's tools, else every ``@tool`` of the notebook."""
+    for built-ins. ``None`` means the agent's tools, else every ``@tool`` of the notebook
+    (``specs`` is the batch's ``tools`` option, as the entry point takes it)."""
     from ..tools.registry import REGISTRY, Tool
 
     if specs is None:
         specs = list(getattr(agent, "tools", None) or []) or REGISTRY.all()
-    out: list[Any] = []
-    for spec in specs:
+    out: list[object] = []
+    for spec in specs if isinstance(specs, Iterable) else [specs]:
         if isinstance(spec, Tool):
             out.append(spec.name if getattr(spec, "origin", "user") == "builtin" else _ship(spec))
         elif isinstance(spec, str):
@@ -79,14 +86,14 @@ def pack_tools(specs: list[Any] | None, agent: Any = None) -> list[Any]:
     return out
 
 
-def unpack_tools(packed: list[Any] | None) -> list[Any] | None:
+def unpack_tools(packed: list[object] | None) -> list[object] | None:
     """Tools back from :func:`pack_tools` (on the worker)."""
     if packed is None:
         return None
     from ..runtime.catalog import tag
     from ..tools.registry import Tool
 
-    out: list[Any] = []
+    out: list[object] = []
     for p in packed:
         if isinstance(p, ShippedTool):
             t = Tool(p.fn, name=p.name, description=p.description, batchable=p.batchable,
@@ -98,7 +105,7 @@ def unpack_tools(packed: list[Any] | None) -> list[Any] | None:
     return out
 
 
-def built_tools(pack: ToolPack) -> list[Any] | None:
+def built_tools(pack: ToolPack) -> list[object] | None:
     """The pack's tools built on this worker: once per batch, then shared by its items (a
     built ``Tool`` is used by many threads at once in the thread engine too)."""
     with _BUILT_LOCK:
@@ -112,7 +119,7 @@ def built_tools(pack: ToolPack) -> list[Any] | None:
     return tools
 
 
-def client_settings() -> dict[str, Any]:
+def client_settings() -> ClientSettings:
     """The kernel's client settings a worker needs (never the key: a worker reads its own
     environment, which a cluster started here inherits)."""
     import os
@@ -125,7 +132,7 @@ def client_settings() -> dict[str, Any]:
             "retry_max_delay": s.retry_max_delay, "timeout": s.timeout}
 
 
-def check_shippable(pack: ToolPack | None, options: dict[str, Any]) -> None:
+def check_shippable(pack: ToolPack | None, options: Mapping[str, object]) -> None:
     """Refuse, in one line and before a cluster starts, what cannot travel to a worker.
 
     A tool (or an output class) that holds a lock, an open connection or a file, or a class
@@ -157,7 +164,15 @@ def check_shippable(pack: ToolPack | None, options: dict[str, Any]) -> None:
                 "define it at the top level of a cell, or use engine='thread'.") from None
 
 
-def pickler() -> Any:
+class Pickler(Protocol):
+    """What is used of ``cloudpickle`` (which ships no type hints)."""
+
+    def dumps(self, obj: object) -> bytes:
+        """``obj`` pickled, a function or class of the notebook by value."""
+        ...
+
+
+def pickler() -> Pickler:
     """The ``cloudpickle`` module (the ``dask`` extra brings it), as Dask pickles a task's
     arguments: a function or a class defined in the notebook travels by value."""
     try:
@@ -167,4 +182,5 @@ def pickler() -> Any:
 
         raise ConfigError("engine 'dask' needs dask.distributed: "
                           "pip install 'jupyter-agent[dask]'") from None
-    return cloudpickle
+    module: Pickler = cloudpickle
+    return module

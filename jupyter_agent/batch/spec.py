@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..base.errors import ParameterError
+from ..base.jsontypes import JSONValue
 from .inputs import Inputs, check_fields, render
+
+if TYPE_CHECKING:
+    from ..llm.protocol import ModelClient
 
 __all__ = ["BatchSpec", "Item", "build_items", "check_spec", "spec_key", "inputs_hash",
            "fingerprint", "KINDS", "MATCH_MODES", "ENGINES", "MAX_CONCURRENCY"]
@@ -40,11 +44,11 @@ class BatchSpec:
     inputs: Inputs
     models: list[str]
     """Resolved model names (at least one); every row runs on each."""
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)
     """Keyword options of the entry point (``system``, ``tools``, ``max_rounds``...)."""
-    clients: dict[str, Any] = field(default_factory=dict)
+    clients: dict[str, ModelClient] = field(default_factory=dict)
     """A client per model name, when the caller supplies them (record/replay cells)."""
-    namespace: Mapping[str, Any] = field(default_factory=dict)
+    namespace: Mapping[str, object] = field(default_factory=dict)
     concurrency: int = 4
     max_cost: float | None = None
     max_items: int | None = None
@@ -53,7 +57,7 @@ class BatchSpec:
     auto_answer: str | None = None
     expect: str | None = None
     match: str = "exact"
-    score: Callable[..., Any] | None = None
+    score: Callable[..., object] | None = None
     judge: str | None = None
     """Criteria an LLM judge scores each answer on (``batch/judge.py``)."""
     judge_model: str | None = None
@@ -74,7 +78,7 @@ class Item:
     """Why this row cannot run (a field with no value); the item fails without a request."""
 
 
-def fingerprint(value: Any, depth: int = 0) -> Any:
+def fingerprint(value: object, depth: int = 0) -> JSONValue:
     """A small JSON value standing for ``value`` in a hash (and in the stored batch): plain
     data as is, long texts and long lists (knowledge documents) by their hash, a tool or agent
     by its name, a function by its qualified name, anything else by its type."""
@@ -98,7 +102,7 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
     return type(value).__name__
 
 
-def _digest(obj: Any) -> str:
+def _digest(obj: object) -> str:
     text = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str, allow_nan=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 

@@ -13,12 +13,17 @@ import datetime as dt
 import enum
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
 
 from ..llm.structured import Checked, OutputSpec
-from .item import OUTCOME_FIELDS
+from .item import OUTCOME_FIELDS, Outcome
+
+if TYPE_CHECKING:
+    from .results import Table
 
 __all__ = ["TypedColumns", "typed_columns", "apply_dtypes", "column_of", "CHECKED"]
 
@@ -40,17 +45,17 @@ def column_of(field: str) -> str:
 class TypedColumns:
     """The field columns, the ``errors`` column and each item's check."""
 
-    columns: dict[str, list[Any]]
+    columns: dict[str, list[object]]
     checks: list[Checked | None]
 
 
-def typed_columns(spec: OutputSpec, outcomes: Sequence[dict[str, Any]]) -> TypedColumns:
+def typed_columns(spec: OutputSpec, outcomes: Sequence[Outcome]) -> TypedColumns:
     """One column per field (``None`` where an item has no valid value) and ``errors``."""
     checks: list[Checked | None] = []
     for o in outcomes:
         checks.append(spec.check(str(o.get("answer") or "")) if o.get("status") in CHECKED
                       else None)
-    cols: dict[str, list[Any]] = {}
+    cols: dict[str, list[object]] = {}
     for name, _ in spec.fields:
         cols[column_of(name)] = [_value(c, name) for c in checks]
     cols["errors"] = [("; ".join(c.errors) if c is not None and c.errors else None)
@@ -58,24 +63,31 @@ def typed_columns(spec: OutputSpec, outcomes: Sequence[dict[str, Any]]) -> Typed
     return TypedColumns(cols, checks)
 
 
-def _value(check: Checked | None, name: str) -> Any:
+def _value(check: Checked | None, name: str) -> object:
     if check is None or not check.valid:
         return None
-    value = check.value
+    value: object = check.value
     if isinstance(value, dict):
         return value.get(name)
+    if not isinstance(value, BaseModel):  # (a checked answer is one or the other)
+        return None
     field = _attr_of(type(value), name)
     return getattr(value, field, None)
 
 
-def _attr_of(model: Any, alias: str) -> str:
+def _attr_of(model: type[BaseModel], alias: str) -> str:
     for attr, info in model.model_fields.items():
         if (info.alias or attr) == alias:
             return str(attr)
     return alias
 
 
-def _kind(annotation: Any) -> str:
+_Kind = Literal["category", "boolean", "Int64", "float64", "string", "datetime", "object"]
+"""A field's dtype family: a pandas dtype name, or ``datetime`` (``to_datetime``) or
+``object`` (left alone)."""
+
+
+def _kind(annotation: object) -> _Kind:
     """The dtype family of a field's annotation."""
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
@@ -99,7 +111,7 @@ def _kind(annotation: Any) -> str:
     return "object"
 
 
-def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
+def apply_dtypes(frame: Table, spec: OutputSpec) -> Table:
     """Give a pandas frame's field columns the dtypes of their fields (others untouched)."""
     try:
         import pandas as pd
@@ -113,7 +125,7 @@ def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
         if name not in frame.columns:
             continue
         kind = _kind(annotation)
-        col: Any = frame[name]
+        col = frame[name]
         try:
             if kind == "datetime":
                 frame[name] = pd.to_datetime(col, utc=_aware(col))
@@ -127,5 +139,5 @@ def apply_dtypes(frame: Any, spec: OutputSpec) -> Any:
     return frame
 
 
-def _aware(col: Any) -> bool:
+def _aware(col: Iterable[object]) -> bool:
     return any(isinstance(v, dt.datetime) and v.tzinfo is not None for v in col)

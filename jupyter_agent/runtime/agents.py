@@ -10,19 +10,37 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from collections.abc import Iterable
+from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import Unpack
 
 from ..base.errors import ConfigError
 from ..base.state import STATE
 from ..session.permissions import Decision
 
-__all__ = ["Agent", "AGENTS", "resolve_agent", "list_agents", "forget_agent", "agent_for_intent"]
+__all__ = ["Agent", "AgentOptions", "AGENTS", "resolve_agent", "list_agents", "forget_agent",
+           "agent_for_intent"]
 
 AGENTS: dict[str, Agent] = STATE.slot("runtime.agents", dict)
 """Agents defined in this process, by name (re-creating a name replaces the old one)."""
 _lock = threading.Lock()
+
+
+class AgentOptions(TypedDict, total=False):
+    """The keyword options of :class:`Agent` past its named parameters (see its Args)."""
+
+    read_only: bool
+    allow_network: bool
+    intents: list[str]
+    description: str
+    notebook: bool
+    notebook_variables: list[str] | None
+
+
+SkillPaths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+"""One skill folder or several."""
 
 
 class Agent(BaseModel):
@@ -68,7 +86,9 @@ class Agent(BaseModel):
 
     name: str
     instructions: str = ""
-    tools: list[Any] | None = None
+    tools: list[object] | None = None
+    """As given (names, tools, functions): ``runtime.catalog.resolve_tool_specs`` checks
+    each one when a turn starts."""
     model: str | None = None
     workspace: str | None = None
     permissions: dict[str, Decision] = Field(default_factory=dict)
@@ -80,12 +100,13 @@ class Agent(BaseModel):
     notebook_variables: list[str] | None = None
     skills: list[str] = Field(default_factory=list)
 
-    def __init__(self, name: str, instructions: str = "", tools: list[Any] | None = None,
+    def __init__(self, name: str, instructions: str = "", tools: list[object] | None = None,
                  model: str | None = None, workspace: str | os.PathLike[str] | None = None,
-                 permissions: dict[str, Decision] | None = None, **extra: Any) -> None:
+                 permissions: dict[str, Decision] | None = None, *,
+                 skills: SkillPaths | None = None, **extra: Unpack[AgentOptions]) -> None:
         super().__init__(name=name, instructions=instructions, tools=tools, model=model,
                          workspace=None if workspace is None else os.fspath(workspace),
-                         permissions=permissions or {}, **extra)
+                         permissions=permissions or {}, skills=_skill_paths(skills), **extra)
         with _lock:
             AGENTS[self.name] = self
 
@@ -107,13 +128,8 @@ class Agent(BaseModel):
 
     @field_validator("skills", mode="before")
     @classmethod
-    def _skill_paths(cls, value: Any) -> list[str]:
-        # One folder or several; fixed when the agent is defined, like the workspace.
-        if value is None:
-            return []
-        if isinstance(value, (str, os.PathLike)):
-            value = [value]
-        return [os.path.abspath(os.path.expanduser(os.fspath(v))) for v in value]
+    def _skill_paths(cls, value: object) -> list[str]:
+        return _skill_paths(value)
 
     def tool_names(self) -> list[str]:
         """The names of the agent's tools (for display and for saving with a suspended run)."""
@@ -124,6 +140,27 @@ class Agent(BaseModel):
 
     def __repr__(self) -> str:
         return f"<Agent {self.name}: model={self.model}, tools={self.tool_names()}>"
+
+
+def _skill_paths(value: object) -> list[str]:
+    """One folder or several, as absolute paths: fixed when the agent is defined, like the
+    workspace.
+
+    Raises:
+        ValueError: ``value`` is neither a path nor a list of paths.
+    """
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]
+    if not isinstance(value, Iterable):
+        raise ValueError(f"skills: a folder or a list of folders, not {type(value).__name__}")
+    out: list[str] = []
+    for v in value:
+        if not isinstance(v, (str, os.PathLike)):
+            raise ValueError(f"skills: a folder path, not {type(v).__name__}")
+        out.append(os.path.abspath(os.path.expanduser(os.fspath(v))))
+    return out
 
 
 def resolve_agent(agent: str | Agent | None) -> Agent | None:

@@ -17,7 +17,7 @@ which the permission policy reads: a user's tool is allowed by default, the othe
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import ToolError
 from ..tools.builtin.names import BUILTIN_TOOL_NAMES
@@ -101,7 +101,7 @@ def _unknown(name: str) -> ToolError:
                      f"{NOTEBOOK_SET_NAME} or {', '.join(NOTEBOOK_TOOL_NAMES)}. MCP: {mcp}.")
 
 
-def resolve_tool_specs(specs: Sequence[Any] | None, *, workspace: Callable[[], Workspace],
+def resolve_tool_specs(specs: Sequence[object] | None, *, workspace: Callable[[], Workspace],
                        spawn: Callable[[], AnyTool] | None = None,
                        notebook: Callable[[], Sequence[AnyTool]] | None = None
                        ) -> list[AnyTool]:

@@ -22,12 +22,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from ..base.state import STATE
 from ..session.permissions import Remembered
 
-__all__ = ["Grant", "Grants", "GRANTS", "CellApprovals", "tool_identity", "tool_label",
+__all__ = ["Grant", "Grants", "GRANTS", "CellApprovals", "NamedTool", "tool_identity",
+           "tool_label",
            "parse_approve", "approval_spelling", "resolve_approvals", "names_identity",
            "AmbiguousNameError"]
 
@@ -35,7 +36,19 @@ _RUN_LIMIT = 1024
 """Runs whose in-cell approvals are kept (the oldest is dropped beyond this)."""
 
 
-def tool_identity(tool: Any) -> str:
+class NamedTool(Protocol):
+    """What approvals need of a tool: its name as the model calls it. The rest is read with
+    ``getattr``, because only some tools have it: ``origin`` (``user`` when absent),
+    ``requires_approval``, ``display`` and an MCP tool's ``server_name``, ``remote_name`` and
+    ``server_where``."""
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        ...
+
+
+def tool_identity(tool: NamedTool) -> str:
     """What a grant is keyed by: where the tool comes from and its name there.
 
     ``builtin:bash``, ``user:pay``, ``mcp:files/read (python server.py)``: two MCP servers
@@ -51,7 +64,7 @@ def tool_identity(tool: Any) -> str:
     return f"{origin}:{getattr(tool, 'name', '?')}"
 
 
-def tool_label(tool: Any) -> str:
+def tool_label(tool: NamedTool) -> str:
     """How a card names the tool: its name, and for MCP the server it belongs to."""
     name = str(getattr(tool, "name", "?"))
     if str(getattr(tool, "origin", "")) == "mcp":
@@ -64,7 +77,7 @@ class AmbiguousNameError(ValueError):
     """A tool name that more than one tool answers to (one line listing each one's spelling)."""
 
 
-def approval_spelling(tool: Any) -> str:
+def approval_spelling(tool: NamedTool) -> str:
     """How an approval names ``tool`` unambiguously: ``mcp:SERVER/TOOL`` for an MCP tool (its
     server and its own name there), ``ORIGIN:NAME`` otherwise (``builtin:bash``)."""
     if str(getattr(tool, "origin", "")) == "mcp":
@@ -78,7 +91,7 @@ def names_identity(spelling: str, identity: str) -> bool:
     return identity == spelling or identity.startswith(spelling + " (")
 
 
-def _plain_mcp_name(tool: Any) -> str | None:
+def _plain_mcp_name(tool: NamedTool) -> str | None:
     """The ``mcp_<server>_<tool>`` name an MCP tool has before a clash renames it: the name
     a person reads as this tool's, whichever tool ended up with it."""
     if str(getattr(tool, "origin", "")) != "mcp":
@@ -89,7 +102,7 @@ def _plain_mcp_name(tool: Any) -> str | None:
                          str(getattr(tool, "remote_name", "")))
 
 
-def _ambiguity(name: str, tools: Iterable[Any]) -> str:
+def _ambiguity(name: str, tools: Iterable[NamedTool]) -> str:
     """The one line refusing ``name`` that several of ``tools`` answer to."""
     listed = "; ".join(
         f"{approval_spelling(t)} ({tool_label(t)}, called {getattr(t, 'name', '?')})"
@@ -98,8 +111,8 @@ def _ambiguity(name: str, tools: Iterable[Any]) -> str:
             "server and tool, as mcp:SERVER/TOOL.")
 
 
-def resolve_approvals(names: Iterable[str], tools: Iterable[Any],
-                      known: Iterable[Any] = ()) -> tuple[frozenset[str], list[str]]:
+def resolve_approvals(names: Iterable[str], tools: Iterable[NamedTool],
+                      known: Iterable[NamedTool] = ()) -> tuple[frozenset[str], list[str]]:
     """The identities (:func:`tool_identity`) of the turn's ``tools`` that ``names``
     approve, and the names that approve none of them.
 
@@ -132,7 +145,7 @@ def resolve_approvals(names: Iterable[str], tools: Iterable[Any],
     return frozenset(identities), unknown
 
 
-def parse_approve(value: Any) -> frozenset[str]:
+def parse_approve(value: object) -> frozenset[str]:
     """The tool names of ``approve=`` / ``--approve``: a comma-separated string or a list.
 
     Raises:
@@ -183,7 +196,7 @@ class CellApprovals:
     """The approved tools' :func:`tool_identity`, resolved once when the turn was set up: a
     server reconnected later, or another tool given the same name, is not covered."""
 
-    def covers(self, tool: Any) -> bool:
+    def covers(self, tool: NamedTool) -> bool:
         """Whether a call of ``tool`` was approved in the cell."""
         return self.every or tool_identity(tool) in self.identities
 
@@ -200,7 +213,7 @@ class Grants:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- "for this session" ---------------------------------------------------------------
-    def remember(self, session: str, tool: Any, decision: Remembered) -> None:
+    def remember(self, session: str, tool: NamedTool, decision: Remembered) -> None:
         """Remember ``decision`` (``allow``/``deny``) for ``tool`` in ``session``."""
         if decision not in ("allow", "deny"):
             raise ValueError(f"decision must be allow or deny, not {decision!r}")
@@ -209,7 +222,7 @@ class Grants:
             self._session[key] = Grant(session, str(getattr(tool, "name", "?")), key[1],
                                        decision, time.time(), _plain_mcp_name(tool) or "")
 
-    def decision(self, session: str | None, tool: Any) -> Remembered | None:
+    def decision(self, session: str | None, tool: NamedTool) -> Remembered | None:
         """The remembered choice for ``tool`` in ``session`` (``None``: none)."""
         if not session:
             return None

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ..base.events import AskPending
+from ..base.jsontypes import JSONObject, JSONValue
 from ..llm.types import ToolCall
 from ..loop.hooks import ToolOutcome
 from ..session.permissions import (
@@ -26,14 +27,14 @@ from ..session.permissions import (
     Remembered,
     denial_message,
 )
-from .grants import GRANTS, CellApprovals, tool_identity, tool_label
+from .grants import GRANTS, CellApprovals, NamedTool, tool_identity, tool_label
 
 if TYPE_CHECKING:
     from ..sandbox.bwrap import SandboxStatus
     from ..session.store import Store
 
-__all__ = ["PermissionContext", "check_permission", "approval_ask", "tool_origin",
-           "WAITING_FOR_APPROVAL", "NO_PROMPTS_REASON"]
+__all__ = ["PermissionContext", "WaitingCard", "check_permission", "approval_ask",
+           "tool_origin", "WAITING_FOR_APPROVAL", "NO_PROMPTS_REASON"]
 
 WAITING_FOR_APPROVAL = "Waiting for approval."
 """The placeholder result of a call waiting on an approval card (replaced on resume)."""
@@ -50,7 +51,19 @@ def _sandbox_status() -> SandboxStatus:
     return sandbox_status()
 
 
-def tool_origin(tool: Any) -> str:
+class WaitingCard(TypedDict):
+    """A call waiting on its approval card (what a suspended run saves of it)."""
+
+    call_id: str
+    name: str
+    """The tool's name."""
+    arguments: str
+    """The call's arguments as the model sent them."""
+    ask: JSONObject
+    """The card: the ``ask_pending`` fields (:func:`approval_ask`)."""
+
+
+def tool_origin(tool: object) -> str:
     """Where a tool comes from: ``user`` (``@tool``), ``builtin``, ``mcp`` or ``spawn``."""
     return str(getattr(tool, "origin", "user"))
 
@@ -84,7 +97,7 @@ class PermissionContext:
     """Sub-agents: every ``ask`` becomes a denial (nobody can answer a card)."""
     memory: dict[str, Remembered] = field(default_factory=dict)
     """Choices of this run by tool identity, when there is no session to remember them."""
-    waiting: list[dict[str, Any]] = field(default_factory=list)
+    waiting: list[WaitingCard] = field(default_factory=list)
     """Approval cards produced during the current round (a round may need several)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -93,20 +106,20 @@ class PermissionContext:
         return CellApprovals(names=frozenset(self.approve), every=self.auto_approve,
                              identities=frozenset(self.approved))
 
-    def remembered(self, tool: Any) -> Remembered | None:
+    def remembered(self, tool: NamedTool) -> Remembered | None:
         """The remembered ``allow``/``deny`` for ``tool``: this run's, then the kernel's."""
         identity = tool_identity(tool)
         if identity in self.memory:
             return self.memory[identity]
         return GRANTS.decision(self.session, tool)
 
-    def remember(self, tool: Any, decision: Remembered) -> None:
+    def remember(self, tool: NamedTool, decision: Remembered) -> None:
         """Remember ``decision`` for ``tool`` for the rest of the session (this kernel)."""
         self.memory[tool_identity(tool)] = decision
         if self.session:
             GRANTS.remember(self.session, tool, decision)
 
-    def evaluate(self, tool: Any) -> PermissionVerdict:
+    def evaluate(self, tool: NamedTool) -> PermissionVerdict:
         """The policy's verdict for a call of ``tool``."""
         found = self.remembered(tool)
         memory: dict[str, Remembered] = {tool.name: found} if found is not None else {}
@@ -123,16 +136,17 @@ class PermissionContext:
                                  read_only=self.read_only, cwd=self.cwd, policy=self.policy,
                                  auto_approve=False, no_prompts=True, memory=memory)
 
-    def take_waiting(self) -> list[dict[str, Any]]:
+    def take_waiting(self) -> list[WaitingCard]:
         """The approval cards of the round, emptied."""
         with self._lock:
             out, self.waiting = self.waiting, []
         return out
 
 
-def _arguments(call: ToolCall) -> Any:
+def _arguments(call: ToolCall) -> JSONValue:
+    """The call's arguments as JSON, or as the text the model sent when it is not JSON."""
     try:
-        value = json.loads(call.arguments or "{}")
+        value: JSONValue = json.loads(call.arguments or "{}")
     except ValueError:
         return call.arguments
     return value
@@ -150,7 +164,7 @@ _QUESTIONS = {
 
 def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
                  display: dict[str, str] | None = None, *, label: str | None = None,
-                 server: str | None = None) -> dict[str, Any]:
+                 server: str | None = None) -> JSONObject:
     """The approval card for ``call``: the ``ask_pending`` fields as a dict.
 
     ``detail`` carries the tool, its arguments, the working directory, and for ``bash`` the
@@ -161,7 +175,7 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
     look alike.
     """
     args = _arguments(call)
-    detail: dict[str, Any] = {"tool": tool_name, "arguments": args}
+    detail: JSONObject = {"tool": tool_name, "arguments": args}
     if cwd:
         detail["cwd"] = cwd
     if isinstance(args, dict):
@@ -169,7 +183,7 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
             if isinstance(args.get(key), str):
                 detail[key] = args[key]
     if display:
-        detail["display"] = dict(display)
+        detail["display"] = {key: lang for key, lang in display.items()}
     if server:
         detail["server"] = server
     question = _QUESTIONS.get(tool_name, f"Allow the tool {label or tool_name} to run?")
@@ -184,7 +198,8 @@ def approval_ask(call: ToolCall, tool_name: str, cwd: str | None,
     return event.model_dump(mode="json", exclude={"t", "type"})
 
 
-def check_permission(call: ToolCall, tool: Any, ctx: PermissionContext | None) -> ToolOutcome | None:
+def check_permission(call: ToolCall, tool: NamedTool,
+                     ctx: PermissionContext | None) -> ToolOutcome | None:
     """``None`` when ``call`` may run now; otherwise the outcome that stands in for it.
 
     A denial becomes the tool result (``Permission denied ...``) and the loop goes on. An
@@ -229,21 +244,24 @@ def _visible(text: str) -> str:
     return "".join(out)
 
 
-def _show_hidden_characters(detail: dict[str, Any]) -> None:
+def _show_hidden_characters(detail: JSONObject) -> None:
     """The card shows what will run, not what a renderer makes of it: a model can write a
     command whose bidi controls make ``rm -rf ~`` read as a comment. Such characters are
     shown escaped in the rows that show the call (the call itself is unchanged), and the card
     says so."""
     found = False
 
-    def fix(value: Any) -> Any:
+    def text(value: str) -> str:
         nonlocal found
+        shown = _visible(value)
+        found = found or shown != value
+        return shown
+
+    def fix(value: JSONValue) -> JSONValue:
         if isinstance(value, str):
-            shown = _visible(value)
-            found = found or shown != value
-            return shown
+            return text(value)
         if isinstance(value, dict):
-            return {fix(k): fix(v) for k, v in value.items()}
+            return {text(k): fix(v) for k, v in value.items()}
         if isinstance(value, list):
             return [fix(v) for v in value]
         return value

@@ -10,15 +10,20 @@ prompt under the same options and model is the same work, whichever batch row as
 from __future__ import annotations
 
 import secrets
+import sqlite3
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
+
+from pydantic import JsonValue
 
 from ..base.deferred import DeferredModel
 from ..base.secrets import mask, mask_obj
-from ._db import Database, dumps, loads
+from ._db import Database, Row, SQLValue, dumps, loads
 
 __all__ = ["BatchesMixin", "BatchRecord", "BatchItemRecord"]
+
+_T = TypeVar("_T")
 
 _ITEM_FIELDS = ("status", "run_id", "answer", "rounds", "input_tokens", "output_tokens", "cost",
                 "seconds", "error")
@@ -32,7 +37,7 @@ class BatchRecord(DeferredModel):
     inputs_hash: str
     kind: str
     template: str
-    options: dict[str, Any]
+    options: dict[str, JsonValue]
     models: list[str]
     n_items: int
     status: str
@@ -61,15 +66,15 @@ class BatchItemRecord(DeferredModel):
 
 _BATCH_COLUMNS = ("batch_id, spec_key, inputs_hash, kind, template, options, models, n_items, "
                   "status, created, updated")
+_BATCH_FIELDS = tuple(c.strip() for c in _BATCH_COLUMNS.split(","))
 
 
-def _batch(row: tuple[Any, ...]) -> BatchRecord:
-    (batch_id, spec_key, inputs_hash, kind, template, options, models, n_items, status, created,
-     updated) = row
-    return BatchRecord(batch_id=batch_id, spec_key=spec_key, inputs_hash=inputs_hash, kind=kind,
-                       template=template, options=loads(options) or {},
-                       models=loads(models) or [], n_items=n_items, status=status,
-                       created=created, updated=updated)
+def _batch(row: Row) -> BatchRecord:
+    fields: dict[str, object] = dict(zip(_BATCH_FIELDS, row, strict=True))
+    options, models = fields["options"], fields["models"]
+    fields["options"] = (loads(options) if isinstance(options, str) else None) or {}
+    fields["models"] = (loads(models) if isinstance(models, str) else None) or []
+    return BatchRecord.model_validate(fields)
 
 
 class BatchesMixin:
@@ -78,7 +83,7 @@ class BatchesMixin:
     _db: Database
 
     def open_batch(self, *, spec_key: str, inputs_hash: str, kind: str, template: str,
-                   options: dict[str, Any], models: list[str], n_items: int) -> BatchRecord:
+                   options: dict[str, JsonValue], models: list[str], n_items: int) -> BatchRecord:
         """The batch of this spec and these inputs (status set back to ``running``), or a new
         one. Template and options are stored with every known secret masked."""
         now = time.time()
@@ -113,7 +118,7 @@ class BatchesMixin:
                          (status, time.time(), batch_id))
 
     def save_batch_outcomes(self, batch_id: str, spec_key: str,
-                            ended: list[tuple[str, str, dict[str, Any]]]) -> None:
+                            ended: Sequence[tuple[str, str, Mapping[str, object]]]) -> None:
         """Store ended items at once: each item's run (from its outcome: ``kind``, ``events``,
         ``status``, ``pending``) and its row, ``ended`` being ``(item_key, model, outcome)``.
 
@@ -129,43 +134,46 @@ class BatchesMixin:
 
         now, owner = time.time(), owner_values()
         with self._db.write() as conn:
-            ids = [o["run_id"] for _, _, o in ended if o.get("run_id")]
+            ids = [run_id for _, _, o in ended if isinstance(run_id := o.get("run_id"), str)
+                   and run_id]
             known: set[str] = set()
             for part in _chunks(ids, 500):
                 known.update(r for (r,) in conn.execute(
                     f"SELECT run_id FROM runs WHERE run_id IN ({', '.join('?' * len(part))})",
                     part))
-            runs: list[tuple[Any, ...]] = []
-            events: list[tuple[Any, ...]] = []
+            runs: list[tuple[SQLValue, ...]] = []
+            events: list[tuple[SQLValue, ...]] = []
             for _, _, o in ended:
                 run_id = o.get("run_id")
-                if not run_id or run_id in known:
+                if not isinstance(run_id, str) or not run_id or run_id in known:
                     continue
                 known.add(run_id)
                 status, pending, call_id, version = o.get("status"), None, None, 1
-                if status == "ask" and o.get("pending"):
-                    pending = dumps(o["pending"])
-                    call_id = o["pending"].get("call_id")
+                held = o.get("pending")
+                if status == "ask" and isinstance(held, Mapping) and held:
+                    pending = dumps(held)
+                    call_id = held.get("call_id")
                     call_id = call_id if isinstance(call_id, str) else None
                 elif status not in ("done", "aborted", "error", "max_rounds", "incomplete",
                                     "invalid"):
                     status, version = "running", 0  # as create_run left it
-                runs.append((run_id, None, o.get("kind") or "toolloop", status, now, now,
-                             pending, call_id, version, *owner))
-                events.extend((run_id, seq, dumps(e))
-                              for seq, e in enumerate(o.get("events") or [], start=1))
+                kind = o.get("kind")
+                runs.append((run_id, None, kind if isinstance(kind, str) and kind else "toolloop",
+                             str(status), now, now, pending, call_id, version, *owner))
+                stored = o.get("events")
+                events.extend((run_id, seq, dumps(e)) for seq, e in
+                              enumerate(stored if isinstance(stored, list) else [], start=1))
             _insert_many(conn, "INSERT INTO runs (run_id, session, kind, status, created,"
                          " updated, pending, pending_call_id, pending_version, owner_pid,"
                          " owner_host, owner_boot, owner_start) VALUES", runs)
             _insert_many(conn, "INSERT INTO run_events (run_id, seq, event) VALUES", events)
-            items: list[tuple[Any, ...]] = []
+            items: list[tuple[SQLValue, ...]] = []
             for item_key, model, o in ended:
-                values = [o.get(f) for f in _ITEM_FIELDS]
+                values = [_num(o.get(f)) for f in _ITEM_FIELDS]
                 values[2] = mask(str(values[2] or ""))
                 if values[8] is not None:
                     values[8] = mask(str(values[8]))
-                items.append((spec_key, item_key, model, batch_id,
-                              *(_num(v) for v in values), now))
+                items.append((spec_key, item_key, model, batch_id, *values, now))
             _insert_many(conn, "INSERT OR REPLACE INTO batch_items (spec_key, item_key, model,"
                          f" batch_id, {', '.join(_ITEM_FIELDS)}, updated) VALUES", items)
 
@@ -180,24 +188,29 @@ class BatchesMixin:
         for row in rows:
             if wanted is not None and (row[0], row[1]) not in wanted:
                 continue
-            rec = BatchItemRecord(**dict(zip(("item_key", "model", "batch_id", *_ITEM_FIELDS,
-                                              "updated"), row)))
+            rec = BatchItemRecord.model_validate(dict(zip(
+                ("item_key", "model", "batch_id", *_ITEM_FIELDS, "updated"), row)))
             out[(rec.item_key, rec.model)] = rec
         return out
 
 
-def _num(value: Any) -> Any:
+def _num(value: object) -> SQLValue:
     """Plain Python numbers for SQLite (numpy scalars are not bound by sqlite3)."""
+    if value is None or isinstance(value, (int, float, str, bytes)):
+        return value
     item = getattr(value, "item", None)
-    return item() if callable(item) and not isinstance(value, (str, bytes)) else value
+    plain = item() if callable(item) else value
+    if plain is None or isinstance(plain, (int, float, str, bytes)):
+        return plain
+    return str(plain)  # what sqlite3 would refuse to bind: its text, as for the answer
 
 
-def _chunks(values: list[Any], size: int) -> Iterable[list[Any]]:
+def _chunks(values: Sequence[_T], size: int) -> Iterable[Sequence[_T]]:
     for i in range(0, len(values), size):
         yield values[i:i + size]
 
 
-def _insert_many(conn: Any, head: str, rows: list[tuple[Any, ...]]) -> None:
+def _insert_many(conn: sqlite3.Connection, head: str, rows: list[tuple[SQLValue, ...]]) -> None:
     """``head`` (``INSERT ... VALUES``) for every row, a few hundred rows a statement (SQLite
     binds at most 32766 values in one, 999 in builds before 3.32)."""
     if not rows:

@@ -27,18 +27,26 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias, Union
 
 from pydantic import BaseModel
 
 from ..base.errors import ConfigError
 from ..base.frozen_json import dumps as _json_text
+from ..base.jsontypes import JSONObject, JSONValue, as_object
 from ..base.secrets import mask_json
 from ._migrations import migrate
 from .paths import APP_NAME, HOME_ENV
 
-__all__ = ["Database", "StoreFullError", "dumps", "loads", "open_failure", "prepare_store_file",
-           "is_full_disk"]
+__all__ = ["Database", "Row", "SQLValue", "StoreFullError", "dumps", "loads", "loads_object",
+           "open_failure", "prepare_store_file", "is_full_disk"]
+
+SQLValue: TypeAlias = Union[None, int, float, str, bytes]
+"""What sqlite3 binds as a parameter and gives back in a column."""
+
+Row: TypeAlias = tuple[SQLValue, ...]
+"""A row as sqlite3 returns it (its columns in ``SELECT`` order); a record narrows it once,
+through its pydantic model."""
 
 _PRIVATE_FILE = 0o600
 _PRIVATE_DIR = 0o700
@@ -104,7 +112,7 @@ def open_failure(path: Path, exc: BaseException) -> ConfigError:
         f"aside (or end the process that holds it), or set {HOME_ENV} to another folder.")
 
 
-def _json_default(obj: Any) -> Any:
+def _json_default(obj: object) -> object:
     """Encode the few non-JSON values callers naturally pass (models, paths, sets)."""
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
@@ -115,15 +123,24 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store a {type(obj).__name__} in the session store (not JSON)")
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: object) -> str:
     """JSON text of ``obj`` with every known secret masked (docs/security.md)."""
     return mask_json(  # a plan's unchanged steps reuse their text (_frozen_json)
         _json_text(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default))
 
 
-def loads(text: str | None) -> Any:
+def loads(text: str | None) -> JSONValue:
     """Decode JSON text written by ``dumps`` (``None`` stays ``None``)."""
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    value: JSONValue = json.loads(text)
+    return value
+
+
+def loads_object(text: SQLValue) -> JSONObject | None:
+    """A column holding a JSON object (written by ``dumps``) decoded; ``None`` for a NULL, and
+    for anything else than an object's text (a damaged row reads as empty, never raises)."""
+    return as_object(loads(text)) if isinstance(text, str) else None
 
 
 class _ThreadState(threading.local):

@@ -19,9 +19,9 @@ another. A plan written by another process, after a restart or a resume, is writ
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..base.frozen_json import FrozenDict, FrozenList, freeze
+from ..base.jsontypes import JSONArray, JSONObject
 
 __all__ = ["PATCH_KEY", "Base", "compact", "expand"]
 
@@ -31,7 +31,7 @@ Base = tuple[int, FrozenList]
 """A stored plan's sequence number and its steps (the objects that were written)."""
 
 
-def _plan(event: Any) -> dict[str, Any] | None:
+def _plan(event: object) -> JSONObject | None:
     """The plan of a ``plan_updated`` event dict (``None``: not one, or no plan dict)."""
     if type(event) is dict and event.get("type") == "plan_updated":
         plan = event.get("plan")
@@ -40,14 +40,14 @@ def _plan(event: Any) -> dict[str, Any] | None:
     return None
 
 
-def _steps(event: Any) -> FrozenList | None:
+def _steps(event: object) -> FrozenList | None:
     """The frozen steps of a ``plan_updated`` event dict (``None``: not one, or not frozen)."""
     plan = _plan(event)
     steps = plan.get("steps") if plan is not None else None
     return steps if type(steps) is FrozenList else None
 
 
-def _parts(steps: FrozenList, base: FrozenList) -> list[Any] | None:
+def _parts(steps: FrozenList, base: FrozenList) -> JSONArray | None:
     """``steps`` as ranges of ``base`` and new steps; ``None`` when most steps are new.
 
     A step is reused only when it is the same frozen object (it cannot have changed since). A
@@ -59,7 +59,7 @@ def _parts(steps: FrozenList, base: FrozenList) -> list[Any] | None:
                    if a is not b or type(a) is not FrozenDict]
         if 2 * len(changed) > len(steps) or not all(isinstance(steps[i], dict) for i in changed):
             return None
-        parts: list[Any] = []
+        parts: JSONArray = []
         start = 0
         for i in changed:
             if i > start:
@@ -85,44 +85,51 @@ def _parts(steps: FrozenList, base: FrozenList) -> list[Any] | None:
     return None if 2 * new > len(steps) else parts
 
 
-def compact(event: Any, base: Base | None) -> tuple[Any, FrozenList | None]:
+def compact(event: object, base: Base | None) -> tuple[object, FrozenList | None]:
     """The form of ``event`` to store, given the run's last stored plan, and the steps it
     writes (``None``: not a plan with frozen steps, so it becomes no base)."""
     steps = _steps(event)
     if steps is None or base is None:
         return event, steps
     parts = _parts(steps, base[1])
-    if parts is None:
+    whole = _plan(event)
+    if parts is None or whole is None or type(event) is not dict:  # (a plan: _steps found it)
         return event, steps
-    plan = dict(event["plan"])
+    plan = dict(whole)
     plan["steps"] = None  # kept in its place: the plan reads back with its keys in order
     return {**event, "plan": plan, PATCH_KEY: {"base": base[0], "parts": parts}}, steps
 
 
-def _apply(base: list[Any], parts: list[Any]) -> FrozenList:
-    steps: list[Any] = []
+def _apply(base: JSONArray, parts: JSONArray) -> FrozenList:
+    steps: JSONArray = []
     for part in parts:
-        if type(part) is list:
-            steps.extend(base[part[0]:part[1]])
+        if isinstance(part, list):
+            start, end = part
+            if not (isinstance(start, int) and isinstance(end, int)):
+                raise ValueError(f"a plan patch holds the range {part!r}: a damaged event log")
+            steps.extend(base[start:end])
         else:
             steps.append(freeze(part))
     return FrozenList(steps)
 
 
-def _patch_of(event: Any) -> dict[str, Any] | None:
-    """The patch a stored ``plan_updated`` carries (``None``: it holds its whole plan)."""
+def _patch_of(event: JSONObject) -> tuple[int, JSONArray] | None:
+    """The patch a stored ``plan_updated`` carries, as its base's sequence number and its
+    parts (``None``: it holds its whole plan)."""
     plan = _plan(event)
     if plan is None or plan.get("steps") is not None:
         return None
     patch = event.get(PATCH_KEY)
-    if (isinstance(patch, dict) and type(patch.get("base")) is int
-            and type(patch.get("parts")) is list):
-        return patch
+    if isinstance(patch, dict):
+        base, parts = patch.get("base"), patch.get("parts")
+        if type(base) is int and type(parts) is list:
+            return base, parts
     return None
 
 
-def expand(rows: list[tuple[int, Any]], earlier: Callable[[int], list[tuple[int, Any]]],
-           bases: dict[int, Any] | None = None) -> list[Any]:
+def expand(rows: list[tuple[int, JSONObject]],
+           earlier: Callable[[int], list[tuple[int, JSONObject]]],
+           bases: dict[int, JSONObject] | None = None) -> list[JSONObject]:
     """The events of ``rows`` (sequence number, decoded event; in order) with every stored
     patch made a whole plan again. ``earlier(seq)`` reads the run's rows before ``seq``, for
     a patch whose base is not among ``rows`` (a read that starts after it).
@@ -134,20 +141,22 @@ def expand(rows: list[tuple[int, Any]], earlier: Callable[[int], list[tuple[int,
     out, looked_back = [], False
     for seq, event in rows:
         patch = _patch_of(event)
-        if patch is not None:
-            base = bases.get(patch["base"])
+        plan = _plan(event)
+        if patch is not None and plan is not None:  # (a patch is in a plan: _patch_of)
+            at, parts = patch
+            base = bases.get(at)
             if base is None and not looked_back and rows:
                 looked_back = True
                 expand(earlier(rows[0][0]), earlier, bases)
-                base = bases.get(patch["base"])
+                base = bases.get(at)
             if base is None:
-                raise ValueError(f"the session store holds no plan at event {patch['base']} "
+                raise ValueError(f"the session store holds no plan at event {at} "
                                  f"(event {seq} patches it): a damaged event log")
-            if type(base["steps"]) is not FrozenList:
-                base["steps"] = freeze(base["steps"])  # shared from now on
+            steps = base["steps"]
+            if type(steps) is not FrozenList:
+                steps = base["steps"] = freeze(steps)  # shared from now on
             del event[PATCH_KEY]
-            event["plan"]["steps"] = _apply(base["steps"], patch["parts"])
-        plan = _plan(event)
+            plan["steps"] = _apply(steps, parts)
         if plan is not None and isinstance(plan.get("steps"), list):
             bases[seq] = plan
         out.append(event)

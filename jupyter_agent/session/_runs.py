@@ -11,12 +11,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any, get_args
+from typing import get_args
 
 from pydantic import BaseModel
 
+from ..base.jsontypes import JSONObject, ReadOnlyJSON, as_object
 from ..base.secrets import mask
-from ._db import Database, dumps, loads
+from ._db import Database, Row, SQLValue, dumps, loads, loads_object
 from ._liveness import current_owner
 from ._plan_patch import Base, compact, expand
 from ._sessions import ensure_session_row
@@ -28,6 +29,7 @@ _RUN_COLUMNS = (
     "run_id, session, kind, status, created, updated, pending, pending_call_id, pending_version,"
     " error, owner_pid, owner_host, origin"
 )
+_RUN_FIELDS = tuple(c.strip() for c in _RUN_COLUMNS.split(","))
 _SET_OWNER = "owner_pid = ?, owner_host = ?, owner_boot = ?, owner_start = ?"
 """The SET clause that makes the calling process a run's owner (see ``_liveness``)."""
 
@@ -38,30 +40,16 @@ _MAX_PLAN_BASES = 256
 _BASES_LOCK = threading.Lock()
 
 
-def owner_values() -> tuple[Any, ...]:
+def owner_values() -> tuple[int, str, str | None, str | None]:
     """Parameters for ``_SET_OWNER``: this process's identity."""
     me = current_owner()
     return (me.pid, me.host, me.boot, me.start)
 
 
-def _run(row: tuple[Any, ...]) -> RunRecord:
-    (run_id, session, kind, status, created, updated, pending, call_id, version, error,
-     owner_pid, owner_host, origin) = row
-    return RunRecord(
-        run_id=run_id,
-        session=session,
-        kind=kind,
-        status=status,
-        created=created,
-        updated=updated,
-        pending=loads(pending),
-        pending_call_id=call_id,
-        pending_version=version,
-        error=error,
-        owner_pid=owner_pid,
-        owner_host=owner_host,
-        origin=origin,
-    )
+def _run(row: Row) -> RunRecord:
+    fields: dict[str, object] = dict(zip(_RUN_FIELDS, row, strict=True))
+    fields["pending"] = loads_object(row[6])
+    return RunRecord.model_validate(fields)
 
 
 class RunsMixin:
@@ -113,7 +101,7 @@ class RunsMixin:
     def list_runs(self, session: str | None = None) -> list[RunRecord]:
         """All runs (or those of ``session``), oldest first."""
         sql = f"SELECT {_RUN_COLUMNS} FROM runs"
-        params: tuple[Any, ...] = ()
+        params: tuple[SQLValue, ...] = ()
         if session is not None:
             sql += " WHERE session = ?"
             params = (session,)
@@ -123,7 +111,7 @@ class RunsMixin:
     # -- events ----------------------------------------------------------------------------
 
     def append_events(
-        self, run_id: str, events: Iterable[dict[str, Any] | BaseModel]
+        self, run_id: str, events: Iterable[ReadOnlyJSON | BaseModel]
     ) -> int:
         """Append events (dicts or ``RunEvent`` models) to the run's log in one insert batch.
 
@@ -161,15 +149,17 @@ class RunsMixin:
             while len(bases) > _MAX_PLAN_BASES:
                 del bases[next(iter(bases))]
 
-    def get_events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
+    def get_events(self, run_id: str, after: int = 0) -> list[JSONObject]:
         """The run's events in order (those with a sequence number above ``after``); a
         plan written as a patch comes back whole."""
         conn = self._db.connection()
 
-        def rows(where: str, value: int) -> list[tuple[int, Any]]:
-            found = conn.execute(f"SELECT seq, event FROM run_events WHERE run_id = ? AND {where}"
-                                 " ORDER BY seq", (run_id, value)).fetchall()
-            return [(seq, loads(text)) for seq, text in found]
+        def rows(where: str, value: int) -> list[tuple[int, JSONObject]]:
+            found: list[tuple[int, str]] = conn.execute(
+                f"SELECT seq, event FROM run_events WHERE run_id = ? AND {where} ORDER BY seq",
+                (run_id, value)).fetchall()
+            return [(seq, event) for seq, text in found
+                    if (event := as_object(loads(text))) is not None]
 
         return expand(rows("seq > ?", after), lambda first: rows("seq < ?", first))
 
@@ -208,15 +198,16 @@ class RunsMixin:
         return changed > 0
 
     def suspend(
-        self, run_id: str, pending: dict[str, Any], *, call_id: str | None = None
+        self, run_id: str, pending: ReadOnlyJSON, *, call_id: str | None = None
     ) -> int:
         """Save ``pending`` (opaque to the store) and put the run into ``ask``.
 
         ``call_id`` is the tool-call id the ask waits on; when omitted, ``pending["call_id"]``
         is used if it is a string. Returns the new ``pending_version``.
         """
-        if call_id is None and isinstance(pending.get("call_id"), str):
-            call_id = pending["call_id"]
+        if call_id is None:
+            found = pending.get("call_id")
+            call_id = found if isinstance(found, str) else None
         text = dumps(pending)
         # No RETURNING clause: it needs SQLite 3.35, older than some supported Pythons ship.
         with self._db.write() as conn:
@@ -235,7 +226,7 @@ class RunsMixin:
     def list_pending(self, session: str | None = None) -> list[RunRecord]:
         """Runs waiting on an ask (of ``session``, or all), oldest first."""
         sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'ask'"
-        params: tuple[Any, ...] = ()
+        params: tuple[SQLValue, ...] = ()
         if session is not None:
             sql += " AND session = ?"
             params = (session,)
@@ -244,7 +235,7 @@ class RunsMixin:
 
     def claim_pending(
         self, run_id: str, expected_call_id: str | None = None
-    ) -> dict[str, Any] | None:
+    ) -> JSONObject | None:
         """Atomically take a suspended run's state and mark it ``running``, owned by the
         calling process.
 
@@ -273,7 +264,7 @@ class RunsMixin:
                 " WHERE run_id = ? AND status = 'ask' AND pending_version = ?",
                 (time.time(), *owner_values(), run_id, version),
             ).rowcount
-        return loads(pending) if claimed == 1 else None
+        return loads_object(pending) if claimed == 1 else None
 
     def supersede_pending(
         self, session: str, *, origin: str | None = None, keep: str | None = None,
@@ -290,7 +281,7 @@ class RunsMixin:
         if origin is None and not every:
             return []
         where = "WHERE session = ? AND status = 'ask' AND run_id IS NOT ?"
-        params: tuple[Any, ...] = (session, keep)
+        params: tuple[SQLValue, ...] = (session, keep)
         if not every:
             where += " AND origin = ?"
             params = (*params, origin)

@@ -11,33 +11,26 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
-from ._db import Database, dumps, loads
+from ..base.jsontypes import JSONObject, ReadOnlyJSON
+from ._db import Database, Row, SQLValue, dumps, loads_object
 from .models import SessionRecord
 
-__all__ = ["SessionsMixin", "ensure_session_row", "turn_ordered", "turn_ordered_rows"]
+__all__ = ["MessageRow", "SessionsMixin", "ensure_session_row", "turn_ordered", "turn_ordered_rows"]
 
 _UNFINISHED_RUN_STATUSES = frozenset({"ask", "running", "superseded"})
 """Runs whose messages stay out of the model's history (half a turn)."""
 
 _SESSION_COLUMNS = "name, group_name, agent, workspace, model, created, updated"
+_SESSION_FIELDS = ("name", "group", "agent", "workspace", "model", "created", "updated")
+"""The record's fields, in the order of ``_SESSION_COLUMNS``."""
 
 
-def _session(row: tuple[Any, ...]) -> SessionRecord:
-    name, group, agent, workspace, model, created, updated = row
-    return SessionRecord(
-        name=name,
-        group=group,
-        agent=agent,
-        workspace=workspace,
-        model=model,
-        created=created,
-        updated=updated,
-    )
+def _session(row: Row) -> SessionRecord:
+    return SessionRecord.model_validate(dict(zip(_SESSION_FIELDS, row, strict=True)))
 
 
-_Row = tuple[int, str | None, str, str, str | None, str | None, float]
+MessageRow = tuple[int, str | None, str, str, str | None, str | None, float]
 """A message row in turn order: ``(seq, run status, role, JSON content, turn id, run id,
 created)``."""
 
@@ -45,8 +38,13 @@ _FIRST_TAIL = 32
 """Messages read from the end of a session at first; the read grows fourfold while short."""
 
 
-def _order(rows: list[tuple[Any, ...]], orphans: list[float] | None = None
-           ) -> list[tuple[float, int, _Row]]:
+_SelectedRow = tuple[int, str, str, str | None, str | None, float, str | None, float]
+"""A row of ``_ROWS``: ``(seq, role, JSON content, run id, run status, run start, turn id,
+created)``."""
+
+
+def _order(rows: list[_SelectedRow], orphans: list[float] | None = None
+           ) -> list[tuple[float, int, MessageRow]]:
     """``(place time, place seq, row)`` sorted by place, then seq.
 
     A run's place is when it started (its first part may be written only when it ends); a
@@ -71,7 +69,7 @@ _ROWS = ("SELECT m.seq, m.role, m.content, t.run_id, r.status, COALESCE(r.create
 
 
 def turn_ordered_rows(conn: sqlite3.Connection, session: str,
-                      enough: Callable[[list[_Row]], bool] | None = None) -> list[_Row]:
+                      enough: Callable[[list[MessageRow]], bool] | None = None) -> list[MessageRow]:
     """The session's message rows grouped by run (see :func:`turn_ordered`), undecoded.
 
     With ``enough``, only an exact *suffix* of that order may come back: the store reads the
@@ -84,7 +82,7 @@ def turn_ordered_rows(conn: sqlite3.Connection, session: str,
     place is after ``t_out`` therefore lose no message and are in their final order.
     """
     if enough is None:
-        rows = conn.execute(_ROWS + " ORDER BY m.seq", (session,)).fetchall()
+        rows: list[_SelectedRow] = conn.execute(_ROWS + " ORDER BY m.seq", (session,)).fetchall()
         return [row for _, _, row in _order(rows)]
     limit = _FIRST_TAIL
     while True:
@@ -111,7 +109,7 @@ def turn_ordered_rows(conn: sqlite3.Connection, session: str,
 
 
 def turn_ordered(conn: sqlite3.Connection, session: str
-                 ) -> list[tuple[int, str | None, dict[str, Any]]]:
+                 ) -> list[tuple[int, str | None, JSONObject]]:
     """The session's messages as ``(seq, run status, message)``, grouped by run: each run's
     messages together (a run that waited for an answer while other turns went on may be
     written in several parts, or only once answered), the runs in the order they started,
@@ -119,7 +117,8 @@ def turn_ordered(conn: sqlite3.Connection, session: str
 
     A message of no known run (written without a turn, or by an old release) is its own group.
     """
-    return [(row[0], row[1], loads(row[3])) for row in turn_ordered_rows(conn, session)]
+    return [(row[0], row[1], loads_object(row[3]) or {})
+            for row in turn_ordered_rows(conn, session)]
 
 
 def ensure_session_row(conn: sqlite3.Connection, name: str, group: str | None = None) -> None:
@@ -164,7 +163,7 @@ class SessionsMixin:
         """All sessions (or those of ``group``), most recently updated first; with ``limit``,
         at most that many, after skipping ``offset`` (a page, read through an index)."""
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions"
-        params: tuple[Any, ...] = ()
+        params: tuple[SQLValue, ...] = ()
         if group is not None:
             sql += " WHERE group_name = ?"
             params = (group,)
@@ -238,7 +237,7 @@ class SessionsMixin:
     # -- messages --------------------------------------------------------------------------
 
     def append_messages(
-        self, session: str, turn_id: str | None, messages: Iterable[dict[str, Any]]
+        self, session: str, turn_id: str | None, messages: Iterable[ReadOnlyJSON]
     ) -> list[int]:
         """Append OpenAI-format message dicts to the session history, in one transaction.
 
@@ -263,7 +262,7 @@ class SessionsMixin:
             conn.execute("UPDATE sessions SET updated = ? WHERE name = ?", (now, session))
         return seqs
 
-    def history_messages(self, session: str, rounds: int | None = None) -> list[dict[str, Any]]:
+    def history_messages(self, session: str, rounds: int | None = None) -> list[JSONObject]:
         """The model's history: the session's finished turns, each in one piece, in the order
         they started; the last ``rounds`` rounds of it (all when ``rounds`` is ``None``).
 
@@ -276,10 +275,10 @@ class SessionsMixin:
         if rounds is not None and rounds <= 0:
             return []
 
-        def finished(rows: list[_Row]) -> list[_Row]:
+        def finished(rows: list[MessageRow]) -> list[MessageRow]:
             return [row for row in rows if row[1] not in _UNFINISHED_RUN_STATUSES]
 
-        def enough(rows: list[_Row]) -> bool:
+        def enough(rows: list[MessageRow]) -> bool:
             # ``rounds`` user messages: the window lies inside the exact suffix read.
             done = finished(rows)
             users = [i for i, row in enumerate(done) if row[2] == "user"]
@@ -290,5 +289,5 @@ class SessionsMixin:
         if rounds is not None:
             starts = [i for i, row in enumerate(rows) if row[2] == "user"]
             rows = rows[starts[-rounds] if len(starts) >= rounds else 0:]
-        return [loads(row[3]) for row in rows]
+        return [loads_object(row[3]) or {} for row in rows]
 

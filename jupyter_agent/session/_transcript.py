@@ -6,17 +6,19 @@ turn's run id and with the run's ``tool_returned`` event, which knows whether th
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import cast
 
-from ._db import Database, loads
-from ._sessions import turn_ordered_rows
-from .models import TranscriptEntry
+from ..base.jsontypes import list_field, object_field, str_field
+from ._db import Database, loads_object
+from ._sessions import MessageRow, turn_ordered_rows
+from .models import TranscriptDict, TranscriptEntry
 
 __all__ = ["TranscriptMixin", "message_text"]
 
 
 
-def _page_start(rows: list[Any], last: int) -> int:
+def _page_start(rows: list[MessageRow], last: int) -> int:
     """Where to start reading ``rows`` for its last ``last`` entries: the page itself, and
     before it the message that made the calls its first tool results answer (their names).
     -1: ``rows`` does not reach back that far."""
@@ -28,7 +30,7 @@ def _page_start(rows: list[Any], last: int) -> int:
     return i
 
 
-def message_text(content: Any) -> str:
+def message_text(content: object) -> str:
     """The text of a message's ``content``: a string, or the text parts of a part list."""
     if content is None:
         return ""
@@ -50,12 +52,12 @@ class TranscriptMixin:
     _db: Database
 
     def session_transcript(self, session: str, last: int | None = None
-                           ) -> list[dict[str, Any]]:
+                           ) -> list[TranscriptDict]:
         """The session's user, assistant, tool (and system) entries, run by run in the order
         the runs started (each run in one piece), oldest first; only the last ``last`` of them
         when given (read from the session's end: the cost follows ``last``, not the session).
 
-        Each entry is a ``TranscriptEntry`` dumped to a dict: text, tool calls, the tool name
+        Each entry is a ``TranscriptEntry`` dumped to a dict (:class:`TranscriptDict`): text, tool calls, the tool name
         and error for tool results, and the turn and run the message belongs to.
         """
         if last is not None and last <= 0:
@@ -84,14 +86,15 @@ class TranscriptMixin:
                         f" ({', '.join('?' * len(chunk))}) AND {tool_events}", chunk).fetchall()
         errors: dict[str, str | None] = {}
         for (text,) in events:
-            event = loads(text)
+            event = loads_object(text) or {}
             if event.get("type") == "tool_returned":
-                errors[str(event.get("call_id"))] = event.get("error")
+                error = event.get("error")
+                errors[str(event.get("call_id"))] = None if error is None else str(error)
 
         names: dict[str, str] = {}
-        entries: list[dict[str, Any]] = []
+        entries: list[TranscriptDict] = []
         for seq, _, _, content, turn_id, run_id, created in rows:
-            message = loads(content)
+            message = loads_object(content) or {}
             entry = TranscriptEntry(
                 seq=seq,
                 role=str(message.get("role", "")),
@@ -100,17 +103,22 @@ class TranscriptMixin:
                 run_id=run_id,
                 created=created,
             )
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
+            for call in list_field(message, "tool_calls"):
+                if not isinstance(call, dict):
+                    continue
+                function = object_field(call, "function")
                 call_id = str(call.get("id", ""))
                 names[call_id] = str(function.get("name", ""))
+                arguments = function.get("arguments", "")
                 entry.tool_calls.append(
-                    {"id": call_id, "name": names[call_id], "arguments": function.get("arguments", "")}
+                    {"id": call_id, "name": names[call_id],
+                     "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}
                 )
             if entry.role == "tool":
                 call_id = str(message.get("tool_call_id", ""))
                 entry.tool_call_id = call_id
-                entry.tool_name = message.get("name") or names.get(call_id)
+                entry.tool_name = str_field(message, "name") or names.get(call_id)
                 entry.tool_error = errors.get(call_id)
-            entries.append(entry.model_dump())
+            # The model's dump has the TypedDict's keys and types (a test compares the two).
+            entries.append(cast(TranscriptDict, entry.model_dump()))
         return entries if last is None else entries[-last:]

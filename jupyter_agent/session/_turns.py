@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, get_args
+from collections.abc import Mapping, Sequence
+from typing import get_args
 
 from pydantic import BaseModel
 
 from ..base.previews import NODE_PREVIEW, head_tail, history_preview
 from ..base.secrets import mask
-from ._db import Database, dumps, loads
+from ._db import Database, Row, dumps, loads
 from ._sessions import ensure_session_row
 from .models import Mode, TurnRecord, UsageTotals
 
@@ -22,10 +23,11 @@ _TURN_COLUMNS = (
 )
 
 
-def _turn(row: tuple[Any, ...]) -> TurnRecord:
-    fields = dict(zip((c.strip() for c in _TURN_COLUMNS.split(",")), row, strict=True))
-    fields["intent"] = loads(fields["intent"])
-    fields["tools"] = loads(fields["tools"]) or []
+def _turn(row: Row) -> TurnRecord:
+    fields: dict[str, object] = dict(zip((c.strip() for c in _TURN_COLUMNS.split(",")), row, strict=True))
+    intent, tools = fields["intent"], fields["tools"]
+    fields["intent"] = loads(intent) if isinstance(intent, str) else None
+    fields["tools"] = (loads(tools) if isinstance(tools, str) else None) or []
     return TurnRecord.model_validate(fields)
 
 
@@ -41,7 +43,7 @@ class TurnsMixin:
         mode: Mode = "ask",
         run_id: str | None = None,
         agent: str | None = None,
-        intent: dict[str, Any] | BaseModel | None = None,
+        intent: Mapping[str, object] | BaseModel | None = None,
         model: str | None = None,
         profile: str | None = None,
     ) -> str:
@@ -82,7 +84,7 @@ class TurnsMixin:
         profile: str | None = None,
         duration: float | None = None,
         error: str | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         history: str | None = None,
     ) -> TurnRecord:
         """Record how a turn ended. ``duration`` defaults to the time since ``start_turn``.

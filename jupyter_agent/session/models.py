@@ -7,14 +7,17 @@ OpenAI-format dicts (see ``jupyter_agent.llm.types``) and are not wrapped here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue, SkipValidation
+from typing_extensions import TypedDict
 
 from ..base.deferred import DeferredModel
 
 __all__ = [
     "TERMINAL_RUN_STATUSES",
+    "TranscriptCall",
+    "TranscriptDict",
     "Mode",
     "PermissionDecision",
     "RunRecord",
@@ -74,7 +77,7 @@ class TurnRecord(BaseModel):
     mode: Mode = "ask"
     agent: str | None = None
     """The agent that ran the turn (bound, chosen by the user, or chosen by intent)."""
-    intent: dict[str, Any] | None = None
+    intent: dict[str, JsonValue] | None = None
     """The intent result (category, confidence, keywords, source, needs_tools) as JSON."""
     model: str | None = None
     """The model that answered (the last one, after any failover)."""
@@ -90,7 +93,7 @@ class TurnRecord(BaseModel):
     """``running`` until finished, then the run status (``done``, ``ask``, ``error``, …)."""
     error: str | None = None
     """One-line error message for failed turns (never a key)."""
-    tools: list[dict[str, Any]] = []
+    tools: list[dict[str, JsonValue]] = []
     """The turn's tool calls (``call_id``, ``name``, ``error``, ``output``: the result's first
     and last 500 characters), masked."""
     history_preview: str | None = None
@@ -108,7 +111,9 @@ class RunRecord(BaseModel):
     status: StoredRunStatus
     created: float
     updated: float
-    pending: dict[str, Any] | None = None
+    # Not validated again: the store decoded it from its own JSON (``loads_object``), and a
+    # run's messages make it large (validating it tripled ``get_run``'s time at 100 KB).
+    pending: Annotated[dict[str, JsonValue] | None, SkipValidation] = None
     """The suspended state while ``status == 'ask'``; opaque to the store."""
     pending_call_id: str | None = None
     """The tool-call id the pending ask waits on (checked by ``claim_pending``)."""
@@ -139,6 +144,15 @@ class UsageTotals(DeferredModel):
     """Per answering model: ``{"turns", "input_tokens", "output_tokens", "cost"}``."""
 
 
+class TranscriptCall(TypedDict):
+    """One tool call of an assistant message in a transcript."""
+
+    id: str
+    name: str
+    arguments: str
+    """The call's arguments as the model wrote them (JSON text)."""
+
+
 class TranscriptEntry(DeferredModel):
     """One line of a session transcript, ready for an exporter."""
 
@@ -148,8 +162,8 @@ class TranscriptEntry(DeferredModel):
     """``user``, ``assistant``, ``tool`` or ``system``."""
     text: str = ""
     """The message text (text parts joined for multi-part content)."""
-    tool_calls: list[dict[str, Any]] = []
-    """For assistant messages: ``[{"id", "name", "arguments"}]``."""
+    tool_calls: list[TranscriptCall] = []
+    """For assistant messages: their tool calls."""
     tool_call_id: str | None = None
     """For tool messages: the call this result answers."""
     tool_name: str | None = None
@@ -158,4 +172,20 @@ class TranscriptEntry(DeferredModel):
     """For tool messages: the error recorded in the run's ``tool_returned`` event, if any."""
     turn_id: str | None = None
     run_id: str | None = None
+    created: float
+
+
+class TranscriptDict(TypedDict):
+    """A :class:`TranscriptEntry` dumped (``model_dump()``): what ``session_transcript`` gives
+    an exporter, field for field."""
+
+    seq: int
+    role: str
+    text: str
+    tool_calls: list[TranscriptCall]
+    tool_call_id: str | None
+    tool_name: str | None
+    tool_error: str | None
+    turn_id: str | None
+    run_id: str | None
     created: float

@@ -25,8 +25,8 @@ import math
 import os
 import signal
 import threading
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from types import FrameType
 
 from ..base.errors import ConfigError
 from ..base.interrupt import raise_in_thread
@@ -91,8 +91,20 @@ def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
     raise_in_thread(ident, exc)
 
 
-def call_with_deadline(fn: Callable[..., Any], kwargs: dict[str, Any], limit: float | None, *,
-                       is_async: bool, name: str) -> Any:
+class _Box:
+    """What a call in another thread left: its value or its error (and whether its deadline
+    cancelled it)."""
+
+    __slots__ = ("deadline", "error", "value")
+
+    def __init__(self) -> None:
+        self.value: object = None
+        self.error: BaseException | None = None
+        self.deadline = False
+
+
+def call_with_deadline(fn: Callable[..., object], kwargs: Mapping[str, object],
+                       limit: float | None, *, is_async: bool, name: str) -> object:
     """``fn(**kwargs)`` (awaited when ``is_async``) within ``limit`` seconds.
 
     Raises:
@@ -101,14 +113,17 @@ def call_with_deadline(fn: Callable[..., Any], kwargs: dict[str, Any], limit: fl
         Exception: whatever the tool raised.
     """
     if is_async:
-        return _call_async(fn(**kwargs), limit, name)
+        coro = fn(**kwargs)
+        if not isinstance(coro, Coroutine):  # an async def always gives one
+            raise TypeError(f"async tool {name} returned {type(coro).__name__}, not a coroutine")
+        return _call_async(coro, limit, name)
     if limit is None:
         return fn(**kwargs)
     if _alarm_free():
         return _call_on_main_thread(fn, kwargs, limit)
     ctx = contextvars.copy_context()  # usage sinks and other context vars reach the thread
     runner = _Runner.take()
-    box: dict[str, Any] = {}
+    box = _Box()
     done = threading.Event()
     runner.submit(lambda: ctx.run(fn, **kwargs), box, done, f"jupyter-agent-tool-{name}")
     _wait(done, limit, lambda: runner.raise_in(KeyboardInterrupt, done))
@@ -133,7 +148,7 @@ class _Runner:
 
     def __init__(self) -> None:
         self._go = threading.Event()
-        self._job: tuple[Callable[[], Any], dict[str, Any], threading.Event] | None = None
+        self._job: tuple[Callable[[], object], _Box, threading.Event] | None = None
         self._retired = False
         self.thread = threading.Thread(target=self._loop, name="jupyter-agent-tool-runner",
                                        daemon=True)  # an abandoned call never blocks exit
@@ -148,7 +163,7 @@ class _Runner:
         runner.thread.start()
         return runner
 
-    def submit(self, job: Callable[[], Any], box: dict[str, Any], done: threading.Event,
+    def submit(self, job: Callable[[], object], box: _Box, done: threading.Event,
                name: str) -> None:
         """Run ``job``: its value or error goes in ``box``, then ``done`` is set."""
         self._job = (job, box, done)
@@ -174,9 +189,9 @@ class _Runner:
                 assert self._job is not None
                 (job, box, done), self._job = self._job, None
                 try:
-                    box["value"] = job()
+                    box.value = job()
                 except BaseException as exc:  # re-raised in the caller's thread
-                    box["error"] = exc
+                    box.error = exc
                 finally:
                     done.set()
                 with self._lock:
@@ -212,10 +227,11 @@ def _alarm_free() -> bool:
     return signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
 
 
-def _call_on_main_thread(fn: Callable[..., Any], kwargs: dict[str, Any], limit: float) -> Any:
+def _call_on_main_thread(fn: Callable[..., object], kwargs: Mapping[str, object],
+                         limit: float) -> object:
     armed = [True]
 
-    def hit(signum: int, frame: Any) -> None:
+    def hit(signum: int, frame: FrameType | None) -> None:
         if not armed[0]:  # the call already ended: never raise into our own cleanup
             return
         # If the tool swallows it, fire again a little later.
@@ -250,28 +266,29 @@ def _wait(done: threading.Event, limit: float | None, interrupt: Callable[[], No
         raise
 
 
-def _unbox(box: dict[str, Any]) -> Any:
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+def _unbox(box: _Box) -> object:
+    if box.error is not None:
+        raise box.error
+    return box.value
 
 
-def _cancel(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+def _cancel(loop: asyncio.AbstractEventLoop, task: asyncio.Task[object]) -> None:
     try:
         loop.call_soon_threadsafe(task.cancel)
     except RuntimeError:  # the loop already finished and closed
         pass
 
 
-def _call_async(coro: Coroutine[Any, Any, Any], limit: float | None, name: str) -> Any:
+def _call_async(coro: Coroutine[object, None, object], limit: float | None,
+                name: str) -> object:
     """Run a coroutine on a private loop in a helper thread: the kernel's own loop is already
     running in this thread (no nest_asyncio)."""
     loop = asyncio.new_event_loop()
     task = loop.create_task(coro)  # the loop is not running yet, so this is safe here
-    box: dict[str, Any] = {}
+    box = _Box()
 
     def hit_deadline() -> None:
-        box["deadline"] = True
+        box.deadline = True
         task.cancel()
 
     done = threading.Event()
@@ -279,9 +296,9 @@ def _call_async(coro: Coroutine[Any, Any, Any], limit: float | None, name: str) 
     def target() -> None:
         handle = loop.call_later(limit, hit_deadline) if limit is not None else None
         try:
-            box["value"] = loop.run_until_complete(task)
+            box.value = loop.run_until_complete(task)
         except BaseException as exc:
-            box["error"] = exc
+            box.error = exc
         finally:
             if handle is not None:
                 handle.cancel()
@@ -299,6 +316,6 @@ def _call_async(coro: Coroutine[Any, Any, Any], limit: float | None, name: str) 
     if not done.is_set():  # the coroutine blocks its loop (a sync call inside): abandon it
         _raise_in(thread, ToolAbandoned)
         raise ToolTimeout(limit or 0.0, "abandoned")
-    if box.get("deadline") and isinstance(box.get("error"), asyncio.CancelledError):
+    if box.deadline and isinstance(box.error, asyncio.CancelledError):
         raise ToolTimeout(limit or 0.0, "cancelled")
     return _unbox(box)

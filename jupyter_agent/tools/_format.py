@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 __all__ = ["result_to_text"]
 
 
-def _json_default(obj: Any) -> Any:
+def _json_default(obj: object) -> object:
     if hasattr(obj, "model_dump"):
         return obj.model_dump(mode="json")
     if hasattr(obj, "isoformat"):
@@ -19,7 +18,7 @@ def _json_default(obj: Any) -> Any:
     return repr(obj)
 
 
-def result_to_text(value: Any) -> str:
+def result_to_text(value: object) -> str:
     """str as is; pydantic, dict, list as JSON; pandas objects as compact text; else repr.
 
     ``None`` becomes ``"none"`` (docs/behaviour.md §5.2), so the model always gets a result.

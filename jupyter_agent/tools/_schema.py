@@ -10,11 +10,13 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..base.errors import ToolError
+from ..base.jsontypes import JSONObject
 
 __all__ = ["parse_docstring", "build_args_model", "strict_schema"]
 
@@ -79,7 +81,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(desc).strip(), params
 
 
-def build_args_model(fn: Callable[..., Any], name: str, param_docs: dict[str, str],
+def build_args_model(fn: Callable[..., object], name: str, param_docs: dict[str, str],
                      skip_first: bool = False) -> type[BaseModel]:
     """A pydantic model of ``fn``'s parameters (``*args``/``**kwargs`` are refused)."""
     sig = inspect.signature(fn)
@@ -87,6 +89,8 @@ def build_args_model(fn: Callable[..., Any], name: str, param_docs: dict[str, st
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward refs: fall back to raw annotations
         hints = {}
+    # The dynamic type: create_model's field keywords share one ``**`` with ``__config__``,
+    # ``__doc__``, …, so a dict unpacked into it must fit all their types (pydantic's signature).
     fields: dict[str, Any] = {}
     params = list(sig.parameters.values())
     if skip_first and params:
@@ -97,14 +101,14 @@ def build_args_model(fn: Callable[..., Any], name: str, param_docs: dict[str, st
                             "name every parameter.")
         ann = hints.get(p.name, p.annotation)
         if ann is inspect.Parameter.empty:
-            ann = Any  # documented default: any JSON value
+            ann = object  # documented default: any JSON value (pydantic reads ``object`` so)
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (ann, Field(default, description=param_docs.get(p.name) or None))
     model_name = "".join(part.capitalize() for part in re.split(r"\W+", name) if part) + "Args"
     return create_model(model_name or "ToolArgs", __config__=ConfigDict(extra="forbid"), **fields)
 
 
-def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+def strict_schema(model: type[BaseModel]) -> JSONObject:
     """The model's JSON schema, tidied for function calling (titles removed, no extra keys)."""
     schema = model.model_json_schema()
     _strip_titles(schema)
@@ -113,7 +117,7 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def _strip_titles(node: Any) -> None:
+def _strip_titles(node: object) -> None:
     if isinstance(node, dict):
         if isinstance(node.get("title"), str):
             node.pop("title")

@@ -23,15 +23,19 @@ import json
 import re
 import tempfile
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ..base.errors import ConfigError, ToolError
+from ..base.jsontypes import JSONObject
 from ..base.state import STATE
 from .registry import AnyTool
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from mcp.client import Transport
+    from mcp.types import ListToolsResult
+    from mcp.types import Tool as ToolInfo
 
 __all__ = ["MCPServer", "MCPTool", "connect_mcp", "disconnect_mcp", "disconnect_all",
            "mcp_servers", "find_mcp_tools", "mcp_tool_names", "mcp_tool_name"]
@@ -56,13 +60,21 @@ def mcp_tool_name(server: str, tool: str) -> str:
     return f"mcp_{_UNSAFE.sub('_', server)}_{_UNSAFE.sub('_', tool)}"[:64]
 
 
-def _field(obj: Any, *names: str) -> Any:
+def _field(obj: object, *names: str) -> object:
     """A field under its v2 (snake_case) or v1 (camelCase) name."""
     for n in names:
         value = getattr(obj, n, None)
         if value is not None:
             return value
     return None
+
+
+class _LegacySession(Protocol):
+    """An mcp 1.x ``ClientSession``: it pages tool listings by a ``cursor`` keyword."""
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """One page of the server's tools."""
+        ...
 
 
 def _leaf_message(exc: BaseException) -> str:
@@ -77,10 +89,10 @@ class MCPTool(AnyTool):
     """One tool of an MCP server; the server validates the arguments against its schema."""
 
     def __init__(self, server: MCPServer, remote_name: str, description: str,
-                 schema: dict[str, Any]) -> None:
+                 schema: JSONObject) -> None:
         # Not Tool.__init__: that builds the schema from a Python signature; here the server
         # gives the schema.
-        def call(**arguments: Any) -> str:
+        def call(**arguments: object) -> str:
             return server.call(remote_name, arguments)
 
         name = mcp_tool_name(server.name, remote_name)
@@ -107,7 +119,7 @@ class MCPTool(AnyTool):
         self.__name__ = name
         self.__wrapped__ = call
 
-    def parse_arguments(self, arguments: str) -> dict[str, Any]:
+    def parse_arguments(self, arguments: str) -> JSONObject:
         """Decode the model's JSON object (validation is the server's job)."""
         from .registry import decode_json_object
 
@@ -144,7 +156,7 @@ class MCPServer:
         self.tools: list[MCPTool] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._main: concurrent.futures.Future[Any] | None = None
+        self._main: concurrent.futures.Future[None] | None = None
         self._session: ClientSession | None = None
         self._closing: asyncio.Event | None = None
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
@@ -170,7 +182,7 @@ class MCPServer:
         self._thread = threading.Thread(target=loop.run_forever, daemon=True,
                                         name=f"jupyter-agent-mcp-{self.name}")
         self._thread.start()
-        ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
+        ready: concurrent.futures.Future[list[ToolInfo]] = concurrent.futures.Future()
         self._main = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
         try:
             infos = ready.result(timeout=self.timeout)
@@ -181,11 +193,10 @@ class MCPServer:
             raise ConfigError(f"Could not connect to MCP server {self.name!r}: {detail}"
                               f"{self._stderr_tail()}") from None
         self.tools = [MCPTool(self, str(i.name), str(_field(i, "description") or ""),
-                              dict(_field(i, "input_schema", "inputSchema") or {}))
-                      for i in infos]
+                              _schema_of(i)) for i in infos]
         return self
 
-    def _transport(self) -> Any:
+    def _transport(self) -> Transport:
         """The async context manager of the connection's streams (stdio or HTTP)."""
         if self.command is not None:
             from mcp import StdioServerParameters
@@ -198,10 +209,10 @@ class MCPServer:
         # name, as untyped as the version that is installed makes no difference.
         from mcp.client import streamable_http
 
-        module: Any = streamable_http
-        http_client = getattr(module, "streamable_http_client", None)
+        http_client: Callable[..., Transport] | None = getattr(
+            streamable_http, "streamable_http_client", None)
         if http_client is None:  # mcp 1.x
-            http_client = module.streamablehttp_client
+            http_client = getattr(streamable_http, "streamablehttp_client")  # noqa: B009
         if not self.headers:
             return http_client(self.url)
         try:
@@ -211,7 +222,7 @@ class MCPServer:
 
             return http_client(self.url, http_client=create_mcp_http_client(headers=self.headers))
 
-    async def _serve(self, ready: concurrent.futures.Future[list[Any]]) -> None:
+    async def _serve(self, ready: concurrent.futures.Future[list[ToolInfo]]) -> None:
         """The connection's lifetime: open, list tools, then wait until :meth:`close`."""
         from mcp import ClientSession
 
@@ -232,10 +243,10 @@ class MCPServer:
             self._session = None
 
     @staticmethod
-    async def _list_tools(session: ClientSession) -> list[Any]:
+    async def _list_tools(session: ClientSession) -> list[ToolInfo]:
         result = await session.list_tools()
-        tools: list[Any] = list(result.tools)
-        cursor = _field(result, "next_cursor", "nextCursor")
+        tools = list(result.tools)
+        cursor = _cursor(result)
         for _ in range(100):  # a server that pages forever must not hang the connection
             if not cursor:
                 break
@@ -244,13 +255,13 @@ class MCPServer:
 
                 result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
             except (ImportError, TypeError):
-                legacy: Any = session  # mcp 1.x: list_tools(cursor=...), not in 2.x's types
+                legacy = cast("_LegacySession", session)  # mcp 1.x, not in 2.x's types
                 result = await legacy.list_tools(cursor=cursor)
             tools.extend(result.tools)
-            cursor = _field(result, "next_cursor", "nextCursor")
+            cursor = _cursor(result)
         return tools
 
-    def call(self, tool: str, arguments: dict[str, Any]) -> str:
+    def call(self, tool: str, arguments: dict[str, object]) -> str:
         """Call ``tool`` on the server and return its result as text.
 
         Raises:
@@ -305,9 +316,22 @@ class MCPServer:
         return f"\nServer stderr (end):\n{text}" if text else ""
 
 
-def _result_text(result: Any) -> str:
+def _schema_of(info: object) -> JSONObject:
+    """A listed tool's input schema (``{}`` when the server sent none)."""
+    schema = _field(info, "input_schema", "inputSchema")
+    return dict(schema) if isinstance(schema, dict) else {}
+
+
+def _cursor(listing: object) -> str | None:
+    """The cursor of a tool listing's next page, or None on the last page."""
+    cursor = _field(listing, "next_cursor", "nextCursor")
+    return cursor if isinstance(cursor, str) else None
+
+
+def _result_text(result: object) -> str:
     parts: list[str] = []
-    for block in _field(result, "content") or []:
+    content = _field(result, "content")
+    for block in content if isinstance(content, list) else []:
         kind = getattr(block, "type", "")
         if kind == "text":
             parts.append(str(getattr(block, "text", "")))

@@ -8,23 +8,29 @@ import math
 import threading
 import time
 import warnings
-from typing import Any, Callable, Generic, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar, overload
 
 from pydantic import ConfigDict, ValidationError
 
 from ..base.deferred import DeferredModel
 from ..base.errors import ToolDefinitionWarning, ToolError, tool_error_text
+from ..base.jsontypes import JSONObject
 from ..base.state import STATE
 from ._deadline import TOOL_TIMEOUT_ENV, ToolTimeout, call_with_deadline, resolve_timeout
 from ._format import result_to_text
 from ._schema import build_args_model, parse_docstring, strict_schema
 
+if TYPE_CHECKING:
+    from ..llm.usage_context import UsageItem
+
 __all__ = ["Tool", "AnyTool", "ToolResult", "StopRun", "tool", "REGISTRY", "ToolRegistry",
            "format_validation_error",
            "MAX_OUTPUT_CHARS", "NO_DEADLINE"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-F_co = TypeVar("F_co", bound=Callable[..., object], covariant=True)
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 NO_DEADLINE = math.inf
 """``timeout=NO_DEADLINE``: the tool runs in the calling thread with no deadline (for tools that
@@ -49,7 +55,7 @@ class ToolResult(DeferredModel):
 
     output: str
     """Text for the model."""
-    value: Any = None
+    value: object = None
     """The raw Python return value (kept on the run object, never sent)."""
     error: str | None = None
     """Short error text when the call failed; ``output`` then tells the model the same."""
@@ -67,7 +73,7 @@ def format_validation_error(exc: ValidationError) -> str:
     return "Invalid arguments:\n" + "\n".join(lines)
 
 
-def decode_json_object(arguments: str) -> dict[str, Any]:
+def decode_json_object(arguments: str) -> JSONObject:
     """The model's arguments as a dict: JSON, else JSON5 (lenient); raises ToolError."""
     text = (arguments or "").strip() or "{}"
     try:
@@ -84,7 +90,7 @@ def decode_json_object(arguments: str) -> dict[str, Any]:
     return raw
 
 
-def invoke_with_usage(t: AnyTool, arguments: str) -> tuple[ToolResult, list[Any]]:
+def invoke_with_usage(t: AnyTool, arguments: str) -> tuple[ToolResult, list[UsageItem]]:
     """Invoke ``t`` and collect the usage that helpers inside it report (classify, a
     sub-agent, …) as loop ``UsageItem``s, so the run's tokens and cost include them."""
     from ..llm.usage_context import UsageItem, usage_sink
@@ -96,8 +102,12 @@ def invoke_with_usage(t: AnyTool, arguments: str) -> tuple[ToolResult, list[Any]
     return result, usages
 
 
-class Tool(Generic[F_co]):
-    """A function the model may call. Build with :func:`tool`; call it like the function."""
+class Tool(Generic[P, R_co]):
+    """A function the model may call. Build with :func:`tool`; call it like the function.
+
+    ``Tool[P, R]`` keeps the function's parameters ``P`` and return type ``R``, so calling the
+    tool from Python is checked like calling the function.
+    """
 
     origin: str = "user"
     """Where it comes from (``user``: ``@tool``; ``builtin``, ``mcp``, ``spawn``): read by the
@@ -105,7 +115,7 @@ class Tool(Generic[F_co]):
 
     def __init__(
         self,
-        fn: F_co,
+        fn: Callable[P, R_co],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -140,13 +150,13 @@ class Tool(Generic[F_co]):
         self.__name__ = tool_name
         self.__wrapped__ = fn
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}: {self.description.splitlines()[0] if self.description else ''}>"
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JSONObject:
         """The OpenAI function-tool definition."""
         return {
             "type": "function",
@@ -154,7 +164,7 @@ class Tool(Generic[F_co]):
                          "parameters": self.parameters},
         }
 
-    def parse_arguments(self, arguments: str) -> dict[str, Any]:
+    def parse_arguments(self, arguments: str) -> Mapping[str, object]:
         """Decode the model's JSON (leniently, JSON5) and validate it; raises ToolError."""
         raw = decode_json_object(arguments)
         try:
@@ -273,13 +283,14 @@ REGISTRY: ToolRegistry = STATE.slot("tools.registry", ToolRegistry)
 """The process-wide registry that ``@tool`` writes to and runs read from."""
 
 
-AnyTool = Tool[Callable[..., object]]
-"""A tool of whatever function: a ``Tool[F]`` of any ``F`` is one (``Tool`` is covariant in its
-function), so a list of mixed tools is ``list[AnyTool]``."""
+AnyTool = Tool[..., object]
+"""A tool of whatever function: a ``Tool[P, R]`` of any ``P`` and ``R`` is one (``...`` takes any
+parameters and ``Tool`` is covariant in its return type), so a list of mixed tools is
+``list[AnyTool]``."""
 
 
 @overload
-def tool(fn: F, /) -> Tool[F]: ...
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
 
 
 @overload
@@ -293,11 +304,11 @@ def tool(
     display: dict[str, str] | None = None,
     register: bool = True,
     side_effects: bool = False,
-) -> Callable[[F], Tool[F]]: ...
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
 def tool(
-    fn: F | None = None,
+    fn: Callable[P, R] | None = None,
     /,
     *,
     name: str | None = None,
@@ -308,7 +319,7 @@ def tool(
     display: dict[str, str] | None = None,
     register: bool = True,
     side_effects: bool = False,
-) -> Tool[F] | Callable[[F], Tool[F]]:
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Mark a function as a tool the model may call.
 
     Use bare (``@tool``) or with options (``@tool(name=..., timeout=5)``). The schema comes from
@@ -331,8 +342,8 @@ def tool(
             for you instead of being run again.
     """
 
-    def wrap(f: F) -> Tool[F]:
-        t: Tool[F] = Tool(f, name=name, description=description, batchable=batchable,
+    def wrap(f: Callable[P, R]) -> Tool[P, R]:
+        t: Tool[P, R] = Tool(f, name=name, description=description, batchable=batchable,
                           timeout=timeout, requires_approval=requires_approval,
                           display=display, side_effects=side_effects)
         _warn_if_undescribed(t, f, description)
@@ -343,7 +354,7 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-def _warn_if_undescribed(t: AnyTool, fn: Callable[..., Any], description: str | None) -> None:
+def _warn_if_undescribed(t: AnyTool, fn: Callable[..., object], description: str | None) -> None:
     """Warn when the model would learn little: no docstring (it sees only the name) or
     parameters without type hints (it may send any JSON value). The tool still registers.
     Each message names the tool, so every such tool is warned about once."""

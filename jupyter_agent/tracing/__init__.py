@@ -15,11 +15,12 @@ run stay as cheap as without the ``[otel]`` extra).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..base.errors import ConfigError
+from ..base.jsontypes import JSONObject, bool_field, str_field
 from .switch import (
     CAPTURE_VAR,
     ENDPOINT_VAR,
@@ -38,9 +39,35 @@ if TYPE_CHECKING:
     from ..base.events import BaseEvent
     from .export import Exporting
 
-__all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "RunListener", "BatchSpan",
+__all__ = ["TRACES_ENDPOINT_VAR", "ENDPOINT_VAR", "CAPTURE_VAR", "TracedRun", "RunListener",
+           "BatchSpan",
            "endpoint", "set_endpoint", "turn_off", "status", "run_tracer", "batch_span",
            "traces_url", "shown_url", "capture_content", "remote_target", "remote_scope"]
+
+
+class TracedRun(Protocol):
+    """What the spans read of a run (``agents.run.Run`` has it; tracing sits below the agents,
+    so it names the attributes instead of importing the class)."""
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (``jupyter_agent.run.id``)."""
+
+    @property
+    def agent(self) -> str:
+        """The agent's name (``gen_ai.agent.name``)."""
+
+    @property
+    def model(self) -> str:
+        """The model as configured (``gen_ai.request.model``)."""
+
+    @property
+    def session(self) -> str | None:
+        """The session's name (``gen_ai.conversation.id``), if any."""
+
+    @property
+    def events(self) -> Sequence[BaseEvent]:
+        """The run's events so far (a resumed part finds its first part's span there)."""
 
 
 class RunListener(Protocol):
@@ -127,7 +154,7 @@ def _exporting(url: str) -> Exporting | None:
     return ex if ex is not None and ex.health.recording() else None
 
 
-def run_tracer(run: Any) -> RunListener | None:
+def run_tracer(run: TracedRun) -> RunListener | None:
     """A listener that exports ``run`` (``agents.run.Run``) as spans, or ``None`` when tracing
     is off, the ``[otel]`` extra is missing, or the receiver was found down a moment ago."""
     url = endpoint()
@@ -151,9 +178,10 @@ def batch_span(*, batch_id: str, kind: str, items: int, models: list[str]) -> Ba
     return open_batch(ex, batch_id=batch_id, kind=kind, items=items, models=models)
 
 
-def remote_target() -> dict[str, Any] | None:
+def remote_target() -> JSONObject | None:
     """Where an item run in another process (a Dask worker) exports its spans, and under
-    which span: ``{"url", "parent", "capture"}``, or ``None`` when tracing is off here."""
+    which span: ``{"url": str, "parent": str, "capture": bool}``, or ``None`` when tracing is
+    off here. Plain JSON: it travels to the worker with the item."""
     url = endpoint()
     if url is None or "jupyter_agent.tracing.runs" not in sys.modules:
         return None  # off, or nothing of ours is open (no batch span) to hang under
@@ -163,22 +191,22 @@ def remote_target() -> dict[str, Any] | None:
 
 
 @contextmanager
-def remote_scope(target: dict[str, Any] | None) -> Iterator[None]:
+def remote_scope(target: Mapping[str, object] | None) -> Iterator[None]:
     """In a worker process: export the runs of the body as :func:`remote_target` said (to
     that URL, under that span), and send their spans before the body's result goes back."""
-    if not target:
+    if not target or not str_field(target, "url"):
         yield
         return
-    SWITCH.url, SWITCH.off = str(target["url"]), False
+    SWITCH.url, SWITCH.off = str_field(target, "url"), False
     ex = _exporting(SWITCH.url)
     if ex is None:
         yield
         return
     from .runs import parented
 
-    SWITCH.capture = bool(target.get("capture"))
+    SWITCH.capture = bool_field(target, "capture")
     try:
-        with parented(str(target.get("parent") or "")):
+        with parented(str_field(target, "parent")):
             yield
     finally:
         ex.flush()

@@ -26,10 +26,10 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import TYPE_CHECKING, Union
 
 try:  # the [otel] extra (imported only when tracing is on)
     from opentelemetry import trace
@@ -39,13 +39,37 @@ except ImportError as exc:
     raise ImportError("tracing needs the OpenTelemetry SDK: pip install "
                       "'jupyter-agent[otel]'") from exc
 
-from ..base.events import BaseEvent
+from ..base.events import (
+    AskAnswered,
+    AskPending,
+    BaseEvent,
+    ContextCompressed,
+    RoundRetried,
+    RoundStarted,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StopGateFeedback,
+    TextDelta,
+    ToolArgsDelta,
+    ToolCalled,
+    ToolReturned,
+    ToolsOffered,
+    ToolStarted,
+    UsageRecorded,
+    Warning_,
+)
 from ..base.secrets import mask
 from .export import Exporting
 from .switch import capture_content
 
-__all__ = ["RunTracer", "BatchTrace", "OpenSpan", "open_batch", "traceparent",
-           "parse_traceparent", "current_parent", "parented"]
+if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
+    from . import TracedRun
+
+__all__ = ["RunTracer", "BatchTrace", "OpenSpan", "SpanAttributes", "open_batch",
+           "traceparent", "parse_traceparent", "current_parent", "parented"]
 
 PROVIDER = "openai"
 """``gen_ai.provider.name``: every model is reached through the OpenAI-compatible API."""
@@ -60,6 +84,21 @@ if hasattr(os, "register_at_fork"):
 
 _PARENT: ContextVar[SpanContext | None] = ContextVar("jupyter_agent_trace_parent", default=None)
 """The span a run started here hangs under: a running tool call's, or a batch's."""
+
+
+SpanAttributes = dict[str, "AttributeValue"]
+"""A span's or a span event's attributes, as the SDK takes them."""
+
+_SpanEvent = Union[StopGateFeedback, ContextCompressed, Warning_]
+"""Events that become an event on the run's span (``jupyter_agent.<type>``)."""
+
+_ALWAYS: frozenset[type[BaseEvent]] = frozenset({
+    RunStarted, ToolsOffered, RoundStarted, UsageRecorded, RoundRetried, ToolStarted,
+    ToolReturned, AskPending, AskAnswered, StopGateFeedback, ContextCompressed, Warning_,
+    RunFinished, RunFailed})
+"""The events every tracer reads."""
+_CONTENTS: frozenset[type[BaseEvent]] = frozenset({TextDelta, ToolCalled, ToolArgsDelta})
+"""The events read only when contents are captured (the output messages, tool arguments)."""
 
 
 def _ns(t: float) -> int:
@@ -93,7 +132,7 @@ class OpenSpan:
                  "status")
 
     def __init__(self, ex: Exporting, name: str, kind: SpanKind, parent: SpanContext | None,
-                 start: float, attributes: dict[str, Any]) -> None:
+                 start: float, attributes: SpanAttributes) -> None:
         self.ex = ex
         self.name = name
         self.kind = kind
@@ -106,7 +145,7 @@ class OpenSpan:
         self.events: list[Event] = []
         self.status = _OK
 
-    def event(self, name: str, attributes: dict[str, Any], t: float) -> None:
+    def event(self, name: str, attributes: SpanAttributes, t: float) -> None:
         self.events.append(Event(name, attributes, _ns(t)))
 
     def error(self, kind: str, description: str) -> None:
@@ -152,14 +191,14 @@ def parented(value: str) -> Iterator[None]:
             _PARENT.reset(token)
 
 
-def _text_message(role: str, text: str, **extra: Any) -> str:
+def _text_message(role: str, text: str, **extra: str) -> str:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}], **extra}])
 
 
 class RunTracer:
     """The listener that exports one part of a run (see the module's docstring)."""
 
-    def __init__(self, run: Any, ex: Exporting) -> None:
+    def __init__(self, run: TracedRun, ex: Exporting) -> None:
         self._run = run
         self._ex = ex
         self._health = ex.health
@@ -172,18 +211,7 @@ class RunTracer:
         # Contents, kept only when they are captured.
         self._text: dict[int, list[str]] = {}
         self._calls: dict[str, tuple[int, str, list[str]]] = {}
-        handlers: dict[str, Callable[[Any], None]] = {
-            "run_started": self._run_started, "tools_offered": self._tools_offered,
-            "round_started": self._round_started, "usage": self._usage,
-            "round_retried": self._round_retried, "tool_started": self._tool_started,
-            "tool_returned": self._tool_returned, "ask_pending": self._ask_pending,
-            "ask_answered": self._ask_answered, "stop_gate_feedback": self._run_event,
-            "context_compressed": self._run_event, "warning": self._run_event,
-            "run_finished": self._run_finished, "run_failed": self._run_failed}
-        if self._capture:
-            handlers.update(text_delta=self._text_delta, tool_called=self._tool_called,
-                            tool_args_delta=self._tool_args)
-        self._handlers = handlers
+        self._kinds = _ALWAYS | _CONTENTS if self._capture else _ALWAYS
 
     # ------------------------------------------------------------------ the run's span
     def begin(self) -> str:
@@ -192,7 +220,7 @@ class RunTracer:
 
     def _open(self, t: float, parent: SpanContext | None) -> OpenSpan:
         run = self._run
-        attrs: dict[str, Any] = {
+        attrs: SpanAttributes = {
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": run.agent,
             "gen_ai.provider.name": PROVIDER, "gen_ai.request.model": run.model,
             "jupyter_agent.run.id": run.run_id}
@@ -205,42 +233,69 @@ class RunTracer:
     def _resumed_parent(self) -> SpanContext | None:
         """The span of the run's part before this one (its ``run_started`` keeps it)."""
         for event in reversed(self._run.events):
-            value = getattr(event, "trace", "")
-            if getattr(event, "type", "") == "run_started" and value:
-                return parse_traceparent(value)
+            if isinstance(event, RunStarted) and event.trace:
+                return parse_traceparent(event.trace)
         return None
 
     def __call__(self, event: BaseEvent) -> None:
-        d = event.__dict__
-        handler = self._handlers.get(d["type"])
-        if handler is None or self._done:
+        if self._done or type(event) not in self._kinds:
             return
         if self._span is None:  # a resumed part: its first event opens its span
-            span = self._open(d["t"], self._resumed_parent() or _outer())
+            span = self._open(event.t, self._resumed_parent() or _outer())
             span.attributes["jupyter_agent.run.resumed"] = True
-        handler(event)
+        # Deltas first: they are most of a run's events.
+        if isinstance(event, TextDelta):
+            self._text_delta(event)
+        elif isinstance(event, ToolArgsDelta):
+            self._tool_args(event)
+        elif isinstance(event, ToolCalled):
+            self._tool_called(event)
+        elif isinstance(event, RoundStarted):
+            self._round_started(event)
+        elif isinstance(event, UsageRecorded):
+            self._usage(event)
+        elif isinstance(event, ToolStarted):
+            self._tool_started(event)
+        elif isinstance(event, ToolReturned):
+            self._tool_returned(event)
+        elif isinstance(event, RunStarted):
+            self._run_started(event)
+        elif isinstance(event, ToolsOffered):
+            self._tools_offered(event)
+        elif isinstance(event, RoundRetried):
+            self._round_retried(event)
+        elif isinstance(event, AskPending):
+            self._ask_pending(event)
+        elif isinstance(event, AskAnswered):
+            self._ask_answered(event)
+        elif isinstance(event, (StopGateFeedback, ContextCompressed, Warning_)):
+            self._run_event(event)
+        elif isinstance(event, RunFinished):
+            self._run_finished(event)
+        elif isinstance(event, RunFailed):
+            self._run_failed(event)
 
     @property
     def _root(self) -> OpenSpan:
         assert self._span is not None
         return self._span
 
-    def _run_started(self, e: Any) -> None:
+    def _run_started(self, e: RunStarted) -> None:
         if self._capture and e.prompt:
             self._root.attributes["gen_ai.input.messages"] = _text_message("user", e.prompt)
 
-    def _tools_offered(self, e: Any) -> None:
+    def _tools_offered(self, e: ToolsOffered) -> None:
         self._root.attributes["jupyter_agent.tools"] = list(e.tools)
 
-    def _run_event(self, e: Any) -> None:
-        attrs = {k: v for k, v in e.__dict__.items()
+    def _run_event(self, e: _SpanEvent) -> None:
+        attrs: SpanAttributes = {k: v for k, v in e.__dict__.items()
                  if k not in ("t", "type") and isinstance(v, (str, int, float, bool))
                  and (self._capture or k in ("round", "method", "tokens_before",
                                              "tokens_after", "reason"))}
         self._root.event(f"jupyter_agent.{e.type}", attrs, e.t)
 
     # ------------------------------------------------------------------ model requests
-    def _round_started(self, e: Any) -> None:
+    def _round_started(self, e: RoundStarted) -> None:
         if self._chats:
             self._end_chats(e.t)
         if not self._health.up:
@@ -251,7 +306,7 @@ class RunTracer:
             {"gen_ai.operation.name": "chat", "gen_ai.provider.name": PROVIDER,
              "gen_ai.request.model": model})
 
-    def _usage(self, e: Any) -> None:
+    def _usage(self, e: UsageRecorded) -> None:
         span = self._chats.pop(e.round, None) if e.module == "agent_call" else None
         if span is None:
             return  # a compression call: counted in the run's totals
@@ -272,7 +327,7 @@ class RunTracer:
             self._output_messages(span, e.round, e.finish_reason)
         span.end(e.t)
 
-    def _round_retried(self, e: Any) -> None:
+    def _round_retried(self, e: RoundRetried) -> None:
         span = self._chats.get(e.round)
         if span is not None:
             span.event("jupyter_agent.round_retried", {"reason": e.reason}, e.t)
@@ -285,19 +340,19 @@ class RunTracer:
             span.end(t)
         self._chats.clear()
 
-    def _text_delta(self, e: Any) -> None:
+    def _text_delta(self, e: TextDelta) -> None:
         self._text.setdefault(e.round, []).append(e.text)
 
-    def _tool_called(self, e: Any) -> None:
+    def _tool_called(self, e: ToolCalled) -> None:
         self._calls[e.call_id] = (e.round, e.name, [e.arguments] if e.arguments else [])
 
-    def _tool_args(self, e: Any) -> None:
+    def _tool_args(self, e: ToolArgsDelta) -> None:
         call = self._calls.get(e.call_id)
         if call is not None:
             call[2].append(e.delta)
 
     def _output_messages(self, span: OpenSpan, round_: int, finish: str | None) -> None:
-        parts: list[dict[str, Any]] = []
+        parts: list[dict[str, str]] = []
         text = "".join(self._text.pop(round_, ()))
         if text:
             parts.append({"type": "text", "content": text})
@@ -309,8 +364,8 @@ class RunTracer:
             [{"role": "assistant", "parts": parts, "finish_reason": finish or ""}])
 
     # ------------------------------------------------------------------ tool calls
-    def _tool_span(self, e: Any, start: float) -> OpenSpan:
-        attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool",
+    def _tool_span(self, e: ToolStarted | ToolReturned, start: float) -> OpenSpan:
+        attrs: SpanAttributes = {"gen_ai.operation.name": "execute_tool",
                                  "gen_ai.tool.name": e.name, "gen_ai.tool.call.id": e.call_id,
                                  "gen_ai.tool.type": "function"}
         if self._capture:
@@ -320,7 +375,7 @@ class RunTracer:
         return OpenSpan(self._ex, f"execute_tool {e.name}", SpanKind.INTERNAL,
                         self._root.context, start, attrs)
 
-    def _tool_started(self, e: Any) -> None:
+    def _tool_started(self, e: ToolStarted) -> None:
         if self._chats:
             self._end_chats(e.t)
         if not self._health.up:
@@ -329,7 +384,7 @@ class RunTracer:
         # Runs started while the tool runs, in its thread (a sub-agent), are its children.
         self._tokens[e.call_id] = _PARENT.set(span.context)
 
-    def _tool_returned(self, e: Any) -> None:
+    def _tool_returned(self, e: ToolReturned) -> None:
         span = self._tools.pop(e.call_id, None)
         token = self._tokens.pop(e.call_id, None)
         if token is not None:
@@ -352,8 +407,8 @@ class RunTracer:
         self._calls.pop(e.call_id, None)
 
     # ------------------------------------------------------------------ asks and the end
-    def _ask_pending(self, e: Any) -> None:
-        attrs: dict[str, Any] = {"jupyter_agent.ask.kind": e.kind,
+    def _ask_pending(self, e: AskPending) -> None:
+        attrs: SpanAttributes = {"jupyter_agent.ask.kind": e.kind,
                                  "gen_ai.tool.call.id": e.call_id,
                                  "jupyter_agent.ask.options": len(e.options)}
         if self._capture:
@@ -361,15 +416,15 @@ class RunTracer:
             attrs["jupyter_agent.ask.option_texts"] = tuple(e.options)
         self._root.event("jupyter_agent.ask_pending", attrs, e.t)
 
-    def _ask_answered(self, e: Any) -> None:
-        attrs: dict[str, Any] = {"gen_ai.tool.call.id": e.call_id, "jupyter_agent.ask.how": e.how}
+    def _ask_answered(self, e: AskAnswered) -> None:
+        attrs: SpanAttributes = {"gen_ai.tool.call.id": e.call_id, "jupyter_agent.ask.how": e.how}
         if e.option_index is not None:
             attrs["jupyter_agent.ask.option"] = e.option_index
         if self._capture:
             attrs["jupyter_agent.ask.answer"] = e.answer
         self._root.event("jupyter_agent.ask_answered", attrs, e.t)
 
-    def _run_finished(self, e: Any) -> None:
+    def _run_finished(self, e: RunFinished) -> None:
         span = self._root
         self._close_open(e.t)
         a = span.attributes
@@ -389,7 +444,7 @@ class RunTracer:
                 "assistant", e.answer, finish_reason=e.finish_reason or "")
         self._end(e.t)
 
-    def _run_failed(self, e: Any) -> None:
+    def _run_failed(self, e: RunFailed) -> None:
         span = self._root
         self._close_open(e.t)
         span.attributes["jupyter_agent.run.status"] = "error"

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 
 from ..base.errors import ConfigError
 from ..base.inert import code_span, inert_inline, inert_markdown
-from ..base.jsontypes import ReadOnlyJSON, str_field
+from ..base.jsontypes import str_field
 from ..base.secrets import mask_obj
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
     from ..base.events import RunEvent
-    from ..session.models import RunRecord
+    from ..session.models import RunRecord, TranscriptDict
     from ..session.store import Store
 
 __all__ = ["session_notebook", "export_session"]
@@ -101,19 +101,18 @@ def session_notebook(store: Store, session: str) -> NotebookNode:
     # Blocks in time order: each run once (at its first message, or its creation time when it
     # wrote none, e.g. a run still waiting), and messages that belong to no run.
     # A block: (time, a run's id or a message).
-    blocks: list[tuple[float, str | ReadOnlyJSON]] = []
+    blocks: list[tuple[float, str | TranscriptDict]] = []
     seen: set[str] = set()
-    by_run: dict[str, list[ReadOnlyJSON]] = {}
+    by_run: dict[str, list[TranscriptDict]] = {}
     for e in entries:
-        rid = e.get("run_id")
-        if isinstance(rid, str) and rid in runs:
+        rid = e["run_id"]
+        if rid is not None and rid in runs:
             by_run.setdefault(rid, []).append(e)
             if rid not in seen:
                 seen.add(rid)
                 blocks.append((runs[rid].created, rid))
-        elif str_field(e, "role") in ("user", "assistant") and str_field(e, "text"):
-            created = e.get("created")
-            blocks.append((float(created) if isinstance(created, (int, float)) else 0.0, e))
+        elif e["role"] in ("user", "assistant") and e["text"]:
+            blocks.append((e["created"], e))
     for rid, r in runs.items():
         if rid not in seen:
             blocks.append((r.created, rid))
@@ -129,14 +128,13 @@ def session_notebook(store: Store, session: str) -> NotebookNode:
     cells = [v4.new_markdown_cell(head)]
     for _, item in blocks:
         if not isinstance(item, str):  # a message of no run
-            who = "You" if item.get("role") == "user" else "Assistant"
-            text = str_field(item, "text")
-            cells.append(v4.new_markdown_cell(f"**{who}:**\n\n{inert_markdown(text)}"))
+            who = "You" if item["role"] == "user" else "Assistant"
+            cells.append(v4.new_markdown_cell(f"**{who}:**\n\n{inert_markdown(item['text'])}"))
             continue
         msgs = by_run.get(item, [])
-        user = next((str_field(m, "text") for m in msgs if m.get("role") == "user"), "")
-        answers = [str_field(m, "text") for m in msgs if m.get("role") == "assistant"
-                   and str_field(m, "text") and not m.get("tool_calls")]
+        user = next((m["text"] for m in msgs if m["role"] == "user"), "")
+        answers = [m["text"] for m in msgs if m["role"] == "assistant" and m["text"]
+                   and not m["tool_calls"]]
         cells.extend(_run_cells(store, session, runs[item], user, answers[-1] if answers else ""))
     nb = v4.new_notebook(cells=cells)
     nb.metadata["jupyter_agent"] = {"session": session}

@@ -132,6 +132,33 @@ def test_initialize_and_a_streamed_answer(home: Path, ws: Path) -> None:
     no_key(client)  # the model echoed the key: it reached the client masked
 
 
+def test_context_blocks_of_a_prompt_reach_the_model_as_text(home: Path, ws: Path) -> None:
+    """We announce embedded context: an embedded file brings its text, a link or an image
+    its URI, a binary blob and an audio clip nothing; the blocks are joined in order."""
+    with ScriptedOpenAI() as srv:
+        srv.enqueue(text("Read."))
+        client = Recorder()
+
+        async def body(conn: Any, proc: Any) -> Any:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            return await conn.prompt(session_id=sid, prompt=[
+                text_block("Summarise these."),
+                acp.resource_block(acp.embedded_text_resource("file:///ws/notes.txt",
+                                                              "alpha\nbeta")),
+                acp.resource_link_block("spec", "file:///ws/spec.md"),
+                acp.image_block("iVBORw0KGgo=", "image/png", uri="file:///ws/pic.png"),
+                acp.image_block("iVBORw0KGgo=", "image/png"),
+                acp.resource_block(acp.embedded_blob_resource("file:///ws/b.bin", "AAAA")),
+                acp.audio_block("AAAA", "audio/wav"),
+            ])
+
+        res = asyncio.run(session(client, agent_env(srv, home), ws, body, "--mode", "chat"))
+        user = [m for m in srv.requests[0]["messages"] if m["role"] == "user"]
+    assert res.stop_reason == "end_turn"
+    assert user[-1]["content"] == ("Summarise these.\nalpha\nbeta\nfile:///ws/spec.md\n"
+                                   "file:///ws/pic.png")
+
+
 def test_allow_once_runs_the_write_in_the_workspace(home: Path, ws: Path) -> None:
     """One permission request with the card's options in order; allow_once resumes the run
     through resume(): the file is written in cwd, and the tool call streams its states."""

@@ -1,6 +1,6 @@
 """``%%toolloop --acp`` at its edges, in a real kernel: an interrupt cancels and the agent
 serves the next cell, fs confinement, a command that cannot start, flags refused naming
-``--acp``, no SDK, kernel shutdown.
+``--acp``, no SDK, kernel shutdown, the update shapes besides text (a diff, a terminal, usage).
 
 Fails on the code before ``--acp`` existed (the flag was unknown)."""
 
@@ -161,3 +161,25 @@ def test_a_killed_kernel_leaves_no_agent(workdir: Path) -> None:
     finally:
         k.kc.stop_channels()
     assert not _alive(pid)
+
+
+def test_the_update_shapes_besides_text_become_rows_and_tokens(kernel: Kernel) -> None:
+    """A diff, a terminal and text in one result; a call with no title (its kind names it)
+    and text arguments; an update for a call never announced; an image thought; usage."""
+    kernel.ok(f"%%toolloop {DEMO}\nshapes")
+    rows = kernel.value("[[e.type, e.call_id, e.name, getattr(e, 'arguments', None), "
+                        "getattr(e, 'output', None), getattr(e, 'error', None)] "
+                        "for e in _agent_run.events if e.type.startswith('tool_')]")
+    assert rows == [
+        ["tool_called", "e1", "edit", "sed -i s/old/new/ a.txt", None, None],
+        ["tool_started", "e1", "edit", None, None, None],
+        ["tool_returned", "e1", "edit", None, "a.txt: -old +new\nok\n(terminal term-1)", None],
+        ["tool_called", "x1", "tool", "{}", None, None],
+        ["tool_started", "x1", "tool", None, None, None],
+        ["tool_returned", "x1", "tool", None, "", "failed"]]
+    run = kernel.value("[_agent_run.status, _agent_run.answer, [e.type for e in "
+                       "_agent_run.events], [[e.input_tokens, e.output_tokens, e.priced] "
+                       "for e in _agent_run.events if e.type == 'usage']]")
+    assert run[:2] == ["done", "Shapes sent."]
+    assert "reasoning_delta" not in run[2]  # an image thought has no text to show
+    assert run[3] == [[12, 5, False]]

@@ -50,6 +50,24 @@ def test_something_that_is_not_a_table_is_refused(srv: ScriptedOpenAI,  # noqa: 
     _nothing_happened(srv)
 
 
+def test_listeners_that_are_not_a_list_stop_the_batch_in_one_line(
+        srv: ScriptedOpenAI) -> None:  # noqa: F811
+    # One function where a list belongs: every item would fail alike. It used to end each
+    # item with "TypeError: 'function' object is not iterable"; now the batch stops, naming
+    # the parameter, before any request.
+    def listener(event: object) -> None:
+        pass
+
+    with pytest.raises(ParameterError, match="listeners must be a list of functions, not a "
+                                             "function"):
+        batch("Classify: {item}", ["an invoice", "a crash"], kind="chat", listeners=listener)
+    assert srv.requests == []
+    seen: list[str] = []
+    res = batch("Classify: {item}", ["an invoice"], kind="chat", rerun=True,
+                listeners=[lambda e: seen.append(e.type)])
+    assert list(res.results["answer"]) == ["billing"] and "run_started" in seen
+
+
 def test_rows_mixing_dicts_and_values_are_refused(srv: ScriptedOpenAI) -> None:  # noqa: F811
     with pytest.raises(ParameterError, match="row 2 is not a dict but row 1 is a dict"):
         batch("Classify: {item}", [{"item": 1}, 2], kind="chat")

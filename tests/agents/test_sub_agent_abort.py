@@ -11,7 +11,7 @@ import pytest
 
 from jupyter_agent import Agent, agent_tool, toolloop
 from jupyter_agent.agents.run import Run, last_run
-from jupyter_agent.tools.registry import Tool, tool
+from jupyter_agent.tools.registry import AnyTool, tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, text, tool_calls
 
 pytestmark = pytest.mark.timeout(120)
@@ -22,7 +22,7 @@ def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def _parent_kwargs(how: str, tools: list[Tool[Any]]) -> dict[str, Any]:
+def _parent_kwargs(how: str, tools: list[AnyTool]) -> dict[str, Any]:
     if how == "spawn_agent":
         Agent("boss", tools=[*tools, "spawn_agent"],  # type: ignore[list-item]
               permissions={"spawn_agent": "allow"})

@@ -15,7 +15,7 @@ from jupyter_agent import Agent, agent_tool, last_run, toolloop
 from jupyter_agent.agents import subagents
 from jupyter_agent.agents.limits import SUB_AGENT_MAX_ROUNDS
 from jupyter_agent.agents.turn import start as driver
-from jupyter_agent.tools.registry import Tool, tool
+from jupyter_agent.tools.registry import AnyTool, tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 
 pytestmark = pytest.mark.timeout(120)
@@ -34,17 +34,17 @@ def _results(request: dict[str, Any]) -> dict[str, str]:
 
 
 def _sub_tools(deploy_permission: str | None = None, max_rounds: int | None = None
-               ) -> dict[str, Callable[[list[Tool[Any]]], dict[str, Any]]]:
+               ) -> dict[str, Callable[[list[AnyTool]], dict[str, Any]]]:
     """For each way of starting a sub-agent: the toolloop arguments of a parent run whose
     sub-agent (tool ``helper``) has ``tools``."""
     overrides = {"deploy": deploy_permission} if deploy_permission else {}
 
-    def spawn(tools: list[Tool[Any]]) -> dict[str, Any]:
+    def spawn(tools: list[AnyTool]) -> dict[str, Any]:
         Agent("boss", tools=[*tools, "spawn_agent"],
               permissions={"spawn_agent": "allow", **overrides})  # type: ignore[dict-item]
         return {"agent": "boss"}
 
-    def as_tool(tools: list[Tool[Any]]) -> dict[str, Any]:
+    def as_tool(tools: list[AnyTool]) -> dict[str, Any]:
         worker = Agent("worker", tools=list(tools), permissions=overrides)  # type: ignore[arg-type]
         extra = {} if max_rounds is None else {"max_rounds": max_rounds}
         return {"tools": [agent_tool(worker, name="helper", requires_approval=False, **extra)]}
@@ -56,7 +56,7 @@ def _delegate(name: str) -> dict[str, Any]:
     return call("spawn_agent" if name == "spawn_agent" else "helper", {"task": "Work."}, id="s1")
 
 
-def _noop() -> Tool[Any]:
+def _noop() -> AnyTool:
     @tool
     def noop() -> str:
         """Do nothing."""
@@ -65,7 +65,7 @@ def _noop() -> Tool[Any]:
     return noop
 
 
-def _deploy(calls: list[str]) -> Tool[Any]:
+def _deploy(calls: list[str]) -> AnyTool:
     @tool(requires_approval=True)
     def deploy(target: str) -> str:
         """Deploy somewhere."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,7 @@ from jupyter_agent.base.events import RunFinished, UsageRecorded
 from jupyter_agent.llm.pricing import PriceTier
 from jupyter_agent.llm.profiles import BUILTIN_PROFILES, ModelProfile, register_profile
 from jupyter_agent.llm.types import Usage
-from jupyter_agent.tools.registry import Tool
+from jupyter_agent.tools.registry import AnyTool, Tool
 from tests.fakes.openai_server import ScriptedOpenAI, call, error, text, tool_calls
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,7 +37,7 @@ def tool_results(server: ScriptedOpenAI, i: int) -> list[str]:
     return [m["content"] for m in server.requests[i]["messages"] if m["role"] == "tool"]
 
 
-def noop_tool() -> Tool[Any]:
+def noop_tool() -> AnyTool:
     def noop() -> str:
         """Do nothing."""
         return "ok"

@@ -367,12 +367,12 @@ class LabNotebook:
 
 @contextmanager
 def lab_notebook(base: Path, name: str, cells: list[str], key: str, *, height: int = 1400,
-                 permissions: list[str] | None = None, shell: str = "lab"
-                 ) -> Iterator[LabNotebook]:
+                 permissions: list[str] | None = None, shell: str = "lab",
+                 extra_env: dict[str, str] | None = None) -> Iterator[LabNotebook]:
     """JupyterLab + scripted model (``key`` is its API key) + Chromium, with notebook ``name``
     made of ``cells`` open (in JupyterLab, or in Notebook 7 with ``shell="notebook"``) and its
-    first (setup) cell run. The server's log is printed when the
-    body fails."""
+    first (setup) cell run. ``extra_env`` goes to the server and its kernels (a ``PYTHONPATH``
+    of an installed wheel, say). The server's log is printed when the body fails."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser.render_harness import launch_browser
@@ -380,7 +380,7 @@ def lab_notebook(base: Path, name: str, cells: list[str], key: str, *, height: i
 
     with ScriptedOpenAI() as model, start_lab(base, {
         "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": key,
-        "JUPYTER_AGENT_HOME": str(base / "agent-home"),
+        "JUPYTER_AGENT_HOME": str(base / "agent-home"), **(extra_env or {}),
     }) as server:
         check_lab(server)
         write_notebook(server.root / name, cells)

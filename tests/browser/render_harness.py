@@ -8,8 +8,8 @@ The page loads ``render.js`` and ``run.css`` from ``jupyter_agent/ui/static`` ex
 (native ES modules over loopback HTTP), draws the sample view and exposes, on ``window``:
 ``actions`` (every message the renderer sent), ``renderMs`` (time of the first draw, including
 style and layout), ``view`` (the sample), ``redraw(view)`` (``renderRunInto`` again) and
-``ready``. The anywidget module itself is loaded with ``jupyter_agent.ui._esm.bundle_esm``,
-as the live widget ships it.
+``ready``. The anywidget module itself is the built bundle the kernel ships
+(``jupyter_agent.ui.shared.BUNDLE``, its ``run`` card).
 """
 
 from __future__ import annotations

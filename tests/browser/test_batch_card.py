@@ -1,7 +1,7 @@
 """The batch card (batch.js) in a real headless Chromium, from states the engine produces.
 
-The page loads the anywidget module exactly as the live widget ships it (``bundle_esm``) with a
-fake widget model that records the messages the card sends.
+The page loads the cards' module exactly as the kernel ships it (``ui/shared.py``'s ``BUNDLE``)
+and draws its batch card with a fake widget model that records the messages the card sends.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from jupyter_agent.batch.progress import Progress
 from jupyter_agent.batch.spec import Item
-from jupyter_agent.ui._esm import bundle_esm
+from jupyter_agent.ui.shared import BUNDLE
 
 from .render_harness import (
     ARTIFACTS_DIR,
@@ -38,7 +38,8 @@ PAGE = """<!doctype html>
 <link rel="stylesheet" href="batch.css"></head>
 <body style="margin:16px;max-width:900px"><div id="card"></div>
 <script type="module">
-import widget from "./bundle.js";
+import cards from "./bundle.js";
+const widget = cards.batch;
 const view = await (await fetch("view.json")).json();
 window.sent = [];
 // What the JupyterLab extension would hear: the stop event, caught where it bubbles to.
@@ -89,7 +90,7 @@ def browser() -> Iterator[Any]:
 def _open(browser: Any, tmp_path: Path, view: dict[str, Any]) -> Any:
     for name in ("run.css", "batch.css"):
         shutil.copy(STATIC_DIR / name, tmp_path / name)
-    (tmp_path / "bundle.js").write_text(bundle_esm(STATIC_DIR / "batch.js"), encoding="utf-8")
+    shutil.copy(BUNDLE, tmp_path / "bundle.js")
     (tmp_path / "view.json").write_text(json.dumps(view), encoding="utf-8")
     (tmp_path / "index.html").write_text(PAGE, encoding="utf-8")
     server = serve(tmp_path)

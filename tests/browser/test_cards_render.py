@@ -32,12 +32,11 @@ from jupyter_agent.base.events import (
     UsageRecorded,
     Warning_,
 )
-from jupyter_agent.ui._esm import bundle_esm
+from jupyter_agent.ui.shared import BUNDLE
 from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import (
     ARTIFACTS_DIR,
-    STATIC_DIR,
     chromium_path,
     launch_browser,
     serve,
@@ -364,7 +363,7 @@ def test_anywidget_stop_reaches_the_kernel_and_the_page_once_and_cleans_up(
     result = page.evaluate(
         """async (src) => {
             const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
-            const widget = (await import(url)).default;
+            const widget = (await import(url)).default.run;
             const sent = [], events = [];
             const model = {view: window.view, get(k) { return this[k]; }, on() {}, off() {},
                            send(msg) { sent.push(msg); }};
@@ -379,7 +378,7 @@ def test_anywidget_stop_reaches_the_kernel_and_the_page_once_and_cleans_up(
             await new Promise(r => setTimeout(r, 1600));
             return {sent, events, ticked: el.querySelector(".ja-elapsed").textContent !== before};
         }""",
-        bundle_esm(STATIC_DIR / "widget.js"),
+        BUNDLE.read_text(encoding="utf-8"),
     )
     assert result == {"sent": [{"type": "stop", "run_id": "run-7"}],
                       "events": [{"run_id": "run-7"}], "ticked": False}
@@ -451,7 +450,7 @@ def test_a_click_after_a_kernel_restart_says_so_and_gives_the_command(open_run: 
     result = page.evaluate(
         """async ([src, view]) => {
             const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
-            const widget = (await import(url)).default;
+            const widget = (await import(url)).default.run;
             let tries = 0;
             // The comm of a restarted kernel: every send throws (what JupyterLab does).
             const model = {view, get(k) { return this[k]; }, on() {}, off() {},
@@ -465,7 +464,7 @@ def test_a_click_after_a_kernel_restart_says_so_and_gives_the_command(open_run: 
             el.querySelector('.ja-option[data-index="1"]')?.click();  // a second click: nothing
             return {tries};
         }""",
-        [bundle_esm(STATIC_DIR / "widget.js"), waiting],
+        [BUNDLE.read_text(encoding="utf-8"), waiting],
     )
     assert result == {"tries": 1}
     card = page.locator("#gone")

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.ui._esm import bundle_esm
+from jupyter_agent.ui.shared import BUNDLE
 from jupyter_agent.ui.widget import RunWidget
 from jupyter_agent.view.reduce import new_view, reduce_event
 from tests.fakes.comms import recording_comms
 from tests.fakes.run_stream import run_stream
 
-from .render_harness import STATIC_DIR, chromium_path, launch_browser, serve, write_page
+from .render_harness import chromium_path, launch_browser, serve, write_page
 
 pytestmark = [
     pytest.mark.browser,
@@ -94,7 +94,7 @@ def test_the_patch_stream_draws_what_the_full_view_draws(page: Any) -> None:
         "async ({snapshot, patches, final, widgetSrc}) => {" + _MODEL + """
             const frame = () => new Promise((r) => requestAnimationFrame(r));
             const url = URL.createObjectURL(new Blob([widgetSrc], {type: "text/javascript"}));
-            const widget = (await import(url)).default;
+            const widget = (await import(url)).default.run;
             const { viewState } = await import(new URL("patch.js", location.href).href);
             const { renderRunInto } = await import(new URL("render.js", location.href).href);
             // The widget as anywidget runs it: initialize, then render; draws between patches.
@@ -121,7 +121,7 @@ def test_the_patch_stream_draws_what_the_full_view_draws(page: Any) -> None:
             return out;
         }""",
         {"snapshot": snapshot, "patches": patches, "final": final,
-         "widgetSrc": bundle_esm(STATIC_DIR / "widget.js")},
+         "widgetSrc": BUNDLE.read_text(encoding="utf-8")},
     )
     assert result["sent"] == []  # nothing was missed: no resync asked
     assert result["seq"] == patches[-1]["seq"]
@@ -178,7 +178,7 @@ def test_two_copies_of_the_module_on_one_model_apply_each_patch_once(page: Any) 
     result = page.evaluate(
         "async ({snapshot, patches, widgetSrc}) => {" + _MODEL + """
             const load = async () => (await import(URL.createObjectURL(
-                new Blob([widgetSrc], {type: "text/javascript"})))).default;
+                new Blob([widgetSrc], {type: "text/javascript"})))).default.run;
             const first = await load(), second = await load();
             const model = fakeModel({view: structuredClone(snapshot), view_seq: 0});
             first.initialize({model});
@@ -193,7 +193,7 @@ def test_two_copies_of_the_module_on_one_model_apply_each_patch_once(page: Any) 
             return out;
         }""",
         {"snapshot": snapshot, "patches": patches,
-         "widgetSrc": bundle_esm(STATIC_DIR / "widget.js")},
+         "widgetSrc": BUNDLE.read_text(encoding="utf-8")},
     )
     assert result["sent"] == []
     assert result["view"] == final

@@ -14,13 +14,12 @@ import pytest
 from playwright.sync_api import expect
 
 from jupyter_agent.base.events import AskAnswered, AskPending, RunStarted, TextDelta, ToolCalled
-from jupyter_agent.ui._esm import bundle_esm
+from jupyter_agent.ui.shared import BUNDLE
 from jupyter_agent.view.reduce import reduce_events
 
 from .render_harness import (
     ARTIFACTS_DIR,
     INJECTION,
-    STATIC_DIR,
     chromium_path,
     launch_browser,
     sample_events,
@@ -315,7 +314,7 @@ def test_anywidget_module_draws_updates_sends_and_cleans_up(open_run: OpenRun) -
     result = page.evaluate(
         """async ([src, ask]) => {
             const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
-            const widget = (await import(url)).default;
+            const widget = (await import(url)).default.run;
             const listeners = new Map();
             const sent = [];
             const model = {
@@ -337,7 +336,7 @@ def test_anywidget_module_draws_updates_sends_and_cleans_up(open_run: OpenRun) -
             return {first, tools: el.querySelectorAll(".ja-tool").length, sent,
                     left: listeners.get("change:view").length};
         }""",
-        [bundle_esm(STATIC_DIR / "widget.js"), ask],
+        [BUNDLE.read_text(encoding="utf-8"), ask],
     )
     assert result == {
         "first": 1,

@@ -188,3 +188,19 @@ def test_a_plan_no_patch_reads_from_stays_plain_and_a_finished_run_keeps_no_base
     assert "r1" in store._plan_bases
     store.set_status("r1", "done")
     assert "r1" not in store._plan_bases  # its last plan is not kept alive any longer
+
+
+def test_a_damaged_patch_range_is_named_as_such(store: Store) -> None:
+    """A stored patch whose range is not two numbers (a damaged or hand-edited row) reads as
+    "a damaged event log", one line, not a TypeError from deep in the slicing."""
+    base = [_step(i) for i in range(4)]
+    store.append_events("r1", [_plan(base)])
+    store.append_events("r1", [_plan([*base[:3], _step(3, "done")])])
+    with sqlite3.connect(store.path) as conn:
+        (text,) = conn.execute("SELECT event FROM run_events WHERE seq = 2").fetchone()
+        event = json.loads(text)
+        assert event[PATCH_KEY]["parts"][0] == [0, 3]
+        event[PATCH_KEY]["parts"][0] = ["0", "3"]
+        conn.execute("UPDATE run_events SET event = ? WHERE seq = 2", (json.dumps(event),))
+    with pytest.raises(ValueError, match="a damaged event log"):
+        store.get_events("r1")

@@ -196,6 +196,32 @@ def test_session_transcript_joins_runs_and_tool_errors(store: Store) -> None:
     assert entries[3]["text"] == "not found"
 
 
+def test_transcript_entries_have_the_typed_shape() -> None:
+    # session_transcript promises TranscriptDict: the model it dumps has the same fields.
+    from typing import get_type_hints
+
+    from jupyter_agent.session import TranscriptDict, TranscriptEntry
+
+    assert list(get_type_hints(TranscriptDict)) == list(TranscriptEntry.model_fields)
+
+
+def test_transcript_of_odd_messages_is_read_not_refused(store: Store) -> None:
+    # Messages written by another client (a non-string name, arguments as an object, a call
+    # that is not an object): the transcript reads what it can instead of failing whole.
+    turn = store.start_turn("s", mode="agent", run_id="r1")
+    store.create_run("r1", "s", "toolloop")
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "lookup", "arguments": {"q": "x"}}}
+    store.append_messages("s", turn, [
+        {"role": "user", "content": "find it"},
+        {"role": "assistant", "content": None, "tool_calls": [call, "not a call"]},
+        {"role": "tool", "tool_call_id": "c1", "name": 7, "content": "found"},
+    ])
+    entries = store.session_transcript("s")
+    assert entries[1]["tool_calls"] == [{"id": "c1", "name": "lookup", "arguments": '{"q": "x"}'}]
+    assert entries[2]["tool_name"] == "lookup"
+
+
 # -- transactions and threads ---------------------------------------------------------------
 
 

@@ -15,12 +15,18 @@ import base64
 import io
 import struct
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
 
 from pydantic import BaseModel
 
 from ...base.secrets import mask
 from ._text import cap, head, one_line, tail
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure as PyplotFigure
+
+    from .variables import Shell
 
 __all__ = ["Figure", "Capture", "figure_state", "collect_figures"]
 
@@ -93,15 +99,33 @@ class _Stream(io.TextIOBase):
         return len(s)
 
 
+Display = tuple[dict[str, object], dict[str, object]]
+"""One ``display()`` call: its MIME bundle and its metadata."""
+
+
+@runtime_checkable
+class _Publishing(Protocol):
+    """A shell whose ``display()`` goes through a publisher that can be swapped (IPython's)."""
+
+    display_pub: object
+
+
+@runtime_checkable
+class _Pyplot(Protocol):
+    """The part of ``matplotlib.pyplot`` a run swaps (by attribute, on the module)."""
+
+    show: Callable[..., object]
+
+
 class _Publisher:
     """Stands in for the shell's display publisher: keeps what ``display()`` sends."""
 
-    def __init__(self, outputs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    def __init__(self, outputs: list[Display]) -> None:
         self.outputs = outputs
         self.is_publishing = False
 
-    def publish(self, data: dict[str, Any], metadata: dict[str, Any] | None = None,
-                *args: Any, **kwargs: Any) -> None:
+    def publish(self, data: dict[str, object], metadata: dict[str, object] | None = None,
+                *args: object, **kwargs: object) -> None:
         self.outputs.append((dict(data or {}), dict(metadata or {})))
 
     def clear_output(self, wait: bool = False) -> None:
@@ -111,32 +135,41 @@ class _Publisher:
 class Capture:
     """Context manager that swaps the streams, the display publisher and ``plt.show``."""
 
-    def __init__(self, shell: Any, keep: int) -> None:
+    def __init__(self, shell: Shell | None, keep: int) -> None:
         self.shell = shell
         self.out = _Sink(keep)
         self.err = _Sink(max(keep // 2, 200))
-        self.displays: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        self._saved: dict[str, Any] = {}
+        self.displays: list[Display] = []
+        self._streams: tuple[TextIO, TextIO] | None = None
+        self._pub: object = None
+        """The shell's own publisher while ours stands in (``_pub_swapped``)."""
+        self._pub_swapped = False
+        self._show: Callable[..., object] | None = None
 
     def __enter__(self) -> Capture:
-        self._saved["streams"] = (sys.stdout, sys.stderr)
+        self._streams = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = _Stream(self.out, "stdout"), _Stream(self.err, "stderr")
-        if self.shell is not None and hasattr(self.shell, "display_pub"):
-            self._saved["pub"] = self.shell.display_pub
-            self.shell.display_pub = _Publisher(self.displays)
-        plt: Any = sys.modules.get("matplotlib.pyplot")  # a module swapped by attribute
-        if plt is not None:
-            self._saved["show"] = plt.show
+        shell: object = self.shell  # a Shell is not declared _Publishing: look
+        if isinstance(shell, _Publishing):
+            self._pub, self._pub_swapped = shell.display_pub, True
+            shell.display_pub = _Publisher(self.displays)
+        plt: object = sys.modules.get("matplotlib.pyplot")
+        if isinstance(plt, _Pyplot):
+            self._show = plt.show
             plt.show = _no_show
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        sys.stdout, sys.stderr = self._saved.pop("streams")
-        if "pub" in self._saved:
-            self.shell.display_pub = self._saved.pop("pub")
-        plt: Any = sys.modules.get("matplotlib.pyplot")
-        if plt is not None and "show" in self._saved:
-            plt.show = self._saved.pop("show")
+    def __exit__(self, *exc: object) -> None:
+        if self._streams is not None:
+            sys.stdout, sys.stderr = self._streams
+            self._streams = None
+        shell: object = self.shell
+        if self._pub_swapped and isinstance(shell, _Publishing):
+            shell.display_pub, self._pub = self._pub, None
+            self._pub_swapped = False
+        plt: object = sys.modules.get("matplotlib.pyplot")
+        if isinstance(plt, _Pyplot) and self._show is not None:
+            plt.show, self._show = self._show, None
 
     def display_texts(self, start: int) -> tuple[list[str], list[Figure]]:
         """The captured displays as text lines, and their images as figures."""
@@ -159,7 +192,7 @@ class Capture:
         return texts, figures
 
 
-def _no_show(*args: Any, **kwargs: Any) -> None:
+def _no_show(*args: object, **kwargs: object) -> None:
     """``plt.show`` during a run: the figures are captured afterwards instead."""
 
 
@@ -184,9 +217,10 @@ def figure_state() -> dict[int | str, int]:
     return {m.num: id(m.canvas.figure) for m in Gcf.get_all_fig_managers()}
 
 
-def _describe(fig: Any, index: int, w: int, h: int) -> str:
+def _describe(fig: PyplotFigure, index: int, w: int, h: int) -> str:
     parts = [f"figure {index}: {w}x{h} PNG"]
-    title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else ""
+    suptitle = getattr(fig, "_suptitle", None)  # Figure.get_suptitle is matplotlib 3.8+
+    title = suptitle.get_text() if suptitle else ""
     if title:
         parts.append(f"title {one_line(title, 60)!r}")
     axes = fig.get_axes()

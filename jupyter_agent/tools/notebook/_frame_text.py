@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...base.secrets import MASK, is_secret_name, mask
 from ._modules import loaded
 from ._text import cap, table
+
+if TYPE_CHECKING:
+    import numpy
+    from numpy.typing import NDArray
 
 __all__ = ["SAMPLE_ROWS", "SAMPLE_RUN", "SHOW_COLUMNS", "ColumnInfo", "FrameInfo",
            "fmt_bytes", "render_frame", "sample_positions", "sample_runs", "shown_positions",
@@ -85,14 +89,16 @@ def sample_runs(n: int, size: int = SAMPLE_ROWS) -> list[int] | None:
     return [i * stride + rng.randrange(stride - SAMPLE_RUN + 1) for i in range(runs)]
 
 
-def sample_positions(n: int, size: int = SAMPLE_ROWS) -> Any:
+def sample_positions(n: int, size: int = SAMPLE_ROWS) -> NDArray[numpy.int64] | None:
     """The sampled row positions of :func:`sample_runs` as a sorted numpy array (or None)."""
     starts = sample_runs(n, size)
     if starts is None:
         return None
     np = loaded("numpy")
 
-    return (np.asarray(starts, dtype=np.int64)[:, None] + np.arange(SAMPLE_RUN)).ravel()
+    positions: NDArray[numpy.int64] = (np.asarray(starts, dtype=np.int64)[:, None]
+                                       + np.arange(SAMPLE_RUN)).ravel()
+    return positions
 
 
 def sample_note(sampled: int, n: int) -> str:

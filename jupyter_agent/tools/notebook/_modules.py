@@ -8,12 +8,12 @@ gains no dependency, not even an optional one, and ``import jupyter_agent`` stay
 from __future__ import annotations
 
 import sys
-from typing import Any
+from types import ModuleType
 
 __all__ = ["loaded"]
 
 
-def loaded(name: str) -> Any:
+def loaded(name: str) -> ModuleType:
     """The already imported module ``name`` (``"pandas"``, ``"pandas.api.types"``…).
 
     Raises:

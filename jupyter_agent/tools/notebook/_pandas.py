@@ -9,7 +9,10 @@ column: seconds on a 10-million-row frame, which the model does not need to pick
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
+
+from typing_extensions import TypeIs
 
 from ._frame_text import (
     SHOW_COLUMNS,
@@ -25,10 +28,19 @@ from ._modules import loaded
 from ._text import cell_text as _cell
 from ._text import fmt_num, one_line
 
+if TYPE_CHECKING:
+    import numpy
+    import pandas
+    from numpy.typing import NDArray
+
 __all__ = ["summarize_pandas", "pandas_line"]
 
 
-def _median(values: Any, exact: bool) -> float:
+def _is_series(obj: pandas.DataFrame | pandas.Series) -> TypeIs[pandas.Series]:
+    return isinstance(obj, loaded("pandas").Series)
+
+
+def _median(values: NDArray[numpy.float64], exact: bool) -> float:
     np = loaded("numpy")
 
     # A sample's median needs no more than 25,000 of its values (partitioning is the cost).
@@ -37,7 +49,8 @@ def _median(values: Any, exact: bool) -> float:
     return float(np.median(values))
 
 
-def _column(name: Any, col: Any, picks: Any) -> ColumnInfo:
+def _column(name: Hashable, col: pandas.Series, picks: NDArray[numpy.int64] | None
+            ) -> ColumnInfo:
     """Describe one column; ``picks`` are the sampled row positions (None: every row)."""
     np = loaded("numpy")
     pd = loaded("pandas")
@@ -45,7 +58,7 @@ def _column(name: Any, col: Any, picks: Any) -> ColumnInfo:
 
     dtype = col.dtype
     exact = picks is None
-    if exact:
+    if picks is None:
         sample = col
     elif isinstance(dtype, np.dtype):  # a view's fancy indexing: no pandas overhead
         sample = pd.Series(col.to_numpy()[picks], copy=False)
@@ -85,7 +98,7 @@ def _column(name: Any, col: Any, picks: Any) -> ColumnInfo:
     return info
 
 
-def _index_text(index: Any) -> str:
+def _index_text(index: pandas.Index) -> str:
     pd = loaded("pandas")
 
     name = f" {index.name!r}" if index.name is not None else ""
@@ -100,7 +113,7 @@ def _index_text(index: Any) -> str:
             f"{_cell(index[0])} … {_cell(index[-1])}")
 
 
-def _memory(obj: Any) -> str:
+def _memory(obj: pandas.DataFrame | pandas.Series) -> str:
     try:
         usage = obj.memory_usage(index=True, deep=False)
         total = float(usage.sum()) if hasattr(usage, "sum") else float(usage)
@@ -113,14 +126,14 @@ def _memory(obj: Any) -> str:
     return fmt_bytes(total) + " in memory" + note
 
 
-def summarize_pandas(obj: Any, *, rows: int = 3, columns: list[str] | None = None,
-                     max_chars: int = 3800) -> str:
+def summarize_pandas(obj: pandas.DataFrame | pandas.Series, *, rows: int = 3,
+                     columns: list[str] | None = None, max_chars: int = 3800) -> str:
     """The summary text of a pandas DataFrame or Series (see the module docstring)."""
-    pd = loaded("pandas")
-
-    is_series = isinstance(obj, pd.Series)
-    frame = obj.to_frame(name=obj.name if obj.name is not None else "value") if is_series \
-        else obj
+    is_series = _is_series(obj)
+    if _is_series(obj):
+        frame = obj.to_frame(name=obj.name if obj.name is not None else "value")
+    else:
+        frame = obj
     n_rows, n_cols = frame.shape
     if columns:
         missing = [c for c in columns if c not in frame.columns]
@@ -128,8 +141,8 @@ def summarize_pandas(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
             known = ", ".join(map(str, list(frame.columns[:30])))
             raise KeyError(f"No column {missing[0]!r}. Columns: {known}"
                            + (" …" if n_cols > 30 else ""))
-        positions = [frame.columns.get_loc(c) for c in columns]
-        positions = [p for p in positions if isinstance(p, int)][:SHOW_COLUMNS]
+        locs = [frame.columns.get_loc(c) for c in columns]
+        positions = [p for p in locs if isinstance(p, int)][:SHOW_COLUMNS]
     else:
         positions = shown_positions(n_cols)
     kind = "pandas.Series" if is_series else "pandas.DataFrame"
@@ -152,7 +165,7 @@ def summarize_pandas(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
     rows = max(0, min(rows, 20))
     info.head_names = [one_line(str(frame.columns[p]), 30) for p in head_positions]
 
-    def cells(part: Any) -> list[list[str]]:
+    def cells(part: pandas.DataFrame) -> list[list[str]]:
         return [[_cell(v) for v in r] for r in part.iloc[:, head_positions].itertuples(
             index=False)]
 
@@ -163,11 +176,9 @@ def summarize_pandas(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
     return render_frame(info, max_chars=max_chars, rows=max(rows, len(info.head)))
 
 
-def pandas_line(obj: Any) -> str:
+def pandas_line(obj: pandas.DataFrame | pandas.Series) -> str:
     """One line: shape and the first dtypes."""
-    pd = loaded("pandas")
-
-    if isinstance(obj, pd.Series):
+    if _is_series(obj):
         name = f" {obj.name!r}" if obj.name is not None else ""
         return f"Series{name}: {len(obj):,} values, dtype {obj.dtype}"
     cols = ", ".join(f"{one_line(str(c), 20)}:{d}" for c, d in

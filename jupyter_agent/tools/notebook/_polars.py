@@ -7,7 +7,9 @@ needed. A LazyFrame is never collected: only its schema is shown.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from typing_extensions import TypeIs
 
 from ._frame_text import (
     SAMPLE_RUN,
@@ -24,10 +26,21 @@ from ._modules import loaded
 from ._text import cell_text as _cell
 from ._text import fmt_num, one_line
 
+if TYPE_CHECKING:
+    import polars
+
 __all__ = ["summarize_polars", "polars_line"]
 
 
-def _column(s: Any, sample: Any, exact: bool) -> ColumnInfo:
+def _is_lazy(obj: object) -> TypeIs[polars.LazyFrame]:
+    return isinstance(obj, loaded("polars").LazyFrame)
+
+
+def _is_series(obj: object) -> TypeIs[polars.Series]:
+    return isinstance(obj, loaded("polars").Series)
+
+
+def _column(s: polars.Series, sample: polars.Series, exact: bool) -> ColumnInfo:
     pl = loaded("polars")
 
     dtype = s.dtype
@@ -58,12 +71,12 @@ def _column(s: Any, sample: Any, exact: bool) -> ColumnInfo:
     return info
 
 
-def summarize_polars(obj: Any, *, rows: int = 3, columns: list[str] | None = None,
-                     max_chars: int = 3800) -> str:
+def summarize_polars(obj: polars.DataFrame | polars.Series | polars.LazyFrame, *, rows: int = 3,
+                     columns: list[str] | None = None, max_chars: int = 3800) -> str:
     """The summary text of a polars DataFrame, Series or LazyFrame."""
     pl = loaded("polars")
 
-    if isinstance(obj, pl.LazyFrame):
+    if _is_lazy(obj):
         schema = obj.collect_schema()
         names = list(schema.names())
         info = FrameInfo(kind="polars.LazyFrame (not collected)", rows=0, cols=len(names))
@@ -73,8 +86,8 @@ def summarize_polars(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
             info.extra.append(f"… {len(names) - SHOW_COLUMNS:,} more columns")
         text = render_frame(info, max_chars=max_chars)
         return text.replace("0 rows", "unknown rows", 1)
-    is_series = isinstance(obj, pl.Series)
-    frame = obj.to_frame() if is_series else obj
+    is_series = _is_series(obj)
+    frame = obj.to_frame() if _is_series(obj) else obj
     n_rows, n_cols = frame.height, frame.width
     names = frame.columns
     if columns:
@@ -86,7 +99,7 @@ def summarize_polars(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
     else:
         picked = [names[i] for i in shown_positions(n_cols)]
     shown = frame.select(picked)
-    kind = "polars.Series" + (f" {obj.name!r}" if obj.name else "") if is_series \
+    kind = "polars.Series" + (f" {obj.name!r}" if obj.name else "") if _is_series(obj) \
         else "polars.DataFrame"
     info = FrameInfo(kind=kind, rows=n_rows, cols=None if is_series else n_cols,
                      memory=fmt_bytes(frame.estimated_size()) + " in memory")
@@ -115,13 +128,11 @@ def summarize_polars(obj: Any, *, rows: int = 3, columns: list[str] | None = Non
     return render_frame(info, max_chars=max_chars, rows=max(rows, len(info.head)))
 
 
-def polars_line(obj: Any) -> str:
+def polars_line(obj: polars.DataFrame | polars.Series | polars.LazyFrame) -> str:
     """One line: shape and the first dtypes (a LazyFrame: its columns, not collected)."""
-    pl = loaded("polars")
-
-    if isinstance(obj, pl.Series):
+    if _is_series(obj):
         return f"polars Series {obj.name!r}: {len(obj):,} values, dtype {obj.dtype}"
-    if isinstance(obj, pl.LazyFrame):
+    if _is_lazy(obj):
         schema = obj.collect_schema()
         return f"polars LazyFrame (not collected): {len(schema):,} columns"
     cols = ", ".join(f"{one_line(c, 20)}:{d}" for c, d in list(obj.schema.items())[:6])

@@ -14,12 +14,13 @@ import math
 import re
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import SupportsFloat, SupportsIndex, Union
 
 from ...base.secrets import MASK, is_secret_name, known_secrets, mask
 from ._time_limit import call_with_limit
 
-__all__ = ["REPR_SECONDS", "cap", "cell_text", "fmt_num", "head", "one_line", "preview",
+__all__ = ["REPR_SECONDS", "Container", "builtin_items", "cap", "cell_text", "fmt_num", "head",
+           "one_line", "preview",
            "redact_source", "safe_repr", "table", "tail", "type_name"]
 
 REPR_SECONDS = 1.0
@@ -28,7 +29,7 @@ _PLAIN = (bool, float, complex, type(None))
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 
 
-def type_name(obj: Any) -> str:
+def type_name(obj: object) -> str:
     """``module.Class`` for library types, ``Class`` for builtins and the user's own."""
     t = type(obj)
     module = getattr(t, "__module__", "") or ""
@@ -38,7 +39,7 @@ def type_name(obj: Any) -> str:
     return f"{module.split('.')[0]}.{name}"
 
 
-def _class(obj: Any) -> str:
+def _class(obj: object) -> str:
     return getattr(type(obj), "__name__", "object")
 
 
@@ -78,7 +79,7 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
 
 
-def cell_text(v: Any) -> str:
+def cell_text(v: object) -> str:
     """A table cell's value in at most about 40 characters."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return fmt_num(v)
@@ -91,15 +92,23 @@ def cell_text(v: Any) -> str:
     return safe_repr(v, 40, seconds=0.2)
 
 
-def fmt_num(x: Any) -> str:
+def _as_float(x: object) -> float:
+    """``float(x)``, raising what ``float`` raises for what it cannot convert."""
+    if isinstance(x, (str, bytes, SupportsFloat, SupportsIndex)):
+        return float(x)
+    raise TypeError(f"not a number: {type(x).__name__}")
+
+
+def fmt_num(x: object) -> str:
     """A number in at most about 10 characters (``1.235e+07``, ``0.5``, ``42``, ``nan``)."""
     try:
         if isinstance(x, bool):
             return str(x)
-        if isinstance(x, int) or (hasattr(x, "is_integer") and float(x).is_integer()
-                                  and abs(float(x)) < 1e15):
+        if isinstance(x, int):
             return str(int(x))
-        f = float(x)
+        f = _as_float(x)
+        if hasattr(x, "is_integer") and f.is_integer() and abs(f) < 1e15:
+            return str(int(f))  # exact: an integral float below 2**53
     except (TypeError, ValueError, OverflowError):
         return cap(str(x), 24)
     if math.isnan(f) or math.isinf(f):
@@ -107,7 +116,7 @@ def fmt_num(x: Any) -> str:
     return f"{f:.4g}"
 
 
-def safe_repr(obj: Any, limit: int = 300, seconds: float = REPR_SECONDS) -> str:
+def safe_repr(obj: object, limit: int = 300, seconds: float = REPR_SECONDS) -> str:
     """``repr(obj)`` capped to ``limit`` characters, never raising and never hanging.
 
     A repr that raises gives ``<Type object: repr raised ValueError>``; one that takes longer
@@ -116,9 +125,13 @@ def safe_repr(obj: Any, limit: int = 300, seconds: float = REPR_SECONDS) -> str:
     if isinstance(obj, str):
         return repr(head(str.__str__(obj), limit)) + ("…" if len(obj) > limit else "")
     if isinstance(obj, (bytes, bytearray)):
-        base: Any = bytes if isinstance(obj, bytes) else bytearray
-        first = bytes(base.__getitem__(obj, slice(0, limit + _margin())))
-        return head(repr(first), limit + 3) + ("…" if base.__len__(obj) > limit else "")
+        # The builtin methods, not the object's: a subclass may override them.
+        cut = slice(0, limit + _margin())
+        if isinstance(obj, bytes):
+            first, size = bytes.__getitem__(obj, cut), bytes.__len__(obj)
+        else:
+            first, size = bytes(bytearray.__getitem__(obj, cut)), bytearray.__len__(obj)
+        return head(repr(first), limit + 3) + ("…" if size > limit else "")
     if isinstance(obj, int) and not isinstance(obj, bool) and int.bit_length(obj) > 4000:
         return f"<int with about {int(int.bit_length(obj) * 0.30103):,} digits>"
     try:
@@ -132,15 +145,26 @@ def safe_repr(obj: Any, limit: int = 300, seconds: float = REPR_SECONDS) -> str:
     return cap(text, limit)
 
 
-def _items(obj: Any) -> tuple[Iterable[Any], int]:
-    # The builtin methods, not the object's: a subclass may override __iter__ or __len__.
+Container = Union[dict[object, object], list[object], tuple[object, ...], set[object],
+                  frozenset[object]]
+"""A builtin container (subclasses included): what :func:`builtin_items` reads."""
+
+
+def builtin_items(obj: Container) -> tuple[Iterable[object], int]:
+    """``obj``'s items (``(key, value)`` pairs of a dict) and length, by the builtin class's
+    methods, not the object's: a subclass may override ``__iter__`` or ``__len__``."""
     if isinstance(obj, dict):
         return dict.items(obj), dict.__len__(obj)
-    base = next(b for b in (list, tuple, set, frozenset) if isinstance(obj, b))
-    return base.__iter__(obj), base.__len__(obj)
+    if isinstance(obj, list):
+        return list.__iter__(obj), list.__len__(obj)
+    if isinstance(obj, tuple):
+        return tuple.__iter__(obj), tuple.__len__(obj)
+    if isinstance(obj, set):
+        return set.__iter__(obj), set.__len__(obj)
+    return frozenset.__iter__(obj), frozenset.__len__(obj)
 
 
-def preview(obj: Any, limit: int = 200, *, max_items: int = 8, depth: int = 3,
+def preview(obj: object, limit: int = 200, *, max_items: int = 8, depth: int = 3,
             deadline: float | None = None) -> str:
     """A short repr-like text of ``obj``: at most ``max_items`` items per container, nesting
     shown ``depth`` levels deep, cycles as ``[...]``, values of secret-named keys masked.
@@ -152,7 +176,7 @@ def preview(obj: Any, limit: int = 200, *, max_items: int = 8, depth: int = 3,
     seen: set[int] = set()
     end = time.monotonic() + 1.5 if deadline is None else deadline
 
-    def walk(o: Any, level: int, room: int) -> str:
+    def walk(o: object, level: int, room: int) -> str:
         if isinstance(o, _PLAIN):
             return repr(o)
         if isinstance(o, (str, int)) or not isinstance(o, _CONTAINERS):
@@ -163,7 +187,7 @@ def preview(obj: Any, limit: int = 200, *, max_items: int = 8, depth: int = 3,
         is_dict = isinstance(o, dict)
         opener, closer = ("{", "}") if is_dict or isinstance(o, (set, frozenset)) else (
             ("(", ")") if isinstance(o, tuple) else ("[", "]"))
-        items, n = _items(o)
+        items, n = builtin_items(o)
         if id(o) in seen:
             return f"{opener}...{closer}"
         if level >= depth:
@@ -174,7 +198,7 @@ def preview(obj: Any, limit: int = 200, *, max_items: int = 8, depth: int = 3,
         for item in itertools.islice(items, max_items):
             if used > room:
                 break
-            if is_dict:
+            if is_dict and isinstance(item, tuple):  # a dict's items are (key, value)
                 k, v = item
                 shown = MASK if isinstance(k, str) and is_secret_name(k) else walk(
                     v, level + 1, room - used)

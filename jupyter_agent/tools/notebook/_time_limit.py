@@ -31,7 +31,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from types import FrameType
+from typing import TypeVar, Union
 
 from ...base.interrupt import raise_in_thread
 
@@ -39,6 +40,9 @@ __all__ = ["LIMIT_SIGNAL", "MAX_FIRES", "REFIRE_SECONDS", "TimeLimitExceeded",
            "call_with_limit", "time_limit"]
 
 T = TypeVar("T")
+_Handler = Union[Callable[[int, "FrameType | None"], object], int, signal.Handlers, None]
+"""What ``signal.signal`` takes and returns: a handler, ``SIG_DFL``/``SIG_IGN``, or None
+(installed from C)."""
 
 LIMIT_SIGNAL: int | None = getattr(signal, "SIGUSR2", None)
 """The signal that interrupts the main thread (None where the platform has none)."""
@@ -56,7 +60,7 @@ class TimeLimitExceeded(KeyboardInterrupt):
     swallow it, and should one ever escape, the agent loop treats it like the user's interrupt.
     """
 
-    limit: Any = None
+    limit: _Limit | None = None
 
 
 class _Limit:
@@ -111,13 +115,13 @@ class _Stack(threading.local):
 
     def __init__(self) -> None:
         self.limits: list[_Limit] = []
-        self.previous: Any = None
+        self.previous: _Handler = None
 
 
 _stack = _Stack()
 
 
-def _handler(signum: int, frame: Any) -> None:
+def _handler(signum: int, frame: FrameType | None) -> None:
     """:data:`LIMIT_SIGNAL` in the main thread: the due limit's interrupt (a stray one is
     ignored: its limit already ended)."""
     due = [lim for lim in _stack.limits if lim.delivered < lim.fired]
@@ -188,11 +192,11 @@ def _absorb(limit: _Limit) -> None:
                 raise
 
 
-def _stray(signum: int, frame: Any) -> None:
+def _stray(signum: int, frame: FrameType | None) -> None:
     """Stands in for the default action of :data:`LIMIT_SIGNAL` (ending the process)."""
 
 
-def _restore(previous: Any) -> None:
+def _restore(previous: _Handler) -> None:
     # The default action of SIGUSR2 ends the process: should an interrupt still be on its
     # way, it must meet a Python handler, not kill the kernel. A Python handler (unlike
     # SIG_IGN) is reset to the default in child processes, so they are unaffected.

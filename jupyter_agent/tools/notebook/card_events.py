@@ -9,11 +9,12 @@ cannot make the saved notebook grow without bound: the model still reads every d
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from ...base.events import BaseEvent, CellProposed, ToolFigures
+from ...base.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from .run_python import PythonRun
@@ -26,35 +27,38 @@ MAX_FIGURE_CHARS = 400_000
 """Base64 characters of one figure kept for the card (about 300 KB of PNG)."""
 
 
-def _kept(value: PythonRun) -> list[dict[str, Any]]:
-    out = []
-    for i, fig in enumerate(value.figures):
-        png = fig.png_base64 if i < MAX_CARD_FIGURES and len(fig.png_base64) <= MAX_FIGURE_CHARS \
-            else ""
-        out.append({"index": fig.index, "png": png, "width": fig.width, "height": fig.height,
-                    "description": fig.description})
-    return out
+def _kept_pngs(value: PythonRun) -> list[str]:
+    """Each figure's PNG as the card keeps it: ``""`` past the count or the size cap."""
+    return [fig.png_base64 if i < MAX_CARD_FIGURES and len(fig.png_base64) <= MAX_FIGURE_CHARS
+            else "" for i, fig in enumerate(value.figures)]
 
 
-def _loaded(module: str, name: str) -> type[Any] | None:
-    """The class ``name`` of this package's ``module`` if that module is loaded, else ``None``.
+def _kept(value: PythonRun) -> list[JSONObject]:
+    return [{"index": fig.index, "png": png, "width": fig.width, "height": fig.height,
+             "description": fig.description}
+            for fig, png in zip(value.figures, _kept_pngs(value))]
+
+
+def _loaded(module: str) -> bool:
+    """Whether this package's ``module`` is loaded.
 
     A value cannot be an instance of a class that was never loaded, so the runners check a
-    result against the notebook tools' classes without importing them: a run without
-    notebook tools never loads them (docs/architecture.md, "The first run").
+    result against the notebook tools' classes only once their module is loaded (importing it
+    then costs a lookup): a run without notebook tools never loads them
+    (docs/architecture.md, "The first run").
     """
-    cls = getattr(sys.modules.get(f"{__package__}.{module}"), name, None)
-    return cls if isinstance(cls, type) else None
+    return f"{__package__}.{module}" in sys.modules
 
 
-def _python_run(value: Any) -> PythonRun | None:
-    if not isinstance(value, BaseModel):  # most results: no lookup at all (once per call)
+def _python_run(value: object) -> PythonRun | None:
+    if not isinstance(value, BaseModel) or not _loaded("run_python"):  # most results
         return None
-    cls = _loaded("run_python", "PythonRun")
-    return value if cls is not None and isinstance(value, cls) else None
+    from .run_python import PythonRun  # loaded: see _loaded
+
+    return value if isinstance(value, PythonRun) else None
 
 
-def call_events(call_id: str, value: Any) -> list[BaseEvent]:
+def call_events(call_id: str, value: object) -> list[BaseEvent]:
     """The events a card needs for one call's ``value``: ``tool_figures`` for a
     ``run_python`` that drew, ``cell_proposed`` for an ``insert_cell``, ``workspace_changed``
     for a sandboxed command (``bash``, ``sandbox_python``) that changed the workspace; else
@@ -71,16 +75,19 @@ def call_events(call_id: str, value: Any) -> list[BaseEvent]:
     run = _python_run(value)
     if run is not None and run.figures:
         return [ToolFigures(call_id=call_id, figures=_kept(run))]
-    proposal = _loaded("proposals", "CellProposal")
-    if proposal is not None and isinstance(value, proposal):
+    if not _loaded("proposals"):
+        return []
+    from .proposals import CellProposal  # loaded: see _loaded
+
+    if isinstance(value, CellProposal):
         return [CellProposed(call_id=call_id, proposal=value.model_dump(mode="json"))]
     return []
 
 
-def figure_images(value: Any) -> list[str]:
+def figure_images(value: object) -> list[str]:
     """The PNGs (base64) of the figures a ``run_python`` call drew and a card keeps: what a
     model that accepts images is sent."""
     run = _python_run(value)
     if run is None:
         return []
-    return [f["png"] for f in _kept(run) if f["png"]]
+    return [png for png in _kept_pngs(run) if png]

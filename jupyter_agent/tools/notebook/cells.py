@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ...base.events import RUN_MIME_TYPE
+from ...base.jsontypes import as_object, list_field, object_field
 from ...base.secrets import mask
 from ._text import cap, one_line, redact_source, safe_repr
 from .live_cells import LIVE, LiveSnapshot, current_client, origin_of, output_dicts
-from .variables import VariableError
+from .variables import Shell, VariableError
 
 __all__ = ["Cell", "NotebookCells", "load_cells", "notebook_path", "outline", "cells_text"]
 
@@ -56,23 +59,26 @@ def notebook_path() -> Path | None:
     return next((p for p in candidates if p.is_file()), None)
 
 
-def _output_line(out: dict[str, Any]) -> str:
+def _joined(value: object) -> str:
+    """nbformat's multi-line text: a string, or a list of lines (each made a string: a
+    malformed file's numbers or nulls must not end the read)."""
+    return "".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _output_line(out: Mapping[str, object]) -> str:
     kind = out.get("output_type", "")
     if kind == "stream":
-        text = "".join(out.get("text", "")) if isinstance(out.get("text"), list) \
-            else str(out.get("text", ""))
+        text = _joined(out.get("text", ""))
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
         return f"{out.get('name', 'stream')}: {one_line(text, 160)}" + (
             f" ({lines} lines)" if lines > 1 else "")
     if kind == "error":
         return f"error: {out.get('ename', '')}: {one_line(str(out.get('evalue', '')), 200)}"
-    data = out.get("data") or {}
+    data = object_field(out, "data")
     if RUN_MIME_TYPE in data:
-        plain = data.get("text/plain", "")
-        plain = "".join(plain) if isinstance(plain, list) else str(plain)
+        plain = _joined(data.get("text/plain", ""))
         return f"[jupyter-agent run] {one_line(plain, 160)}"
-    plain = data.get("text/plain", "")
-    plain = "".join(plain) if isinstance(plain, list) else str(plain)
+    plain = _joined(data.get("text/plain", ""))
     rich = [k for k in data if k != "text/plain"]
     label = "result" if kind == "execute_result" else "display"
     text = f"{label}: {one_line(plain, 200)}" if plain else label
@@ -83,16 +89,20 @@ def _from_file(path: Path) -> NotebookCells:
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise VariableError(f"The notebook file is larger than {MAX_NOTEBOOK_BYTES:,} bytes.")
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb = as_object(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:
         raise VariableError(f"Could not read the notebook {path.name}: {exc}") from None
+    if nb is None:
+        raise VariableError(f"Could not read the notebook {path.name}: not a JSON object")
     cells = []
-    for i, c in enumerate(nb.get("cells") or [], start=1):
-        src = c.get("source", "")
-        src = "".join(src) if isinstance(src, list) else str(src)
-        outputs = [_output_line(o) for o in c.get("outputs") or [] if isinstance(o, dict)]
+    for i, item in enumerate(list_field(nb, "cells"), start=1):
+        c = as_object(item) or {}
+        src = _joined(c.get("source", ""))
+        outputs = [_output_line(o) for o in list_field(c, "outputs") if isinstance(o, dict)]
+        count = c.get("execution_count")
         cells.append(Cell(index=i, kind=str(c.get("cell_type", "code")), source=src,
-                          execution_count=c.get("execution_count"), outputs=outputs))
+                          execution_count=count if isinstance(count, int) else None,
+                          outputs=outputs))
     return NotebookCells(origin=f"file {path.name} (as last saved)", cells=cells)
 
 
@@ -103,12 +113,14 @@ def _from_live(snap: LiveSnapshot) -> NotebookCells:
     return NotebookCells(origin=origin_of(snap), cells=cells)
 
 
-def _from_history(shell: Any) -> NotebookCells:
+def _from_history(shell: Shell | None) -> NotebookCells:
     if shell is None:
         raise VariableError("No notebook file is known (JPY_SESSION_NAME is not set) and "
                             "no IPython shell is running.")
-    inputs = list(getattr(shell.history_manager, "input_hist_raw", []) or [])
-    outputs = shell.user_ns.get("Out", {}) if isinstance(shell.user_ns.get("Out"), dict) else {}
+    history = getattr(shell, "history_manager", None)
+    inputs = list(getattr(history, "input_hist_raw", []) or [])
+    out_cache = shell.user_ns.get("Out")
+    outputs = out_cache if isinstance(out_cache, dict) else {}
     cells: list[Cell] = []
     for count, src in enumerate(inputs):
         if count == 0 or not str(src).strip():
@@ -120,16 +132,19 @@ def _from_history(shell: Any) -> NotebookCells:
     return NotebookCells(origin="kernel history (cells executed in this kernel)", cells=cells)
 
 
-_CURRENT = object()
+class _Client(Enum):
+    CURRENT = "current"
+    """The front end whose request the kernel is handling."""
 
 
-def load_cells(path: str | os.PathLike[str] | None = None, shell: Any = None,
-               client: Any = _CURRENT) -> NotebookCells:
+def load_cells(path: str | os.PathLike[str] | None = None, shell: Shell | None = None,
+               client: str | None | Literal[_Client.CURRENT] = _Client.CURRENT
+               ) -> NotebookCells:
     """The notebook's cells: from ``path``, else the live notebook of ``client`` (default:
     the front end whose request the kernel is handling), else the kernel's notebook file,
     else history."""
     if path is None:
-        snap = LIVE.get(current_client(shell) if client is _CURRENT else client)
+        snap = LIVE.get(current_client(shell) if client is _Client.CURRENT else client)
         if snap is not None:
             return _from_live(snap)
     file = Path(path) if path is not None else notebook_path()

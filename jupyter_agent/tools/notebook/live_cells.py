@@ -22,10 +22,11 @@ import re
 import threading
 from collections import OrderedDict
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ...base.jsontypes import JSONObject
 from ...base.state import STATE
 from ._text import one_line
 
@@ -90,7 +91,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit:,} chars cut]"
 
 
-def _as_nbformat(out: LiveOutput) -> dict[str, Any]:
+def _as_nbformat(out: LiveOutput) -> JSONObject:
     """The summary as an nbformat-like output, for the file reader's one-line renderer."""
     text = _cut(out.text, MAX_TEXT_CHARS)
     if out.output_type == "stream":
@@ -99,13 +100,13 @@ def _as_nbformat(out: LiveOutput) -> dict[str, Any]:
         return {"output_type": "error", "ename": out.ename,
                 "evalue": _cut(out.evalue, MAX_TEXT_CHARS)}
     # Only MIME-type-shaped names: a name is shown to the model, so no markup rides on it.
-    data: dict[str, Any] = {m: "" for m in out.mimes[:20] if _MIME.fullmatch(m)}
+    data: JSONObject = {m: "" for m in out.mimes[:20] if _MIME.fullmatch(m)}
     if text:
         data["text/plain"] = text
     return {"output_type": out.output_type, "data": data}
 
 
-def parse(data: Any) -> tuple[LiveSnapshot | None, str]:
+def parse(data: object) -> tuple[LiveSnapshot | None, str]:
     """The snapshot in ``data``, capped; or ``None`` and a one-line reason it was refused."""
     if not isinstance(data, dict):
         return None, "live cells refused: the message is not an object"
@@ -139,7 +140,7 @@ class LiveStore:
         self._lock = threading.Lock()
         self._snapshots: OrderedDict[str, LiveSnapshot] = OrderedDict()
 
-    def receive(self, client: str, data: Any) -> str:
+    def receive(self, client: str, data: object) -> str:
         """Keep ``data`` as ``client``'s notebook; return "" or why it was refused.
 
         A refused snapshot also drops the client's previous one: it no longer shows the
@@ -176,12 +177,12 @@ def origin_of(snap: LiveSnapshot) -> str:
     return f"live notebook {name} (unsaved edits included)".replace("  ", " ")
 
 
-def output_dicts(cell: LiveCell) -> list[dict[str, Any]]:
+def output_dicts(cell: LiveCell) -> list[JSONObject]:
     """The cell's output summaries as nbformat-like dicts."""
     return [_as_nbformat(o) for o in cell.outputs]
 
 
-def current_client(shell: Any) -> str | None:
+def current_client(shell: object) -> str | None:
     """The client session of the request the kernel is handling (None outside a kernel)."""
     kernel = getattr(shell, "kernel", None)
     get_parent = getattr(kernel, "get_parent", None)

@@ -21,7 +21,6 @@ import time
 import traceback
 from collections.abc import Mapping
 from types import CodeType, TracebackType
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -30,7 +29,7 @@ from . import _time_limit
 from ._capture import Capture, Figure, collect_figures, figure_state
 from ._text import cap, safe_repr
 from ._time_limit import TimeLimitExceeded, time_limit
-from .variables import VariableError
+from .variables import Shell, VariableError
 
 __all__ = ["DEFAULT_TIMEOUT", "PythonRun", "run_code"]
 
@@ -117,7 +116,7 @@ def _short_traceback(exc: BaseException, tb: TracebackType | None, filename: str
     return mask(cap(head + "".join(lines) + tail, 3000))
 
 
-def run_code(code: str, ns: Mapping[str, Any], *, shell: Any = None,
+def run_code(code: str, ns: Mapping[str, object], *, shell: Shell | None = None,
              timeout: float | None = DEFAULT_TIMEOUT, keep: int = DEFAULT_KEEP) -> PythonRun:
     """Run ``code`` in ``ns`` (the kernel's ``user_ns``) and report what it did.
 
@@ -142,7 +141,7 @@ def run_code(code: str, ns: Mapping[str, Any], *, shell: Any = None,
                             "dict (a kernel's user_ns).")
     run = PythonRun(code=code)
     filename = f"<agent-cell-{next(_counter)}>"
-    source = code
+    source: str = code
     if shell is not None and hasattr(shell, "transform_cell"):
         try:
             source = shell.transform_cell(code)
@@ -159,7 +158,7 @@ def run_code(code: str, ns: Mapping[str, Any], *, shell: Any = None,
     before = figure_state()
     capture = Capture(shell, keep)
     start = time.perf_counter()
-    value: Any = None
+    value: object = None
     has_value = False
     with capture:
         with time_limit(timeout) as limit:

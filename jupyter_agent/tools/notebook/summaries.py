@@ -15,44 +15,64 @@ import sys
 import time
 import types
 from collections import Counter
-from typing import Any
+from collections.abc import Callable, Sized
+from typing import TYPE_CHECKING
+
+from typing_extensions import TypeIs
 
 from ...base.secrets import mask
 from ._frame_text import SAMPLE_ROWS, fmt_bytes
 from ._modules import loaded
-from ._text import cap, fmt_num, head, one_line, preview, safe_repr, tail, type_name
+from ._text import (
+    Container,
+    builtin_items,
+    cap,
+    fmt_num,
+    head,
+    one_line,
+    preview,
+    safe_repr,
+    tail,
+    type_name,
+)
 from ._time_limit import call_with_limit
+
+if TYPE_CHECKING:
+    import numpy
+    import pandas
+    import polars
+    from numpy.typing import NDArray
 
 __all__ = ["DEFAULT_MAX_CHARS", "summarize", "summary_line"]
 
 DEFAULT_MAX_CHARS = 3800
 """Characters an inspection may take (the issue's budget is 4 KB)."""
 _EXACT_NAN_VALUES = 5_000_000
-_CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
-def _is_pandas(obj: Any) -> bool:
+def _is_pandas(obj: object) -> TypeIs[pandas.DataFrame | pandas.Series]:
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, (pd.DataFrame, pd.Series))
 
 
-def _is_polars(obj: Any) -> bool:
+def _is_polars(obj: object) -> TypeIs[polars.DataFrame | polars.Series | polars.LazyFrame]:
     pl = sys.modules.get("polars")
     return pl is not None and isinstance(obj, (pl.DataFrame, pl.Series, pl.LazyFrame))
 
 
-def _is_ndarray(obj: Any) -> bool:
+def _is_ndarray(obj: object) -> TypeIs[NDArray[numpy.generic]]:
     np = sys.modules.get("numpy")
     return np is not None and isinstance(obj, np.ndarray)
 
 
 # --------------------------------------------------------------------------- numpy
-def _array_summary(arr: Any, max_chars: int) -> str:
+def _array_summary(arr: NDArray[numpy.generic], max_chars: int) -> str:
     np = loaded("numpy")
 
     lines = [f"numpy.ndarray: shape {arr.shape}, dtype {arr.dtype}, {fmt_bytes(arr.nbytes)}"]
-    if arr.dtype.names:
-        lines.append("fields: " + ", ".join(f"{n}: {arr.dtype.fields[n][0]}"
+    fields = arr.dtype.fields  # not None when the dtype has names
+    if arr.dtype.names and fields is not None:
+        lines.append("fields: " + ", ".join(f"{n}: {fields[n][0]}"
                                             for n in arr.dtype.names[:30]))
     numeric = arr.dtype.kind in "iufb" and arr.size
     if numeric:
@@ -87,7 +107,7 @@ def _array_summary(arr: Any, max_chars: int) -> str:
     return mask(cap("\n".join(lines), max_chars))
 
 
-def _array_line(arr: Any) -> str:
+def _array_line(arr: NDArray[numpy.generic]) -> str:
     return f"ndarray shape {arr.shape}, dtype {arr.dtype}"
 
 
@@ -104,19 +124,18 @@ def _string_summary(s: str, max_chars: int) -> str:
             f"cut …]\n{tail(s, keep_tail)}")
 
 
-def _type_counts(items: list[Any]) -> str:
+def _type_counts(items: list[object]) -> str:
     counts = Counter(type(v).__name__ for v in items)
     return ", ".join(f"{t} ×{c:,}" for t, c in counts.most_common(5))
 
 
-def _container_summary(obj: Any, max_chars: int) -> str:
+def _container_summary(obj: Container, max_chars: int) -> str:
     # The builtin methods, not the object's: a subclass may override __len__ or __iter__.
-    base = next(b for b in _CONTAINERS if isinstance(obj, b))
-    n = base.__len__(obj)
+    members, n = builtin_items(obj)
     kind = type_name(obj)
     end = time.monotonic() + 2.0  # one repr budget for every previewed item
     many = " in the first 1,000" if n > 1000 else ""
-    if base is dict:
+    if isinstance(obj, dict):
         keys = list(itertools.islice(dict.keys(obj), 1000))
         lines = [f"{kind}: {n:,} keys (key types: {_type_counts(keys)}{many})"]
         items = list(itertools.islice(dict.items(obj), 30))
@@ -126,26 +145,27 @@ def _container_summary(obj: Any, max_chars: int) -> str:
         if n > len(items):
             lines.append(f"… {n - len(items):,} more keys")
         return mask(cap("\n".join(lines), max_chars))
-    first = list(itertools.islice(base.__iter__(obj), 1000))
+    first = list(itertools.islice(members, 1000))
     lines = [f"{kind}: {n:,} items (types: {_type_counts(first)}{many})"]
     shown = first[:20]
     budget = max(60, (max_chars - 200) // (len(shown) + 3))
     lines.extend(f"[{i}] {preview(v, budget, deadline=end)}" for i, v in enumerate(shown))
-    if base in (list, tuple) and n > 23:
+    if isinstance(obj, (list, tuple)) and n > 23:
+        last = (list.__getitem__(obj, slice(n - 3, n)) if isinstance(obj, list)
+                else tuple.__getitem__(obj, slice(n - 3, n)))
         lines.append(f"… {n - 23:,} more items …")
-        lines.extend(f"[{i}] {preview(base.__getitem__(obj, i), budget, deadline=end)}"
-                     for i in range(n - 3, n))
+        lines.extend(f"[{i}] {preview(v, budget, deadline=end)}"
+                     for i, v in zip(range(n - 3, n), last))
     elif n > len(shown):
         lines.append(f"… {n - len(shown):,} more items")
     return mask(cap("\n".join(lines), max_chars))
 
 
-def _builtin_len(obj: Any) -> int:
-    base = next(b for b in _CONTAINERS if isinstance(obj, b))
-    return base.__len__(obj)
+def _builtin_len(obj: Container) -> int:
+    return builtin_items(obj)[1]
 
 
-def _callable_summary(obj: Any, max_chars: int) -> str:
+def _callable_summary(obj: Callable[..., object], max_chars: int) -> str:
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", type_name(obj))
     try:
         sig = str(inspect.signature(obj))
@@ -166,10 +186,11 @@ def _callable_summary(obj: Any, max_chars: int) -> str:
     return mask(cap("\n".join(lines), max_chars))
 
 
-def _object_summary(obj: Any, max_chars: int) -> str:
+def _object_summary(obj: object, max_chars: int) -> str:
     lines = [f"type: {type_name(obj)}"]
-    if hasattr(type(obj), "__len__"):
-        ok, n = call_with_limit(lambda: len(obj), 0.5)
+    if isinstance(obj, Sized):  # its class has __len__
+        sized = obj
+        ok, n = call_with_limit(lambda: len(sized), 0.5)
         if ok:
             lines.append(f"len: {n:,}")
     lines.append("repr: " + safe_repr(obj, max(200, max_chars // 2)))
@@ -183,12 +204,12 @@ def _object_summary(obj: Any, max_chars: int) -> str:
 
 
 # --------------------------------------------------------------------------- dispatch
-def summarize(obj: Any, *, rows: int = 3, columns: list[str] | None = None,
+def summarize(obj: object, *, rows: int = 3, columns: list[str] | None = None,
               max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """A bounded, useful summary of ``obj`` (at most ``max_chars`` characters).
 
     Args:
-        obj: Any object.
+        obj: An object of whatever type.
         rows: First and last rows shown for tables.
         columns: Only describe these columns of a DataFrame.
         max_chars: Upper bound of the text's length.
@@ -217,7 +238,7 @@ def summarize(obj: Any, *, rows: int = 3, columns: list[str] | None = None,
     return _object_summary(obj, max_chars)
 
 
-def summary_line(obj: Any, limit: int = 120) -> str:
+def summary_line(obj: object, limit: int = 120) -> str:
     """One line describing ``obj`` for a listing of variables."""
     if _is_pandas(obj):
         from ._pandas import pandas_line

@@ -5,8 +5,8 @@ The docstrings of the inner functions are what the model reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Literal, TypedDict
 
 from ...base.secrets import is_secret_name, mask, register_secret
 from ..registry import AnyTool, ToolResult
@@ -39,7 +39,14 @@ class NotebookTool(AnyTool):
         return result
 
 
-def _register_secret_values(ns: Any) -> None:
+class _Options(TypedDict, total=False):
+    """What a notebook tool sets beyond its function (the rest is the same for all)."""
+
+    requires_approval: bool
+    display: dict[str, str]
+
+
+def _register_secret_values(ns: Mapping[str, object]) -> None:
     """Values of secret-named string variables become known secrets, so code that prints
     ``API_KEY`` shows ``[redacted]``."""
     try:
@@ -51,7 +58,7 @@ def _register_secret_values(ns: Any) -> None:
             register_secret(value)
 
 
-def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
+def notebook_tools(shell: object = None, *, variables: Iterable[str] | None = None,
                    run_python: bool = True, timeout: float = DEFAULT_TIMEOUT,
                    requires_approval: bool = True, path: str | None = None,
                    on_proposal: Callable[[CellProposal], None] | None = None) -> list[AnyTool]:
@@ -151,7 +158,7 @@ def notebook_tools(shell: Any = None, *, variables: Iterable[str] | None = None,
         return proposal
 
     run_python_.__name__ = "run_python"
-    fns: list[tuple[Callable[..., Any], dict[str, Any]]] = [
+    fns: list[tuple[Callable[..., object], _Options]] = [
         (list_variables, {}), (inspect_variable, {})]
     if run_python:
         fns.append((run_python_, {"requires_approval": requires_approval,

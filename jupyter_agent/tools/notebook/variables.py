@@ -15,7 +15,7 @@ import sys
 import time
 import types
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 from ...base.errors import ToolError
 from ...base.secrets import is_secret_name, mask
@@ -23,7 +23,7 @@ from ._text import one_line, safe_repr, type_name
 from ._time_limit import call_with_limit
 from .summaries import DEFAULT_MAX_CHARS, summarize, summary_line
 
-__all__ = ["Namespace", "VariableError", "resolve_namespace", "variable_summaries"]
+__all__ = ["Namespace", "Shell", "VariableError", "resolve_namespace", "variable_summaries"]
 
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 _PACKAGE = "jupyter_agent"
@@ -37,9 +37,22 @@ class VariableError(ToolError):
     """A variable is missing, hidden from the agent, or its name is malformed."""
 
 
-def resolve_namespace(shell: Any = None) -> tuple[Any, Mapping[str, Any]]:
+@runtime_checkable
+class Shell(Protocol):
+    """What the notebook tools need of an IPython shell: its namespace (IPython is not
+    imported here). What else a shell may have (``display_pub``, ``history_manager``,
+    ``kernel``…) is looked up with ``getattr``: a shell-like object without it still works."""
+
+    user_ns: dict[str, object]
+
+
+def resolve_namespace(shell: object = None) -> tuple[Shell | None, Mapping[str, object]]:
     """``(shell, namespace)`` for a shell, a plain dict, or ``None`` (the running IPython
-    shell, else the ``__main__`` module's globals of a plain script)."""
+    shell, else the ``__main__`` module's globals of a plain script).
+
+    Raises:
+        TypeError: ``shell`` is none of these.
+    """
     if isinstance(shell, Mapping):
         return None, shell
     if shell is None and "IPython" in sys.modules:
@@ -47,10 +60,13 @@ def resolve_namespace(shell: Any = None) -> tuple[Any, Mapping[str, Any]]:
         shell = sys.modules["IPython"].get_ipython()
     if shell is None:
         return None, sys.modules["__main__"].__dict__
+    if not isinstance(shell, Shell):
+        raise TypeError(f"Notebook tools need an IPython shell, a namespace dict or None, "
+                        f"not {type(shell).__name__}.")
     return shell, shell.user_ns
 
 
-def _is_package_object(value: Any) -> bool:
+def _is_package_object(value: object) -> bool:
     module = getattr(type(value), "__module__", "") or ""
     if module.startswith(_PACKAGE):
         return True
@@ -68,12 +84,12 @@ class Namespace:
         allow: Only these variable names may be seen (``None``: every user variable).
     """
 
-    def __init__(self, shell: Any = None, allow: Iterable[str] | None = None) -> None:
+    def __init__(self, shell: object = None, allow: Iterable[str] | None = None) -> None:
         self.shell, self._ns = resolve_namespace(shell)
         self.allow = None if allow is None else frozenset(allow)
 
     @property
-    def ns(self) -> Mapping[str, Any]:
+    def ns(self) -> Mapping[str, object]:
         """The live namespace (the shell's ``user_ns``)."""
         return self.shell.user_ns if self.shell is not None else self._ns
 
@@ -101,7 +117,7 @@ class Namespace:
         """The visible variables, in the order they were first defined."""
         return [n for n in list(self.ns) if isinstance(n, str) and self.hidden_reason(n) is None]
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> object:
         """The value of a visible variable or ``a.b.c`` attribute path; raises VariableError."""
         parts = name.strip().split(".")
         if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
@@ -174,7 +190,7 @@ class Namespace:
         return mask(f"{name}: {text}")
 
 
-def variable_summaries(names: Iterable[str], ns: Any = None, *,
+def variable_summaries(names: Iterable[str], ns: object = None, *,
                        max_chars: int = 2000) -> str:
     """Summaries of ``names`` to put into a prompt (``--with NAME``).
 

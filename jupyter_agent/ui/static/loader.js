@@ -1,5 +1,6 @@
-// A card's whole `_esm`: it runs the cards' shared module (./cards.js, joined into one module
-// by the kernel) instead of carrying a copy of it (jupyter_agent/ui/shared.py).
+// A card's whole `_esm`: it runs the cards' shared module (./cards.js, bundled into one module,
+// ./bundle/cards.js, by the npm build) instead of carrying a copy of it
+// (jupyter_agent/ui/shared.py).
 //
 // The kernel keeps that module and every card's CSS in one widget model, the card's
 // `_code_model`: its `code` trait is {js, css} as JSON, gzipped, in base64 (a saved notebook

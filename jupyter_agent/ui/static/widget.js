@@ -29,8 +29,9 @@
 // detail {run_id}), from the widget's element: the JupyterLab extension catches it and
 // interrupts the kernel when the run is the one it is busy with.
 //
-// The Python side does not ship this module as each card's `_esm`: ./cards.js joins it with
-// the batch card into the one shared module every card loads (./loader.js explains how).
+// The Python side does not ship this module as each card's `_esm`: ./cards.js puts it with the
+// batch card into the one shared module every card loads, bundled by the npm build
+// (./loader.js explains how).
 
 import { renderKernelGone } from "./kernel_gone.js";
 import { subscribe, viewState } from "./patch.js";

@@ -14,6 +14,7 @@ from jupyter_agent.base.events import EVENT_ADAPTER, CellProposed, event_to_json
 from jupyter_agent.base.secrets import MASK
 from jupyter_agent.tools.notebook import CellProposal, load_cells, notebook_tools, propose_cell
 from jupyter_agent.tools.notebook.cells import outline
+from jupyter_agent.tools.notebook.variables import VariableError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -75,6 +76,27 @@ def test_relative_session_name_and_a_broken_file(tmp_path: Path,
     (tmp_path / "rel.ipynb").write_text("{not json", encoding="utf-8")
     r = tools_of({})["read_notebook"].invoke("{}")
     assert r.error and "Could not read the notebook rel.ipynb" in r.output
+
+
+def test_a_malformed_notebook_file_is_read_as_far_as_it_makes_sense(tmp_path: Path) -> None:
+    """Valid JSON that is not quite nbformat (numbers and nulls among the lines, a cell that is
+    not an object, a count that is a string) is read, not a crash: the typed reader narrows
+    each field. Before, ``"".join`` raised TypeError, ``.get`` on a string AttributeError, and
+    a string count failed the Cell model; a top-level array raised AttributeError."""
+    path = tmp_path / "odd.ipynb"
+    path.write_text(json.dumps({"cells": [
+        {"cell_type": "code", "source": ["x = ", 1, "\n"], "execution_count": "7",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": ["a", None]},
+                     {"output_type": "execute_result", "data": {"text/plain": ["4", 2]}}]},
+        "not a cell",
+    ]}), encoding="utf-8")
+    cells = load_cells(path).cells
+    assert [c.source for c in cells] == ["x = 1\n", ""]
+    assert cells[0].execution_count is None
+    assert cells[0].outputs == ["stdout: aNone", "result: 42"]
+    path.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(VariableError, match="not a JSON object"):
+        load_cells(path)
 
 
 def test_history_fallback_in_a_real_shell(shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -160,3 +160,11 @@ def test_namespace_without_ipython_uses_a_plain_dict() -> None:
     space = Namespace(ns)
     assert space.names() == ["a"]
     assert space.hidden_reason("np") == "'np' is a module, not a variable."
+
+
+def test_a_shell_that_is_not_one_is_refused_in_one_line() -> None:
+    """``shell`` is an IPython shell, a namespace dict or None: anything else is a TypeError
+    that says so when the tools are made, not an AttributeError at the first call."""
+    with pytest.raises(TypeError, match=r"^Notebook tools need an IPython shell, a namespace "
+                                        r"dict or None, not int\.$"):
+        notebook_tools(42)
