@@ -7,7 +7,7 @@ notebook functions with ``@tool`` to offer them to the model. Importing this pac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .base.lazy import lazy_exports
 
@@ -77,6 +77,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from . import batch
     from .agents.attachments import attach_files
     from .agents.chat import chat
@@ -102,7 +104,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, entry=True)
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext jupyter_agent``: register the magics (imported only now) and, in a Jupyter
     kernel, the comm the JupyterLab extension pushes the live notebook on (docs/notebook-tools.md)."""
     from .edge.live_comm import attach
@@ -112,7 +114,7 @@ def load_ipython_extension(ipython: Any) -> None:
     attach(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Nothing to undo beyond what IPython does itself."""
 
 

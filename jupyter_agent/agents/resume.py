@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from ..base.answers import Answer, AnswerSource, WaitingAsk
 from ..base.errors import ParameterError, ResumeError
 from ..base.events import EVENT_ADAPTER, BaseEvent
+from ..base.jsontypes import list_field
 from ..llm.protocol import ModelClient
 from ..view.reduce import new_view, reduce_event
 from .approval_answers import approval_choice
@@ -125,7 +126,7 @@ def mark_recorded(run: Run) -> None:
     if run.pending is None or not isinstance(ask, dict) or ask.get("answered"):
         return
     recorded = _recorded(run.pending.waiting_ask())
-    n = len(ask.get("options") or []) or (3 if ask.get("kind") == "approval" else 0)
+    n = len(list_field(ask, "options")) or (3 if ask.get("kind") == "approval" else 0)
     if (recorded is not None and recorded.how == "option" and recorded.option_index
             and 1 <= recorded.option_index <= n):
         ask["recorded_option"] = recorded.option_index

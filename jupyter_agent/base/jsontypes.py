@@ -32,6 +32,7 @@ __all__ = [
     "int_field",
     "list_field",
     "object_field",
+    "object_list",
     "str_field",
 ]
 
@@ -106,6 +107,13 @@ def bool_field(obj: Mapping[str, object], key: str, default: bool = False) -> bo
     """``obj[key]`` when it is a bool, else ``default``."""
     value = obj.get(key)
     return value if isinstance(value, bool) else default
+
+
+def object_list(obj: Mapping[str, object], key: str) -> list[JSONObject]:
+    """The objects of the array ``obj[key]`` (``[]`` when it is not an array; elements that are
+    not objects are skipped): a view's items, a row's decisions."""
+    value = obj.get(key)
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 class Shallow:

@@ -14,8 +14,10 @@ button, Ctrl-C) always works: the first lets running items finish, the second ab
 
 from __future__ import annotations
 
+import argparse
 import base64
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from IPython.core.error import UsageError
 
@@ -24,7 +26,12 @@ from ..base.errors import JupyterAgentError
 from ..base.flags import usage_message
 from ..batch.spec import ENGINES, MATCH_MODES, MAX_CONCURRENCY
 from .cell_options import CellKind, CellOptions, load_cell
-from .magic_args import argument
+from .magic_args import F, argument
+
+if TYPE_CHECKING:
+    from ..base.jsontypes import JSONObject
+    from ..llm.protocol import ModelClient
+    from ..ui.batch import BatchDisplay
 
 __all__ = ["BatchHost", "batch_arguments", "run_batch_cell"]
 
@@ -39,16 +46,16 @@ class BatchHost(Protocol):
     widgets: bool
     """Draw live cards as widgets (``False``: static MIME bundles)."""
 
-    def namespace(self) -> dict[str, Any]:
+    def namespace(self) -> dict[str, object]:
         """The notebook's user namespace (``--over``'s rows and ``--score`` come from it)."""
         ...
 
-    def cell_options(self, kind: CellKind, args: Any) -> CellOptions:
+    def cell_options(self, kind: CellKind, args: argparse.Namespace) -> CellOptions:
         """The cell's flags read into its options record, as a plain cell reads them."""
         ...
 
 
-def batch_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
+def batch_arguments(fn: F) -> F:
     """The batch flags (applied below ``@magic_arguments``)."""
     for decorator in reversed([
         argument("--over", type=flags.identifier,
@@ -80,7 +87,7 @@ def batch_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _clients(options: CellOptions, models: list[str]) -> dict[str, Any]:
+def _clients(options: CellOptions, models: list[str]) -> dict[str, ModelClient]:
     if options.cassette is None:
         return {}
     from ..replay.mode import cell_client
@@ -88,7 +95,8 @@ def _clients(options: CellOptions, models: list[str]) -> dict[str, Any]:
     return {m: cell_client(options.cassette, m) for m in models}
 
 
-def run_batch_cell(magics: BatchHost, kind: CellKind, args: Any, cell: str) -> None:
+def run_batch_cell(magics: BatchHost, kind: CellKind, args: argparse.Namespace, cell: str
+                   ) -> None:
     """Run ``cell`` over ``--over``'s rows with ``kind`` (``chat``, ``toolloop``, ``plan``).
 
     The flags are read into the same :class:`~jupyter_agent.edge.cell_options.CellOptions` a
@@ -106,11 +114,12 @@ def run_batch_cell(magics: BatchHost, kind: CellKind, args: Any, cell: str) -> N
         raise UsageError(f"--over: no variable named {args.over!r}.")
     cell_options = magics.cell_options(kind, args)
     options = cell_options.batch_options()
-    score = None
+    score: Callable[..., object] | None = None
     if args.score:
-        score = ns.get(args.score)
-        if not callable(score):
+        found = ns.get(args.score)
+        if not callable(found):
             raise UsageError(f"--score: {args.score!r} is not a function in the notebook.")
+        score = found
     try:
         from ..clients.factory import resolve_model
 
@@ -119,9 +128,9 @@ def run_batch_cell(magics: BatchHost, kind: CellKind, args: Any, cell: str) -> N
     except JupyterAgentError as exc:
         raise UsageError(usage_message(exc)) from None
     controller = Controller()
-    box: dict[str, Any] = {}
+    box: dict[str, BatchDisplay] = {}
 
-    def on_progress(view: dict[str, Any]) -> None:
+    def on_progress(view: JSONObject) -> None:
         if "display" not in box:
             box["display"] = BatchDisplay(view, widgets=magics.widgets,
                                           on_stop=lambda mode: controller.stop(mode))

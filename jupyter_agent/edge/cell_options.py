@@ -15,14 +15,70 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from IPython.core.error import UsageError
 
-__all__ = ["CellKind", "CellOptions", "read_cell_options", "given_flags", "OVER_REFUSED",
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..agents.run import Run
+    from ..llm.protocol import ModelClient
+    from ..runtime.agents import Agent
+
+__all__ = ["CellKind", "CellOptions", "EntryOptions", "ItemOptions", "read_cell_options", "given_flags", "OVER_REFUSED",
            "BATCH_ONLY", "load_cell"]
 
 CellKind = Literal["chat", "toolloop", "plan"]
+
+
+class ItemOptions(TypedDict, total=False):
+    """The keyword options a cell hands every run it makes: :func:`jupyter_agent.batch.batch`
+    carries them to each item of a ``--over`` cell. Each is a field of
+    :class:`~jupyter_agent.agents.turn.options.TurnOptions` or a parameter of the entry point;
+    an absent key: the entry point's default."""
+
+    system: str | None
+    temperature: float | None
+    max_tokens: int | None
+    knowledge: object
+    """A notebook variable: documents or a retriever function (the turn checks which)."""
+    quote_role: Literal["system", "user"]
+    quote_prompt: str | None
+    quote_template: str | None
+    context: list[str] | None
+    tools: list[str] | None
+    agent: Agent | str | None
+    max_rounds: int
+    parallel: bool
+    tool_choice: str | None
+    answer: str | None
+    option: int | None
+    output: object
+    """``--schema``'s notebook variable: a pydantic model class or a JSON schema dict (the
+    turn checks which, and says so in one line when it is neither)."""
+    schema_retries: int
+    cache: bool
+    skills: str
+    approve: str
+    shell: InteractiveShell | None
+
+
+class EntryOptions(ItemOptions, total=False):
+    """The keyword options of ``chat()``/``toolloop()``/``plan()`` for a plain cell: those of
+    every item and the ones a batch sets per item itself (model, session, history...)."""
+
+    model: str | None
+    session: str | None
+    stream: bool
+    origin: str | None
+    on_superseded: Callable[[list[str]], None] | None
+    notebook: bool
+    history: int
+    auto_answer: Literal["first"] | None
+    client: ModelClient
+    on_end: Callable[[Run], None]
+    """Told each part of the run that ends (``--out``: ``magics._out_setter``)."""
 
 BATCH_ONLY = ("over", "concurrency", "expect", "match", "score", "max_cost", "max_items",
               "rerun", "engine", "judge", "judge_model")
@@ -80,7 +136,7 @@ class CellOptions:
     """``None``: the default rounds of history (``0`` with ``--no-history``)."""
     temperature: float | None = None
     max_tokens: int | None = None
-    knowledge: Any = None
+    knowledge: object = None
     quote_role: Literal["system", "user"] = "system"
     quote_prompt: str | None = None
     quote_template: str | None = None
@@ -90,7 +146,7 @@ class CellOptions:
     cassette: Literal["record", "replay"] | None = None
     tools: list[str] | None = None
     max_rounds: int | None = None
-    agent: Any = None
+    agent: Agent | str | None = None
     """An :class:`~jupyter_agent.runtime.agents.Agent` from the notebook, or an agent's name."""
     notebook: bool = False
     parallel: bool = False
@@ -98,7 +154,7 @@ class CellOptions:
     answer: str | None = None
     option: int | None = None
     auto_answer: Literal["first"] | None = None
-    output: Any = None
+    output: object = None
     """``--schema NAME``: the notebook's model class or JSON schema dict (the run is typed)."""
     schema_retries: int | None = None
     """``--schema-retries N`` (needs ``--schema``); ``None``: the default."""
@@ -109,7 +165,7 @@ class CellOptions:
     approve: str | None = None
     """``--approve bash,run_python``: tools the person approved for this cell (the entry
     point reads the names, as from ``approve=`` in Python)."""
-    shell: Any = None
+    shell: InteractiveShell | None = None
     origin: str | None = None
 
     def refuse_batch_flags(self) -> None:
@@ -121,21 +177,22 @@ class CellOptions:
             raise UsageError(f"Several models (--model {self.model}) need --over VAR: each "
                              "row runs on each model.")
 
-    def _common(self) -> dict[str, Any]:
-        opts: dict[str, Any] = dict(
+    def _common(self, opts: ItemOptions) -> None:
+        """Fill ``opts`` with what every run of the cell takes (a plain cell's, each item's)."""
+        opts.update(ItemOptions(
             system=self.system, temperature=self.temperature, max_tokens=self.max_tokens,
             knowledge=self.knowledge, quote_prompt=self.quote_prompt, quote_template=self.quote_template,
-            context=self.context)
+            context=self.context))
         if self.quote_role != "system":  # the default left out: a script's batch omits it too
             opts["quote_role"] = self.quote_role
         if self.kind != "chat":
-            opts.update(tools=self.tools, agent=self.agent)
+            opts["tools"], opts["agent"] = self.tools, self.agent
             if self.max_rounds is not None:
                 opts["max_rounds"] = self.max_rounds
         if self.kind == "toolloop":
-            opts.update(parallel=self.parallel, tool_choice=self.tool_choice)
+            opts["parallel"], opts["tool_choice"] = self.parallel, self.tool_choice
         if self.kind == "plan":
-            opts.update(answer=self.answer, option=self.option)
+            opts["answer"], opts["option"] = self.answer, self.option
         if self.output is not None:
             opts["output"] = self.output
         if self.schema_retries is not None:
@@ -146,19 +203,20 @@ class CellOptions:
             opts["skills"] = self.skills
         if self.approve is not None:
             opts["approve"] = self.approve
-        return opts
 
-    def entry_options(self, client: Callable[[str, str | None], Any], *,
-                      on_superseded: Callable[[list[str]], None] | None = None,
-                      default_session: str | None = None) -> dict[str, Any]:
+    def entry_options(self, client: Callable[[Literal["record", "replay"], str | None], ModelClient],
+                      *, on_superseded: Callable[[list[str]], None] | None = None,
+                      default_session: str | None = None) -> EntryOptions:
         """Keyword options of ``chat()``/``toolloop()``/``plan()`` for a plain cell.
 
         ``client(mode, model)`` makes the record/replay client of ``--record``/``--replay``.
         """
-        opts = self._common()
-        opts.update(shell=self.shell, model=self.model, session=self.session or default_session,
-                    stream=self.stream, origin=self.origin, on_superseded=on_superseded,
-                    notebook=self.notebook)
+        opts = EntryOptions()
+        self._common(opts)
+        opts.update(EntryOptions(
+            shell=self.shell, model=self.model, session=self.session or default_session,
+            stream=self.stream, origin=self.origin, on_superseded=on_superseded,
+            notebook=self.notebook))
         if self.history is not None:
             opts["history"] = self.history
         if self.kind == "plan":
@@ -167,7 +225,7 @@ class CellOptions:
             opts["client"] = client(self.cassette, self.model)
         return opts
 
-    def batch_options(self) -> dict[str, Any]:
+    def batch_options(self) -> ItemOptions:
         """Keyword options of :func:`jupyter_agent.batch.batch` for a ``--over`` cell (the
         batch's own flags and the models excepted: the batch edge passes those).
 
@@ -180,13 +238,14 @@ class CellOptions:
             if dest in self.given:
                 flag = self.given[dest]
                 raise UsageError(f"{flag} with --over: {PER_ITEM[option]}; remove {flag}.")
-        opts = self._common()
+        opts = ItemOptions()
+        self._common(opts)
         if self.context:  # --with reads this kernel's variables (the thread engine only)
             opts["shell"] = self.shell
         return opts
 
 
-def _text_var(ns: Mapping[str, Any], name: str | None, flag: str) -> str | None:
+def _text_var(ns: Mapping[str, object], name: str | None, flag: str) -> str | None:
     """A flag naming a notebook variable that holds a string (a template)."""
     if name is None:
         return None
@@ -196,7 +255,7 @@ def _text_var(ns: Mapping[str, Any], name: str | None, flag: str) -> str | None:
     return value
 
 
-def _agent(ns: Mapping[str, Any], name: str | None) -> Any:
+def _agent(ns: Mapping[str, object], name: str | None) -> Agent | str | None:
     """``--agent``: a variable holding an Agent, or an agent's name."""
     if not name:
         return None
@@ -218,8 +277,8 @@ edge's own: ``out``, the batch flags). A flag added to a magic and not here is r
 
 
 def read_cell_options(kind: CellKind, args: argparse.Namespace,
-                      parser: argparse.ArgumentParser, *, ns: Mapping[str, Any],
-                      shell: Any = None, origin: str | None = None) -> CellOptions:
+                      parser: argparse.ArgumentParser, *, ns: Mapping[str, object],
+                      shell: InteractiveShell | None = None, origin: str | None = None) -> CellOptions:
     """The :class:`CellOptions` of a parsed magic line (notebook variables looked up now).
 
     Raises:

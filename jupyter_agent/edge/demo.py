@@ -16,9 +16,12 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
-__all__ = ["main", "run_demo", "trust", "tutorials", "LIVE_LOCAL", "LIVE_NOTE"]
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
+
+__all__ = ["DemoResult", "main", "run_demo", "trust", "tutorials", "LIVE_LOCAL", "LIVE_NOTE"]
 
 LIVE_LOCAL = ("01-chat-basics.ipynb",)
 """Tutorials run live against the embedded model when it is installed."""
@@ -28,6 +31,20 @@ LIVE_NOTE = ("> **This copy ran live.** The embedded model is installed, so `mak
              "recorded ones.")
 """The note a tutorial of :data:`LIVE_LOCAL` gets when the demo runs it live."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class DemoResult(TypedDict):
+    """How one tutorial ran (:func:`run_demo`)."""
+
+    name: str
+    mode: str
+    """How it ran: replayed from its cassette, executed as saved, or live."""
+    ok: bool
+    error: str | None
+    """The last line of the failing cell's error; ``None`` when every cell ran."""
+    seconds: float
+    notebook: Path
+    html: Path
 
 
 def tutorials(folder: Path) -> list[Path]:
@@ -52,7 +69,7 @@ def _local_available() -> bool:
 
 
 def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
-             only: list[str] | None = None, timeout: int = 900) -> list[dict[str, Any]]:
+             only: list[str] | None = None, timeout: int = 900) -> list[DemoResult]:
     """Execute the tutorials of ``source`` into ``output``; one result dict per notebook
     (``name``, ``mode``, ``ok``, ``error``, ``seconds``, ``notebook``, ``html``)."""
     import nbformat
@@ -69,7 +86,7 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
     if live_local is None:
         live_local = _local_available()
     output.mkdir(parents=True, exist_ok=True)
-    results = []
+    results: list[DemoResult] = []
     for path in tutorials(source):
         if only and not any(path.name.startswith(o) for o in only):
             continue
@@ -111,7 +128,7 @@ def run_demo(source: Path, output: Path, *, live_local: bool | None = None,
     return results
 
 
-def trust(nb: Any) -> None:
+def trust(nb: NotebookNode) -> None:
     """Sign ``nb`` as ``jupyter trust`` does (the signature goes to this user's Jupyter data
     folder): the demo executed it here, as a user running it in JupyterLab would, so Notebook 7
     opens it "Trusted" instead of "Not Trusted". Its outputs are the package's own bundles
@@ -121,7 +138,7 @@ def trust(nb: Any) -> None:
     NotebookNotary().sign(nb)
 
 
-def export_html(nb: Any) -> str:
+def export_html(nb: NotebookNode) -> str:
     """The notebook as standalone HTML; runs show their markdown transcript (a saved widget
     view needs a live kernel, so it is left out)."""
     from nbconvert import HTMLExporter

@@ -15,7 +15,13 @@ message.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..base.jsontypes import object_field
+
+if TYPE_CHECKING:
+    from comm.base_comm import BaseComm
 
 __all__ = ["TARGET", "attach"]
 
@@ -25,7 +31,7 @@ TARGET = "jupyter_agent.live_cells"
 """The comm target name, the same on both sides."""
 
 
-def attach(shell: Any) -> bool:
+def attach(shell: object) -> bool:
     """Let this kernel receive live cells: register :data:`TARGET`, open a comm to it.
 
     Does nothing (returns False) outside an ipykernel kernel or without the ``comm`` package.
@@ -45,11 +51,11 @@ def attach(shell: Any) -> bool:
     return True
 
 
-def _on_msg(comm: Any, msg: dict[str, Any]) -> None:
+def _on_msg(comm: BaseComm, msg: Mapping[str, object]) -> None:
     from ..tools.notebook.live_cells import LIVE
 
-    client = str((msg.get("header") or {}).get("session") or "")
-    data = (msg.get("content") or {}).get("data")
+    client = str(object_field(msg, "header").get("session") or "")
+    data = object_field(msg, "content").get("data")
     error = LIVE.receive(client, data)
     if error:
         try:
@@ -58,5 +64,5 @@ def _on_msg(comm: Any, msg: dict[str, Any]) -> None:
             log.warning("%s", error)
 
 
-def _listen(comm: Any) -> None:
+def _listen(comm: BaseComm) -> None:
     comm.on_msg(lambda msg: _on_msg(comm, msg))

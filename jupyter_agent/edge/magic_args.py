@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from typing import Any, Callable, TypeVar, cast
+from collections.abc import Callable
+from typing import TypeVar, cast
 
+from IPython.core import magic as _magic
 from IPython.core import magic_arguments as _ipython
 
-__all__ = ["argument", "magic_arguments", "parse_argstring"]
+__all__ = ["argument", "cell_magic", "magic_arguments", "parse_argstring"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
+"""A magic function (any signature): the decorators give it back unchanged."""
 
 
 def magic_arguments(name: str | None = None) -> Callable[[F], F]:
@@ -24,12 +27,18 @@ def magic_arguments(name: str | None = None) -> Callable[[F], F]:
     return cast("Callable[[F], F]", _ipython.magic_arguments(name))
 
 
-def argument(*args: Any, **kwargs: Any) -> Callable[[F], F]:
+def cell_magic(fn: F) -> F:
+    """IPython's ``@cell_magic``, bare: it marks ``fn`` and gives it back (IPython declares one
+    type for the bare and the ``@cell_magic("name")`` forms, a union of both results)."""
+    return cast("F", _magic.cell_magic(fn))
+
+
+def argument(*args: str, **kwargs: object) -> Callable[[F], F]:
     """One flag of a magic, as :meth:`argparse.ArgumentParser.add_argument` takes it."""
     return cast("Callable[[F], F]", _ipython.argument(*args, **kwargs))
 
 
-def parse_argstring(magic: Callable[..., Any], line: str) -> argparse.Namespace:
+def parse_argstring(magic: Callable[..., object], line: str) -> argparse.Namespace:
     """The flags of ``line`` parsed by ``magic``'s parser (``UsageError`` on a bad flag). An
     unknown flag also gets the closest known one ("unrecognized arguments: --max-rouns; did
     you mean --max-rounds?"): argparse before Python 3.14 names the typo, not the fix."""
@@ -44,7 +53,7 @@ def parse_argstring(magic: Callable[..., Any], line: str) -> argparse.Namespace:
         raise UsageError(f"{exc}; did you mean {hint}?") from None
 
 
-def _did_you_mean(magic: Callable[..., Any], message: str) -> str | None:
+def _did_you_mean(magic: Callable[..., object], message: str) -> str | None:
     """The closest known flag of each unknown one in argparse's ``message``, if any."""
     if "unrecognized arguments:" not in message:
         return None

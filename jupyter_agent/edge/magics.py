@@ -6,23 +6,41 @@ events to the live display. Errors a user can cause become one ``UsageError`` li
 
 from __future__ import annotations
 
+import argparse
 import string
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from ..base import flags
 from ..base.errors import JupyterAgentError, ResumeError
 from ..base.flags import usage_message
+from ..base.jsontypes import JSONObject, as_list, int_field, object_field
 from .batch_magic import batch_arguments, run_batch_cell
-from .cell_options import CellKind, CellOptions, given_flags, load_cell, read_cell_options
+from .cell_options import (
+    CellKind,
+    CellOptions,
+    EntryOptions,
+    given_flags,
+    load_cell,
+    read_cell_options,
+)
 from .click_gate import GATE
-from .magic_args import argument, magic_arguments, parse_argstring
+from .magic_args import F, argument, cell_magic, magic_arguments, parse_argstring
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
+    from traitlets.utils.bunch import Bunch
+
     from ..agents.run import Run
+    from ..base.events import BaseEvent
+    from ..llm.protocol import ModelClient
+    from ..ui.live import LiveDisplay
+
+    Listener = Callable[[BaseEvent], None]
 
 __all__ = ["AgentMagics", "interpolate", "cell_flags_help"]
 
@@ -34,7 +52,7 @@ _EMPTY_CELL = {"chat": "The cell is empty: write the message to send below %%cha
                "plan": "The cell is empty: write the task below %%plan."}
 
 
-def interpolate(text: str, namespace: dict[str, Any]) -> str:
+def interpolate(text: str, namespace: Mapping[str, object]) -> str:
     """Fill ``{expr}`` fields from the notebook namespace (``{{``/``}}`` for literal braces)."""
     from ..base.template import prompt_fields
 
@@ -59,7 +77,7 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
     return filled
 
 
-def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _shared_arguments(fn: F) -> F:
     """Options every agent magic takes (applied below ``@magic_arguments``)."""
     for decorator in reversed([
         argument("-m", "--model", type=flags.text,
@@ -107,7 +125,7 @@ def _shared_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _tool_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _tool_arguments(fn: F) -> F:
     for decorator in reversed([
         argument("-t", "--tools", type=flags.name_list,
                  help="Comma-separated tool names (default: the agent's; an agent with a "
@@ -144,7 +162,7 @@ class AgentMagics(Magics):
     fallback_models = List(Unicode(), help="Profiles to fail over to, in order.").tag(config=True)
     cache = Bool(False, help="Answer identical requests from the on-disk answer cache (see %agent cache).").tag(config=True)
 
-    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+    def __init__(self, shell: InteractiveShell | None = None, **kwargs: object) -> None:
         super().__init__(shell=shell, **kwargs)
         self._cell_id: str | None = None
         events = getattr(shell, "events", None)
@@ -161,7 +179,7 @@ class AgentMagics(Magics):
             self._sync_settings()
 
     @observe(*_SYNCED)
-    def _on_config(self, change: Any) -> None:
+    def _on_config(self, change: Bunch) -> None:
         from ..base import config
 
         if change["name"] == "api_key" and change["new"] not in ("", _MASK):
@@ -186,7 +204,7 @@ class AgentMagics(Magics):
 
         clear_client_cache()
 
-    def _on_pre_run_cell(self, info: Any = None) -> None:
+    def _on_pre_run_cell(self, info: ExecutionInfo | None = None) -> None:
         cell_id = getattr(info, "cell_id", None)
         self._cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
 
@@ -195,15 +213,14 @@ class AgentMagics(Magics):
         return f"cell:{self._cell_id}" if self._cell_id else None
 
     # ---------------------------------------------------------------- helpers
-    def namespace(self) -> dict[str, Any]:
+    def namespace(self) -> dict[str, object]:
         """The notebook's variables (an empty dict without a shell)."""
         return self.shell.user_ns if self.shell is not None else {}
 
-    def cell_options(self, kind: CellKind, args: Any) -> CellOptions:
+    def cell_options(self, kind: CellKind, args: argparse.Namespace) -> CellOptions:
         """The options record of a parsed ``%%chat``/``%%toolloop``/``%%plan`` line: the same
         record for a plain cell and for ``--over`` (``jupyter_agent/edge/cell_options.py``)."""
-        parser = getattr(AgentMagics, kind).parser
-        return read_cell_options(kind, args, parser, ns=self.namespace(), shell=self.shell,
+        return read_cell_options(kind, args, magic_parser(kind), ns=self.namespace(), shell=self.shell,
                                  origin=self._origin())
 
     def cell_prompt(self, cell: str, magic: str) -> str:
@@ -215,7 +232,8 @@ class AgentMagics(Magics):
             raise UsageError(_EMPTY_CELL[magic])
         return prompt
 
-    def _entry(self, kind: CellKind, args: Any, cell: str) -> tuple[str, dict[str, Any]]:
+    def _entry(self, kind: CellKind, args: argparse.Namespace, cell: str
+               ) -> tuple[str, EntryOptions]:
         """A plain cell's prompt and the keyword options of its entry point."""
         load_cell(kind, "jupyter_agent.ui.live")
         from ..base import config
@@ -232,13 +250,13 @@ class AgentMagics(Magics):
             opts["on_end"] = _out_setter(self.namespace(), args.out, typed=bool(args.schema))
         return prompt, opts
 
-    def _run(self, args: Any, start: Callable[[list[Any]], Any]) -> Any:
+    def _run(self, start: Callable[[list[Listener]], Run]) -> None:
         """Start a run with a live display; map user errors to one line."""
         from ..ui.live import LiveDisplay
 
-        holder: dict[str, Any] = {}
+        holder: dict[str, LiveDisplay] = {}
 
-        def listener(event: Any) -> None:
+        def listener(event: BaseEvent) -> None:
             # The display opens on run_started (see _Starter), before any other event.
             if "display" in holder:
                 holder["display"].on_event(event)
@@ -246,7 +264,6 @@ class AgentMagics(Magics):
         ns = self.namespace()
 
         def on_start(run: Run) -> None:
-            holder["run"] = run
             holder["display"] = LiveDisplay(run, widgets=self.widgets,
                                             on_answer=lambda msg: GATE.apply(
                                                 lambda: _on_click(run, msg)),
@@ -262,7 +279,6 @@ class AgentMagics(Magics):
             # The display already shows the run; the cell still fails (Run All stops here),
             # with one line and no traceback.
             raise UsageError(run.error or "The run failed.")
-        return None
 
     # ---------------------------------------------------------------- magics
     @magic_arguments("%chat")  # usage line: %%chat
@@ -275,9 +291,7 @@ class AgentMagics(Magics):
         if args.over:
             return run_batch_cell(self, "chat", args, cell)
         prompt, opts = self._entry("chat", args, cell)
-        from ..agents.chat import chat
-
-        self._run(args, lambda listeners: chat(prompt, listeners=listeners, **opts))
+        self._run(lambda listeners: _start("chat", prompt, listeners, opts))
 
     @magic_arguments("%toolloop")  # usage line: %%toolloop
     @_shared_arguments
@@ -298,22 +312,21 @@ class AgentMagics(Magics):
         if args.over:
             return run_batch_cell(self, "toolloop", args, cell)
         prompt, opts = self._entry("toolloop", args, cell)
-        from ..agents.toolloop import toolloop
+        from ..agents.run import Run
 
-        self._run(args, lambda listeners: toolloop(prompt, listeners=listeners, **opts))
+        self._run(lambda listeners: _start("toolloop", prompt, listeners, opts))
         run = self.namespace().get("_agent_run")
-        if run is not None and run.status == "ask":  # waiting on an approval card
+        if isinstance(run, Run) and run.status == "ask":  # waiting on an approval card
             from ..agents.toolloop_resume import approval_hint
             from ..ui.live import show_hint
 
             show_hint(run, approval_hint(run))
 
-    def _acp_cell(self, args: Any, cell: str) -> None:
+    def _acp_cell(self, args: argparse.Namespace, cell: str) -> None:
         """``%%toolloop --acp COMMAND``: the cell is the prompt of an external ACP agent
         (``jupyter_agent/acp/bridge.py``, docs/acp-in-a-cell.md)."""
 
-        magic: Any = AgentMagics.toolloop
-        given = given_flags(args, magic.parser)
+        given = given_flags(args, magic_parser("toolloop"))
         for dest, flag in given.items():
             if dest not in ACP_ALLOWED:
                 raise UsageError(f"{flag} with --acp: the ACP agent brings its own model, tools "
@@ -325,12 +338,13 @@ class AgentMagics(Magics):
             raise UsageError('--acp needs the ACP SDK: pip install "jupyter-agent[acp]"') from None
         from ..acp.bridge import parse_command, run_prompt
         from ..acp.client import AcpError
+        from ..agents.run import Run
         from ..base import config
         from ..session import default_store
 
-        value: Any = args.acp
+        value: object = args.acp
         ns = self.namespace()
-        if value.isidentifier() and isinstance(ns.get(value), (list, tuple)):
+        if isinstance(value, str) and value.isidentifier() and isinstance(ns.get(value), (list, tuple)):
             value = ns[value]  # a variable holding the command as a list
         try:
             argv = parse_command(value)
@@ -339,16 +353,16 @@ class AgentMagics(Magics):
         prompt = self.cell_prompt(cell, "toolloop")
         session = args.session or config.settings.session
 
-        def start(listeners: list[Any]) -> Any:
+        def start(listeners: list[Listener]) -> Run:
             try:
                 return run_prompt(argv, prompt, session=session, store=default_store(),
                                   listeners=listeners, origin=self._origin())
             except AcpError as exc:
                 raise UsageError(str(exc)) from None
 
-        self._run(args, start)
+        self._run(start)
         run = ns.get("_agent_run")
-        if run is not None and run.status == "ask":
+        if isinstance(run, Run) and run.status == "ask":
             from ..ui.live import show_hint
 
             show_hint(run, f"The ACP agent asks: click an option, or run `%agent resume "
@@ -371,15 +385,15 @@ class AgentMagics(Magics):
         if args.over:
             return run_batch_cell(self, "plan", args, cell)
         prompt, opts = self._entry("plan", args, cell)
-        from ..agents.plan.agent import plan, resume_hint
-        run_box: dict[str, Any] = {}
+        from ..agents.plan.agent import resume_hint
+        run_box: dict[str, Run] = {}
 
-        def start(listeners: list[Any]) -> Any:
-            run = plan(prompt, listeners=listeners, **opts)
+        def start(listeners: list[Listener]) -> Run:
+            run = _start("plan", prompt, listeners, opts)
             run_box["run"] = run
             return run
 
-        self._run(args, start)
+        self._run(start)
         run = run_box.get("run")
         if run is not None and run.status == "ask":
             from ..ui.live import show_hint
@@ -387,7 +401,7 @@ class AgentMagics(Magics):
             show_hint(run, resume_hint(run))
 
     @line_magic
-    def agent(self, line: str) -> Any:
+    def agent(self, line: str) -> object:
         """Sessions, models, usage, pending questions: `%agent help` lists the commands."""
         from .commands import run_command, shows_result
 
@@ -409,19 +423,38 @@ def cell_flags_help() -> str:
     parsers themselves, so the list cannot fall behind them)."""
     lines: list[str] = []
     for name in ("chat", "toolloop", "plan"):
-        parser = getattr(AgentMagics, name).parser
+        parser = magic_parser(name)
         lines.append(f"\n%%{name} flags:")
         for action in parser._actions:
             if not action.option_strings or action.dest == "help":
                 continue
             spelled = "/".join(action.option_strings)
             if action.nargs != 0:
-                spelled += " " + (action.metavar or action.dest.upper())
+                metavar = action.metavar  # a tuple names each of several values
+                shown = " ".join(metavar) if isinstance(metavar, tuple) else metavar
+                spelled += " " + (shown or action.dest.upper())
             lines.append(f"  {spelled:<28} {(action.help or '').replace('%%', '%')}")
     return "\n".join(lines)
 
 
-def _cell_client(mode: str, model: str | None) -> Any:
+def magic_parser(kind: str) -> argparse.ArgumentParser:
+    """The argument parser IPython's ``magic_arguments`` attached to the ``kind`` magic."""
+    parser = getattr(getattr(AgentMagics, kind), "parser", None)
+    assert isinstance(parser, argparse.ArgumentParser), kind  # every agent magic has one
+    return parser
+
+
+def _start(kind: CellKind, prompt: str, listeners: list[Listener], opts: EntryOptions) -> Run:
+    """Run ``kind``'s entry point (``chat()``, ``toolloop()``, ``plan()``) on the cell's prompt
+    and options. Through :func:`~jupyter_agent.agents.entries.entry_point`: the cell's options
+    hold notebook values (``--schema``'s class or dict) that the entry point checks."""
+    from ..agents.entries import entry_point
+
+    run: Run = entry_point(kind)(prompt, listeners=listeners, **opts)
+    return run
+
+
+def _cell_client(mode: str, model: str | None) -> ModelClient:
     """The record/replay client of a cell's ``--record``/``--replay``."""
     from ..replay.mode import cell_client
 
@@ -431,30 +464,36 @@ def _cell_client(mode: str, model: str | None) -> Any:
 class _Starter:
     """A listener that also learns the Run object from ``run_started`` to open the display."""
 
-    def __init__(self, on_start: Callable[[Any], None], listener: Callable[[Any], None]) -> None:
+    def __init__(self, on_start: Callable[[Run], None], listener: Listener) -> None:
         self.on_start = on_start
         self.listener = listener
         self.started = False
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: BaseEvent) -> None:
         if not self.started and getattr(event, "type", "") == "run_started":
             from ..agents.run import last_run
 
             self.started = True
-            self.on_start(last_run())
+            run = last_run()
+            if run is not None:  # the run that sent run_started is the last one made
+                self.on_start(run)
         self.listener(event)
 
 
 def _close_superseded(run_ids: list[str]) -> None:
     """The cards of runs a new turn superseded say so at once (buttons off, hint gone)."""
-    from ..ui.live import close_superseded
+    from ..agents.run import Run
+    from ..ui.live import close_superseded, displays
 
+    reason = "superseded: its cell was run again; this question was withdrawn."
     for run_id in run_ids:
-        close_superseded(run_id, "superseded: its cell was run again; this question was "
-                                 "withdrawn.")
+        live = displays.get(run_id)
+        if live is not None and isinstance(live.run, Run):
+            live.run.status, live.run.pending, live.run.error = "superseded", None, reason
+        close_superseded(run_id, reason)
 
 
-def _on_decide(run: Run, msg: dict[str, Any]) -> None:
+def _on_decide(run: Run, msg: JSONObject) -> None:
     """A click on Keep, Discard or Undo of a change row: the same road as ``%agent
     keep|discard|undo ID`` (``ui/decide.py``); the row then says what happened."""
     from ..ui.decide import decide_click
@@ -464,24 +503,25 @@ def _on_decide(run: Run, msg: dict[str, Any]) -> None:
         if decide_click(run.view, msg) is None:
             return
     except Exception as exc:  # a click that fails silently is the worst bug: show it
-        run.view["items"].append({"kind": "warning", "message": f"The decision failed: {exc}"})
+        as_list(run.view.get("items")).append(
+            {"kind": "warning", "message": f"The decision failed: {exc}"})
     live = displays.get(run.run_id)
     if live is not None:
         # Kept in ``displays`` (bounded): a second click that raced the first is drawn too.
         live.refresh()
 
 
-def _out_setter(ns: dict[str, Any], name: str, *, typed: bool) -> Callable[[Any], None]:
+def _out_setter(ns: dict[str, object], name: str, *, typed: bool) -> Callable[[Run], None]:
     """The turn's ``on_end`` for ``--out NAME``: each part of the run that ends (the cell's,
     then a click's, ``%agent resume``'s, an answer given up front) stores a typed run's
     instance (``None`` when it never validated), else the answer text."""
-    def on_end(run: Any) -> None:
+    def on_end(run: Run) -> None:
         ns[name] = run.output if typed else run.answer
 
     return on_end
 
 
-def _on_click(run: Any, msg: dict[str, Any]) -> None:
+def _on_click(run: Run, msg: JSONObject) -> None:
     """A click on an ask or approval card: resume the run in the same output (``--out`` is
     filled by the turn's ``on_end``, as for every resume). Runs in a comm callback, after the
     cell finished: errors go into the widget, not stdout.
@@ -505,9 +545,9 @@ def _on_click(run: Any, msg: dict[str, Any]) -> None:
                 and ask.get("call_id") == msg.get("call_id")):
             # Refused while the question still waits (replay: not the recorded answer): the
             # card says so in its own line and takes a click again (seq: each refusal anew).
-            seq = (ask.get("refused") or {}).get("seq", 0) + 1
+            seq = int_field(object_field(ask, "refused"), "seq") + 1
             ask["refused"] = {"message": str(exc), "seq": seq}
         else:
-            run.view["items"].append({"kind": "warning", "message": str(exc)})
+            as_list(run.view.get("items")).append({"kind": "warning", "message": str(exc)})
         if live is not None:
             live.refresh()

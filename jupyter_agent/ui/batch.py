@@ -12,10 +12,17 @@ called on another thread than the batch's (ipykernel 7), so it must only set a f
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..base.fresh_stack import preimport
+from ..base.jsontypes import JSONObject
 from ..view.batch import batch_bundle
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
+    from .batch_widget import BatchWidget
 
 __all__ = ["BatchDisplay"]
 
@@ -23,11 +30,11 @@ __all__ = ["BatchDisplay"]
 class BatchDisplay:
     """The output of one batch cell."""
 
-    def __init__(self, view: dict[str, Any], *, widgets: bool = True,
+    def __init__(self, view: JSONObject, *, widgets: bool = True,
                  on_stop: Callable[[str], None] | None = None) -> None:
         self.view = view
-        self.widget: Any = None
-        self.handle: Any = None
+        self.widget: BatchWidget | None = None
+        self.handle: DisplayHandle | None = None
         self.updates = 0
         if widgets:
             try:
@@ -43,14 +50,14 @@ class BatchDisplay:
             self.handle = display(batch_bundle(view, self.widget.model_id), raw=True,
                                   display_id=True)
 
-    def update(self, view: dict[str, Any]) -> None:
+    def update(self, view: JSONObject) -> None:
         """New state from the engine (already throttled there): sync the widget."""
         self.view = view
         if self.widget is not None:
             self.updates += 1
             self.widget.view = view
 
-    def finish(self, view: dict[str, Any]) -> None:
+    def finish(self, view: JSONObject) -> None:
         """The batch ended: the static card replaces the widget (or appears, headless)."""
         from IPython.display import display
 

@@ -9,31 +9,35 @@ its one line (done, or refused and why) is added to the row.
 
 from __future__ import annotations
 
-from typing import Any
+from ..base.jsontypes import JSONObject, ReadOnlyJSON, as_list, as_object
 
 __all__ = ["decide_click"]
 
 
-def decide_click(view: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any] | None:
+def decide_click(view: JSONObject, msg: ReadOnlyJSON) -> JSONObject | None:
     """Apply the click ``msg`` to the row of its call in ``view``; the outcome appended to
     the row's ``decided`` (``{"action", "ok", "message"}``), or None when the click names no
     row with changes (nothing happens)."""
     from ..sandbox import ACTIONS, DecisionError, decide
 
     call_id, action = msg.get("call_id"), msg.get("action")
-    card = next((i for i in reversed(view.get("items") or [])
-                 if i.get("kind") == "tool" and i.get("call_id") == call_id
-                 and isinstance(i.get("changes"), dict)), None)
-    if card is None or not isinstance(action, str):
+    changes = next((ch for i in reversed(as_list(view.get("items")))
+                    if isinstance(i, dict) and i.get("kind") == "tool"
+                    and i.get("call_id") == call_id
+                    and (ch := as_object(i.get("changes"))) is not None), None)
+    if changes is None or not isinstance(action, str):
         return None
-    changes = card["changes"]
+    outcome: JSONObject
     if action not in ACTIONS:
         outcome = {"action": action[:20], "ok": False, "message": f"Unknown decision {action[:20]!r}."}
     else:
         try:
             outcome = {"action": action, "ok": True,
-                       "message": decide(action, str(changes["record_id"]))}
+                       "message": decide(action, str(changes.get("record_id")))}
         except (DecisionError, OSError) as exc:
             outcome = {"action": action, "ok": False, "message": str(exc).splitlines()[0]}
-    changes.setdefault("decided", []).append(outcome)
+    decided = changes.get("decided")
+    if not isinstance(decided, list):
+        decided = changes["decided"] = []
+    decided.append(outcome)
     return outcome

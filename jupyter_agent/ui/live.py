@@ -17,16 +17,22 @@ import contextlib
 import contextvars
 import threading
 import time
-from collections.abc import Iterator, MutableMapping
-from typing import Any, Callable
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Protocol
 
 from ..base.events import BaseEvent, ToolStarted
 from ..base.fresh_stack import preimport
+from ..base.jsontypes import JSONObject
 from ..base.state import STATE
 from ..view.bundle import build_bundle, output_metadata
 from ..view.changes import has_open_decisions
 
-__all__ = ["LiveDisplay", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", "show_hint",
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
+    from .widget import RunWidget
+
+__all__ = ["LiveDisplay", "LiveRun", "MAX_UPDATES_PER_SECOND", "MAX_DISPLAYS", "displays", "show_hint",
            "close_superseded"]
 
 MAX_UPDATES_PER_SECOND = 30
@@ -42,6 +48,30 @@ _BEFORE_WAIT = frozenset({"round_started", "ask_answered", "round_retried",
                           "stop_gate_feedback"})
 _INTERNAL_TOOLS = frozenset({"update_plan", "ask_agent"})
 
+
+class LiveRun(Protocol):
+    """What a live display reads of its run (:class:`jupyter_agent.agents.run.Run` is one).
+
+    A protocol, not an import: ``ui/`` draws runs and sits below ``agents/``, which makes them
+    (docs/architecture.md). The view is the run's own, changed in place by its events."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def pending(self) -> object:
+        """What a suspended run saved; ``None`` once it ended for good."""
+        ...
+
+    @property
+    def view(self) -> JSONObject: ...
+
+    def abort(self) -> None:
+        """End the run as an interrupt would."""
+        ...
 
 
 class _Displays(MutableMapping[str, "LiveDisplay"]):
@@ -76,7 +106,7 @@ displays: _Displays = STATE.slot("ui.displays", _Displays)
 """Live displays by run id, so a resume finds the widget of its run."""
 
 
-def show_hint(run: Any, text: str) -> None:
+def show_hint(run: LiveRun, text: str) -> None:
     """How to answer a waiting run, shown under its output (cleared when it is answered);
     printed when the run has no live display."""
     live = displays.get(run.run_id)
@@ -89,15 +119,14 @@ def show_hint(run: Any, text: str) -> None:
 def close_superseded(run_id: str, reason: str) -> bool:
     """The live card of ``run_id`` stops waiting at once: question closed, buttons off, hint
     gone, ``reason`` shown (it updates that output by display id, from whichever cell runs).
-    Returns False when this kernel shows no such run."""
+    Returns False when this kernel shows no such run. The run's own state (status, pending,
+    error) is the caller's to change: ``ui/`` only draws runs."""
     from ..view.reduce import withdraw_ask
 
     live = displays.pop(run_id, None)
     if live is None:
         return False
-    run = live.run
-    withdraw_ask(run.view, reason)
-    run.status, run.pending, run.error = "superseded", None, reason
+    withdraw_ask(live.run.view, reason)
     live._clear_hint()
     live.refresh()
     return True
@@ -106,13 +135,13 @@ def close_superseded(run_id: str, reason: str) -> bool:
 class LiveDisplay:
     """The live output of one run (widget when possible, markdown otherwise)."""
 
-    def __init__(self, run: Any, *, widgets: bool = True,
-                 on_answer: Callable[[dict[str, Any]], None] | None = None,
-                 on_decide: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(self, run: LiveRun, *, widgets: bool = True,
+                 on_answer: Callable[[JSONObject], None] | None = None,
+                 on_decide: Callable[[JSONObject], None] | None = None) -> None:
         from IPython.display import display
 
         self.run = run
-        self.widget = None
+        self.widget: RunWidget | None = None
         self.updates = 0
         self._dirty = False
         self._timer: threading.Timer | None = None
@@ -127,7 +156,7 @@ class LiveDisplay:
                                         on_decide=on_decide)
             except Exception:  # no widget support (plain terminal IPython): markdown only
                 self.widget = None
-        self.handle = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
+        self.handle: DisplayHandle | None = display(self._bundle(), metadata=output_metadata(run.view), raw=True,
                               display_id=True)
         # While the cell that drew this display runs, a bundle that keeps the widget waits for
         # the cell's end (see finish).
@@ -165,7 +194,7 @@ class LiveDisplay:
             self._held = False
             self._send_final()
 
-    def on_stop(self, msg: dict[str, Any]) -> None:
+    def on_stop(self, msg: JSONObject) -> None:
         """The card's stop button: end the run as an interrupt would. The message usually
         arrives late (a busy kernel reads widget messages once the cell ends; the JupyterLab
         extension interrupts the kernel meanwhile), so a stop naming another run, or for a run
@@ -190,7 +219,7 @@ class LiveDisplay:
     def _clear_hint(self) -> None:
         self.run.view.pop("hint", None)  # the event that cleared it pushes the view
 
-    def _bundle(self, final: bool = False) -> dict[str, Any]:
+    def _bundle(self, final: bool = False) -> JSONObject:
         # A finished run is shown by the static renderer (same look, no kernel needed), so a
         # saved notebook never depends on widget state. A run waiting for an answer keeps the
         # live widget: its buttons must stay clickable.
@@ -215,7 +244,7 @@ class LiveDisplay:
             self._defer(self._last + self._interval - now)
         if kind in ("run_finished", "run_failed"):
             self.finish()
-            if (self.run.status != "ask" and getattr(self.run, "pending", None) is None
+            if (self.run.status != "ask" and self.run.pending is None
                     and not has_open_decisions(self.run.view)):
                 # Ended for good: nothing can draw into it any more (a new answer would be
                 # refused, no change row has a button left), so the kernel need not keep it.

@@ -32,11 +32,12 @@ from __future__ import annotations
 import copy
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
 
 import anywidget
 import traitlets
 
+from ..base.jsontypes import JSONObject
 from ..view.diff import ViewDiffer
 from .shared import LOADER, STATIC, card_code
 
@@ -60,9 +61,9 @@ class RunWidget(anywidget.AnyWidget):
     view_seq = traitlets.Int(0).tag(sync=True)
     """The seq of the last patch the snapshot includes."""
 
-    def __init__(self, view: dict[str, Any], on_answer: Callable[[dict[str, Any]], None] | None = None,
-                 on_stop: Callable[[dict[str, Any]], None] | None = None,
-                 on_decide: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any) -> None:
+    def __init__(self, view: JSONObject, on_answer: Callable[[JSONObject], None] | None = None,
+                 on_stop: Callable[[JSONObject], None] | None = None,
+                 on_decide: Callable[[JSONObject], None] | None = None, **kwargs: object) -> None:
         super().__init__(view=copy.deepcopy(view), _code_model=card_code().model_id, **kwargs)
         self._source = view
         self._differ = ViewDiffer(view)
@@ -107,7 +108,7 @@ class RunWidget(anywidget.AnyWidget):
             self.view = copy.deepcopy(self._source)
             self.view_seq = self._seq
 
-    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_custom_msg(self, _widget: object, content: object, _buffers: object) -> None:
         if not isinstance(content, dict):
             return
         kind = content.get("type")

@@ -13,8 +13,16 @@ from __future__ import annotations
 import json
 import re
 from html import escape
-from typing import Any
 
+from ..base.jsontypes import (
+    ReadOnlyJSON,
+    as_object,
+    float_field,
+    int_field,
+    list_field,
+    object_field,
+    object_list,
+)
 from ..base.secrets import mask
 from .changes import changes_lines
 
@@ -101,7 +109,7 @@ def _args(arguments: str) -> tuple[str, str]:
     return _clip(arguments, 120), json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _tool_state(item: dict[str, Any], status: str) -> str:
+def _tool_state(item: ReadOnlyJSON, status: str) -> str:
     if item.get("error") == "interrupted":
         return "interrupted"
     if item.get("error"):
@@ -112,7 +120,7 @@ def _tool_state(item: dict[str, Any], status: str) -> str:
     return state
 
 
-def _tool(item: dict[str, Any], status: str) -> str:
+def _tool(item: ReadOnlyJSON, status: str) -> str:
     st = _tool_state(item, status)
     summary, pretty = _args(str(item.get("arguments") or ""))
     seconds = item.get("seconds")
@@ -129,19 +137,20 @@ def _tool(item: dict[str, Any], status: str) -> str:
     if output and output != error:
         body.append(f"<div style=\"{_DIM}\">Output</div><pre style=\"{_PRE}\">{_esc(_clip(output, _TOOL_PREVIEW))}</pre>")
     row = ""
-    if isinstance(item.get("changes"), dict):  # a sandboxed command's change row, no buttons
-        lines = "".join(f"<div>{_esc(line)}</div>" for line in changes_lines(item["changes"]))
+    changes = as_object(item.get("changes"))
+    if changes is not None:  # a sandboxed command's change row, no buttons
+        lines = "".join(f"<div>{_esc(line)}</div>" for line in changes_lines(changes))
         row = ("<div style='border-left:3px solid rgba(127,127,127,.45);padding:2px 8px;"
                f"margin:2px 0 4px 1.6em'>{lines}</div>")
     return (f"<details style='margin:2px 0'><summary>{head}</summary>{''.join(body)}</details>"
             f"{row}")
 
 
-def _ask(ask: dict[str, Any]) -> str:
+def _ask(ask: ReadOnlyJSON) -> str:
     title = "Approval needed" if ask.get("kind") == "approval" else "Question"
-    answered = ask.get("answered") or {}
+    answered = object_field(ask, "answered")
     rows = []
-    for i, option in enumerate(ask.get("options") or [], start=1):
+    for i, option in enumerate(list_field(ask, "options"), start=1):
         chosen = answered.get("how") == "option" and answered.get("option_index") == i
         text = f"{i}. {_esc(str(option))}"
         rows.append(f"<div style='margin:0 0 0 1em'>{'<strong>' + text + ' ✓</strong>' if chosen else text}</div>")
@@ -155,9 +164,9 @@ def _ask(ask: dict[str, Any]) -> str:
             f"<strong>{title}:</strong> {_esc(str(ask.get('question', '')))}{''.join(rows)}</div>")
 
 
-def _plan(plan: dict[str, Any]) -> str:
+def _plan(plan: ReadOnlyJSON) -> str:
     icons = {"done": "✓", "in_progress": "◌", "blocked": "!", "skipped": "–"}
-    steps = plan.get("steps") or []
+    steps = object_list(plan, "steps")
     rows = "".join(
         f"<div style='margin:0 0 0 1em'>{icons.get(str(s.get('status')), '○')} "
         f"{_esc(str(s.get('title', '')))} <span style=\"{_DIM}\">{_esc(str(s.get('status', '')))}</span></div>"
@@ -165,33 +174,32 @@ def _plan(plan: dict[str, Any]) -> str:
     return f"<div style='margin:4px 0'><strong>Plan:</strong> {_esc(str(plan.get('task') or ''))}{rows}</div>"
 
 
-def footer_text(view: dict[str, Any]) -> str:
+def footer_text(view: ReadOnlyJSON) -> str:
     """One line: model, rounds, tokens, cost, time."""
-    f = view["footer"]
+    f = object_field(view, "footer")
     inp, out, cost = f.get("input_tokens"), f.get("output_tokens"), f.get("cost")
     # Unknown (None: no call accounted, or a model without prices) reads "unknown", never 0.
     # Counted here because the server reported none: said in words ("~86" read as a typo).
     tokens = ("tokens unknown" if inp is None or out is None
               else f"about {inp} in / {out} out tokens (estimated)" if f.get("estimated")
               else f"{inp} in / {out} out tokens")
-    price = "cost unknown" if cost is None else f"${cost:.4f}"
+    price = "cost unknown" if cost is None else f"${float_field(f, 'cost'):.4f}"
     return (f"{f.get('model') or view.get('model')} · {f.get('rounds', 0)} round(s) · "
-            f"{tokens} · {price} · {f.get('seconds', 0.0):.1f} s{_parts(f)}{cached_text(f)}")
+            f"{tokens} · {price} · {float_field(f, 'seconds'):.1f} s{_parts(f)}{cached_text(f)}")
 
 
-def cached_text(footer: dict[str, Any]) -> str:
+def cached_text(footer: ReadOnlyJSON) -> str:
     """`` · 2 cached (saved $0.0012)`` once rounds came from the answer cache."""
-    n = int(footer.get("cached") or 0)
+    n = int_field(footer, "cached")
     if not n:
         return ""
-    return f" · {n} cached (saved ${float(footer.get('saved') or 0.0):.4f})"
+    return f" · {n} cached (saved ${float_field(footer, 'saved'):.4f})"
 
 
-def output_rows(view: dict[str, Any], limit: int = 40) -> list[tuple[str, str]]:
+def output_rows(view: ReadOnlyJSON, limit: int = 40) -> list[tuple[str, str]]:
     """A typed run's fields as ``(name, value)`` lines for the card's table (values as short
     JSON; at most ``limit`` fields)."""
-    out = view.get("output") or {}
-    data = out.get("data") or {}
+    data = object_field(object_field(view, "output"), "data")
     rows = []
     for name, value in list(data.items())[:limit]:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
@@ -200,39 +208,40 @@ def output_rows(view: dict[str, Any], limit: int = 40) -> list[tuple[str, str]]:
     return rows
 
 
-def _output(view: dict[str, Any]) -> str:
-    out = view.get("output") or {}
+def _output(view: ReadOnlyJSON) -> str:
+    out = object_field(view, "output")
     head = (f"<div style=\"{_DIM}\">{_esc(str(out.get('schema', '')))} · "
             f"{'valid' if out.get('valid') else 'invalid'}</div>")
     cells = "".join(f"<tr><td style=\"{_DIM};padding-right:8px\">{_esc(k)}</td>"
                     f"<td>{_esc(v)}</td></tr>" for k, v in output_rows(view))
     errs = "".join(f"<div style='color:#c62828'>{_esc(str(e))}</div>"
-                   for e in (out.get("errors") or [])[:10])
+                   for e in list_field(out, "errors")[:10])
     return f"<div class='ja-output'>{head}<table>{cells}</table>{errs}</div>"
 
 
-def _parts(footer: dict[str, Any]) -> str:
+def _parts(footer: ReadOnlyJSON) -> str:
     """`` in 2 parts`` for a run resumed after a question (its time is the sum of its parts)."""
-    parts = int(footer.get("parts") or 0)
+    parts = int_field(footer, "parts")
     return f" in {parts} parts" if parts > 1 else ""
 
 
-def render_html(view: dict[str, Any]) -> str:
+def render_html(view: ReadOnlyJSON) -> str:
     """The run as one self-contained, sanitised HTML fragment (see the module docstring)."""
     status = str(view.get("status") or "")
     parts = [f"<div style=\"margin-bottom:4px\"><strong>{_esc(str(view.get('agent') or 'run'))}</strong> "
              f"<span style=\"{_DIM}\">{_esc(str(view.get('model') or ''))}</span> "
              f"<span style=\"{_DIM};float:right\">{_esc(status)}</span></div>"]
-    for item in view.get("items") or []:
+    for item in object_list(view, "items"):
         kind = item.get("kind")
-        if kind == "reasoning" and str(item.get("text", "")).strip():
+        text = str(item.get("text", ""))
+        if kind == "reasoning" and text.strip():
             parts.append(f"<details style='margin:2px 0'><summary style=\"{_DIM}\">Reasoning</summary>"
-                         f"<pre style=\"{_PRE}\">{_esc(_clip(item['text']))}</pre></details>")
-        elif kind == "text" and str(item.get("text", "")).strip():
+                         f"<pre style=\"{_PRE}\">{_esc(_clip(text))}</pre></details>")
+        elif kind == "text" and text.strip():
             if item.get("withdrawn"):
                 parts.append(f"<div style=\"{_DIM}\"><em>Draft withdrawn by the stop gate.</em></div>")
             else:
-                parts.append(_markdown(item["text"]))
+                parts.append(_markdown(text))
         elif kind == "tool":
             parts.append(_tool(item, status))
         elif kind == "warning" and item.get("level") == "note":
@@ -247,11 +256,11 @@ def render_html(view: dict[str, Any]) -> str:
             parts.append(f"<div style=\"{_DIM}\">Context {_esc(str(item.get('method')))}: "
                          f"{_esc(str(item.get('tokens_before')))} → {_esc(str(item.get('tokens_after')))} tokens</div>")
     if view.get("plan"):
-        parts.append(_plan(view["plan"]))
+        parts.append(_plan(object_field(view, "plan")))
     if view.get("output"):
         parts.append(_output(view))
     if view.get("ask"):
-        parts.append(_ask(view["ask"]))
+        parts.append(_ask(object_field(view, "ask")))
     if view.get("error"):
         parts.append(f"<div style='color:#c62828'><strong>{_esc(status or 'error')}:</strong> "
                      f"{_esc(str(view['error']))}</div>")

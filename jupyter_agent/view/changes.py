@@ -7,12 +7,21 @@ what happened and which ``%agent`` command acts instead (docs/sandbox.md).
 
 from __future__ import annotations
 
-from typing import Any
+from ..base.jsontypes import (
+    ReadOnlyJSON,
+    int_field,
+    list_field,
+    object_field,
+    object_list,
+    str_field,
+)
 
 __all__ = ["VERBS", "changes_lines", "has_open_decisions", "held_state", "open_actions"]
 
 VERBS = {"added": "wrote", "changed": "replaced", "removed": "removed"}
 """How a held change is said: ``bash wrote `pyarrow.py`, a module the kernel could import``."""
+
+_COUNTS = ("added", "changed", "removed")
 
 
 def _names(names: list[str], total: int) -> str:
@@ -20,52 +29,53 @@ def _names(names: list[str], total: int) -> str:
     return ", ".join(f"`{n}`" for n in names) + (f" and {more} more" if more > 0 else "")
 
 
-def _decided(ch: dict[str, Any], action: str) -> bool:
+def _decided(ch: ReadOnlyJSON, action: str) -> bool:
     return any(d.get("ok") and d.get("action") in ((action,) if action == "undo"
                                                      else ("keep", "discard"))
-               for d in ch.get("decided") or [])
+               for d in object_list(ch, "decided"))
 
 
-def held_state(ch: dict[str, Any]) -> str:
+def held_state(ch: ReadOnlyJSON) -> str:
     """``held``, or ``kept`` / ``discarded`` once a person decided."""
-    for d in ch.get("decided") or []:
+    for d in object_list(ch, "decided"):
         if d.get("ok") and d.get("action") in ("keep", "discard"):
             return "kept" if d["action"] == "keep" else "discarded"
     return "held"
 
 
-def open_actions(ch: dict[str, Any]) -> list[str]:
+def open_actions(ch: ReadOnlyJSON) -> list[str]:
     """The decisions still open on the row: ``keep``/``discard`` for held changes, ``undo``
     for applied ones (a decision that succeeded closes its own)."""
     out: list[str] = []
     if ch.get("held_count") and not _decided(ch, "keep"):
         out += ["keep", "discard"]
-    if ch.get("added", 0) + ch.get("changed", 0) + ch.get("removed", 0) and not _decided(ch, "undo"):
+    if sum(int_field(ch, k) for k in _COUNTS) and not _decided(ch, "undo"):
         out.append("undo")
     return out
 
 
-def changes_lines(ch: dict[str, Any], *, static: bool = True) -> list[str]:
+def changes_lines(ch: ReadOnlyJSON, *, static: bool = True) -> list[str]:
     """One line per fact of the row (markdown code spans around paths); with ``static``, the
     last line names the commands that act on it from a new cell."""
     tool = ch.get("tool") or "the command"
-    counts = [f"{ch[k]} {k}" for k in ("added", "changed", "removed") if ch.get(k)]
+    counts = [f"{ch[k]} {k}" for k in _COUNTS if ch.get(k)]
     lines: list[str] = []
     if counts:
-        total = sum(ch.get(k, 0) for k in ("added", "changed", "removed"))
+        total = sum(int_field(ch, k) for k in _COUNTS)
+        names = [str(n) for n in list_field(ch, "names")]
         lines.append(f"{tool} changed the workspace: {', '.join(counts)} "
-                     f"({_names(list(ch.get('names') or []), total)})"
+                     f"({_names(names, total)})"
                      + (", undone" if _decided(ch, "undo") else ""))
     if ch.get("undo_note"):
         lines.append(f"Undo is partial: {ch['undo_note']}")
-    held = list(ch.get("held") or [])
+    held = object_list(ch, "held")
     for h in held:
-        lines.append(f"{tool} {VERBS.get(h.get('kind', ''), 'changed')} `{h.get('path', '')}`, "
-                     f"{h.get('reason', '')}: {held_state(ch)}")
-    more = int(ch.get("held_count") or 0) - len(held)
+        lines.append(f"{tool} {VERBS.get(str_field(h, 'kind'), 'changed')} "
+                     f"`{h.get('path', '')}`, {h.get('reason', '')}: {held_state(ch)}")
+    more = int_field(ch, "held_count") - len(held)
     if more > 0:
         lines.append(f"and {more} more held change(s)")
-    for d in ch.get("decided") or []:
+    for d in object_list(ch, "decided"):
         lines.append(("" if d.get("ok") else "refused: ") + str(d.get("message", "")))
     acts = open_actions(ch)
     if static and acts:
@@ -75,7 +85,7 @@ def changes_lines(ch: dict[str, Any], *, static: bool = True) -> list[str]:
     return lines
 
 
-def has_open_decisions(view: dict[str, Any]) -> bool:
+def has_open_decisions(view: ReadOnlyJSON) -> bool:
     """Whether a tool card of ``view`` has a change row with a decision still open."""
-    return any(i.get("kind") == "tool" and isinstance(i.get("changes"), dict)
-               and open_actions(i["changes"]) for i in view.get("items") or [])
+    return any(i.get("kind") == "tool" and open_actions(object_field(i, "changes"))
+               for i in object_list(view, "items"))

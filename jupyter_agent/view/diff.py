@@ -30,7 +30,8 @@ of the diff).
 from __future__ import annotations
 
 import copy
-from typing import Any
+
+from ..base.jsontypes import JSONArray, JSONObject, JSONValue, object_field, object_list
 
 __all__ = ["ViewDiffer"]
 
@@ -39,13 +40,13 @@ _MISSING = object()
 _REPLACED_WHOLE = frozenset({"plan"})
 
 
-def _keep(key: str, value: Any) -> Any:
+def _keep(key: str, value: JSONValue) -> JSONValue:
     return value if key in _REPLACED_WHOLE else copy.deepcopy(value)
 
 
-def _item_update(index: int, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any] | None:
-    set_: dict[str, Any] = {}
-    append: dict[str, str] = {}
+def _item_update(index: int, old: JSONObject, new: JSONObject) -> JSONObject | None:
+    set_: JSONObject = {}
+    append: JSONObject = {}
     for key, value in new.items():
         prev = old.get(key, _MISSING)
         if prev is value or prev == value:
@@ -55,10 +56,10 @@ def _item_update(index: int, old: dict[str, Any], new: dict[str, Any]) -> dict[s
             append[key] = value[len(prev):]
         else:
             set_[key] = value
-    deleted = [k for k in old if k not in new]
+    deleted: JSONArray = [k for k in old if k not in new]
     if not (set_ or append or deleted):
         return None
-    op: dict[str, Any] = {"op": "update", "index": index}
+    op: JSONObject = {"op": "update", "index": index}
     if set_:
         op["set"] = set_
     if append:
@@ -71,22 +72,23 @@ def _item_update(index: int, old: dict[str, Any], new: dict[str, Any]) -> dict[s
 class ViewDiffer:
     """What changed in a view since the last :meth:`diff` (or :meth:`reset`)."""
 
-    def __init__(self, view: dict[str, Any] | None = None) -> None:
-        self._items: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        self._top: dict[str, Any] = {}
-        self._footer: dict[str, Any] = {}
+    def __init__(self, view: JSONObject | None = None) -> None:
+        self._items: list[tuple[JSONObject, JSONObject]] = []
+        """Each item reported: the view's own (changed in place) and a copy of what was sent."""
+        self._top: JSONObject = {}
+        self._footer: JSONObject = {}
         if view is not None:
             self.reset(view)
 
-    def reset(self, view: dict[str, Any]) -> None:
+    def reset(self, view: JSONObject) -> None:
         """Take ``view`` as what the front end has now (a full snapshot was sent)."""
-        self._items = [(item, dict(item)) for item in view.get("items") or []]
+        self._items = [(item, dict(item)) for item in object_list(view, "items")]
         self._top = {k: _keep(k, v) for k, v in view.items() if k not in ("items", "footer")}
-        self._footer = dict(view.get("footer") or {})
+        self._footer = dict(object_field(view, "footer"))
 
-    def diff(self, view: dict[str, Any]) -> list[dict[str, Any]]:
+    def diff(self, view: JSONObject) -> list[JSONObject]:
         """The operations that turn the last reported view into ``view``; remembers ``view``."""
-        ops: list[dict[str, Any]] = []
+        ops: list[JSONObject] = []
         for key, value in view.items():
             if key in ("items", "footer"):
                 continue
@@ -101,15 +103,16 @@ class ViewDiffer:
         for key in [k for k in self._top if k not in view]:
             ops.append({"op": "delete", "key": key})
             del self._top[key]
-        footer = view.get("footer") or {}
-        changed = {k: v for k, v in footer.items() if self._footer.get(k, _MISSING) != v}
+        footer = object_field(view, "footer")
+        changed: JSONObject = {k: v for k, v in footer.items()
+                               if self._footer.get(k, _MISSING) != v}
         if changed:
             ops.append({"op": "merge", "key": "footer", "value": changed})
             self._footer.update(changed)
-        self._diff_items(view.get("items") or [], ops)
+        self._diff_items(object_list(view, "items"), ops)
         return ops
 
-    def _diff_items(self, items: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
+    def _diff_items(self, items: list[JSONObject], ops: list[JSONObject]) -> None:
         shadow = self._items
         same = 0  # the leading items that are still the same objects
         limit = min(len(items), len(shadow))

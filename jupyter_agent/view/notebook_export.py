@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import ConfigError
 from ..base.inert import code_span, inert_inline, inert_markdown
+from ..base.jsontypes import str_field
 from ..base.secrets import mask_obj
 
 if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
+
+    from ..base.events import RunEvent
     from ..session.models import RunRecord, TranscriptDict
     from ..session.store import Store
 
@@ -29,10 +33,10 @@ __all__ = ["session_notebook", "export_session"]
 _MAGICS = {"chat": "chat", "toolloop": "toolloop", "plan": "plan"}
 
 
-def _events(store: Store, run_id: str) -> list[Any]:
+def _events(store: Store, run_id: str) -> list[RunEvent]:
     from ..base.events import EVENT_ADAPTER
 
-    out = []
+    out: list[RunEvent] = []
     for d in store.get_events(run_id):
         try:
             out.append(EVENT_ADAPTER.validate_python(d))
@@ -46,7 +50,7 @@ def _quote(text: str) -> str:
                      for line in inert_markdown(text or "").split("\n")) or ">"
 
 
-def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answer_text: str) -> list[Any]:
+def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answer_text: str) -> list[NotebookNode]:
     """Markdown (the user), code cell (the run's bundle), markdown (the answer)."""
     import nbformat.v4 as v4
 
@@ -55,7 +59,7 @@ def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answe
 
     events = _events(store, run.run_id)
     view = reduce_events(events)
-    prompt = user_text or view.get("prompt") or ""
+    prompt = user_text or str_field(view, "prompt")
     cells = [v4.new_markdown_cell(f"**You** ({inert_inline(run.kind)}):\n\n{_quote(prompt)}")]
     magic = _MAGICS.get(run.kind)
     source = f"%%{magic} --session {session}\n{prompt}" if magic else f"# {run.kind} run\n"
@@ -65,9 +69,10 @@ def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answe
         code.outputs = [v4.new_output("display_data", data=build_bundle(view),
                                       metadata=output_metadata(view))]
     cells.append(code)
-    answer = answer_text or view.get("answer") or ""
-    if run.status != "ask" and view.get("error") and not answer:
-        answer = f"*The run ended with status {run.status}: {inert_inline(view['error'])}*"
+    answer = answer_text or str_field(view, "answer")
+    error = str_field(view, "error")
+    if run.status != "ask" and error and not answer:
+        answer = f"*The run ended with status {run.status}: {inert_inline(error)}*"
     elif answer:
         answer = inert_markdown(answer)
     if run.status == "ask":
@@ -78,7 +83,7 @@ def _run_cells(store: Store, session: str, run: RunRecord, user_text: str, answe
     return cells
 
 
-def session_notebook(store: Store, session: str) -> Any:
+def session_notebook(store: Store, session: str) -> NotebookNode:
     """The notebook (an ``nbformat`` v4 node) of ``session``.
 
     Raises:
@@ -86,6 +91,7 @@ def session_notebook(store: Store, session: str) -> Any:
     """
     import nbformat
     import nbformat.v4 as v4
+    from nbformat.notebooknode import NotebookNode
 
     record = store.get_session(session)
     if record is None:
@@ -94,21 +100,22 @@ def session_notebook(store: Store, session: str) -> Any:
     runs = {r.run_id: r for r in store.list_runs(session)}
     # Blocks in time order: each run once (at its first message, or its creation time when it
     # wrote none, e.g. a run still waiting), and messages that belong to no run.
-    blocks: list[tuple[float, str, Any]] = []
+    # A block: (time, a run's id or a message).
+    blocks: list[tuple[float, str | TranscriptDict]] = []
     seen: set[str] = set()
     by_run: dict[str, list[TranscriptDict]] = {}
     for e in entries:
-        rid = e.get("run_id")
-        if rid in runs:
+        rid = e["run_id"]
+        if rid is not None and rid in runs:
             by_run.setdefault(rid, []).append(e)
             if rid not in seen:
                 seen.add(rid)
-                blocks.append((runs[rid].created, "run", rid))
+                blocks.append((runs[rid].created, rid))
         elif e["role"] in ("user", "assistant") and e["text"]:
-            blocks.append((e["created"], "message", e))
+            blocks.append((e["created"], e))
     for rid, r in runs.items():
         if rid not in seen:
-            blocks.append((r.created, "run", rid))
+            blocks.append((r.created, rid))
     blocks.sort(key=lambda b: b[0])
     usage = store.usage(session)
     facts = [f"group {inert_inline(record.group)}" if record.group else "",
@@ -119,8 +126,8 @@ def session_notebook(store: Store, session: str) -> Any:
     head = (f"# Session {code_span(session)}\n\nExported by jupyter-agent on "
             f"{time.strftime('%Y-%m-%d %H:%M')}: " + "; ".join(f for f in facts if f) + ".")
     cells = [v4.new_markdown_cell(head)]
-    for _, kind, item in blocks:
-        if kind == "message":
+    for _, item in blocks:
+        if not isinstance(item, str):  # a message of no run
             who = "You" if item["role"] == "user" else "Assistant"
             cells.append(v4.new_markdown_cell(f"**{who}:**\n\n{inert_markdown(item['text'])}"))
             continue
@@ -133,7 +140,9 @@ def session_notebook(store: Store, session: str) -> Any:
     nb.metadata["jupyter_agent"] = {"session": session}
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    return nbformat.from_dict(mask_obj(nb))
+    node = nbformat.from_dict(mask_obj(nb))
+    assert isinstance(node, NotebookNode)  # from_dict of a dict is a node
+    return node
 
 
 def export_session(path: str | Path, session: str | None = None, *, store: Store | None = None) -> Path:

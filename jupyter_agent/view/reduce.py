@@ -59,14 +59,49 @@ Shape::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
-from ..base.events import BaseEvent
+from ..base.events import (
+    AskAnswered,
+    AskPending,
+    BaseEvent,
+    CellProposed,
+    ContextCompressed,
+    OutputChecked,
+    PlanStatus,
+    PlanUpdated,
+    ReasoningDelta,
+    RoundRetried,
+    RoundStarted,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StopGateFeedback,
+    TextDelta,
+    ToolArgsDelta,
+    ToolCalled,
+    ToolFigures,
+    ToolReturned,
+    ToolsOffered,
+    ToolStarted,
+    UsageRecorded,
+    Warning_,
+    WorkspaceChanged,
+)
+from ..base.jsontypes import (
+    JSONArray,
+    JSONObject,
+    as_object,
+    bool_field,
+    float_field,
+    int_field,
+    str_field,
+)
 
 __all__ = ["new_view", "reduce_event", "reduce_events", "withdraw_ask"]
 
 
-def new_view() -> dict[str, Any]:
+def new_view() -> JSONObject:
     """An empty view state."""
     return {
         "run_id": "",
@@ -97,275 +132,319 @@ def new_view() -> dict[str, Any]:
     }
 
 
-def _last_item(view: dict[str, Any], kind: str, round_: int) -> dict[str, Any] | None:
-    items: list[dict[str, Any]] = view["items"]
-    if items and items[-1]["kind"] == kind and items[-1].get("round") == round_:
-        return items[-1]
+def _items(view: JSONObject) -> JSONArray:
+    """The view's item list, changed in place by the reducers (made when a view lacks it)."""
+    items = view.get("items")
+    if not isinstance(items, list):
+        items = view["items"] = []
+    return items
+
+
+def _footer(view: JSONObject) -> JSONObject:
+    """The view's footer, changed in place by the reducers (made when a view lacks it)."""
+    footer = view.get("footer")
+    if not isinstance(footer, dict):
+        footer = view["footer"] = new_view()["footer"]
+        assert isinstance(footer, dict)
+    return footer
+
+
+def _last_item(view: JSONObject, kind: str, round_: int) -> JSONObject | None:
+    items = view.get("items")  # not _items(): once per streamed piece, the call shows
+    last = items[-1] if isinstance(items, list) and items else None
+    if isinstance(last, dict) and last.get("kind") == kind and last.get("round") == round_:
+        return last
     return None
 
 
-def _find_tool(view: dict[str, Any], call_id: str) -> dict[str, Any] | None:
-    items: list[dict[str, Any]] = view["items"]
+def _find_tool(view: JSONObject, call_id: str) -> JSONObject | None:
     # Newest first, without copying the list: every streamed argument piece looks its call
     # up, and the call is almost always the last item of a view that grows every round.
-    item: dict[str, Any]
-    for item in reversed(items):
-        if item["kind"] == "tool" and item["call_id"] == call_id:
+    for item in reversed(_items(view)):
+        if isinstance(item, dict) and item.get("kind") == "tool" and item.get("call_id") == call_id:
             return item
     return None
 
 
-# One reducer per event type: ``view`` (changed in place) and the event's fields.
-Reducer = Callable[[dict[str, Any], dict[str, Any]], None]
+E = TypeVar("E", bound=BaseEvent)
+
+Reducer = Callable[[JSONObject, BaseEvent], None]
+"""What one event type does to ``view`` (changed in place)."""
 
 
-def _delta(view: dict[str, Any], d: dict[str, Any]) -> None:
+def _on(cls: type[E], fn: Callable[[JSONObject, E], None]) -> tuple[str, Reducer]:
+    """``fn`` as the reducer of ``cls``'s type name, keyed by that name (so a name is never
+    paired with another class): ``fn`` sees the event with its real type, and an event of
+    another class under that name (a newer version's) changes nothing."""
+
+    def reduce(view: JSONObject, event: BaseEvent) -> None:
+        if isinstance(event, cls):
+            fn(view, event)
+
+    return str(cls.model_fields["type"].default), reduce
+
+
+def _delta(view: JSONObject, e: TextDelta | ReasoningDelta) -> None:
     """``text_delta``/``reasoning_delta``: appended to the round's text (or reasoning) item."""
-    item_kind = "text" if d["type"] == "text_delta" else "reasoning"
-    last = _last_item(view, item_kind, d["round"])
+    item_kind = "text" if e.type == "text_delta" else "reasoning"
+    last = _last_item(view, item_kind, e.round)
     if last is None:
-        last = {"kind": item_kind, "round": d["round"], "text": ""}
+        last = {"kind": item_kind, "round": e.round, "text": ""}
         if item_kind == "text":
             last["withdrawn"] = False
-        view["items"].append(last)
-    last["text"] += d["text"]
+        _items(view).append(last)
+    text = last.get("text")  # not str_field: once per streamed piece, the call shows
+    last["text"] = (text if isinstance(text, str) else "") + e.text
 
 
-def _tool_called(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["items"].append({
-        "kind": "tool", "round": d["round"], "call_id": d["call_id"], "name": d["name"],
-        "arguments": d["arguments"], "output": "", "error": None, "seconds": 0.0,
-        "state": "queued", "internal": d["name"] in ("update_plan", "ask_agent"),
+def _tool_called(view: JSONObject, e: ToolCalled) -> None:
+    _items(view).append({
+        "kind": "tool", "round": e.round, "call_id": e.call_id, "name": e.name,
+        "arguments": e.arguments, "output": "", "error": None, "seconds": 0.0,
+        "state": "queued", "internal": e.name in ("update_plan", "ask_agent"),
         "started_at": None,
     })
 
 
-def _tool_started(view: dict[str, Any], d: dict[str, Any]) -> None:
-    card = _find_tool(view, d["call_id"])
+def _tool_started(view: JSONObject, e: ToolStarted) -> None:
+    card = _find_tool(view, e.call_id)
     if card is not None:
-        card.update(state="running", started_at=d["t"])
+        card.update(state="running", started_at=e.t)
 
 
-def _tool_args_delta(view: dict[str, Any], d: dict[str, Any]) -> None:
-    card = _find_tool(view, d["call_id"])
+def _tool_args_delta(view: JSONObject, e: ToolArgsDelta) -> None:
+    card = _find_tool(view, e.call_id)
     if card is not None:
-        card["arguments"] += d["delta"]
+        arguments = card.get("arguments")
+        card["arguments"] = (arguments if isinstance(arguments, str) else "") + e.delta
 
 
-def _tool_returned(view: dict[str, Any], d: dict[str, Any]) -> None:
-    card = _find_tool(view, d["call_id"])
+def _tool_returned(view: JSONObject, e: ToolReturned) -> None:
+    card = _find_tool(view, e.call_id)
     if card is None:
-        card = {"kind": "tool", "round": d["round"], "call_id": d["call_id"], "name": d["name"],
-                "arguments": "", "internal": d["internal"]}
-        view["items"].append(card)
-    if d["name"] == "update_plan":
+        card = {"kind": "tool", "round": e.round, "call_id": e.call_id, "name": e.name,
+                "arguments": "", "internal": e.internal}
+        _items(view).append(card)
+    if e.name == "update_plan":
         view["plan_status"] = None  # the update ran (or failed): nothing is on its way
     card.update(
-        output=d["output"],
-        error=d["error"],
-        seconds=d["seconds"],
-        state="error" if d["error"] else "done",
-        internal=d["internal"] or card.get("internal", False),
+        output=e.output,
+        error=e.error,
+        seconds=e.seconds,
+        state="error" if e.error else "done",
+        internal=e.internal or bool_field(card, "internal"),
     )
 
 
-def _workspace_changed(view: dict[str, Any], d: dict[str, Any]) -> None:
-    card = _find_tool(view, d["call_id"])
+def _workspace_changed(view: JSONObject, e: WorkspaceChanged) -> None:
+    card = _find_tool(view, e.call_id)
     if card is not None:
         # ``decided``: what a person's click did (set by the kernel, docs/sandbox.md).
-        card["changes"] = {k: d[k] for k in (
-            "record_id", "tool", "added", "changed", "removed", "names", "held", "held_count",
-            "undo_note")} | {"decided": []}
+        held: JSONArray = [dict(h) for h in e.held]
+        card["changes"] = {
+            "record_id": e.record_id, "tool": e.tool, "added": e.added, "changed": e.changed,
+            "removed": e.removed, "names": list(e.names), "held": held,
+            "held_count": e.held_count, "undo_note": e.undo_note, "decided": [],
+        }
 
 
-def _tool_figures(view: dict[str, Any], d: dict[str, Any]) -> None:
-    card = _find_tool(view, d["call_id"])
+def _tool_figures(view: JSONObject, e: ToolFigures) -> None:
+    card = _find_tool(view, e.call_id)
     if card is not None:
-        card["figures"] = [dict(f) for f in d["figures"]]
+        figures: JSONArray = [dict(f) for f in e.figures]
+        card["figures"] = figures
 
 
-def _cell_proposed(view: dict[str, Any], d: dict[str, Any]) -> None:
-    card = _find_tool(view, d["call_id"])
+def _cell_proposed(view: JSONObject, e: CellProposed) -> None:
+    card = _find_tool(view, e.call_id)
+    proposal: JSONObject = dict(e.proposal)
     if card is not None:
-        card["proposal"] = dict(d["proposal"])
+        card["proposal"] = proposal
     else:  # proposed outside a tool card: still shown, as its own item
-        view["items"].append({"kind": "proposal", "proposal": dict(d["proposal"])})
+        _items(view).append({"kind": "proposal", "proposal": proposal})
 
 
-def _usage(view: dict[str, Any], d: dict[str, Any]) -> None:
-    f = view["footer"]
-    f["input_tokens"] = (f["input_tokens"] or 0) + d["input_tokens"]
-    f["output_tokens"] = (f["output_tokens"] or 0) + d["output_tokens"]
+def _usage(view: JSONObject, e: UsageRecorded) -> None:
+    f = _footer(view)
+    f["input_tokens"] = int_field(f, "input_tokens") + e.input_tokens
+    f["output_tokens"] = int_field(f, "output_tokens") + e.output_tokens
     # One call of a model without prices makes the total unknown (events saved before
-    # `priced` existed were priced).
-    f["unpriced"] = f.get("unpriced", False) or not d.get("priced", True)
-    f["cost"] = None if f["unpriced"] else (f["cost"] or 0.0) + d["cost"]
-    f["estimated"] = f["estimated"] or d["estimated"]
-    if d.get("cached"):  # answered from the cache (events saved before caching lack it)
-        f["cached"] = f.get("cached", 0) + 1
-        f["saved"] = f.get("saved", 0.0) + d.get("saved", 0.0)
-    if d["model"]:
-        f["model"] = d["model"]
+    # `priced` existed were priced: the field's default).
+    unpriced = bool_field(f, "unpriced") or not e.priced
+    f["unpriced"] = unpriced
+    f["cost"] = None if unpriced else float_field(f, "cost") + e.cost
+    f["estimated"] = bool_field(f, "estimated") or e.estimated
+    if e.cached:  # answered from the cache (events saved before caching lack it: False)
+        f["cached"] = int_field(f, "cached") + 1
+        f["saved"] = float_field(f, "saved") + e.saved
+    if e.model:
+        f["model"] = e.model
 
 
-def _round_started(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["footer"]["rounds"] = max(view["footer"]["rounds"], d["round"])
+def _round_started(view: JSONObject, e: RoundStarted) -> None:
+    f = _footer(view)
+    f["rounds"] = max(int_field(f, "rounds"), e.round)
 
 
-def _plan_updated(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["plan"] = d["plan"]
+def _plan_updated(view: JSONObject, e: PlanUpdated) -> None:
+    view["plan"] = e.plan
 
 
-def _tools_offered(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["tools"] = list(d["tools"])
-    if d.get("agent"):  # the card names the agent that ran (events saved before lack it)
-        view["role"] = {"name": str(d["agent"]), "source": d.get("agent_source")}
+def _tools_offered(view: JSONObject, e: ToolsOffered) -> None:
+    tools: JSONArray = list(e.tools)
+    view["tools"] = tools
+    if e.agent:  # the card names the agent that ran (events saved before lack it)
+        view["role"] = {"name": e.agent, "source": e.agent_source}
 
 
-def _plan_status(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["plan_status"] = d["status"]
+def _plan_status(view: JSONObject, e: PlanStatus) -> None:
+    view["plan_status"] = e.status
 
 
-def _ask_pending(view: dict[str, Any], d: dict[str, Any]) -> None:
+def _ask_pending(view: JSONObject, e: AskPending) -> None:
+    options: JSONArray = list(e.options)
+    descriptions: JSONArray = list(e.descriptions)
     view["ask"] = {
-        "call_id": d["call_id"],
-        "kind": d["kind"],
-        "question": d["question"],
-        "options": list(d["options"]),
-        "descriptions": list(d["descriptions"]),
-        "allow_other": d["allow_other"],
-        "detail": dict(d["detail"]),
+        "call_id": e.call_id,
+        "kind": e.kind,
+        "question": e.question,
+        "options": options,
+        "descriptions": descriptions,
+        "allow_other": e.allow_other,
+        "detail": dict(e.detail),
         "answered": None,
     }
     view["status"] = "ask"
 
 
-def _ask_answered(view: dict[str, Any], d: dict[str, Any]) -> None:
-    ask = view.get("ask")
-    if ask is not None and ask["call_id"] == d["call_id"]:
-        ask["answered"] = {"how": d["how"], "answer": d["answer"], "option_index": d["option_index"]}
+def _ask_answered(view: JSONObject, e: AskAnswered) -> None:
+    ask = as_object(view.get("ask"))
+    if ask is not None and ask.get("call_id") == e.call_id:
+        ask["answered"] = {"how": e.how, "answer": e.answer, "option_index": e.option_index}
         # Keep a record of the answered ask in the item flow, so a run with several asks
         # shows each one where it happened.
         # (What only a waiting card shows, the recorded option and a refusal, is not kept.)
-        view["items"].append({"kind": "ask", **{k: v for k, v in ask.items()
-                                                if k not in ("recorded_option", "refused")}})
+        _items(view).append({"kind": "ask", **{k: v for k, v in ask.items()
+                                               if k not in ("recorded_option", "refused")}})
         view["ask"] = None
-    view["started_at"] = d["t"]  # the run goes on from here (its earlier time is in the footer)
-    card = _find_tool(view, d["call_id"])
+    view["started_at"] = e.t  # the run goes on from here (its earlier time is in the footer)
+    card = _find_tool(view, e.call_id)
     if card is not None:
         # The call's card said "Waiting for user answer."; it now shows what happened.
-        said = {"option": f"Answered: {d['answer']}", "other": f"Answered: {d['answer']}",
-                "dismissed": "Dismissed."}[d["how"]]
+        said = "Dismissed." if e.how == "dismissed" else f"Answered: {e.answer}"
         card.update(output=said, state="done", error=None)
     view["status"] = "running"
 
 
-def _round_retried(view: dict[str, Any], d: dict[str, Any]) -> None:
+def _round_retried(view: JSONObject, e: RoundRetried) -> None:
     # The partial output of a dropped stream is replaced by the retry's output.
-    view["items"] = [
-        it for it in view["items"]
-        if not (it.get("round") == d["round"] and it["kind"] in ("text", "reasoning")
-                or it["kind"] == "tool" and it.get("round") == d["round"]
-                and it.get("state") in ("queued", "running"))
-    ]
-    view["items"].append({"kind": "warning", "message": f"Round {d['round']} retried: {d['reason']}"})
+    def dropped(it: JSONObject) -> bool:
+        if it.get("round") != e.round:
+            return False
+        kind = it.get("kind")
+        return kind in ("text", "reasoning") or (
+            kind == "tool" and it.get("state") in ("queued", "running"))
+
+    kept: JSONArray = [it for it in _items(view) if not (isinstance(it, dict) and dropped(it))]
+    kept.append({"kind": "warning", "message": f"Round {e.round} retried: {e.reason}"})
+    view["items"] = kept
 
 
-def _stop_gate_feedback(view: dict[str, Any], d: dict[str, Any]) -> None:
-    for item in view["items"]:
-        if item["kind"] == "text" and item["round"] == d["round"]:
+def _stop_gate_feedback(view: JSONObject, e: StopGateFeedback) -> None:
+    items = _items(view)
+    for item in items:
+        if isinstance(item, dict) and item.get("kind") == "text" and item.get("round") == e.round:
             item["withdrawn"] = True
-    view["items"].append({"kind": "gate", "round": d["round"], "reason": d["reason"],
-                          "feedback": d["feedback"]})
+    items.append({"kind": "gate", "round": e.round, "reason": e.reason, "feedback": e.feedback})
 
 
-def _context_compressed(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["items"].append({"kind": "compressed", "round": d["round"], "method": d["method"],
-                          "tokens_before": d["tokens_before"], "tokens_after": d["tokens_after"]})
+def _context_compressed(view: JSONObject, e: ContextCompressed) -> None:
+    _items(view).append({"kind": "compressed", "round": e.round, "method": e.method,
+                         "tokens_before": e.tokens_before, "tokens_after": e.tokens_after})
 
 
-def _warning(view: dict[str, Any], d: dict[str, Any]) -> None:
-    item = {"kind": "warning", "message": d["message"]}
-    if d.get("level") == "note":  # a calm line (events.Warning_); absent means a warning
+def _warning(view: JSONObject, e: Warning_) -> None:
+    item: JSONObject = {"kind": "warning", "message": e.message}
+    if e.level == "note":  # a calm line (events.Warning_); absent means a warning
         item["level"] = "note"
-    view["items"].append(item)
+    _items(view).append(item)
 
 
-def _output_checked(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view["output"] = {"schema": d["schema_name"], "valid": d["valid"], "data": d["data"],
-                      "errors": list(d["errors"]), "attempts": d["attempts"]}
+def _output_checked(view: JSONObject, e: OutputChecked) -> None:
+    errors: JSONArray = list(e.errors)
+    view["output"] = {"schema": e.schema_name, "valid": e.valid, "data": e.data,
+                      "errors": errors, "attempts": e.attempts}
 
 
-def _run_started(view: dict[str, Any], d: dict[str, Any]) -> None:
-    view.update(run_id=d["run_id"], agent=d["agent"], model=d["model"], prompt=d["prompt"],
-                session=d["session"], status="running", started_at=d["t"])
-    view["footer"]["model"] = d["model"]
+def _run_started(view: JSONObject, e: RunStarted) -> None:
+    view.update(run_id=e.run_id, agent=e.agent, model=e.model, prompt=e.prompt,
+                session=e.session, status="running", started_at=e.t)
+    _footer(view)["model"] = e.model
 
 
-def _run_finished(view: dict[str, Any], d: dict[str, Any]) -> None:
+def _run_finished(view: JSONObject, e: RunFinished) -> None:
     view["plan_status"] = None
-    view["status"] = d["status"]
-    view["answer"] = d["answer"]
-    view["error"] = d["error"]
-    f = view["footer"]
-    f["seconds"] = f["seconds"] + d["seconds"]
+    view["status"] = e.status
+    view["answer"] = e.answer
+    view["error"] = e.error
+    f = _footer(view)
+    f["seconds"] = float_field(f, "seconds") + e.seconds
     # A run resumed after its question ran in parts: the footer shows the sum and the count.
-    f["parts"] = f.get("parts", 0) + 1
-    f["rounds"] = max(f["rounds"], d["rounds"])
+    f["parts"] = int_field(f, "parts") + 1
+    f["rounds"] = max(int_field(f, "rounds"), e.rounds)
 
 
-def _run_failed(view: dict[str, Any], d: dict[str, Any]) -> None:
+def _run_failed(view: JSONObject, e: RunFailed) -> None:
     view["status"] = "error"
-    view["error"] = d["error"]
+    view["error"] = e.error
 
 
-REDUCERS: dict[str, Reducer] = {
-    "text_delta": _delta,
-    "reasoning_delta": _delta,
-    "tool_called": _tool_called,
-    "tool_started": _tool_started,
-    "tool_args_delta": _tool_args_delta,
-    "tool_returned": _tool_returned,
-    "tool_figures": _tool_figures,
-    "workspace_changed": _workspace_changed,
-    "cell_proposed": _cell_proposed,
-    "usage": _usage,
-    "round_started": _round_started,
-    "plan_updated": _plan_updated,
-    "tools_offered": _tools_offered,
-    "plan_status": _plan_status,
-    "ask_pending": _ask_pending,
-    "ask_answered": _ask_answered,
-    "round_retried": _round_retried,
-    "stop_gate_feedback": _stop_gate_feedback,
-    "context_compressed": _context_compressed,
-    "warning": _warning,
-    "output_checked": _output_checked,
-    "run_started": _run_started,
-    "run_finished": _run_finished,
-    "run_failed": _run_failed,
-}
+REDUCERS: dict[str, Reducer] = dict([
+    _on(TextDelta, _delta),
+    _on(ReasoningDelta, _delta),
+    _on(ToolCalled, _tool_called),
+    _on(ToolStarted, _tool_started),
+    _on(ToolArgsDelta, _tool_args_delta),
+    _on(ToolReturned, _tool_returned),
+    _on(ToolFigures, _tool_figures),
+    _on(WorkspaceChanged, _workspace_changed),
+    _on(CellProposed, _cell_proposed),
+    _on(UsageRecorded, _usage),
+    _on(RoundStarted, _round_started),
+    _on(PlanUpdated, _plan_updated),
+    _on(ToolsOffered, _tools_offered),
+    _on(PlanStatus, _plan_status),
+    _on(AskPending, _ask_pending),
+    _on(AskAnswered, _ask_answered),
+    _on(RoundRetried, _round_retried),
+    _on(StopGateFeedback, _stop_gate_feedback),
+    _on(ContextCompressed, _context_compressed),
+    _on(Warning_, _warning),
+    _on(OutputChecked, _output_checked),
+    _on(RunStarted, _run_started),
+    _on(RunFinished, _run_finished),
+    _on(RunFailed, _run_failed),
+])
 """What each event type does to the view (an event type not listed changes nothing)."""
 
 
-def reduce_event(view: dict[str, Any], event: BaseEvent) -> dict[str, Any]:
+def reduce_event(view: JSONObject, event: BaseEvent) -> JSONObject:
     """Apply one event to ``view`` in place and return it."""
-    d = event.__dict__
-    reducer = REDUCERS.get(d.get("type", ""))
+    reducer = REDUCERS.get(getattr(event, "type", ""))
     if reducer is not None:
-        reducer(view, d)
+        reducer(view, event)
     return view
 
 
-def withdraw_ask(view: dict[str, Any], reason: str) -> dict[str, Any]:
+def withdraw_ask(view: JSONObject, reason: str) -> JSONObject:
     """The run's waiting question was withdrawn without an answer (superseded): the card
     keeps the question, closed (no buttons), and says why; the run ends ``superseded``."""
-    ask = view.get("ask")
+    ask = as_object(view.get("ask"))
     if ask is not None and not ask.get("answered"):
         ask["answered"] = {"how": "dismissed", "answer": "", "option_index": None}
-        view["items"].append({"kind": "ask", **ask})
+        _items(view).append({"kind": "ask", **ask})
         view["ask"] = None
-        card = _find_tool(view, ask["call_id"])
+        card = _find_tool(view, str_field(ask, "call_id"))
         if card is not None:
             card.update(output="Withdrawn: no answer will be taken.", state="done", error=None)
     view["status"] = "superseded"
@@ -373,7 +452,7 @@ def withdraw_ask(view: dict[str, Any], reason: str) -> dict[str, Any]:
     return view
 
 
-def reduce_events(events: Sequence[BaseEvent], view: dict[str, Any] | None = None) -> dict[str, Any]:
+def reduce_events(events: Sequence[BaseEvent], view: JSONObject | None = None) -> JSONObject:
     """Reduce a list of events into a (new or given) view state."""
     view = view if view is not None else new_view()
     for e in events:

@@ -137,7 +137,7 @@ def _drive_plan(p: TurnContext, messages: list[Message], catalog: ToolCatalog,
         run.plan = state.active_plan.to_json() if state.active_plan is not None else None
         if result.status == "ask":
             pending = _pending(p, result, catalog, lo, turn_messages, runtime)
-            if (run.view.get("ask") or {}).get("call_id") != pending.call_id:
+            if object_field(run.view, "ask").get("call_id") != pending.call_id:
                 # Parallel calls emit their cards in any order; the one shown must be the one
                 # waiting, or its buttons would answer nothing.
                 p.recorder.emit(pending.card.event())

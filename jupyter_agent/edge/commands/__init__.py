@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
 
 from ...base.errors import MagicUsageError
 from ._table import Command, CommandTable, Parser
@@ -54,7 +53,7 @@ def _parser() -> Parser:
     return p
 
 
-def run_command(line: str, ns: dict[str, Any]) -> Any:
+def run_command(line: str, ns: dict[str, object]) -> object:
     """Parse and run one ``%agent`` line (``ns``: the user's namespace)."""
     try:
         argv = shlex.split(line)
@@ -69,7 +68,7 @@ def run_command(line: str, ns: dict[str, Any]) -> Any:
     return entry[0](args, ns)
 
 
-def _cmd_help(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_help(args: argparse.Namespace, ns: dict[str, object]) -> None:
     lines = ["%agent commands:"] + [f"  {name:<10} {h}"
                                     for name, (_, h) in sorted(all_commands().items())]
     print("\n".join(lines))

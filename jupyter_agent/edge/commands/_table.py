@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import NoReturn, TypeAlias
 
 from ...base.errors import MagicUsageError
 
-__all__ = ["Command", "CommandTable", "Parser"]
+__all__ = ["Command", "CommandTable", "Parser", "Subparsers"]
 
-Command = Callable[[argparse.Namespace, dict[str, Any]], Any]
-"""``fn(args, user_ns)``: runs one parsed ``%agent`` line."""
+Command = Callable[[argparse.Namespace, dict[str, object]], object]
+"""``fn(args, user_ns)``: runs one parsed ``%agent`` line; what it returns is shown (or given
+to a Python caller) as it is."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,12 +26,18 @@ class Parser(argparse.ArgumentParser):
         raise MagicUsageError(f"%agent: {message} (see `%agent help`)")
 
 
+# argparse names the type of ``add_subparsers()``'s value privately (typeshed declares it), and
+# it is generic only for type checkers: a string here.
+Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
+"""What ``add_subparsers`` returns: a module's parser builder adds its subcommands to it."""
+
+
 class CommandTable:
     """The subcommands of one module (name -> function and one-line help) and its parsers."""
 
     def __init__(self) -> None:
         self.commands: dict[str, tuple[Command, str]] = {}
-        self.parser_builders: list[Callable[[Any], None]] = []
+        self.parser_builders: list[Callable[[Subparsers], None]] = []
         self.printed: set[str] = set()
         """Commands whose printed lines are their whole output in a cell: the value they
         return is for Python callers, and the magic does not show it again."""
@@ -47,7 +54,7 @@ class CommandTable:
 
         return wrap
 
-    def parsers(self, fn: Callable[[Any], None]) -> Callable[[Any], None]:
+    def parsers(self, fn: Callable[[Subparsers], None]) -> Callable[[Subparsers], None]:
         """Decorator: ``fn(subparsers)`` adds this module's subcommand parsers."""
         self.parser_builders.append(fn)
         return fn

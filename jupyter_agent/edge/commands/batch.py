@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...base.flags import text
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -15,14 +18,14 @@ TABLE = CommandTable()
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     s = sub.add_parser("show")
     s.add_argument("run_id", type=text)
     sub.add_parser("batches")
 
 
 @TABLE.command("show", "Show a stored run's full card (e.g. a batch item): show RUN_ID.")
-def _cmd_show(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_show(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from IPython.display import display
 
     from ...batch.cards import run_card
@@ -31,7 +34,7 @@ def _cmd_show(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("batches", "List the stored batches: their status and item counts.")
-def _cmd_batches(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_batches(args: argparse.Namespace, ns: dict[str, object]) -> None:
     import time
 
     from ...session import default_store

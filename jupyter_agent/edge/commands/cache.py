@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -13,7 +16,7 @@ TABLE = CommandTable()
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     p = sub.add_parser("cache")
     p.add_argument("action", nargs="?", choices=["clear"])
 
@@ -30,7 +33,7 @@ def _size(n: int) -> str:
 
 
 @TABLE.command("cache", "The answer cache: cache (size and hits) | cache clear.")
-def _cmd_cache(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_cache(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...base.config import settings
     from ...clients.cache import ResponseCache, cache_dir, cache_stats, clear_cache
 

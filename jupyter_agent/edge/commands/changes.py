@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...base.errors import MagicUsageError
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -17,7 +20,7 @@ TABLE = CommandTable()
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     p = sub.add_parser("changes")
     p.add_argument("workspace", nargs="?", default=".")
     for name in ("keep", "discard", "undo"):
@@ -34,22 +37,22 @@ def _decide(action: str, rec_id: str) -> None:
 
 
 @TABLE.command("changes", "What sandboxed commands changed here, and what is held.")
-def _cmd_changes(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_changes(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...sandbox import changes_text
 
     print(changes_text(os.path.realpath(os.path.expanduser(args.workspace))))
 
 
 @TABLE.command("keep", "keep ID: apply the changes a sandboxed command had held.")
-def _cmd_keep(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_keep(args: argparse.Namespace, ns: dict[str, object]) -> None:
     _decide("keep", args.id)
 
 
 @TABLE.command("discard", "discard ID: delete the changes a sandboxed command had held.")
-def _cmd_discard(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_discard(args: argparse.Namespace, ns: dict[str, object]) -> None:
     _decide("discard", args.id)
 
 
 @TABLE.command("undo", "undo ID: revert what a sandboxed command changed.")
-def _cmd_undo(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_undo(args: argparse.Namespace, ns: dict[str, object]) -> None:
     _decide("undo", args.id)

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...base.errors import MagicUsageError
 from ...base.flags import text
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ...runtime.grants import Grant
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -21,7 +25,7 @@ TABLE = CommandTable()
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     p = sub.add_parser("permissions")
     p.add_argument("action", nargs="?", choices=["revoke"])
     p.add_argument("name", nargs="?", type=text)
@@ -33,7 +37,7 @@ def _parsers(sub: Any) -> None:
                               "permissions revoke NAME [--session S] takes one back (an MCP "
                               "tool also as mcp:SERVER/TOOL).",
                printed=True)
-def _cmd_permissions(args: argparse.Namespace, ns: dict[str, Any]) -> list[Any]:
+def _cmd_permissions(args: argparse.Namespace, ns: dict[str, object]) -> list[Grant]:
     from ...runtime.grants import GRANTS, AmbiguousNameError
 
     if args.action == "revoke":
@@ -67,7 +71,7 @@ def _cmd_permissions(args: argparse.Namespace, ns: dict[str, Any]) -> list[Any]:
 
 @TABLE.command("clear", "Forget every approval remembered in this kernel (Allow for this "
                         "session, and what cells approved).")
-def _cmd_clear(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_clear(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...runtime.grants import GRANTS
 
     n = len(GRANTS.listing())

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...base.flags import text
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ...clients.cassette import Cassette
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -16,7 +20,7 @@ TABLE = CommandTable()
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     rec = sub.add_parser("record")
     rec.add_argument("path", nargs="?", type=text)
     rec.add_argument("--model", type=text)
@@ -31,13 +35,13 @@ def _parsers(sub: Any) -> None:
     sub.add_parser("cassette")
 
 
-def _shown(path: str | None, cassette: Any) -> str:
+def _shown(path: str | None, cassette: Cassette) -> str:
     # The path as the user wrote it: an absolute machine path has no place in a saved output.
     return path or Path(cassette.location).name
 
 
 @TABLE.command("record", "Record model calls and ask answers: record [PATH] [--model NAME] [--append].")
-def _cmd_record(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_record(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...replay.mode import start
 
     c = start("record", args.path, model=args.model, append=args.append,
@@ -49,7 +53,7 @@ def _cmd_record(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("replay", "Replay recorded model calls, no key needed: replay [PATH] [--timing recorded].")
-def _cmd_replay(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_replay(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...replay.mode import start
 
     c = start("replay", args.path, model=args.model, timing=args.timing,
@@ -59,7 +63,7 @@ def _cmd_replay(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("live", "Stop recording or replaying: model calls go to the model again.")
-def _cmd_live(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_live(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...replay.mode import go_live
 
     was = go_live()
@@ -71,7 +75,7 @@ def _cmd_live(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("cassette", "Show whether model calls are live, recorded or replayed.")
-def _cmd_cassette(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_cassette(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...replay.mode import describe
 
     print(describe())

@@ -6,14 +6,18 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...base.errors import MagicUsageError, ResumeError
 from ...base.flags import integer, text
 from ._table import CommandTable
 
 if TYPE_CHECKING:
+    from ...agents.resume import Answer
     from ...agents.run import Run
+    from ...base.events import BaseEvent
+    from ...ui.live import LiveDisplay
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -21,7 +25,7 @@ TABLE = CommandTable()
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     sub.add_parser("help")
     r = sub.add_parser("resume")
     r.add_argument("run_id", nargs="?", type=text)
@@ -39,7 +43,7 @@ def _parsers(sub: Any) -> None:
 
 
 @TABLE.command("pending", "List runs waiting for an answer or an approval.")
-def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_pending(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...agents.pending import card_of
     from ...session import default_store
 
@@ -57,7 +61,7 @@ def _cmd_pending(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("runs", "The latest runs and how they ended: runs [--session NAME] [-n N].")
-def _cmd_runs(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_runs(args: argparse.Namespace, ns: dict[str, object]) -> None:
     import time
 
     from ...session import default_store
@@ -82,19 +86,22 @@ def _newest_pending() -> str | None:
     return waiting[-1].run_id if waiting else None
 
 
-def _answered_already(run_id: str | None, ns: dict[str, Any]) -> Any:
+def _answered_already(run_id: str | None, ns: dict[str, object]) -> Run | None:
     """The notebook's last run when it is the one meant (``run_id`` or none given), no longer
     waits, and its question was answered (by a click); else None."""
+    from ...agents.run import Run
+
     run = ns.get("_agent_run")
-    if run is None or (run_id and run.run_id != run_id) or run.status == "ask":
+    if not isinstance(run, Run) or (run_id and run.run_id != run_id) or run.status == "ask":
         return None
     answered = any(getattr(e, "type", "") == "ask_answered" for e in run.events)
     return run if answered else None
 
 
 @TABLE.command("resume", "Answer a waiting run: RUN_ID --option N | --answer TEXT | --dismiss.")
-def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_resume(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...agents.resume import Answer, resume
+    from ...agents.run import Run
     from ...ui.live import LiveDisplay, displays, show_hint
 
     if args.option is not None:
@@ -107,10 +114,10 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, Any]) -> None:
         raise MagicUsageError("%agent resume: give --option N, --answer TEXT or --dismiss.")
     run_id = args.run_id or _newest_pending()
     live = displays.get(run_id) if run_id else None
-    run_obj = live.run if live is not None else None
-    holder: dict[str, Any] = {}
+    run_obj = live.run if live is not None and isinstance(live.run, Run) else None
+    holder: dict[str, LiveDisplay] = {}
 
-    def listener(event: Any) -> None:
+    def listener(event: BaseEvent) -> None:
         if live is not None:
             live.on_event(event)
             return
@@ -151,7 +158,7 @@ _ENDINGS = {"done": "it finished", "ask": "it waits for another answer",
             "incomplete": "it ended without an answer"}
 
 
-def resumed_line(run: Run, answer: Any, *, in_its_cell: bool) -> str:
+def resumed_line(run: Run, answer: Answer, *, in_its_cell: bool) -> str:
     """One line: which run was resumed, with what answer, and how it ended (``in_its_cell``:
     its card is in the cell that asked, else it was drawn above this line)."""
     given = {"option": f"option {answer.option_index}", "other": "your answer",
@@ -163,7 +170,7 @@ def resumed_line(run: Run, answer: Any, *, in_its_cell: bool) -> str:
 
 
 @TABLE.command("model", "Show the active model, or set it for the following cells: model [NAME].")
-def _cmd_model(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_model(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...base import config
     from ...clients.embedded import profile_for
     from ...clients.factory import resolve_model

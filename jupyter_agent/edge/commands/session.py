@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...base.errors import MagicUsageError
 from ...base.flags import integer, text
@@ -16,6 +16,7 @@ from ._table import CommandTable
 
 if TYPE_CHECKING:
     from ...session.store import Store
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -26,7 +27,7 @@ PAGE = 50
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     # Every value is checked where it is parsed: an empty name or a count below 1 is a
     # one-line error, never a silent "use the default".
     s = sub.add_parser("sessions")
@@ -75,7 +76,7 @@ def _when(t: float) -> str:
 
 @TABLE.command("sessions", f"List sessions (* marks the current one), {PAGE} a page, newest "
                            "first: sessions [--group G] [--page P].")
-def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_sessions(args: argparse.Namespace, ns: dict[str, object]) -> None:
     store = _store()
     first = (args.page - 1) * PAGE
     rows = store.list_sessions(args.group, limit=PAGE, offset=first)
@@ -100,7 +101,7 @@ def _cmd_sessions(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 @TABLE.command("session", "Switch the current session (created if new): session NAME [--agent A] "
                     "[--model M] [--unbind]; without NAME, show it.")
-def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_session(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...runtime.agents import Agent, resolve_agent
     from ...runtime.sessions import set_current_session
 
@@ -126,7 +127,7 @@ def _cmd_session(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("new", "Start a new session and make it current: new [NAME] [--group G].")
-def _cmd_new(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_new(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...runtime.sessions import new_session_name, set_current_session
 
     store = _store()
@@ -140,7 +141,7 @@ def _cmd_new(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("reset", "Forget the history of the current session (or NAME): reset [NAME].")
-def _cmd_reset(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_reset(args: argparse.Namespace, ns: dict[str, object]) -> None:
     name = args.name or _current()
     store = _store()
     if store.get_session(name) is None:
@@ -150,7 +151,7 @@ def _cmd_reset(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("usage", "Tokens, cost and time of the current session (or NAME): usage [NAME].")
-def _cmd_usage(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_usage(args: argparse.Namespace, ns: dict[str, object]) -> None:
     name = args.name or _current()
     u = _store().usage(name)
     print(f"session {name}: {u.turns} turns, {u.input_tokens:,} input + {u.output_tokens:,} "
@@ -168,7 +169,7 @@ def _short(text: str, n: int = 200) -> str:
 
 @TABLE.command("history", f"The conversation of the current session (or NAME), the last {PAGE} "
                           "messages: history [NAME] [-n N] [--page P].")
-def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_history(args: argparse.Namespace, ns: dict[str, object]) -> None:
     name = args.name or _current()
     size = args.last or PAGE
     page = args.page or 1
@@ -196,7 +197,7 @@ def _cmd_history(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("export", "Write a session as a notebook: export PATH.ipynb [--session NAME].")
-def _cmd_export(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_export(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...view.notebook_export import export_session
 
     path = export_session(args.path, args.session or _current(), store=_store())
@@ -204,7 +205,7 @@ def _cmd_export(args: argparse.Namespace, ns: dict[str, Any]) -> None:
 
 
 @TABLE.command("agents", "List the agents defined in this kernel.")
-def _cmd_agents(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_agents(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...runtime.agents import list_agents
 
     agents = list_agents()

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...base.errors import MagicUsageError, ParameterError
 from ...base.flags import text
 from ._table import CommandTable
+
+if TYPE_CHECKING:
+    from ._table import Subparsers
 
 __all__ = ["TABLE"]
 
@@ -16,14 +19,14 @@ TABLE = CommandTable()
 
 
 @TABLE.parsers
-def _parsers(sub: Any) -> None:
+def _parsers(sub: Subparsers) -> None:
     tr = sub.add_parser("trace")
     tr.add_argument("target", nargs="?", type=text)
 
 
 @TABLE.command("trace", "Export every run as OpenTelemetry spans: trace URL | trace off | trace "
                         "(status).")
-def _cmd_trace(args: argparse.Namespace, ns: dict[str, Any]) -> None:
+def _cmd_trace(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ... import tracing
 
     target = args.target
