@@ -17,7 +17,14 @@ from ..base import flags
 from ..base.errors import JupyterAgentError, ResumeError
 from ..base.flags import usage_message
 from .batch_magic import batch_arguments, run_batch_cell
-from .cell_options import CellKind, CellOptions, given_flags, load_cell, read_cell_options
+from .cell_options import (
+    CellKind,
+    CellOptions,
+    check_road,
+    given_flags,
+    load_cell,
+    read_cell_options,
+)
 from .click_gate import GATE
 from .magic_args import argument, magic_arguments, parse_argstring
 
@@ -313,12 +320,7 @@ class AgentMagics(Magics):
         (``jupyter_agent/acp/bridge.py``, docs/acp-in-a-cell.md)."""
 
         magic: Any = AgentMagics.toolloop
-        given = given_flags(args, magic.parser)
-        for dest, flag in given.items():
-            if dest not in ACP_ALLOWED:
-                raise UsageError(f"{flag} with --acp: the ACP agent brings its own model, tools "
-                                 f"and permissions; remove {flag} (--acp takes --session, --out "
-                                 "and --no-stream).")
+        check_road("acp", given_flags(args, magic.parser))  # agents/option_rules.py
         try:
             import acp  # noqa: F401  (the SDK, an extra)
         except ImportError:
@@ -398,10 +400,6 @@ class AgentMagics(Magics):
         if line.split()[:1] in ([], ["help"]):
             print(cell_flags_help())
         return result if shows_result(line) else None
-
-
-ACP_ALLOWED = frozenset({"acp", "session", "out", "no_stream"})
-"""The flags ``%%toolloop --acp`` takes; any other given flag is refused naming ``--acp``."""
 
 
 def cell_flags_help() -> str:
