@@ -73,7 +73,9 @@ RULES: dict[str, Rule] = {
     "quote_role": Rule(("--quote-role",)),
     "quote_prompt": Rule(("--quote-prompt",)),
     "quote_template": Rule(("--quote-template",)),
-    "stream": Rule(("--no-stream",), over="batch items never stream", acp=None),
+    "stream": Rule(("--no-stream",), over="batch items never stream",
+                   acp="an ACP agent streams its updates itself (the card draws them as they "
+                       "come)"),
     "context": Rule(("--with",)),
     "cassette": Rule(
         ("--record", "--replay"),
@@ -96,10 +98,10 @@ RULES: dict[str, Rule] = {
     # ---- %%toolloop
     "parallel": Rule(("--parallel",)),
     "tool_choice": Rule(("--tool-choice",), resume="it forces the first request only"),
+    # Under %agent replay an ACP agent runs live (it makes no model call of ours) and no
+    # cassette answers its permission (docs/security.md): taken, as docs/acp-in-a-cell.md says.
     "acp": Rule(("--acp",), acp=None, over="an ACP agent runs one prompt, not a batch",
-                python=_EDGE_ONLY,
-                replay="an ACP agent is neither recorded nor replayed: it would run live; go "
-                       "live (%agent live) to run it"),
+                python=_EDGE_ONLY),
     # ---- %%plan
     "answer": Rule(("--answer",), resume="it answers the first question only"),
     "option": Rule(("--option",), resume="it answers the first question only"),

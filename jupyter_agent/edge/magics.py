@@ -344,7 +344,9 @@ class AgentMagics(Magics):
         def start(listeners: list[Any]) -> Any:
             try:
                 return run_prompt(argv, prompt, session=session, store=default_store(),
-                                  listeners=listeners, origin=self._origin())
+                                  listeners=listeners, origin=self._origin(),
+                                  on_end=_out_setter(ns, args.out, typed=False)
+                                  if args.out else None)
             except AcpError as exc:
                 raise UsageError(str(exc)) from None
 

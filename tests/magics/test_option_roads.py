@@ -8,8 +8,9 @@ replay``. What a road takes it does: a resumed run keeps its first turn's ``--ca
 
 Fails on the code before the table: ``toolloop(schema=...)`` was a ``TypeError`` from a
 dataclass, ``%agent resume --schema X`` said "unrecognized arguments", ``--record`` under
-``%agent replay`` called the model live and wrote into the replayed cassette, a ``--acp`` cell
-under ``%agent replay`` ran its agent live, and a resumed ``--cache`` run asked the model.
+``%agent replay`` called the model live and wrote into the replayed cassette, ``--acp --out
+ans`` left ``ans`` unset and ``--acp --no-stream`` changed nothing, and a resumed ``--cache``
+run asked the model.
 """
 
 from __future__ import annotations
@@ -249,6 +250,26 @@ def test_python_api_refuses_an_unknown_keyword_in_one_line(server: ScriptedOpenA
     assert not server.requests
 
 
+def test_an_acp_cell_fills_out(shell: InteractiveShell, tmp_path: Path) -> None:
+    """``--out`` is one of the few flags a ``--acp`` cell takes: it stores the answer (before:
+    parsed, then dropped)."""
+    import sys
+
+    from jupyter_agent.acp.client import shutdown_all
+
+    shell.user_ns["cmd"] = [sys.executable, "-m", "jupyter_agent.acp.demo_agent"]
+    try:
+        with capture_output():
+            result = shell.run_cell("%%toolloop --acp cmd --out ans\nhello")
+        assert result.error_in_exec is None, result.error_in_exec
+        run = shell.user_ns["_agent_run"]
+        assert run.status == "done" and "demo-acp" in run.answer
+        assert shell.user_ns["ans"] == run.answer
+    finally:
+        shell.user_ns.pop("cmd", None)
+        shutdown_all()
+
+
 # ------------------------------------------------------------------ replay: refused, not dropped
 def _recorded(shell: InteractiveShell, server: ScriptedOpenAI) -> int:
     """Record one chat cell, then replay: the number of recorded interactions."""
@@ -279,23 +300,6 @@ def test_record_under_agent_replay_is_refused_not_live(shell: InteractiveShell,
     with capture_output():  # the same cell without the flag replays
         assert shell.run_cell("%%chat --session rp --no-history\nSay hi.").success
     assert shell.user_ns["_agent_run"].answer == "ok" and not server.requests
-
-
-def test_acp_under_agent_replay_is_refused_before_the_agent_starts(shell: InteractiveShell,
-                                                                   server: ScriptedOpenAI,
-                                                                   tmp_path: Path) -> None:
-    import sys
-
-    _recorded(shell, server)
-    marker = tmp_path / "started"
-    code = f"open({str(marker)!r}, 'w').close()"
-    shell.user_ns["cmd"] = [sys.executable, "-c", code]
-    try:
-        message = _refused(shell, "%%toolloop --acp cmd\nhello")
-    finally:
-        shell.user_ns.pop("cmd", None)
-    assert message.startswith("--acp under %agent replay: "), message
-    assert not marker.exists()
 
 
 def test_a_cell_replayed_with_a_different_option_is_one_line_not_a_silent_drop(
