@@ -343,3 +343,33 @@ def test_the_cache_option_is_saved_with_the_suspended_run(shell: InteractiveShel
     run_id = shell.user_ns["_agent_run"].run_id
     record = default_store().get_run(run_id)
     assert record is not None and json.loads(json.dumps(record.pending))["cache"] is True
+
+
+def test_a_resumed_run_keeps_what_its_cell_gave_it(shell: InteractiveShell,
+                                                    server: ScriptedOpenAI, tmp_path: Path) -> None:
+    """The ``resume`` column's "carried", request by request: the resumed part's request has
+    the first one's model, temperature, token cap, response format and skill tool, and
+    ``--out`` gets the typed instance."""
+    skill = tmp_path / "sk" / "report"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: report\ndescription: Write reports.\n---\n")
+    server.enqueue(tool_calls([call("ask_agent", ask())]))
+    server.default = text('{"word": "hi"}')
+    line = ("%%plan --session k --no-history --model gpt-4.1 --temperature 0.3 --max-tokens 77 "
+            "--skills sk --schema Tk --out ans --schema-retries 0\nPlan it.")
+    with capture_output():
+        assert shell.run_cell(line).success
+        run = shell.user_ns["_agent_run"]
+        assert run.status == "ask" and shell.user_ns.get("ans") is None
+        assert shell.run_cell(f"%agent resume {run.run_id} --option 1").success
+    first, resumed = server.requests
+
+    def kept(body: dict[str, Any]) -> Any:
+        return ({k: body.get(k) for k in ("model", "temperature", "max_tokens",
+                                          "response_format")},
+                "read_skill" in [t["function"]["name"] for t in body.get("tools", [])])
+
+    assert kept(resumed) == kept(first)
+    assert kept(first)[0]["temperature"] == 0.3 and kept(first)[1]
+    assert type(shell.user_ns["ans"]).__name__ == "Tk" and shell.user_ns["ans"].word == "hi"
+
