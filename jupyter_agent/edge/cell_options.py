@@ -21,17 +21,12 @@ from typing import Any, Literal
 
 from IPython.core.error import UsageError
 
-from ..agents.option_rules import RULES, Road, flag_dest, refusal, refused_on, rule_of_dest
+from ..agents.option_rules import Road, refusal, rule_of_dest
 
 __all__ = ["CellKind", "CellOptions", "read_cell_options", "given_flags", "check_road",
-           "BATCH_ONLY", "load_cell"]
+           "load_cell"]
 
 CellKind = Literal["chat", "toolloop", "plan"]
-
-BATCH_ONLY = ("over", *(flag_dest(f) for name in refused_on("cell") for f in RULES[name].flags))
-"""Parser destinations of the batch flags (a cell without ``--over`` refuses all but ``--over``
-itself: the table's ``cell`` column)."""
-
 
 def check_road(road: Road, given: Mapping[str, str]) -> None:
     """Refuse, in one line, a flag of ``given`` that ``road`` (``cell``, ``over``, ``acp``)
@@ -210,8 +205,6 @@ def _agent(ns: Mapping[str, Any], name: str | None) -> Any:
 
     value = ns.get(name)
     return value if isinstance(value, Agent) else name
-
-
 
 
 def read_cell_options(kind: CellKind, args: argparse.Namespace,
