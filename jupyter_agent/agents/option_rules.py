@@ -116,18 +116,21 @@ RULES: dict[str, Rule] = {
                           ("rerun", "--rerun"), ("engine", "--engine"), ("judge", "--judge"),
                           ("judge_model", "--judge-model"))},
     # ---- set by the edge, not by a flag
-    "shell": Rule(),  # the notebook the tools and --with read
+    "shell": Rule(resume="a resumed run's notebook tools read the kernel that resumes it"),
     "origin": Rule(over="batch items supersede no question"),
     # ---- Python only (TurnOptions fields no flag sets)
-    "listeners": Rule(),
-    "store": Rule(over="the store is batch()'s own store="),
-    "client": Rule(),  # a batch: the client of its one model
+    "listeners": Rule(resume="resume() takes its own listeners= (the card that asked draws "
+                             "the rest)"),
+    "store": Rule(over="the store is batch()'s own store=", resume="resume() takes its own store="),
+    "client": Rule(resume="resume() takes its own client= (else the client the run was "
+                          "suspended on, or its saved model's)"),  # a batch: its one model's
     "agent_model": Rule(over="set by the runtime", python="set by the runtime when it picks "
                                                           "the agent"),
     "auto_approve": Rule(),
     "is_aborted": Rule(over="the batch's stop aborts its items"),
     "on_end": Rule(over="the batch collects its items' results itself"),
-    "on_superseded": Rule(over="batch items supersede no question"),
+    "on_superseded": Rule(over="batch items supersede no question",
+                          resume="a resumed run supersedes no question"),
 }
 """Option name -> its :class:`Rule` (docs/behaviour.md §1.1 prints this table)."""
 
@@ -192,11 +195,15 @@ def refusal(road: Road, given: Mapping[str, str]) -> str | None:
 
 
 def python_refusal(entry: str, names: Iterable[str], accepted: Iterable[str]) -> str | None:
-    """The one line refusing the first keyword of ``names`` that ``entry`` (``toolloop``...)
-    does not take (``accepted``): the table's reason, or the keyword a flag's name stands
-    for (``schema=`` -> ``output=``), or the options it takes."""
+    """The one line refusing the first keyword of ``names`` that the table's ``python`` column
+    refuses or ``entry`` (``toolloop``...) does not take (``accepted``): the table's reason,
+    or the keyword a flag's name stands for (``schema=`` -> ``output=``), or the options it
+    takes."""
     taken = set(accepted)
     for name in names:
+        refused = RULES[name].python if name in RULES else None
+        if refused is not None:  # the table wins over a field that exists (agent_model)
+            return f"{name} is not an option of {entry}(): {refused}."
         if name in taken:
             continue
         flag = "--" + name.replace("_", "-")

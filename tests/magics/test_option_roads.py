@@ -109,7 +109,13 @@ def test_the_behaviour_doc_prints_the_table() -> None:
 
 
 def doc_table() -> str:
-    """The option x road table of docs/behaviour.md §1.1, from :data:`RULES`."""
+    """The option x road table of docs/behaviour.md §1.1, from :data:`RULES` (a reason given
+    three times or more is a numbered note under the table)."""
+    reasons = [getattr(rule, road) for rule in RULES.values() for road in ROADS]
+    notes: dict[str, int] = {}
+    for reason in reasons:
+        if reason is not None and reasons.count(reason) >= 3 and reason not in notes:
+            notes[reason] = len(notes) + 1
     head = ("| Option | Flags | Plain cell | `--over`, `batch()` | `--acp` | Python API | "
             "Resumed run | `%agent replay` |\n|---|---|---|---|---|---|---|---|")
     rows = []
@@ -123,9 +129,10 @@ def doc_table() -> str:
             elif reason is None:
                 cells.append("carried" if road == "resume" else "yes")
             else:
-                cells.append(f"no: {reason}")
+                cells.append(f"no ({notes[reason]})" if reason in notes else f"no: {reason}")
         rows.append(f"| `{name}` | {flags} | " + " | ".join(cells) + " |")
-    return "\n".join([head, *rows])
+    legend = [f"- ({n}) {reason}." for reason, n in notes.items()]
+    return "\n".join([head, *rows, "", *legend])
 
 
 # ------------------------------------------------------------------ each road refuses from it
@@ -240,6 +247,8 @@ def test_python_api_refuses_an_unknown_keyword_in_one_line(server: ScriptedOpenA
              (lambda: chat("Say hi.", concurrency=4, store=None),
               "concurrency is not an option of chat(): it is a keyword of "
               "jupyter_agent.batch()"),
+             (lambda: chat("Say hi.", agent_model="gpt-4.1", store=None),
+              "agent_model is not an option of chat(): set by the runtime"),
              (lambda: chat("Say hi.", tools=["x"], store=None),
               "tools is not an option of chat() (its options: ")]
     for start, expected in cases:

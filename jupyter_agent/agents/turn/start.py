@@ -93,8 +93,7 @@ def _checked_options(kind: TurnKind, prompt: str, options: Mapping[str, Any],
         raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
     unknown = python_refusal(kind, options, _TURN_OPTIONS)  # agents/option_rules.py
     if unknown is not None:
-        raise ParameterError(unknown, parameters=tuple(n for n in options
-                                                       if n not in _TURN_OPTIONS)[:1])
+        raise ParameterError(unknown, parameters=(unknown.split(" ", 1)[0],))
     check_parameters(options, **dict(checks or {}))
     opt = TurnOptions(**options)
     if opt.output is not None:
