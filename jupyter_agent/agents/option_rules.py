@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 __all__ = ["Road", "ROADS", "Rule", "RULES", "NOT_OPTIONS", "flag_dest", "rule_of_dest",
-           "refusal", "python_refusal", "acp_flags", "refused_on", "RESUME_KEEPS"]
+           "refusal", "python_refusal", "python_hint", "acp_flags", "refused_on", "RESUME_KEEPS"]
 
 Road = Literal["cell", "over", "acp", "python", "resume", "replay"]
 ROADS: tuple[Road, ...] = ("cell", "over", "acp", "python", "resume", "replay")
@@ -39,7 +39,7 @@ _BATCH = "needs --over VAR (a batch)"
 _BATCH_IN_PYTHON = "it is a keyword of jupyter_agent.batch(), which runs one agent per row"
 _BATCH_ON_RESUME = ("a resumed item is answered outside its batch (the batch's limits, "
                     "scores and judge ran when it did)")
-_EDGE_ONLY = "a cell's own (the run is returned: read run.answer, run.output)"
+_EDGE_ONLY = "a cell's own (in Python the call returns the result)"
 _NO_SESSION = "batch items run without a session"
 RESUME_KEEPS = ("a resumed run keeps the options its cell started it with; run the cell again "
                 "to change them")
@@ -194,26 +194,34 @@ def refusal(road: Road, given: Mapping[str, str]) -> str | None:
     return None
 
 
+def python_hint(name: str, accepted: Iterable[str]) -> str | None:
+    """Why the keyword ``name`` is refused, when the table knows (``None``: taken, or unknown
+    to it): the ``python`` column's reason, or the keyword a flag's name stands for
+    (``schema=`` -> ``write output= (the cell's --schema)``)."""
+    refused = RULES[name].python if name in RULES else None
+    if refused is not None:  # the table wins over a field that exists (agent_model)
+        return refused
+    flag = "--" + name.replace("_", "-")
+    meant = None if name in RULES else _BY_FLAG.get(flag)  # schema= -> output
+    if meant is None:
+        return None
+    reason = RULES[meant].python
+    if reason is not None:
+        return reason
+    return f"write {meant}= (the cell's {flag})" if meant in set(accepted) else None
+
+
 def python_refusal(entry: str, names: Iterable[str], accepted: Iterable[str]) -> str | None:
     """The one line refusing the first keyword of ``names`` that the table's ``python`` column
-    refuses or ``entry`` (``toolloop``...) does not take (``accepted``): the table's reason,
-    or the keyword a flag's name stands for (``schema=`` -> ``output=``), or the options it
-    takes."""
+    refuses or ``entry`` (``toolloop``...) does not take (``accepted``): the table's reason
+    (:func:`python_hint`), else the options it takes."""
     taken = set(accepted)
     for name in names:
-        refused = RULES[name].python if name in RULES else None
-        if refused is not None:  # the table wins over a field that exists (agent_model)
-            return f"{name} is not an option of {entry}(): {refused}."
-        if name in taken:
-            continue
-        flag = "--" + name.replace("_", "-")
-        meant = name if name in RULES else _BY_FLAG.get(flag)  # schema= -> output
-        reason = RULES[meant].python if meant is not None else None
-        if reason is not None:
-            return f"{name} is not an option of {entry}(): {reason}."
-        if meant is not None and meant != name and meant in taken:
-            return f"{name} is not an option of {entry}(): write {meant}= (the cell's {flag})."
-        return f"{name} is not an option of {entry}() (its options: {_join(sorted(taken))})."
+        hint = python_hint(name, taken)
+        if hint is not None:
+            return f"{name} is not an option of {entry}(): {hint}."
+        if name not in taken:
+            return f"{name} is not an option of {entry}() (its options: {_join(sorted(taken))})."
     return None
 
 

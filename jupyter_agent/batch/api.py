@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal, cast, overload
 
 from typing_extensions import TypedDict, Unpack
 
-from ..agents.option_rules import refused_on
+from ..agents.option_rules import python_hint, refused_on
 from ..base.errors import ParameterError
 from ..base.jsontypes import JSONObject, int_field, object_field, str_field
 from .engine import Controller, Execution, execute
@@ -243,8 +243,10 @@ def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
 
     unknown = sorted(n for n in options if n not in allowed and n not in PER_ITEM)
     if unknown:
-        raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "
-                             f"{', '.join(sorted(allowed))}).", parameters=(unknown[0],))
+        hint = python_hint(unknown[0], allowed)  # schema= -> output=, out= -> a cell's own
+        raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch" + (
+            f": {hint}." if hint else f" (options: {', '.join(sorted(allowed))})."),
+            parameters=(unknown[0],))
     options = {k: v for k, v in options.items() if k not in PER_ITEM}
     if options.get("context") and options.get("shell") is None:
         options["shell"] = namespace  # --with / context= read the notebook's variables

@@ -232,7 +232,7 @@ def test_agent_resume_refuses_every_cell_flag_by_name(shell: InteractiveShell,
 def test_python_api_refuses_an_unknown_keyword_in_one_line(server: ScriptedOpenAI) -> None:
     from pydantic import BaseModel
 
-    from jupyter_agent import chat, plan, toolloop
+    from jupyter_agent import batch, chat, plan, toolloop
     from jupyter_agent.base.errors import ParameterError
 
     class Tk(BaseModel):
@@ -247,6 +247,9 @@ def test_python_api_refuses_an_unknown_keyword_in_one_line(server: ScriptedOpenA
              (lambda: chat("Say hi.", concurrency=4, store=None),
               "concurrency is not an option of chat(): it is a keyword of "
               "jupyter_agent.batch()"),
+             (lambda: batch("Say {item}.", ["hi"], schema=Tk, namespace={}, store=None),
+              "schema is not an option of a toolloop batch: write output= (the cell's "
+              "--schema)."),
              (lambda: chat("Say hi.", agent_model="gpt-4.1", store=None),
               "agent_model is not an option of chat(): set by the runtime"),
              (lambda: chat("Say hi.", tools=["x"], store=None),
