@@ -29,6 +29,7 @@ from jupyter_agent.agents.option_rules import (
     NOT_OPTIONS,
     ROADS,
     RULES,
+    Road,
     flag_dest,
     refused_on,
     rule_of_dest,
@@ -102,6 +103,18 @@ def test_the_batch_and_the_cell_read_the_same_over_column() -> None:
     assert PER_ITEM == refused_on("over")
 
 
+def test_the_flag_effects_agree_with_the_table() -> None:
+    """``tests/adversarial/test_flag_effects.py`` proves each flag's effect per mode; what it
+    expects ``--over`` and a plain cell to refuse is the table's, not a list of its own."""
+    from tests.adversarial.test_flag_effects import BATCH_FLAGS, EFFECTS
+
+    def flags(road: Road) -> set[str]:
+        return {f for name in refused_on(road) for f in RULES[name].flags}
+
+    assert {f for f, e in EFFECTS.items() if e.over == "refused"} == flags("over") - {"--acp"}
+    assert set(BATCH_FLAGS) - {"--over"} == flags("cell")
+
+
 def test_the_behaviour_doc_prints_the_table() -> None:
     doc = (ROOT / "docs" / "behaviour.md").read_text()
     assert doc_table() in doc, "regenerate the table: python -c 'from tests.magics." \
@@ -170,10 +183,10 @@ def _refused(shell: InteractiveShell, source: str) -> str:
     return message
 
 
-def _road_cases(road: str) -> list[tuple[str, str]]:
+def _road_cases(road: Road) -> list[tuple[str, str]]:
     """(magic, flag) for every flag ``road`` refuses, from the table."""
     out = []
-    for name in refused_on(road):  # type: ignore[arg-type]
+    for name in refused_on(road):
         for flag in RULES[name].flags:
             out += [(m, flag) for m in MAGICS if flag in _flags(m)]
     return out
