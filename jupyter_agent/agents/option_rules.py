@@ -37,8 +37,8 @@ ROADS: tuple[Road, ...] = ("cell", "over", "acp", "python", "resume", "replay")
 _ACP = "the ACP agent brings its own model, tools and permissions"
 _BATCH = "needs --over VAR (a batch)"
 _BATCH_IN_PYTHON = "it is a keyword of jupyter_agent.batch(), which runs one agent per row"
-_BATCH_ON_RESUME = ("a resumed item is answered outside its batch (the batch's limits, "
-                    "scores and judge ran when it did)")
+_BATCH_ON_RESUME = ("an item resumed by %agent resume continues outside its batch; re-run the "
+                    "batch cell to count, score and judge it with the rest")
 _EDGE_ONLY = "a cell's own (in Python the call returns the result)"
 _NO_SESSION = "batch items run without a session"
 RESUME_KEEPS = ("a resumed run keeps the options its cell started it with; run the cell again "
