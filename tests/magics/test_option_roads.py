@@ -276,8 +276,8 @@ def test_python_api_refuses_an_unknown_keyword_in_one_line(server: ScriptedOpenA
 
 
 def test_an_acp_cell_fills_out(shell: InteractiveShell, tmp_path: Path) -> None:
-    """``--out`` is one of the few flags a ``--acp`` cell takes: it stores the answer (before:
-    parsed, then dropped)."""
+    """``--out`` is one of the few flags a ``--acp`` cell takes: it stores the answer, and
+    again after a permission's answer (before: parsed, then dropped)."""
     import sys
 
     from jupyter_agent.acp.client import shutdown_all
@@ -290,6 +290,15 @@ def test_an_acp_cell_fills_out(shell: InteractiveShell, tmp_path: Path) -> None:
         run = shell.user_ns["_agent_run"]
         assert run.status == "done" and "demo-acp" in run.answer
         assert shell.user_ns["ans"] == run.answer
+        # A permission: the cell's part stores what it streamed, the answer's part the rest.
+        (tmp_path / "notes.txt").write_text("one\ntwo\n")
+        with capture_output():
+            assert shell.run_cell("%%toolloop --acp cmd --out ans\nSummarise notes.").success
+        run = shell.user_ns["_agent_run"]
+        assert run.status == "ask" and shell.user_ns["ans"] == run.answer
+        with capture_output():
+            assert shell.run_cell(f"%agent resume {run.run_id} --option 3").success
+        assert run.status == "done" and "rejected" in shell.user_ns["ans"]
     finally:
         shell.user_ns.pop("cmd", None)
         shutdown_all()
