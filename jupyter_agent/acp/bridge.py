@@ -104,6 +104,13 @@ class _Turn:
     text: list[str] = field(default_factory=list)
     ask: PermissionAsk | None = None
     call_id: str = ""
+    on_end: Callable[[Run], None] | None = None
+    """The cell's ``on_end`` (``--out``): told the run when each part of it ends."""
+
+
+def _ended(turn: _Turn) -> None:
+    if turn.on_end is not None:
+        turn.on_end(turn.run)
 
 
 @dataclass
@@ -119,8 +126,12 @@ WAITING: dict[str, Waiting] = {}
 
 
 def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Store,
-               listeners: Sequence[Callable[[BaseEvent], None]], origin: str | None = None) -> Run:
-    """Send ``prompt`` to the agent of ``argv`` (its session for ``session``) as a new run."""
+               listeners: Sequence[Callable[[BaseEvent], None]], origin: str | None = None,
+               on_end: Callable[[Run], None] | None = None) -> Run:
+    """Send ``prompt`` to the agent of ``argv`` (its session for ``session``) as a new run.
+
+    ``on_end`` is told the run each time a part of it ends: the cell's, then the part an
+    answer to a permission streams (the cell's ``--out``, as for every run)."""
     agent = agent_for(argv)
     sid = agent.session_id(session)
     _supersede(agent, sid, store)
@@ -132,8 +143,12 @@ def run_prompt(argv: Sequence[str], prompt: str, *, session: str, store: Store,
     recorder.emit(RoundStarted(round=1, model=run.model))
     run.rounds = 1
     turn = _Turn(agent, sid, agent.prompt(sid, prompt), run,
-                 task=prompt.strip().splitlines()[0][:200] if prompt.strip() else "ACP task")
-    _drive(turn, recorder, store)
+                 task=prompt.strip().splitlines()[0][:200] if prompt.strip() else "ACP task",
+                 on_end=on_end)
+    try:
+        _drive(turn, recorder, store)
+    finally:  # an interrupted prompt's --out holds what it streamed, as a plain cell's
+        _ended(turn)
     return run
 
 
@@ -354,11 +369,15 @@ def answer(run_id: str, given: Answer, *, store: Store,
         recorder.emit(AskAnswered(call_id=waiting.call_id, how="dismissed"))
         with recorder.finishing():
             _cancel(turn, recorder)
+        _ended(turn)
         return run
     recorder.emit(AskAnswered(call_id=waiting.call_id, how="option", answer=names[index - 1],
                               option_index=index))
     ask.answer(ask.options[index - 1].option_id)
-    _drive(turn, recorder, store)
+    try:
+        _drive(turn, recorder, store)
+    finally:  # an interrupted prompt's --out holds what it streamed, as a plain cell's
+        _ended(turn)
     return run
 
 

@@ -186,6 +186,9 @@ class _PendingBase(_Model):
     """A typed run's JSON schema: its resume checks the final answer again (in another
     kernel ``run.output`` is then a dict; in the same one, the model class kept aside)."""
     schema_retries: int = SCHEMA_RETRIES
+    cache: bool | None = None
+    """The first turn's ``cache`` option (``--cache``): the resumed part's client is behind the
+    answer cache the same way."""
     card: QuestionCard | ApprovalCard = Field(discriminator="kind")
     """The card shown; its ``call_id`` is the run's."""
 

@@ -37,7 +37,7 @@ from .run import Run
 from .toolloop_resume import resume_toolloop
 from .turn.finish import finish_turn
 from .turn.open import TurnContext, open_turn
-from .turn.options import TurnOptions
+from .turn.options import TurnOptions, with_cache
 
 if TYPE_CHECKING:
     from ..clients.cassette import RecordedAnswer
@@ -270,7 +270,7 @@ def _resume(run_id: str | None, answer: Answer, *, run: Run | None, store: Store
         if client is not None:
             tc = bind_client(client, pending.model)
         else:  # the client the run was suspended on, else one with the configured fallbacks
-            tc = held.client or turn_client(pending.model)
+            tc = held.client or with_cache(turn_client(pending.model), pending.cache)
     except BaseException:
         store.suspend(run_id, raw)  # a missing key must not lose the question
         HELD.put_back(run_id, held)
@@ -307,7 +307,7 @@ def _continue(run: Run, pending: PendingRun, answer: Answer, tc: TurnClient, hel
     run.pending = None
     opt = TurnOptions(session=run.session, history=0, store=store, listeners=list(listeners or []),
                       schema_retries=pending.schema_retries, is_aborted=held.is_aborted,
-                      on_end=held.on_end)
+                      on_end=held.on_end, cache=pending.cache)
     if held.output is not None or pending.output is not None:  # a typed run stays typed
         from ..llm.structured import output_spec
 

@@ -73,7 +73,7 @@ def approval_suspender(p: TurnContext, setup: TurnSetup,
             turn=setup.state(),
             turn_messages=[*turn_messages, *result.assistant_messages], rounds=p.run.rounds,
             stopped=result.stopped, output=p.output.schema if p.output else None,
-            schema_retries=p.schema_retries)
+            schema_retries=p.schema_retries, cache=p.cache)
         HELD.keep(p.run.run_id, tools=setup.tools)
         show_card(p, pending)
 

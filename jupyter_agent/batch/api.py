@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal, cast, overload
 
 from typing_extensions import TypedDict, Unpack
 
+from ..agents.option_rules import python_hint, refused_on
 from ..base.errors import ParameterError
 from ..base.jsontypes import JSONObject, int_field, object_field, str_field
 from .engine import Controller, Execution, execute
@@ -38,20 +39,10 @@ __all__ = ["batch", "BatchResult", "BatchRun", "split_models"]
 
 PREVIEW_ROWS = 20
 """Results shown in the finished card (the table in ``--out`` has them all)."""
-PER_ITEM = {"model": "the model is batch()'s own model= (several models: a list)",
-            "session": "batch items run without a session",
-            "history": "batch items run without history",
-            "stream": "batch items never stream",
-            "store": "the store is batch()'s own store=",
-            "is_aborted": "the batch's stop aborts its items",
-            "on_end": "the batch collects its items' results itself",
-            "origin": "batch items supersede no question",
-            "on_superseded": "batch items supersede no question",
-            "agent_model": "set by the runtime",
-            "notebook": "batch items run side by side in worker threads and must not run code "
-                        "in this kernel or edit its cells",
-            "auto_answer": "it is batch()'s own auto_answer="}
-"""Options of the entry points a batch sets for every item itself (or refuses), with why."""
+PER_ITEM = refused_on("over")
+"""Options of the entry points a batch sets for every item itself (or refuses), with why: the
+``over`` column of the one table (``jupyter_agent/agents/option_rules.py``), which a ``--over``
+cell reads too."""
 _KINDS = ("chat", "toolloop", "plan")
 
 
@@ -253,8 +244,10 @@ def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
 
     unknown = sorted(n for n in options if n not in allowed and n not in PER_ITEM)
     if unknown:
-        raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch (options: "
-                             f"{', '.join(sorted(allowed))}).", parameters=(unknown[0],))
+        hint = python_hint(unknown[0], allowed)  # schema= -> output=, out= -> a cell's own
+        raise ParameterError(f"{unknown[0]} is not an option of a {kind} batch" + (
+            f": {hint}." if hint else f" (options: {', '.join(sorted(allowed))})."),
+            parameters=(unknown[0],))
     options = {k: v for k, v in options.items() if k not in PER_ITEM}
     if options.get("context") and options.get("shell") is None:
         options["shell"] = namespace  # --with / context= read the notebook's variables

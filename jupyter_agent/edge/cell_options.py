@@ -5,7 +5,9 @@ A plain cell hands :meth:`CellOptions.entry_options` to ``chat()``/``toolloop()`
 a cell with ``--over`` hands :meth:`CellOptions.batch_options` to
 :func:`jupyter_agent.batch.batch` (``batch_magic.py``). Both come from the same record, so a
 flag reaches a batch item exactly as it reaches a plain cell, or the ``--over`` cell refuses it
-by name in one line (:data:`OVER_REFUSED`, docs/behaviour.md §10.13). Whether a flag was *given*
+by name in one line. Which road refuses which flag, and why, is the one table
+``jupyter_agent/agents/option_rules.py`` (docs/behaviour.md §1.1); each road checks it once, at
+its entry (:func:`check_road`). Whether a flag was *given*
 is read from the parser itself (a value other than the flag's default), so a flag added to a
 magic is covered without a list to update here.
 """
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 
 from IPython.core.error import UsageError
 
+from ..agents.option_rules import Road, refusal, rule_of_dest
+
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -26,8 +30,8 @@ if TYPE_CHECKING:
     from ..llm.protocol import ModelClient
     from ..runtime.agents import Agent
 
-__all__ = ["CellKind", "CellOptions", "EntryOptions", "ItemOptions", "read_cell_options", "given_flags", "OVER_REFUSED",
-           "BATCH_ONLY", "load_cell"]
+__all__ = ["CellKind", "CellOptions", "EntryOptions", "ItemOptions", "read_cell_options",
+           "given_flags", "check_road", "load_cell"]
 
 CellKind = Literal["chat", "toolloop", "plan"]
 
@@ -80,16 +84,19 @@ class EntryOptions(ItemOptions, total=False):
     on_end: Callable[[Run], None]
     """Told each part of the run that ends (``--out``: ``magics._out_setter``)."""
 
-BATCH_ONLY = ("over", "concurrency", "expect", "match", "score", "max_cost", "max_items",
-              "rerun", "engine", "judge", "judge_model")
-"""Parser destinations of the batch flags: a cell without ``--over`` refuses them."""
+def check_road(road: Road, given: Mapping[str, str]) -> None:
+    """Refuse, in one line, a flag of ``given`` that ``road`` (``cell``, ``over``, ``acp``)
+    does not take, and while ``%agent replay`` replays a cassette, one that cannot be
+    replayed: both from the one table (``agents/option_rules.py``)."""
+    from ..base import config
 
-OVER_REFUSED: dict[str, str] = {"session": "session", "history": "history",
-                                 "no_history": "history", "no_stream": "stream",
-                                 "notebook": "notebook"}
-"""Flags a ``--over`` cell refuses (parser destination -> the option it sets). The reason is
-the batch's own, from its one table (``jupyter_agent.batch.api.PER_ITEM``, which the Python
-API's ``batch()`` checks too), so a cell and a script are refused for the same words."""
+    roads: list[Road] = [road]
+    if config.settings.cassette_mode == "replay":
+        roads.append("replay")
+    for each in roads:
+        message = refusal(each, given)
+        if message is not None:
+            raise UsageError(message)
 
 
 def load_cell(kind: CellKind, *modules: str) -> None:
@@ -169,10 +176,9 @@ class CellOptions:
     origin: str | None = None
 
     def refuse_batch_flags(self) -> None:
-        """A cell without ``--over``: batch flags and several models are one-line errors."""
-        for dest in BATCH_ONLY:
-            if dest in self.given and dest != "over":
-                raise UsageError(f"{self.given[dest]} needs --over VAR (a batch).")
+        """A cell without ``--over``: batch flags (the table's ``cell`` road) and several
+        models are one-line errors."""
+        check_road("cell", self.given)
         if self.model and "," in self.model:
             raise UsageError(f"Several models (--model {self.model}) need --over VAR: each "
                              "row runs on each model.")
@@ -230,14 +236,9 @@ class CellOptions:
         batch's own flags and the models excepted: the batch edge passes those).
 
         Raises:
-            UsageError: a flag a batch cannot carry (:data:`OVER_REFUSED`), by name.
+            UsageError: a flag a batch cannot carry (the table's ``over`` road), by name.
         """
-        from ..batch.api import PER_ITEM  # --over runs a batch: its package loads anyway
-
-        for dest, option in OVER_REFUSED.items():
-            if dest in self.given:
-                flag = self.given[dest]
-                raise UsageError(f"{flag} with --over: {PER_ITEM[option]}; remove {flag}.")
+        check_road("over", self.given)
         opts = ItemOptions()
         self._common(opts)
         if self.context:  # --with reads this kernel's variables (the thread engine only)
@@ -265,17 +266,6 @@ def _agent(ns: Mapping[str, object], name: str | None) -> Agent | str | None:
     return value if isinstance(value, Agent) else name
 
 
-_KNOWN = frozenset({
-    "model", "system", "out", "session", "history", "no_history", "temperature", "max_tokens",
-    "knowledge", "quote_role", "quote_prompt", "quote_template", "no_stream", "with_vars",
-    "record", "replay", "tools", "max_rounds", "agent", "notebook", "parallel", "tool_choice",
-    "answer", "option", "auto_answer", "schema", "schema_retries", "cache", "skills", "approve",
-    *BATCH_ONLY})
-"""Every parser destination of the three magics: each is a field of :class:`CellOptions` (or the
-edge's own: ``out``, the batch flags). A flag added to a magic and not here is refused at once
-(:func:`read_cell_options`), so none is ever dropped on its way to the request."""
-
-
 def read_cell_options(kind: CellKind, args: argparse.Namespace,
                       parser: argparse.ArgumentParser, *, ns: Mapping[str, object],
                       shell: InteractiveShell | None = None, origin: str | None = None) -> CellOptions:
@@ -284,13 +274,13 @@ def read_cell_options(kind: CellKind, args: argparse.Namespace,
     Raises:
         UsageError: a flag naming a missing variable, ``--record`` with ``--replay``,
             ``--schema-retries`` without ``--schema``.
-        TypeError: a parser destination this record does not know (a flag added to a magic
-            without its field here: a bug, caught by the tests).
+        TypeError: a parser destination the table of ``agents/option_rules.py`` does not know
+            (a flag added to a magic without its row: a bug, caught by the tests).
     """
     given = given_flags(args, parser)
-    unknown = sorted(set(given) - _KNOWN)
-    if unknown:
-        raise TypeError(f"cell flags without a CellOptions field: {unknown}")
+    unknown = sorted(d for d in given if rule_of_dest(d) is None)
+    if unknown:  # a flag added to a magic without its row: it would be dropped on some road
+        raise TypeError(f"cell flags without a row in agents/option_rules.py: {unknown}")
     output = None
     schema = getattr(args, "schema", None)
     if schema:

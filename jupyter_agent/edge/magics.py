@@ -24,6 +24,7 @@ from .cell_options import (
     CellKind,
     CellOptions,
     EntryOptions,
+    check_road,
     given_flags,
     load_cell,
     read_cell_options,
@@ -326,12 +327,7 @@ class AgentMagics(Magics):
         """``%%toolloop --acp COMMAND``: the cell is the prompt of an external ACP agent
         (``jupyter_agent/acp/bridge.py``, docs/acp-in-a-cell.md)."""
 
-        given = given_flags(args, magic_parser("toolloop"))
-        for dest, flag in given.items():
-            if dest not in ACP_ALLOWED:
-                raise UsageError(f"{flag} with --acp: the ACP agent brings its own model, tools "
-                                 f"and permissions; remove {flag} (--acp takes --session, --out "
-                                 "and --no-stream).")
+        check_road("acp", given_flags(args, magic_parser("toolloop")))  # agents/option_rules.py
         try:
             import acp  # noqa: F401  (the SDK, an extra)
         except ImportError:
@@ -356,7 +352,9 @@ class AgentMagics(Magics):
         def start(listeners: list[Listener]) -> Run:
             try:
                 return run_prompt(argv, prompt, session=session, store=default_store(),
-                                  listeners=listeners, origin=self._origin())
+                                  listeners=listeners, origin=self._origin(),
+                                  on_end=_out_setter(ns, args.out, typed=False)
+                                  if args.out else None)
             except AcpError as exc:
                 raise UsageError(str(exc)) from None
 
@@ -412,10 +410,6 @@ class AgentMagics(Magics):
         if line.split()[:1] in ([], ["help"]):
             print(cell_flags_help())
         return result if shows_result(line) else None
-
-
-ACP_ALLOWED = frozenset({"acp", "session", "out", "no_stream"})
-"""The flags ``%%toolloop --acp`` takes; any other given flag is refused naming ``--acp``."""
 
 
 def cell_flags_help() -> str:

@@ -170,7 +170,8 @@ def _pending(p: TurnContext, result: LoopResult, catalog: ToolCatalog, lo: PlanO
         plan_state=PlanRunState.model_validate(interactive.get("state")), rounds=p.run.rounds,
         turn_messages=[*turn_messages, *out[:last], saved[-1]],
         turn=runtime.state() if runtime is not None else None,
-        output=p.output.schema if p.output else None, schema_retries=p.schema_retries)
+        output=p.output.schema if p.output else None, schema_retries=p.schema_retries,
+        cache=p.cache)
 
 
 # ---------------------------------------------------------------------------- answers

@@ -60,6 +60,9 @@ class TurnContext:
     output: OutputSpec | None = None
     """What the final answer must be (:attr:`TurnOptions.output`, resolved)."""
     schema_retries: int = SCHEMA_RETRIES
+    cache: bool | None = None
+    """The turn's ``cache`` option (:attr:`TurnOptions.cache`): a suspended run saves it, so its
+    resume answers from the cache too."""
 
     @property
     def client(self) -> ModelClient:
@@ -100,7 +103,7 @@ def open_turn(kind: str, prompt: str, opt: TurnOptions, tc: TurnClient, *, store
     p = TurnContext(tc, run, recorder, store, None, history, persisted=persisted,
                     is_aborted=opt.is_aborted, on_end=opt.on_end,
                     output=None if opt.output is None else output_spec(opt.output),
-                    schema_retries=opt.schema_retries)
+                    schema_retries=opt.schema_retries, cache=opt.cache)
     if resuming is not None:
         p.turn_base = (run.input_tokens, run.output_tokens, run.cost)
         p.event_base = len(run.events)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..run import Run
 
 __all__ = ["OutputOption", "Shell", "TurnArgs", "TurnOptions", "store_of", "client_of",
-           "profile_of"]
+           "profile_of", "with_cache"]
 
 OutputOption = Union["type[BaseModel]", Mapping[str, object], "OutputSpec", None]
 """A typed answer as a caller gives it: a pydantic model class, a JSON schema dict, or the
@@ -175,11 +175,18 @@ def client_of(opt: TurnOptions, store: Store | None) -> TurnClient:
         tc = bind_client(opt.client, opt.model or opt.agent_model)
     else:
         tc = turn_client(opt.model, agent=opt.agent_model, session=_session_model(opt, store))
-    if opt.cache is False or (opt.cache is None and not config.settings.cache):
+    return with_cache(tc, opt.cache)
+
+
+def with_cache(tc: TurnClient, cache: bool | None) -> TurnClient:
+    """``tc`` behind the answer cache when ``cache`` (``None``: the ``cache`` setting) turns it
+    on: a new turn's client, and a resumed run's (the first turn's ``--cache`` holds after an
+    answer)."""
+    if cache is False or (cache is None and not config.settings.cache):
         return tc  # the answer cache is off (the default): its module is not even loaded
     from ...clients.cache import cached_turn_client
 
-    return cached_turn_client(tc, opt.cache)
+    return cached_turn_client(tc, cache)
 
 
 def profile_of(opt: TurnOptions, store: Store | None) -> ModelProfile:

@@ -40,6 +40,7 @@ from ...runtime.intent import IntentResult, intent_system_text
 from ...tools.registry import AnyTool
 from ..context import CHAT_SEPARATOR, TOOL_SEPARATOR, apply_knowledge, join_system, with_variables
 from ..limits import SUB_AGENT_MAX_ROUNDS
+from ..option_rules import python_refusal
 from ..params import Checks, check_parameters
 from ..run import Run, last_run, set_last_run
 from ..tooling import ToolSpec, forced_choice, loop_parts
@@ -60,6 +61,7 @@ __all__ = ["TurnKind", "Turn", "start_turn", "restore_setup", "run_sub_agent"]
 TurnKind = Literal["chat", "toolloop", "plan"]
 
 _WHAT = {"chat": "the message to send", "toolloop": "the task", "plan": "the task"}
+_TURN_OPTIONS = frozenset(f.name for f in dataclasses.fields(TurnOptions))
 
 
 @dataclass
@@ -89,6 +91,9 @@ def _checked_options(kind: TurnKind, prompt: str, options: TurnArgs, output: Out
     nothing a chat cannot do (``notebook``, ``skills``, approvals)."""
     if not prompt or not prompt.strip():
         raise ParameterError(f"prompt is empty: give {_WHAT[kind]}.", parameters=("prompt",))
+    unknown = python_refusal(kind, options, _TURN_OPTIONS)  # agents/option_rules.py
+    if unknown is not None:
+        raise ParameterError(unknown, parameters=(unknown.split(" ", 1)[0],))
     check_parameters(options, **(checks or {}))
     opt = TurnOptions(**options)
     if output is not None:

@@ -33,6 +33,7 @@ def _parsers(sub: Subparsers) -> None:
     g.add_argument("--answer", type=text)
     g.add_argument("--option", type=integer(1))
     g.add_argument("--dismiss", action="store_true")
+    _cell_flags(r)
     pend = sub.add_parser("pending")
     pend.add_argument("--session", type=text)
     runs = sub.add_parser("runs")
@@ -40,6 +41,30 @@ def _parsers(sub: Subparsers) -> None:
     runs.add_argument("-n", "--last", type=integer(1), default=20)
     m = sub.add_parser("model")
     m.add_argument("name", nargs="?", type=text)
+
+
+def _cell_flags(parser: argparse.ArgumentParser) -> None:
+    """The cell flags, known to ``resume`` only to refuse each by name: a resumed run keeps
+    what its cell gave it (the ``resume`` road of ``agents/option_rules.py``)."""
+    from ...agents.option_rules import RULES, flag_dest
+
+    own = {"--answer", "--option"}
+    for rule in RULES.values():
+        for flag in rule.flags:
+            if flag not in own:
+                parser.add_argument(flag, dest=f"cell_{flag_dest(flag)}", nargs="?", const="",
+                                    default=None, help=argparse.SUPPRESS)
+
+
+def _refuse_cell_flags(args: argparse.Namespace) -> None:
+    """One line for the first cell flag the ``resume`` line gave (from the table)."""
+    from ...agents.option_rules import RULES, flag_dest, refusal
+
+    given = {flag_dest(f): f for rule in RULES.values() for f in rule.flags
+             if getattr(args, f"cell_{flag_dest(f)}", None) is not None}
+    message = refusal("resume", given)
+    if message is not None:
+        raise MagicUsageError(message)
 
 
 @TABLE.command("pending", "List runs waiting for an answer or an approval.")
@@ -104,6 +129,7 @@ def _cmd_resume(args: argparse.Namespace, ns: dict[str, object]) -> None:
     from ...agents.run import Run
     from ...ui.live import LiveDisplay, displays, show_hint
 
+    _refuse_cell_flags(args)
     if args.option is not None:
         answer = Answer("option", option_index=args.option)
     elif args.answer is not None:
