@@ -230,9 +230,10 @@ class _SpecFields(TypedDict):
     judge_model: str | None
 
 
-def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
-          namespace: Mapping[str, object], options: dict[str, object],
-          clients: Mapping[str, ModelClient] | None, **fields: Unpack[_SpecFields]) -> BatchSpec:
+def _checked_options(kind: str, namespace: Mapping[str, object],
+                     options: dict[str, object]) -> dict[str, object]:
+    """The items' options of a batch, checked once before any item runs (the table's ``over``
+    road, the entry point's parameters, ``context`` names, the schema made once)."""
     if kind not in _KINDS:
         raise ParameterError(f"kind must be chat, toolloop or plan, not {kind!r}.")
     for name in options:
@@ -240,8 +241,6 @@ def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
             raise ParameterError(f"{name} is not an option of a batch: {PER_ITEM[name]}.",
                                  parameters=(name,))
     allowed = batch_options(kind)  # the agent layer's first import (agents/entries.py)
-    from ..clients.factory import resolve_model
-
     unknown = sorted(n for n in options if n not in allowed and n not in PER_ITEM)
     if unknown:
         hint = python_hint(unknown[0], allowed)  # schema= -> output=, out= -> a cell's own
@@ -268,6 +267,12 @@ def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
 
         # A bad schema: one line before any item runs; a good one made once for every item.
         options["output"] = typed_output(options["output"])
+    return options
+
+
+def _check_fields(fields: _SpecFields, clients: Mapping[str, ModelClient] | None,
+                  options: Mapping[str, object]) -> None:
+    """The batch's own fields that need a look before anything runs (the judge, dask)."""
     judge = fields.get("judge")
     if judge is not None and (not isinstance(judge, str) or not judge.strip()):
         raise ParameterError(f"judge must be the criteria as text, not {judge!r}.",
@@ -285,6 +290,15 @@ def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
         if options.get("context"):
             raise ParameterError("context reads this kernel's variables: it runs on the thread "
                                  "engine, not on dask workers.", parameters=("context",))
+
+
+def _spec(template: str, over: object, kind: str, model: str | list[str] | None,
+          namespace: Mapping[str, object], options: dict[str, object],
+          clients: Mapping[str, ModelClient] | None, **fields: Unpack[_SpecFields]) -> BatchSpec:
+    options = _checked_options(kind, namespace, options)
+    _check_fields(fields, clients, options)
+    from ..clients.factory import resolve_model
+
     inputs = load_inputs(over)
     models = [resolve_model(m).name for m in split_models(model)]
     per_model = dict(clients or {})

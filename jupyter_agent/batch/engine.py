@@ -26,8 +26,7 @@ from .progress import Progress
 from .spec import BatchSpec, Item, build_items, check_spec, fingerprint, inputs_hash, spec_key
 
 if TYPE_CHECKING:
-    from ..session._batches import BatchItemRecord
-    from ..session.store import Store
+    from ..session.store import BatchItemRecord, Store
 
 __all__ = ["Controller", "execute", "Execution", "PROGRESS_INTERVAL"]
 

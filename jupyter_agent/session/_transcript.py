@@ -7,6 +7,7 @@ turn's run id and with the run's ``tool_returned`` event, which knows whether th
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import cast
 
 from ..base.jsontypes import list_field, object_field, str_field
@@ -70,26 +71,8 @@ class TranscriptMixin:
                 conn, session, None if last is None else (lambda got: _page_start(got, last) >= 0))
             if last is not None:
                 rows = rows[max(0, _page_start(rows, last)):]
-            # Only tool_returned events matter; the LIKE filter avoids decoding text deltas.
-            tool_events = "e.event LIKE '%\"type\":\"tool_returned\"%'"
-            if last is None:
-                events = conn.execute(
-                    "SELECT e.event FROM run_events e JOIN runs r ON r.run_id = e.run_id"
-                    f" WHERE r.session = ? AND {tool_events}", (session,)).fetchall()
-            else:  # only the runs on the page
-                run_ids = sorted({row[5] for row in rows if row[5] is not None})
-                events = []
-                for i in range(0, len(run_ids), 500):
-                    chunk = run_ids[i:i + 500]
-                    events += conn.execute(
-                        f"SELECT e.event FROM run_events e WHERE e.run_id IN"
-                        f" ({', '.join('?' * len(chunk))}) AND {tool_events}", chunk).fetchall()
-        errors: dict[str, str | None] = {}
-        for (text,) in events:
-            event = loads_object(text) or {}
-            if event.get("type") == "tool_returned":
-                error = event.get("error")
-                errors[str(event.get("call_id"))] = None if error is None else str(error)
+            errors = _tool_errors(conn, session, None if last is None else
+                                  sorted({row[5] for row in rows if row[5] is not None}))
 
         names: dict[str, str] = {}
         entries: list[TranscriptDict] = []
@@ -122,3 +105,29 @@ class TranscriptMixin:
             # The model's dump has the TypedDict's keys and types (a test compares the two).
             entries.append(cast(TranscriptDict, entry.model_dump()))
         return entries if last is None else entries[-last:]
+
+
+def _tool_errors(conn: sqlite3.Connection, session: str,
+                 run_ids: list[str] | None) -> dict[str, str | None]:
+    """The error (or None) of each tool result of the session, by call id: of every run, or
+    only of ``run_ids`` (the runs on a page)."""
+    # Only tool_returned events matter; the LIKE filter avoids decoding text deltas.
+    tool_events = "e.event LIKE '%\"type\":\"tool_returned\"%'"
+    if run_ids is None:
+        events = conn.execute(
+            "SELECT e.event FROM run_events e JOIN runs r ON r.run_id = e.run_id"
+            f" WHERE r.session = ? AND {tool_events}", (session,)).fetchall()
+    else:
+        events = []
+        for i in range(0, len(run_ids), 500):
+            chunk = run_ids[i:i + 500]
+            events += conn.execute(
+                f"SELECT e.event FROM run_events e WHERE e.run_id IN"
+                f" ({', '.join('?' * len(chunk))}) AND {tool_events}", chunk).fetchall()
+    errors: dict[str, str | None] = {}
+    for (text,) in events:
+        event = loads_object(text) or {}
+        if event.get("type") == "tool_returned":
+            error = event.get("error")
+            errors[str(event.get("call_id"))] = None if error is None else str(error)
+    return errors

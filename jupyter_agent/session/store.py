@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Union
 
 from ..base.state import STATE, Box
-from ._batches import BatchesMixin
+from ._batches import BatchesMixin, BatchItemRecord
 from ._db import Database, StoreFullError, open_failure
 from ._migrations import SCHEMA_VERSION
 from ._recovery import RecoveryMixin
@@ -31,7 +31,7 @@ from .paths import default_store_path
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Store", "StoreChoice", "StoreFullError", "default_store", "reset_default_store",
+__all__ = ["Store", "StoreChoice", "StoreFullError", "BatchItemRecord", "default_store", "reset_default_store",
            "swap_default_store"]
 
 
