@@ -176,7 +176,7 @@ def _judged(ex: Execution) -> JudgeSummary | None:
     model = spec.judge_model or spec.models[0]
     client = spec.clients.get(model)
     cached = spec.options.get("cache")
-    cache = cached if isinstance(cached, bool) else None
+    cache = None if cached is None else bool(cached)  # as the items read it (``with_cache``)
 
     def call(prompt: str, schema: type[BaseModel]) -> Run[BaseModel]:
         return chat(prompt, output=schema, model=model, client=client, store=None,

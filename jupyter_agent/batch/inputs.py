@@ -47,18 +47,25 @@ def load_inputs(over: object, name: str = "over") -> Inputs:
     """Read ``over`` into rows; raise :class:`ParameterError` naming ``name`` for anything
     that is not a table or a list (a string, a dict, a number...)."""
     # A frame's library is loaded already when ``over`` is one of its frames: no import cost.
+    # Neither library is a dependency of ours: an import that fails reads ``over`` as rows.
     if _module(over) == "pandas":
-        import pandas as pd
-
-        if isinstance(over, pd.DataFrame):
-            return Inputs("pandas", over.to_dict("records"), list(over.columns), over)
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - a frame whose library cannot import
+            pass
+        else:
+            if isinstance(over, pd.DataFrame):
+                return Inputs("pandas", over.to_dict("records"), list(over.columns), over)
     if _module(over) == "polars":
-        import polars as pl
-
-        if isinstance(over, pl.DataFrame):
-            # Its column names are text, so its rows are ``dict[Hashable, object]`` too.
-            return Inputs("polars", cast("list[dict[Hashable, object]]", over.to_dicts()),
-                          list(over.columns), over)
+        try:
+            import polars as pl
+        except ImportError:  # pragma: no cover
+            pass
+        else:
+            if isinstance(over, pl.DataFrame):
+                # Its column names are text, so its rows are ``dict[Hashable, object]`` too.
+                return Inputs("polars", cast("list[dict[Hashable, object]]", over.to_dicts()),
+                              list(over.columns), over)
     if isinstance(over, (str, bytes, Mapping)) or not isinstance(over, Iterable):
         kind = type(over).__name__
         raise ParameterError(f"{name} must be a DataFrame, a list of dicts or a list of values, "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeVar, Union
+from typing import TYPE_CHECKING, TypeVar, Union, cast
 
 from ..base.jsontypes import JSONObject, float_field
 from .inputs import VALUE_FIELD, Inputs
@@ -62,10 +62,9 @@ def results_table(inputs: Inputs, items: list[Item], outcomes: Sequence[Outcome]
     rows = [i.row for i in items]
     source = inputs.source
     if inputs.kind == "pandas":
-        import pandas as pd  # loaded: the input is a pandas frame
-
-        assert isinstance(source, pd.DataFrame)  # what load_inputs calls "pandas"
-        frame: pd.DataFrame = source.iloc[rows].copy()
+        # load_inputs calls a pandas DataFrame "pandas"; pandas is no dependency of ours, so
+        # it is not imported here (the frame's own methods build the result).
+        frame: pd.DataFrame = cast("pd.DataFrame", source).iloc[rows].copy()
         frame.columns = [_renamed(c, taken) for c in frame.columns]
         for name, values in cols.items():
             # pandas takes a list of any values (and infers the dtype); its stubs do not.
@@ -74,10 +73,8 @@ def results_table(inputs: Inputs, items: list[Item], outcomes: Sequence[Outcome]
     if inputs.kind == "polars":
         # The frame's own class builds the new columns: polars is there (the input is a polars
         # frame) but is no dependency of this package, so it is not imported by name.
-        import polars as pl  # loaded: the input is a polars frame
-
-        assert isinstance(source, pl.DataFrame)  # what load_inputs calls "polars"
-        frame_pl = source[rows] if rows else source.clear()
+        polars_frame = cast("pl.DataFrame", source)  # what load_inputs calls "polars"
+        frame_pl = polars_frame[rows] if rows else polars_frame.clear()
         frame_pl = frame_pl.rename({c: str(_renamed(c, taken)) for c in frame_pl.columns
                                     if c in taken})
         return frame_pl.hstack(type(frame_pl)(cols, strict=False))

@@ -11,6 +11,7 @@ import datetime
 import decimal
 import itertools
 import math
+import numbers
 import re
 import time
 from collections.abc import Iterable
@@ -94,6 +95,12 @@ def cell_text(v: object) -> str:
 
 def _as_float(x: object) -> float:
     """``float(x)``, raising what ``float`` raises for what it cannot convert."""
+    # The common cases first (numpy's scalars are registered as numbers.Real): a check against
+    # the Protocols below costs about 5 µs a call, ten times the rest of fmt_num.
+    if isinstance(x, float):
+        return x
+    if isinstance(x, numbers.Real):
+        return float(x)
     if isinstance(x, (str, bytes, SupportsFloat, SupportsIndex)):
         return float(x)
     raise TypeError(f"not a number: {type(x).__name__}")
