@@ -228,7 +228,9 @@ def _apply(turn: _Turn, recorder: RunRecorder, store: Store | None, item: FeedIt
         return True
     elif isinstance(item, PromptDone):
         stop, usage = item.stop_reason, item.usage
-        if usage is not None:
+        if usage is not None:  # the run's totals too: the store, a batch and run.cost read them
+            turn.run.input_tokens += usage.input_tokens
+            turn.run.output_tokens += usage.output_tokens
             recorder.emit(UsageRecorded(
                 model=turn.run.model, input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens, priced=False))

@@ -183,3 +183,5 @@ def test_the_update_shapes_besides_text_become_rows_and_tokens(kernel: Kernel) -
     assert run[:2] == ["done", "Shapes sent."]
     assert "reasoning_delta" not in run[2]  # an image thought has no text to show
     assert run[3] == [[12, 5, False]]
+    # The run's own totals (what the Python API, the store and a batch read) count them too.
+    assert kernel.value("[_agent_run.input_tokens, _agent_run.output_tokens]") == [12, 5]
