@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from .agents.resume import resume
     from .agents.run import Run, last_run
     from .agents.sandbox import python_sandbox
-    from .agents.subagents import agent_tool, model_tool
+    from .agents.subagents import Agent, agent_tool, model_tool
     from .agents.toolloop import toolloop
     from .base.errors import (
         ConfigError,

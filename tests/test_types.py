@@ -143,6 +143,24 @@ def test_an_agents_options_are_checked_by_mypy(tmp_path: Path) -> None:
     assert sorted(int(line.split(":")[1]) for line in errors) == [4, 5], result.stdout
 
 
+def test_the_public_agent_is_typed_as_it_is_called(tmp_path: Path) -> None:
+    """``from jupyter_agent import Agent`` is the profile with ``as_tool``, called as documented
+    (name first, positionally). Before, mypy saw it as ``Any`` (the package's lazy export was
+    not named for the type checker), and the subclass as a keyword-only model: a documented
+    ``Agent('b', instructions='x')`` was an error and a wrong option was none."""
+    src = tmp_path / "public_agent.py"
+    src.write_text(
+        "from jupyter_agent import Agent\n\n"
+        "a = Agent('b', 'Review code.', ['bash'], read_only=True)\n"
+        "tool = a.as_tool(max_rounds=3)\n"
+        "Agent('c', instructions=3)\n"      # error 1: wrong type
+        "Agent('d', read_onyl=True)\n",     # error 2: unknown option
+        encoding="utf-8")
+    result = _mypy("--strict", str(src))
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert sorted(int(line.split(":")[1]) for line in errors) == [5, 6], result.stdout
+
+
 def test_entry_points_say_what_they_take_and_give(tmp_path: Path) -> None:
     """``**options`` of ``chat/toolloop/plan`` are the ``TurnArgs`` TypedDict: a misspelt or
     mistyped option is a mypy error. An untyped run is a ``Run[None]`` (its answer is

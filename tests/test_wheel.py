@@ -219,3 +219,10 @@ def test_a_plain_install_runs_every_builtin_tool(wheel: Path, tmp_path: Path,
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 1 and len(lines) == 1, (argv, proc.stderr)
         assert f"pip install 'jupyter-agent[{extra}]'" in lines[0]
+
+
+def test_the_wheel_says_its_types_are_for_the_users_mypy(wheel: Path) -> None:
+    """``py.typed`` (PEP 561): without it a user's mypy ignores the package's annotations, and
+    ``Run[Output]``, ``Tool[P, R]`` and the entry points' options check nothing outside this
+    repository."""
+    assert "jupyter_agent/py.typed" in zipfile.ZipFile(wheel).namelist()

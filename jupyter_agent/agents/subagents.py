@@ -24,6 +24,7 @@ from typing_extensions import Unpack
 
 from ..base.errors import ConfigError, ToolError
 from ..runtime.agents import Agent as AgentProfile
+from ..runtime.agents import AgentOptions, SkillPaths
 from ..runtime.catalog import SPAWN_TOOL_NAME, resolve_tool_specs
 from ..runtime.policy import PermissionContext
 from ..tools.builtin import Workspace
@@ -36,6 +37,7 @@ from .turn.start import run_sub_agent as run_as_sub_agent
 if TYPE_CHECKING:
     from ..llm.protocol import ModelClient
     from ..llm.types import Message
+    from ..session.permissions import Decision
 
 __all__ = ["Agent", "SUB_AGENT_MAX_ROUNDS", "DEFAULT_MODEL_SYSTEM", "AgentTool", "agent_tool",
            "model_tool"]
@@ -107,6 +109,15 @@ class Agent(AgentProfile):
     The profile itself is policy data in ``runtime/``; running it as a tool is this layer's
     job, so the method lives here and ``runtime/`` never imports ``agents/``.
     """
+
+    def __init__(self, name: str, instructions: str = "", tools: list[object] | None = None,
+                 model: str | None = None, workspace: str | os.PathLike[str] | None = None,
+                 permissions: dict[str, Decision] | None = None, *,
+                 skills: SkillPaths | None = None, **extra: Unpack[AgentOptions]) -> None:
+        # The profile's own signature, said again: without an ``__init__`` of its own, mypy's
+        # pydantic plugin would give this class a keyword-only one of the fields.
+        super().__init__(name, instructions, tools, model, workspace, permissions,
+                         skills=skills, **extra)
 
     def as_tool(self, name: str | None = None, description: str | None = None,
                 **options: Unpack[AgentToolOptions]) -> AgentTool:

@@ -20,7 +20,7 @@ from ..base.errors import ConfigError
 from ..base.state import STATE
 from ..session.permissions import Decision
 
-__all__ = ["Agent", "AgentOptions", "AGENTS", "resolve_agent", "list_agents", "forget_agent",
+__all__ = ["Agent", "AgentOptions", "SkillPaths", "AGENTS", "resolve_agent", "list_agents", "forget_agent",
            "agent_for_intent"]
 
 AGENTS: dict[str, Agent] = STATE.slot("runtime.agents", dict)
